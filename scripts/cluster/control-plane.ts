@@ -1,0 +1,301 @@
+// A real, local Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok (a fake kubelet), built from the Go module proxy and started on loopback.
+import { spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import https from 'node:https';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as k8s from '@kubernetes/client-node';
+import { installCrds } from '../../server/src/kube/crds.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'] as const;
+type Component = (typeof COMPONENTS)[number];
+
+export interface ControlPlaneState {
+  dir: string;
+  kubeconfig: string;
+  server: string;
+  pids: Partial<Record<Component, number>>;
+}
+
+export const KWOK_NODE = 'kwok-node-0';
+
+const log = (message: string): void => {
+  process.stderr.write(`[cluster ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+};
+
+/** Builds (or finds in the cache) the binaries; returns their directory. */
+export async function ensureBinaries(what: 'k8s' | 'helm' = 'k8s'): Promise<string> {
+  const child = spawn('bash', [path.join(here, 'build.sh'), what], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  if (code !== 0) throw new Error(`build.sh ${what} failed with exit code ${code}`);
+  return out.trim().split('\n').pop()!;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function httpStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve) => {
+    const client = url.startsWith('https:') ? https : http;
+    const request = client.get(url, { headers, rejectUnauthorized: false, timeout: 2000 }, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.on('error', () => resolve(0));
+    request.on('timeout', () => request.destroy());
+  });
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, pid?: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (pid !== undefined && !isAlive(pid)) throw new Error(`${what}: the process exited (see its log)`);
+    if (Date.now() > deadline) throw new Error(`${what}: not ready within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function startProcess(dir: string, name: Component, bin: string, args: string[]): number {
+  // The log file itself is the child's stdout/stderr (no pipe through us), and the child leads its own
+  // process group: it outlives `npm run cluster -- up`, and `down` stops it with all it started.
+  const log = openSync(path.join(dir, 'logs', `${name}.log`), 'a');
+  const child = spawn(path.join(bin, name), args, { detached: true, stdio: ['ignore', log, log] });
+  closeSync(log);
+  child.unref();
+  return child.pid!;
+}
+
+function kubeconfigYaml(server: string, caFile: string, token: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: local\n  cluster:\n    server: ${server}\n    certificate-authority: ${caFile}`,
+    'users:',
+    `- name: admin\n  user:\n    token: ${token}`,
+    'contexts:',
+    '- name: local\n  context:\n    cluster: local\n    user: admin\n    namespace: default',
+    'current-context: local',
+    '',
+  ].join('\n');
+}
+
+/** Starts every component in `dir` (created fresh) and returns once the API server is ready with CRDs installed. */
+export async function startControlPlane(dir: string): Promise<ControlPlaneState> {
+  const bin = await ensureBinaries('k8s');
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(path.join(dir, 'logs'), { recursive: true });
+  await mkdir(path.join(dir, 'certs'), { recursive: true });
+  const state: ControlPlaneState = { dir, kubeconfig: path.join(dir, 'kubeconfig'), server: '', pids: {} };
+  const saveState = () => writeFile(path.join(dir, 'state.json'), JSON.stringify(state, null, 2));
+  try {
+    const [etcdClient, etcdPeer, apiPort, cmPort, schedulerPort, kwokPort] = await Promise.all(
+      Array.from({ length: 6 }, freePort),
+    );
+    const token = randomBytes(24).toString('hex');
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const saKey = path.join(dir, 'certs', 'sa.key');
+    const saPub = path.join(dir, 'certs', 'sa.pub');
+    await writeFile(saKey, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    await writeFile(saPub, publicKey.export({ type: 'spki', format: 'pem' }));
+    await writeFile(path.join(dir, 'certs', 'tokens.csv'), `${token},admin,admin,system:masters\n`, { mode: 0o600 });
+
+    log('starting etcd');
+    state.pids.etcd = startProcess(dir, 'etcd', bin, [
+      '--name=local',
+      `--data-dir=${path.join(dir, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=local=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+    ]);
+    await saveState();
+    await waitFor(
+      'etcd',
+      async () => (await httpStatus(`http://127.0.0.1:${etcdClient}/health`)) === 200,
+      30_000,
+      state.pids.etcd,
+    );
+
+    log('starting kube-apiserver');
+    const certDir = path.join(dir, 'certs', 'apiserver');
+    state.server = `https://127.0.0.1:${apiPort}`;
+    state.pids['kube-apiserver'] = startProcess(dir, 'kube-apiserver', bin, [
+      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--cert-dir=${certDir}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${saPub}`,
+      `--service-account-signing-key-file=${saKey}`,
+      `--token-auth-file=${path.join(dir, 'certs', 'tokens.csv')}`,
+      '--authorization-mode=RBAC',
+      '--allow-privileged=true',
+      '--endpoint-reconciler-type=none',
+      '--enable-priority-and-fairness=false',
+      '--profiling=false',
+    ]);
+    await saveState();
+    await waitFor(
+      'kube-apiserver',
+      async () => (await httpStatus(`${state.server}/readyz`, { Authorization: `Bearer ${token}` })) === 200,
+      120_000,
+      state.pids['kube-apiserver'],
+    );
+    const caFile = path.join(certDir, 'apiserver.crt');
+    await writeFile(state.kubeconfig, kubeconfigYaml(state.server, caFile, token), { mode: 0o600 });
+
+    log('starting kube-controller-manager, kube-scheduler and kwok');
+    const common = [`--kubeconfig=${state.kubeconfig}`, '--leader-elect=false', '--bind-address=127.0.0.1'];
+    const allowPaths = '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics';
+    state.pids['kube-controller-manager'] = startProcess(dir, 'kube-controller-manager', bin, [
+      ...common,
+      `--secure-port=${cmPort}`,
+      allowPaths,
+      `--root-ca-file=${caFile}`,
+      `--service-account-private-key-file=${saKey}`,
+      '--use-service-account-credentials=false',
+      '--concurrent-deployment-syncs=10',
+      '--concurrent-replicaset-syncs=10',
+      '--concurrent-gc-syncs=20',
+    ]);
+    state.pids['kube-scheduler'] = startProcess(dir, 'kube-scheduler', bin, [
+      ...common,
+      `--secure-port=${schedulerPort}`,
+      allowPaths,
+    ]);
+    state.pids.kwok = startProcess(dir, 'kwok', bin, [
+      `--kubeconfig=${state.kubeconfig}`,
+      '--manage-all-nodes=false',
+      '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+      `--server-address=127.0.0.1:${kwokPort}`,
+      '--cidr=10.244.0.1/16',
+      '--node-ip=127.0.0.1',
+    ]);
+    await saveState();
+
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    await registerKwokNode(kc);
+    log('installing CRDs');
+    await installCrds(kc);
+    await waitForNodeReady(kc, 60_000);
+    log(`ready: ${state.server}`);
+    return state;
+  } catch (error) {
+    await stopControlPlane(dir).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function registerKwokNode(kc: k8s.KubeConfig): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.createNode({
+    body: {
+      metadata: {
+        name: KWOK_NODE,
+        annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+        labels: {
+          type: 'kwok',
+          'kubernetes.io/hostname': KWOK_NODE,
+          'kubernetes.io/os': 'linux',
+          'kubernetes.io/arch': 'amd64',
+        },
+      },
+      status: {
+        allocatable: { cpu: '64', memory: '512Gi', pods: '2000' },
+        capacity: { cpu: '64', memory: '512Gi', pods: '2000' },
+      },
+    },
+  });
+}
+
+async function waitForNodeReady(kc: k8s.KubeConfig, timeoutMs: number): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await waitFor(
+    `node ${KWOK_NODE}`,
+    async () => {
+      const node = await core.readNode({ name: KWOK_NODE });
+      return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+    },
+    timeoutMs,
+  );
+}
+
+export async function readState(dir: string): Promise<ControlPlaneState | undefined> {
+  try {
+    return JSON.parse(await readFile(path.join(dir, 'state.json'), 'utf8')) as ControlPlaneState;
+  } catch {
+    return undefined;
+  }
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  for (const target of [-pid, pid]) {
+    try {
+      process.kill(target, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Stops every process recorded in `dir` (by PID, whole process group) and removes the directory. */
+export async function stopControlPlane(dir: string): Promise<void> {
+  const state = await readState(dir);
+  const pids = Object.values(state?.pids ?? {}).filter((pid): pid is number => typeof pid === 'number');
+  // Reverse start order: kwok and the controllers before the API server, etcd last.
+  for (const pid of [...pids].reverse()) signalGroup(pid, 'SIGTERM');
+  const deadline = Date.now() + 10_000;
+  while (pids.some(isAlive) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  for (const pid of pids.filter(isAlive)) signalGroup(pid, 'SIGKILL');
+  if (existsSync(dir)) await rm(dir, { recursive: true, force: true });
+}
+
+/** Synchronous variant for process exit handlers, where nothing asynchronous runs any more. */
+export function killControlPlaneSync(state: ControlPlaneState): void {
+  for (const pid of Object.values(state.pids).reverse()) if (pid) signalGroup(pid, 'SIGKILL');
+}
+
+export async function describeControlPlane(dir: string): Promise<string[]> {
+  const state = await readState(dir);
+  if (!state) return [`no control plane in ${dir}`];
+  const lines = COMPONENTS.map((name) => {
+    const pid = state.pids[name];
+    return `${name.padEnd(24)} ${pid && isAlive(pid) ? `running (pid ${pid})` : 'not running'}`;
+  });
+  lines.push(`server                   ${state.server}`, `KUBECONFIG=${state.kubeconfig}`);
+  return lines;
+}

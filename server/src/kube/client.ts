@@ -1,0 +1,41 @@
+import * as k8s from '@kubernetes/client-node';
+import { FIELD_MANAGER } from '../model/api-group.js';
+
+/** Loads the kubeconfig: an explicit file, then $KUBECONFIG, then the in-cluster service account. */
+export function loadKubeConfig(file?: string): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  if (file) kc.loadFromFile(file);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+/** Server-side apply of a whole object under IDE Cloud's one field manager. */
+export async function applyObject<T extends k8s.KubernetesObject>(
+  objects: k8s.KubernetesObjectApi,
+  object: T,
+  options: { force?: boolean; dryRun?: boolean } = {},
+): Promise<T> {
+  return objects.patch(
+    object,
+    undefined,
+    options.dryRun ? 'All' : undefined,
+    FIELD_MANAGER,
+    options.force ?? true,
+    k8s.PatchStrategy.ServerSideApply,
+  );
+}
+
+/** HTTP status of a failed Kubernetes API call, or undefined for errors that are not API answers. */
+export function apiStatus(error: unknown): number | undefined {
+  if (error instanceof k8s.ApiException) return error.code;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export function isNotFound(error: unknown): boolean {
+  return apiStatus(error) === 404;
+}
+
+export function isConflict(error: unknown): boolean {
+  return apiStatus(error) === 409;
+}

@@ -1,0 +1,140 @@
+import * as k8s from '@kubernetes/client-node';
+import { API_VERSION, FIELD_MANAGER, GROUP, VERSION } from '../model/api-group.js';
+import type { AppDefinition, AppDefinitionSpecInput } from '../model/app-definition.js';
+import { RESOURCE_KINDS } from '../model/crd.js';
+import type { Session, SessionSpec } from '../model/session.js';
+import type { Workspace, WorkspaceSpec } from '../model/workspace.js';
+
+type Kind = keyof typeof RESOURCE_KINDS;
+type ResourceOf = { appDefinition: AppDefinition; workspace: Workspace; session: Session };
+/** What a writer gives: fields with schema defaults may be left out (the API server fills them). */
+type SpecInputOf = { appDefinition: AppDefinitionSpecInput; workspace: WorkspaceSpec; session: SessionSpec };
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+const applyPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
+
+/**
+ * Typed access to one kind of IDE Cloud custom resource in one namespace. The one place that knows
+ * the group, version and plural, so callers deal in AppDefinition/Workspace/Session objects.
+ */
+export class CustomResourceClient<K extends Kind> {
+  private readonly api: k8s.CustomObjectsApi;
+  readonly plural: string;
+  readonly kind: string;
+
+  constructor(
+    kc: k8s.KubeConfig,
+    readonly namespace: string,
+    kind: K,
+  ) {
+    this.api = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.plural = RESOURCE_KINDS[kind].plural;
+    this.kind = RESOURCE_KINDS[kind].kind;
+  }
+
+  /** The collection's path, for watches and informers. */
+  get path(): string {
+    return `/apis/${GROUP}/${VERSION}/namespaces/${this.namespace}/${this.plural}`;
+  }
+
+  private get base() {
+    return { group: GROUP, version: VERSION, namespace: this.namespace, plural: this.plural };
+  }
+
+  async get(name: string): Promise<ResourceOf[K]> {
+    return (await this.api.getNamespacedCustomObject({ ...this.base, name })) as ResourceOf[K];
+  }
+
+  /** The object, or undefined when it does not exist. */
+  async find(name: string): Promise<ResourceOf[K] | undefined> {
+    try {
+      return await this.get(name);
+    } catch (error) {
+      if (error instanceof k8s.ApiException && error.code === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async list(labelSelector?: string): Promise<ResourceOf[K][]> {
+    const list = (await this.api.listNamespacedCustomObject({ ...this.base, labelSelector })) as {
+      items: ResourceOf[K][];
+    };
+    return list.items;
+  }
+
+  async create(object: { metadata: k8s.V1ObjectMeta; spec: SpecInputOf[K] }): Promise<ResourceOf[K]> {
+    return (await this.api.createNamespacedCustomObject({
+      ...this.base,
+      body: {
+        apiVersion: API_VERSION,
+        kind: this.kind,
+        ...object,
+        metadata: { ...object.metadata, namespace: this.namespace },
+      },
+    })) as ResourceOf[K];
+  }
+
+  /** Server-side apply of the fields given, under IDE Cloud's field manager. */
+  async apply(
+    name: string,
+    fields: { metadata?: k8s.V1ObjectMeta; spec?: Partial<SpecInputOf[K]> },
+  ): Promise<ResourceOf[K]> {
+    return (await this.api.patchNamespacedCustomObject(
+      {
+        ...this.base,
+        name,
+        fieldManager: FIELD_MANAGER,
+        force: true,
+        body: {
+          apiVersion: API_VERSION,
+          kind: this.kind,
+          ...fields,
+          metadata: { ...fields.metadata, name, namespace: this.namespace },
+        },
+      },
+      applyPatch,
+    )) as ResourceOf[K];
+  }
+
+  async mergePatch(name: string, body: object): Promise<ResourceOf[K]> {
+    return (await this.api.patchNamespacedCustomObject({ ...this.base, name, body }, mergePatch)) as ResourceOf[K];
+  }
+
+  /** Merge-patches status through the status subresource. */
+  async patchStatus(
+    name: string,
+    status: NonNullable<ResourceOf[K]['status']>,
+    resourceVersion?: string,
+  ): Promise<ResourceOf[K]> {
+    const body = resourceVersion ? { metadata: { resourceVersion }, status } : { status };
+    return (await this.api.patchNamespacedCustomObjectStatus(
+      { ...this.base, name, body },
+      mergePatch,
+    )) as ResourceOf[K];
+  }
+
+  /** Deletes the object; true when it was there, false when it was already gone. */
+  async delete(name: string, propagationPolicy: 'Background' | 'Foreground' = 'Background'): Promise<boolean> {
+    try {
+      await this.api.deleteNamespacedCustomObject({ ...this.base, name, propagationPolicy });
+      return true;
+    } catch (error) {
+      if (error instanceof k8s.ApiException && error.code === 404) return false;
+      throw error;
+    }
+  }
+}
+
+export interface IdeCloudResources {
+  appDefinitions: CustomResourceClient<'appDefinition'>;
+  workspaces: CustomResourceClient<'workspace'>;
+  sessions: CustomResourceClient<'session'>;
+}
+
+export function ideCloudResources(kc: k8s.KubeConfig, namespace: string): IdeCloudResources {
+  return {
+    appDefinitions: new CustomResourceClient(kc, namespace, 'appDefinition'),
+    workspaces: new CustomResourceClient(kc, namespace, 'workspace'),
+    sessions: new CustomResourceClient(kc, namespace, 'session'),
+  };
+}

@@ -1,0 +1,25 @@
+/** The API group and version of IDE Cloud's custom resources, and the metadata keys they carry. */
+export const GROUP = 'ide.cloud';
+export const VERSION = 'v1beta10';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+/** One field manager for every server-side apply of IDE Cloud. */
+export const FIELD_MANAGER = 'ide-cloud';
+
+export const ANNOTATIONS = {
+  startStrategy: 'ide-cloud.io/session-start-strategy',
+  instanceId: 'ide-cloud.io/instance-id',
+  appDefinitionGeneration: 'ide-cloud.io/app-definition-generation',
+  stopReason: 'ide-cloud.io/stop-reason',
+} as const;
+
+export const LABELS = {
+  appDefinition: 'ide-cloud.io/app-definition',
+  session: 'ide-cloud.io/session',
+  workspace: 'ide-cloud.io/workspace',
+  user: 'ide-cloud.io/user',
+  instanceId: 'ide-cloud.io/instance-id',
+  poolInstance: 'ide-cloud.io/pool-instance',
+  component: 'app.kubernetes.io/component',
+  managedBy: 'app.kubernetes.io/managed-by',
+} as const;

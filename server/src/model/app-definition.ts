@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import { ConditionsSchema } from './conditions.js';
+import { QuantitySchema } from './quantity.js';
+import { ObjectMetaSchema } from './object-meta.js';
+
+export const DEFAULT_DATA_BRIDGE_PORT = 16281;
+export const DEFAULT_MAX_INSTANCES = 1000;
+
+export const SidecarSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+      .max(40),
+    image: z.string().min(1),
+    port: z.number().int().min(1).max(65535).optional(),
+    mountWorkspace: z.boolean().default(false).describe('mount the workspace claim into the sidecar'),
+    env: z.record(z.string(), z.string()).optional(),
+    requestsMemory: QuantitySchema.optional(),
+    requestsCpu: QuantitySchema.optional(),
+    limitsMemory: QuantitySchema.optional(),
+    limitsCpu: QuantitySchema.optional(),
+  })
+  .strict();
+export type Sidecar = z.infer<typeof SidecarSchema>;
+
+export const MonitorSchema = z
+  .object({
+    port: z.number().int().min(1).max(65535).optional().describe('port of the IDE activity endpoint'),
+    activityTracker: z
+      .object({
+        timeoutAfter: z.number().int().min(1).optional().describe('minutes without activity before the session stops'),
+        notifyAfter: z.number().int().min(1).optional().describe('minutes without activity before the user is warned'),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const AppDefinitionOptionsSchema = z
+  .record(z.string(), z.string())
+  .describe('per-definition configuration: dataBridgeEnabled ("true"), dataBridgePort (default 16281)');
+
+/** Spec of an AppDefinition: a launchable session type. Field names follow the service spec's table. */
+export const AppDefinitionSpecSchema = z
+  .object({
+    name: z.string().min(1).describe('identifier used in API calls and the landing page configuration'),
+    image: z.string().min(1).describe('container image of the IDE session'),
+    requestsMemory: QuantitySchema.default('500M'),
+    requestsCpu: QuantitySchema.default('200m'),
+    limitsMemory: QuantitySchema.default('2400M'),
+    limitsCpu: QuantitySchema.default('2'),
+    minInstances: z.number().int().min(0).default(0).describe('size of the warm pool'),
+    maxInstances: z
+      .number()
+      .int()
+      .min(0)
+      .nullable()
+      .default(DEFAULT_MAX_INSTANCES)
+      .describe('ceiling of concurrent sessions, eager plus lazy; null removes the bound'),
+    port: z.number().int().min(1).max(65535).describe('port of the IDE in the container'),
+    ingressname: z.string().min(1).describe('name of the shared route the session routes are added to'),
+    options: AppDefinitionOptionsSchema.optional(),
+    timeout: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('minutes of inactivity before an idle session stops; 0 or unset: never'),
+    sidecars: z.array(SidecarSchema).optional(),
+    monitor: MonitorSchema.optional(),
+  })
+  .strict()
+  .refine((s) => s.maxInstances === null || s.minInstances <= s.maxInstances, {
+    message: 'minInstances must be <= maxInstances',
+    path: ['minInstances'],
+  })
+  .meta({
+    // The same rule as the refine above, enforced by the API server for kubectl and Helm writes.
+    'x-kubernetes-validations': [
+      {
+        rule: '!has(self.maxInstances) || !has(self.minInstances) || self.minInstances <= self.maxInstances',
+        message: 'minInstances must be <= maxInstances',
+      },
+    ],
+  });
+export type AppDefinitionSpec = z.output<typeof AppDefinitionSpecSchema>;
+export type AppDefinitionSpecInput = z.input<typeof AppDefinitionSpecSchema>;
+
+export const PoolStatusSchema = z
+  .object({
+    desired: z.number().int().min(0),
+    ready: z.number().int().min(0),
+    reserved: z.number().int().min(0),
+  })
+  .strict();
+
+export const AppDefinitionStatusSchema = z
+  .object({
+    observedGeneration: z.number().int().optional(),
+    pool: PoolStatusSchema.optional(),
+    conditions: ConditionsSchema.optional(),
+  })
+  .strict();
+export type AppDefinitionStatus = z.infer<typeof AppDefinitionStatusSchema>;
+
+export const AppDefinitionSchema = z.object({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema,
+  spec: AppDefinitionSpecSchema,
+  status: AppDefinitionStatusSchema.optional(),
+});
+export type AppDefinition = z.output<typeof AppDefinitionSchema>;
+
+export function dataBridgeEnabled(spec: Pick<AppDefinitionSpec, 'options'>): boolean {
+  return spec.options?.dataBridgeEnabled === 'true';
+}
+
+export function dataBridgePort(spec: Pick<AppDefinitionSpec, 'options'>): number {
+  const port = Number(spec.options?.dataBridgePort ?? DEFAULT_DATA_BRIDGE_PORT);
+  return Number.isInteger(port) && port > 0 && port < 65536 ? port : DEFAULT_DATA_BRIDGE_PORT;
+}
+
+export function hasWorkspaceMountingSidecars(spec: Pick<AppDefinitionSpec, 'sidecars'>): boolean {
+  return (spec.sidecars ?? []).some((s) => s.mountWorkspace);
+}

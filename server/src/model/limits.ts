@@ -1,0 +1,45 @@
+import { ErrorCode } from './error-codes.js';
+import type { AppDefinitionSpec } from './app-definition.js';
+import type { Session } from './session.js';
+
+/** Sessions that count against limits: every session not ended or failed. */
+export function isActiveSession(session: Pick<Session, 'status' | 'metadata'>): boolean {
+  if (session.metadata.deletionTimestamp) return false;
+  const phase = session.status?.phase;
+  return phase !== 'Failed' && phase !== 'Stopping';
+}
+
+export interface LimitRefusal {
+  code: typeof ErrorCode.maxInstancesReached | typeof ErrorCode.sessionsPerUserReached;
+  reason: string;
+}
+
+/**
+ * Whether one more session of `user` for `appDefinition` stays within maxInstances (eager plus lazy)
+ * and sessionsPerUser. `sessions` are the other active sessions in the namespace: the service checks
+ * this before it creates anything, the operator again when it reconciles (the pre-check alone races).
+ */
+export function checkSessionLimits(input: {
+  appDefinition: Pick<AppDefinitionSpec, 'name' | 'maxInstances'>;
+  user: string;
+  sessions: readonly Pick<Session, 'spec' | 'status' | 'metadata'>[];
+  sessionsPerUser: number;
+}): LimitRefusal | undefined {
+  const active = input.sessions.filter(isActiveSession);
+  const ofDefinition = active.filter((s) => s.spec.appDefinition === input.appDefinition.name).length;
+  const max = input.appDefinition.maxInstances;
+  if (max !== null && ofDefinition >= max) {
+    return {
+      code: ErrorCode.maxInstancesReached,
+      reason: `app definition ${input.appDefinition.name} is at maxInstances (${max})`,
+    };
+  }
+  const ofUser = active.filter((s) => s.spec.user === input.user).length;
+  if (ofUser >= input.sessionsPerUser) {
+    return {
+      code: ErrorCode.sessionsPerUserReached,
+      reason: `user is at the limit of ${input.sessionsPerUser} concurrent session(s)`,
+    };
+  }
+  return undefined;
+}

@@ -1,0 +1,87 @@
+import { createHash } from 'node:crypto';
+
+/** Longest DNS-1123 label (RFC 1123), the limit for names of Services, labels values and our CRs. */
+export const DNS_LABEL_MAX = 63;
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export function isDnsLabel(value: string): boolean {
+  return value.length <= DNS_LABEL_MAX && DNS_LABEL.test(value);
+}
+
+/** Lowercases and replaces every character outside `[a-z0-9-]` with `-`, trimming `-` at both ends. */
+export function sanitizeDnsPart(value: string): string {
+  return value
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .replace(/^-+|-+$/g, '');
+}
+
+function shortHash(value: string): string {
+  return createHash('sha256').update(value).digest('hex').slice(0, 8);
+}
+
+/**
+ * Joins parts into one DNS-1123 label. When the result is longer than `max`, it is cut and a short
+ * hash of the full, uncut input is appended, so two long inputs that share a prefix never collide.
+ */
+export function dnsLabel(parts: readonly string[], max: number = DNS_LABEL_MAX): string {
+  const joined = parts.map(sanitizeDnsPart).filter(Boolean).join('-').replace(/-{2,}/g, '-');
+  const name = joined.length > 0 ? joined : 'x';
+  if (name.length <= max) return name;
+  const hash = shortHash(parts.join('\u0000'));
+  const head = name.slice(0, max - hash.length - 1).replace(/-+$/, '');
+  return `${head}-${hash}`;
+}
+
+/** `ws-<appDef>-<user>-<uuid>`: the name of a workspace created by a launch that named none. */
+export function generatedWorkspaceName(appDefinition: string, user: string, uuid: string): string {
+  return dnsLabel(['ws', appDefinition, user, uuid]);
+}
+
+/** Name of a session for a workspace: one session per workspace, so the name follows from it. */
+export function sessionNameFor(workspace: string): string {
+  return dnsLabel(['session', workspace.replace(/^ws-/, '')]);
+}
+
+/** Removes `user:password@` from a URL-like string; leaves anything that is not a URL untouched. */
+export function stripCredentials(uri: string): string {
+  return uri.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
+}
+
+/** Java's `String.hashCode`: `h = 31 * h + charCode`, wrapped to a signed 32-bit integer. */
+export function stringHash32(value: string): number {
+  let h = 0;
+  for (let i = 0; i < value.length; i++) {
+    h = ((h << 5) - h + value.charCodeAt(i)) | 0;
+  }
+  return h;
+}
+
+const LANDING_PART_MAX = 12;
+
+function landingPart(value: string): string {
+  return sanitizeDnsPart(value).slice(0, LANDING_PART_MAX).replace(/-+$/, '');
+}
+
+/** Last path segment of a repository URL without `.git`. */
+export function repositoryName(gitUri: string): string {
+  const path = stripCredentials(gitUri)
+    .replace(/[?#].*$/, '')
+    .replace(/\/+$/, '');
+  const last = path.slice(path.lastIndexOf('/') + 1).replace(/:/g, '/');
+  return last.slice(last.lastIndexOf('/') + 1).replace(/\.git$/, '');
+}
+
+/**
+ * The landing page's deterministic workspace name: `ws-<app>-<repo>-<user>-<hash>`. The hash is taken
+ * of gitUri without credentials, so a link carrying a new token lands in the same workspace.
+ */
+export function landingWorkspaceName(appDefinition: string, user: string, gitUri?: string): string {
+  const repo = gitUri ? repositoryName(gitUri) : 'playground';
+  const hash = Math.abs(stringHash32(gitUri ? stripCredentials(gitUri) : ''))
+    .toString(16)
+    .padStart(8, '0');
+  const parts = ['ws', landingPart(appDefinition), landingPart(repo), landingPart(user), hash];
+  return parts.filter(Boolean).join('-');
+}

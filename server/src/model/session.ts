@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { ConditionsSchema } from './conditions.js';
+import { ObjectMetaSchema } from './object-meta.js';
+
+const K8sName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/)
+  .max(253);
+
+export const SessionSpecSchema = z
+  .object({
+    user: z.string().min(1),
+    appDefinition: z.string().min(1),
+    workspace: z.string().optional().describe('workspace whose claim is mounted; unset for an ephemeral session'),
+    envVars: z.record(z.string(), z.string()).optional().describe('launch values given directly'),
+    envVarsFromConfigMaps: z.array(K8sName).optional().describe('names of config maps whose data is added'),
+    envVarsFromSecrets: z.array(K8sName).optional().describe('names of secrets whose data is added'),
+    sessionSecret: z.string().optional().describe('shared secret of the session and its authentication proxy'),
+  })
+  .strict();
+export type SessionSpec = z.infer<typeof SessionSpecSchema>;
+
+export const SessionPhaseSchema = z.enum(['Pending', 'Starting', 'Running', 'Stopping', 'Failed']);
+export type SessionPhase = z.infer<typeof SessionPhaseSchema>;
+
+export const StartStrategySchema = z.enum(['eager', 'lazy', 'lazy-fallback']);
+export type StartStrategy = z.infer<typeof StartStrategySchema>;
+
+export const SessionErrorSchema = z.object({ code: z.number().int(), reason: z.string() }).strict();
+export type SessionError = z.infer<typeof SessionErrorSchema>;
+
+export const SessionStatusSchema = z
+  .object({
+    observedGeneration: z.number().int().optional(),
+    phase: SessionPhaseSchema.optional(),
+    url: z.string().optional(),
+    startStrategy: StartStrategySchema.optional(),
+    instanceId: z.string().optional(),
+    lastActivity: z.string().optional().describe('RFC 3339 time of the last activity report'),
+    error: SessionErrorSchema.optional(),
+    conditions: ConditionsSchema.optional(),
+  })
+  .strict();
+export type SessionStatus = z.infer<typeof SessionStatusSchema>;
+
+export const SessionSchema = z.object({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema,
+  spec: SessionSpecSchema,
+  status: SessionStatusSchema.optional(),
+});
+export type Session = z.infer<typeof SessionSchema>;
+
+/** Condition types of a Session: states, not actions. */
+export const SessionCondition = {
+  reserved: 'Reserved',
+  routed: 'Routed',
+  envInjected: 'EnvInjected',
+  ready: 'Ready',
+} as const;

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import {
+  dnsLabel,
+  generatedWorkspaceName,
+  isDnsLabel,
+  landingWorkspaceName,
+  repositoryName,
+  sessionNameFor,
+  stringHash32,
+  stripCredentials,
+} from '../../src/model/names.js';
+
+describe('names', () => {
+  describe('dnsLabel', () => {
+    it('lowercases and replaces characters outside [a-z0-9-]', () => {
+      assert.equal(dnsLabel(['ws', 'Java_17', 'Student@Example.COM']), 'ws-java-17-student-example-com');
+    });
+
+    it('never yields an invalid DNS-1123 label, whatever the input', () => {
+      fc.assert(
+        fc.property(fc.array(fc.string({ unit: 'binary' }), { maxLength: 5 }), (parts) => {
+          assert.ok(isDnsLabel(dnsLabel(parts)), JSON.stringify(parts));
+        }),
+      );
+    });
+
+    it('cuts long names and keeps a hash of the full input, so long inputs sharing a prefix differ', () => {
+      const long = 'a'.repeat(80);
+      const first = dnsLabel(['ws', long, 'alice']);
+      const second = dnsLabel(['ws', long, 'bob']);
+      assert.equal(first.length, 63);
+      assert.equal(second.length, 63);
+      assert.notEqual(first, second);
+      assert.match(first, /-[0-9a-f]{8}$/);
+    });
+
+    it('keeps names that fit untouched', () => {
+      assert.equal(dnsLabel(['ws', 'python-latest', 'bob']), 'ws-python-latest-bob');
+    });
+  });
+
+  it('generatedWorkspaceName has the form ws-<appDef>-<user>-<uuid> and is DNS-safe', () => {
+    const name = generatedWorkspaceName('python-latest', 'Bob@Uni.edu', '0f8fad5b-d9cb-469f-a165-70867728950e');
+    assert.equal(name.startsWith('ws-python-latest-bob-uni-edu-'), true);
+    assert.ok(isDnsLabel(name));
+    const long = generatedWorkspaceName(
+      'java-17-templates-latest',
+      'a.very.long.student.name@some-university.example.org',
+      '0f8fad5b-d9cb-469f-a165-70867728950e',
+    );
+    assert.ok(isDnsLabel(long));
+    assert.equal(long.length, 63);
+  });
+
+  it('sessionNameFor derives a DNS-safe session name from the workspace', () => {
+    assert.equal(sessionNameFor('ws-python-bob'), 'session-python-bob');
+    assert.ok(isDnsLabel(sessionNameFor('ws-' + 'x'.repeat(70))));
+  });
+
+  describe('stripCredentials', () => {
+    it('removes user:token@ from URLs', () => {
+      assert.equal(stripCredentials('https://bob:s3cr3t@git.example.com/a/b.git'), 'https://git.example.com/a/b.git');
+      assert.equal(stripCredentials('https://token@git.example.com/a/b.git'), 'https://git.example.com/a/b.git');
+    });
+    it('leaves URLs without credentials and non-URLs alone', () => {
+      assert.equal(stripCredentials('https://git.example.com/a/b.git'), 'https://git.example.com/a/b.git');
+      assert.equal(stripCredentials('git@github.com:a/b.git'), 'git@github.com:a/b.git');
+    });
+  });
+
+  it('stringHash32 matches Java String.hashCode', () => {
+    // Reference values of java.lang.String#hashCode.
+    assert.equal(stringHash32(''), 0);
+    assert.equal(stringHash32('abc'), 96354);
+    assert.equal(stringHash32('hello'), 99162322);
+    assert.equal(stringHash32('polygenelubricants'), -2147483648);
+  });
+
+  it('repositoryName takes the last path segment without .git', () => {
+    assert.equal(repositoryName('https://u:p@git.example.com/group/My_Repo.git'), 'My_Repo');
+    assert.equal(repositoryName('https://git.example.com/group/repo/'), 'repo');
+    assert.equal(repositoryName('git@github.com:org/thing.git'), 'thing');
+  });
+
+  describe('landingWorkspaceName', () => {
+    const uri = 'https://git.example.com/course/Exercise_01.git';
+
+    it('builds ws-<app>-<repo>-<user>-<hash> with parts cut to 12 characters', () => {
+      const hash = Math.abs(stringHash32(uri)).toString(16).padStart(8, '0');
+      assert.equal(
+        landingWorkspaceName('java-17-templates-latest', 'Student.Name@Example.com', uri),
+        `ws-java-17-temp-exercise-01-student-name-${hash}`,
+      );
+    });
+
+    it('hashes gitUri with credentials removed, so a new token keeps the workspace', () => {
+      const withToken = 'https://student:token-one@git.example.com/course/Exercise_01.git';
+      const withOtherToken = 'https://student:token-two@git.example.com/course/Exercise_01.git';
+      assert.equal(
+        landingWorkspaceName('python-latest', 'bob', withToken),
+        landingWorkspaceName('python-latest', 'bob', uri),
+      );
+      assert.equal(
+        landingWorkspaceName('python-latest', 'bob', withToken),
+        landingWorkspaceName('python-latest', 'bob', withOtherToken),
+      );
+    });
+
+    it('differs between repositories and uses playground without gitUri', () => {
+      assert.notEqual(
+        landingWorkspaceName('python-latest', 'bob', uri),
+        landingWorkspaceName('python-latest', 'bob', uri + 'x'),
+      );
+      assert.equal(landingWorkspaceName('python-latest', 'bob'), 'ws-python-lates-playground-bob-00000000');
+    });
+
+    it('is always a DNS-1123 label', () => {
+      fc.assert(
+        fc.property(fc.string(), fc.string(), fc.webUrl(), (app, user, url) => {
+          assert.ok(isDnsLabel(landingWorkspaceName(app, user, url)));
+        }),
+      );
+    });
+  });
+});

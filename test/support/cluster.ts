@@ -1,0 +1,46 @@
+// The test suites' local control plane: started once per test run on first use, stopped at the end.
+// Set IDE_CLOUD_TEST_KUBECONFIG to run against one already up (`npm run cluster -- up`) instead.
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import {
+  killControlPlaneSync,
+  startControlPlane,
+  stopControlPlane,
+  type ControlPlaneState,
+} from '../../scripts/cluster/control-plane.js';
+
+export interface TestCluster {
+  kubeconfig: string;
+  kc: k8s.KubeConfig;
+}
+
+let starting: Promise<TestCluster> | undefined;
+let state: ControlPlaneState | undefined;
+
+async function start(): Promise<TestCluster> {
+  let kubeconfig = process.env.IDE_CLOUD_TEST_KUBECONFIG;
+  if (!kubeconfig) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-test-cluster-'));
+    state = await startControlPlane(dir);
+    const started = state;
+    process.once('exit', () => killControlPlaneSync(started));
+    kubeconfig = state.kubeconfig;
+  }
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  return { kubeconfig, kc };
+}
+
+/** The shared control plane; the first caller starts it (allow a few minutes the very first time). */
+export function useCluster(): Promise<TestCluster> {
+  starting ??= start();
+  return starting;
+}
+
+export async function stopTestCluster(): Promise<void> {
+  if (state) await stopControlPlane(state.dir);
+  state = undefined;
+  starting = undefined;
+}
