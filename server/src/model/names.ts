@@ -85,3 +85,11 @@ export function landingWorkspaceName(appDefinition: string, user: string, gitUri
   const parts = ['ws', landingPart(appDefinition), landingPart(repo), landingPart(user), hash];
   return parts.filter(Boolean).join('-');
 }
+
+/**
+ * Label value that stands for a user. User ids are e-mails, which label values cannot hold, so a
+ * hash is used: listing a user's sessions is then one label-selected list, not a scan.
+ */
+export function userLabelValue(user: string): string {
+  return createHash('sha256').update(user).digest('hex').slice(0, 40);
+}
