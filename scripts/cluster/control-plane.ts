@@ -201,7 +201,9 @@ export async function startControlPlane(dir: string): Promise<ControlPlaneState>
       '--manage-all-nodes=false',
       '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
       `--server-address=127.0.0.1:${kwokPort}`,
-      '--cidr=10.244.0.1/16',
+      // Pod IPs from the loopback range: a test can serve a pod's port (e.g. the data bridge) on the
+      // pod's own IP, and nothing ever sends traffic to an address off this machine.
+      '--cidr=127.1.0.1/16',
       '--node-ip=127.0.0.1',
     ]);
     await saveState();
