@@ -1,0 +1,53 @@
+// Shared by the agent's tests: an isolated git environment (own global config, no system config, own
+// HOME) and a log that keeps every line for the "secrets never in logs" assertions.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { RedactingLog } from '../src/core/index.js';
+
+export interface Sandbox {
+  dir: string;
+  env: NodeJS.ProcessEnv;
+  globalConfig: string;
+  remove(): Promise<void>;
+}
+
+export async function makeSandbox(): Promise<Sandbox> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-agent-'));
+  const globalConfig = path.join(dir, 'gitconfig');
+  return {
+    dir,
+    globalConfig,
+    env: {
+      PATH: process.env.PATH,
+      HOME: dir,
+      XDG_CONFIG_HOME: path.join(dir, '.config'),
+      GIT_CONFIG_GLOBAL: globalConfig,
+      GIT_CONFIG_NOSYSTEM: '1',
+    },
+    remove: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+export class CapturedLog extends RedactingLog {
+  readonly lines: string[];
+
+  constructor(secrets: readonly string[] = []) {
+    const lines: string[] = [];
+    super((line) => lines.push(line), secrets);
+    this.lines = lines;
+  }
+
+  get text(): string {
+    return this.lines.join('\n');
+  }
+}
+
+/** Asserts that none of the secrets (nor their URL-encoded forms) occur in the text. */
+export function assertNoSecrets(text: string, secrets: readonly string[]): void {
+  for (const secret of secrets) {
+    assert.ok(!text.includes(secret), `a secret leaked into: ${text}`);
+    assert.ok(!text.includes(encodeURIComponent(secret)), `a URL-encoded secret leaked into: ${text}`);
+  }
+}
