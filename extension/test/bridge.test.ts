@@ -1,0 +1,274 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DataBridge, type RegisterCommand } from '../src/bridge.js';
+import type { BridgeConfig } from '../src/config.js';
+import { MemoryLogger } from '../src/logger.js';
+import type { Environment } from '../src/payload.js';
+import { BridgeServer } from '../src/server.js';
+import { EnvironmentStore, SECRET_KEY } from '../src/store.js';
+import { MemorySecretStorage } from './fakes.js';
+
+const SECRET = 'hunter2-do-not-log';
+
+async function post(base: string, body: string, path = '/data'): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${base}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+  return { status: res.status, json: await res.json() };
+}
+
+function assertNoSecretIn(lines: readonly string[]): void {
+  for (const line of lines) assert.ok(!line.includes(SECRET), `a log line carries a value: ${line}`);
+}
+
+describe('extension: EnvironmentStore', () => {
+  it('merges, persists under one key and picks only present keys', async () => {
+    const secrets = new MemorySecretStorage();
+    const logger = new MemoryLogger();
+    const store = new EnvironmentStore(secrets, logger);
+    await store.merge({ A: '1', TOKEN: SECRET });
+    await store.merge({ A: '2', B: 'b' });
+    assert.deepEqual(store.pick(['A', 'B', 'TOKEN', 'MISSING']), { A: '2', B: 'b', TOKEN: SECRET });
+    assert.deepEqual([...secrets.data.keys()], [SECRET_KEY]);
+    assert.deepEqual(JSON.parse(secrets.data.get(SECRET_KEY)!), { A: '2', TOKEN: SECRET, B: 'b' });
+    assert.deepEqual(logger.lines, [
+      'info received 2 key(s): A, TOKEN; 2 key(s) held',
+      'info received 2 key(s): A, B; 3 key(s) held',
+    ]);
+  });
+
+  it('restores what an earlier activation stored', async () => {
+    const secrets = new MemorySecretStorage();
+    secrets.data.set(SECRET_KEY, JSON.stringify({ A: '1', TOKEN: SECRET, BAD: 3 }));
+    const logger = new MemoryLogger();
+    const store = new EnvironmentStore(secrets, logger);
+    await store.restore();
+    assert.deepEqual(store.pick(['A', 'TOKEN', 'BAD']), { A: '1', TOKEN: SECRET });
+    assert.deepEqual(logger.lines, ['info restored 2 key(s): A, TOKEN']);
+  });
+
+  it('starts empty on a missing or unreadable entry', async () => {
+    const secrets = new MemorySecretStorage();
+    const logger = new MemoryLogger();
+    await new EnvironmentStore(secrets, logger).restore();
+    secrets.data.set(SECRET_KEY, `not json ${SECRET}`);
+    const store = new EnvironmentStore(secrets, logger);
+    await store.restore();
+    assert.equal(store.size, 0);
+    assert.deepEqual(logger.lines, [
+      'info no stored environment to restore',
+      'warn the stored environment is unreadable; starting empty',
+    ]);
+  });
+
+  it('keeps the values in memory when persisting fails, and logs no value', async () => {
+    const secrets = new MemorySecretStorage();
+    secrets.failWrites = true;
+    const logger = new MemoryLogger();
+    const store = new EnvironmentStore(secrets, logger);
+    await assert.rejects(store.merge({ TOKEN: SECRET }), { name: 'PersistError' });
+    assert.deepEqual(store.pick(['TOKEN']), { TOKEN: SECRET });
+    assert.equal(logger.lines.at(-1), 'error could not persist the environment: Error');
+    assertNoSecretIn(logger.lines);
+  });
+
+  it('stores the latest snapshot last when writes overlap', async () => {
+    const secrets = new MemorySecretStorage();
+    const store = new EnvironmentStore(secrets, new MemoryLogger());
+    await Promise.all([store.merge({ A: '1' }), store.merge({ B: '2' }), store.merge({ A: '3' })]);
+    assert.deepEqual(JSON.parse(secrets.data.get(SECRET_KEY)!), { A: '3', B: '2' });
+    assert.equal(secrets.writes, 3);
+  });
+});
+
+describe('extension: BridgeServer', () => {
+  let secrets: MemorySecretStorage;
+  let logger: MemoryLogger;
+  let store: EnvironmentStore;
+  let server: BridgeServer;
+  let base: string;
+
+  beforeEach(async () => {
+    secrets = new MemorySecretStorage();
+    logger = new MemoryLogger();
+    store = new EnvironmentStore(secrets, logger);
+    server = new BridgeServer(store, logger, { host: '127.0.0.1', port: 0, maxBodyBytes: 1024 });
+    const address = await server.listen();
+    base = `http://127.0.0.1:${address.port}`;
+  });
+
+  afterEach(() => {
+    server.dispose();
+    assertNoSecretIn(logger.lines);
+  });
+
+  it('answers /health', async () => {
+    const res = await fetch(`${base}/health`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { status: 'UP' });
+  });
+
+  it('stores POST /data and merges later posts', async () => {
+    assert.deepEqual(await post(base, JSON.stringify({ environment: { A: '1', TOKEN: SECRET } })), {
+      status: 200,
+      json: { stored: 2, total: 2 },
+    });
+    assert.deepEqual(await post(base, JSON.stringify({ environment: { A: '2' } })), {
+      status: 200,
+      json: { stored: 1, total: 2 },
+    });
+    assert.deepEqual(store.pick(['A', 'TOKEN']), { A: '2', TOKEN: SECRET });
+    assert.deepEqual(JSON.parse(secrets.data.get(SECRET_KEY)!), { A: '2', TOKEN: SECRET });
+  });
+
+  it('answers 400 naming the problem, never echoing a value', async () => {
+    const cases: [string, string][] = [
+      [`{"environment": {"TOKEN": "${SECRET}"`, 'body is not valid JSON'],
+      [`["${SECRET}"]`, 'body must be a JSON object, got an array'],
+      [`{"environment": "${SECRET}"}`, 'field "environment" must be an object of strings, got a string'],
+      [`{"environment": {"TOKEN": ["${SECRET}"]}}`, 'environment.TOKEN must be a string, got an array'],
+      ['{}', 'field "environment" is missing'],
+    ];
+    for (const [body, error] of cases) {
+      const res = await post(base, body);
+      assert.deepEqual(res, { status: 400, json: { error } });
+    }
+    assert.equal(store.size, 0);
+  });
+
+  it('answers 413 over the size limit, whether declared or streamed', async () => {
+    const big = JSON.stringify({ environment: { BIG: 'x'.repeat(2000) } });
+    assert.deepEqual(await post(base, big), { status: 413, json: { error: 'body exceeds 1024 bytes' } });
+    const streamed = await new Promise<number>((resolve, reject) => {
+      const req = http.request(`${base}/data`, { method: 'POST', headers: { 'transfer-encoding': 'chunked' } });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      for (let i = 0; i < 4; i++) req.write('x'.repeat(500));
+      req.end();
+    });
+    assert.equal(streamed, 413);
+    assert.equal(store.size, 0);
+  });
+
+  it('answers 404 elsewhere and 405 for a wrong method', async () => {
+    const missing = await fetch(`${base}/nope`);
+    assert.equal(missing.status, 404);
+    assert.deepEqual(await missing.json(), { error: 'no route for /nope' });
+    const wrong = await fetch(`${base}/data`);
+    assert.equal(wrong.status, 405);
+    assert.deepEqual(await wrong.json(), { error: 'method not allowed, use POST' });
+  });
+
+  it('answers 500 when the values cannot be persisted', async () => {
+    secrets.failWrites = true;
+    const res = await post(base, JSON.stringify({ environment: { TOKEN: SECRET } }));
+    assert.deepEqual(res, { status: 500, json: { error: 'the values are held in memory but could not be persisted' } });
+  });
+
+  it('closes on dispose', async () => {
+    server.dispose();
+    await assert.rejects(fetch(`${base}/health`));
+  });
+});
+
+describe('extension: DataBridge', () => {
+  const local = (port: number): BridgeConfig => ({ enabled: true, host: '127.0.0.1', port });
+
+  function harness(config: BridgeConfig, secrets = new MemorySecretStorage()) {
+    const logger = new MemoryLogger();
+    const commands = new Map<string, (keys: unknown) => Environment>();
+    const registerCommand: RegisterCommand = (id, handler) => {
+      commands.set(id, handler);
+      return { dispose: () => commands.delete(id) };
+    };
+    const bridge = new DataBridge({
+      config,
+      secrets,
+      logger,
+      registerCommand,
+      bindRetryMs: 0,
+    });
+    return { bridge, logger, commands, secrets };
+  }
+
+  it('stays inactive when disabled and says so once', async () => {
+    const { bridge, logger, commands } = harness({ enabled: false, reason: 'DATA_BRIDGE_ENABLED is not set' });
+    assert.equal(await bridge.start(), undefined);
+    assert.deepEqual(logger.lines, ['info data bridge inactive: DATA_BRIDGE_ENABLED is not set']);
+    assert.equal(commands.size, 0);
+    bridge.dispose();
+  });
+
+  it('reports an invalid port without throwing', async () => {
+    const { bridge, logger } = harness({
+      enabled: true,
+      error: 'DATA_BRIDGE_PORT must be an integer from 1 to 65535, got "x"',
+    });
+    assert.equal(await bridge.start(), undefined);
+    assert.deepEqual(logger.lines, [
+      'error data bridge not started: DATA_BRIDGE_PORT must be an integer from 1 to 65535, got "x"',
+    ]);
+  });
+
+  it('reports a port it cannot bind without throwing', async () => {
+    const blocker = http.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as AddressInfo;
+    const { bridge, logger } = harness(local(port));
+    try {
+      assert.equal(await bridge.start(), undefined);
+      assert.equal(
+        logger.lines.at(-1),
+        `error data bridge not serving: cannot listen on 127.0.0.1:${port}: EADDRINUSE`,
+      );
+    } finally {
+      bridge.dispose();
+      blocker.close();
+    }
+  });
+
+  it('waits for a busy port to free up', async () => {
+    const blocker = http.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as AddressInfo;
+    const logger = new MemoryLogger();
+    const bridge = new DataBridge({
+      config: { enabled: true, host: '127.0.0.1', port },
+      secrets: new MemorySecretStorage(),
+      logger,
+      registerCommand: () => ({ dispose: () => undefined }),
+      bindRetryMs: 5000,
+    });
+    const started = bridge.start();
+    setTimeout(() => blocker.close(), 300);
+    try {
+      assert.equal(await started, port);
+      assert.ok(logger.lines.includes(`warn port ${port} is in use; retrying`));
+    } finally {
+      bridge.dispose();
+    }
+  });
+
+  it('restores, serves and answers dataBridge.getEnv with only present keys', async () => {
+    const secrets = new MemorySecretStorage();
+    secrets.data.set(SECRET_KEY, JSON.stringify({ OLD: 'kept' }));
+    const { bridge, logger, commands } = harness(local(0), secrets);
+    const port = await bridge.start();
+    assert.ok(port);
+    try {
+      await post(`http://127.0.0.1:${port}`, JSON.stringify({ environment: { TOKEN: SECRET } }));
+      const getEnv = commands.get('dataBridge.getEnv');
+      assert.ok(getEnv);
+      assert.deepEqual(getEnv(['TOKEN', 'OLD', 'MISSING']), { TOKEN: SECRET, OLD: 'kept' });
+      assert.throws(() => getEnv('TOKEN'), /expects an array of key names, got a string/);
+      assert.ok(logger.lines.includes('info getEnv: 2 of 3 key(s) present; missing: MISSING'));
+      assertNoSecretIn(logger.lines);
+    } finally {
+      bridge.dispose();
+    }
+    assert.equal(commands.size, 0);
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/health`));
+  });
+});

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { DEFAULT_PORT, readBridgeConfig } from '../src/config.js';
+
+describe('extension: readBridgeConfig', () => {
+  it('is enabled only by 1 or true', () => {
+    for (const value of ['1', 'true', 'TRUE', ' true ']) {
+      assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: value }), {
+        enabled: true,
+        host: '0.0.0.0',
+        port: DEFAULT_PORT,
+      });
+    }
+    for (const value of ['0', 'false', 'yes', '', 'on']) {
+      assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: value }), {
+        enabled: false,
+        reason: 'DATA_BRIDGE_ENABLED is not 1 or true',
+      });
+    }
+    assert.deepEqual(readBridgeConfig({}), { enabled: false, reason: 'DATA_BRIDGE_ENABLED is not set' });
+  });
+
+  it('reads the port, default 16281', () => {
+    assert.equal(DEFAULT_PORT, 16281);
+    assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: '1', DATA_BRIDGE_PORT: '8099' }), {
+      enabled: true,
+      host: '0.0.0.0',
+      port: 8099,
+    });
+    assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: '1', DATA_BRIDGE_PORT: '' }), {
+      enabled: true,
+      host: '0.0.0.0',
+      port: DEFAULT_PORT,
+    });
+  });
+
+  it('turns an invalid port into a clear error', () => {
+    for (const value of ['0', '65536', 'abc', '80.5', '-1', '123456']) {
+      assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_PORT: value }), {
+        enabled: true,
+        error: `DATA_BRIDGE_PORT must be an integer from 1 to 65535, got "${value}"`,
+      });
+    }
+  });
+});
