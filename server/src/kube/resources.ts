@@ -12,6 +12,11 @@ type SpecInputOf = { appDefinition: AppDefinitionSpecInput; workspace: Workspace
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 const applyPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
+const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
+
+/** One RFC 6902 operation. */
+export type JsonPatchOperation =
+  { op: 'add' | 'replace' | 'test'; path: string; value: unknown } | { op: 'remove'; path: string };
 
 /**
  * Typed access to one kind of IDE Cloud custom resource in one namespace. The one place that knows
@@ -98,6 +103,17 @@ export class CustomResourceClient<K extends Kind> {
 
   async mergePatch(name: string, body: object): Promise<ResourceOf[K]> {
     return (await this.api.patchNamespacedCustomObject({ ...this.base, name, body }, mergePatch)) as ResourceOf[K];
+  }
+
+  /**
+   * RFC 6902 JSON patch: the way to set a field to `null` (a merge patch would remove it, and the
+   * schema default would come back).
+   */
+  async jsonPatch(name: string, operations: JsonPatchOperation[]): Promise<ResourceOf[K]> {
+    return (await this.api.patchNamespacedCustomObject(
+      { ...this.base, name, body: operations },
+      jsonPatch,
+    )) as ResourceOf[K];
   }
 
   /** Merge-patches status through the status subresource. */

@@ -1,0 +1,210 @@
+import { z } from 'zod';
+
+/**
+ * Request and response models of the REST service (service spec, "Request models"), and the DESIGN.md
+ * shapes for what the spec leaves open. Every request model is strict: unknown fields are refused.
+ * The OpenAPI description is generated from these schemas.
+ */
+
+const K8sName = z
+  .string()
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Kubernetes object name (lowercase DNS subdomain)');
+
+export const AppIdSchema = z.string().describe('the shared service auth token');
+const UserSchema = z.string().max(320).describe("user id, usually the user's e-mail");
+
+/** A launch timeout in minutes. Fractions are allowed (tests use a few seconds); at most one hour. */
+export const TimeoutMinutesSchema = z
+  .number()
+  .positive()
+  .max(60)
+  .describe('minutes to wait for the session URL; default 3');
+
+export const EnvironmentVarsSchema = z
+  .object({
+    fromMap: z
+      .record(z.string().min(1).max(253), z.string().max(65_536))
+      .optional()
+      .describe('values given directly; the channel for callers outside the cluster'),
+    fromConfigMaps: z.array(K8sName).max(32).optional().describe('names of existing config maps'),
+    fromSecrets: z.array(K8sName).max(32).optional().describe('names of existing secrets'),
+  })
+  .strict();
+export type EnvironmentVars = z.infer<typeof EnvironmentVarsSchema>;
+
+export const LaunchRequestSchema = z
+  .object({
+    appId: AppIdSchema,
+    user: UserSchema.optional().describe('required in anonymous mode; defaults to the token e-mail otherwise'),
+    appDefinition: z.string().min(1).max(253),
+    workspaceName: z.string().max(253).optional().describe('stable name of a workspace to reuse or create'),
+    label: z.string().max(256).optional(),
+    ephemeral: z.boolean().optional(),
+    timeout: TimeoutMinutesSchema.optional(),
+    env: EnvironmentVarsSchema.optional(),
+  })
+  .strict()
+  .meta({ id: 'LaunchRequest' });
+export type LaunchRequest = z.infer<typeof LaunchRequestSchema>;
+
+export const WorkspaceCreationRequestSchema = z
+  .object({
+    appId: AppIdSchema,
+    user: UserSchema,
+    appDefinition: z.string().min(1).max(253).optional(),
+    label: z.string().max(256).optional(),
+  })
+  .strict()
+  .meta({ id: 'WorkspaceCreationRequest' });
+export type WorkspaceCreationRequest = z.infer<typeof WorkspaceCreationRequestSchema>;
+
+export const WorkspaceDeleteRequestSchema = z
+  .object({ appId: AppIdSchema, user: UserSchema, workspaceName: z.string().max(253) })
+  .strict()
+  .meta({ id: 'WorkspaceDeleteRequest' });
+export type WorkspaceDeleteRequest = z.infer<typeof WorkspaceDeleteRequestSchema>;
+
+export const SessionStartRequestSchema = z
+  .object({
+    appId: AppIdSchema,
+    user: UserSchema,
+    appDefinition: z.string().min(1).max(253),
+    workspaceName: z.string().max(253).optional().describe('existing workspace; without one the session is ephemeral'),
+    timeout: TimeoutMinutesSchema.optional(),
+    env: EnvironmentVarsSchema.optional(),
+  })
+  .strict()
+  .meta({ id: 'SessionStartRequest' });
+export type SessionStartRequest = z.infer<typeof SessionStartRequestSchema>;
+
+export const SessionStopRequestSchema = z
+  .object({ appId: AppIdSchema, user: UserSchema, sessionName: z.string().max(253) })
+  .strict()
+  .meta({ id: 'SessionStopRequest' });
+export type SessionStopRequest = z.infer<typeof SessionStopRequestSchema>;
+
+export const SessionActivityRequestSchema = z
+  .object({ appId: AppIdSchema, sessionName: z.string().max(253) })
+  .strict()
+  .meta({ id: 'SessionActivityRequest' });
+export type SessionActivityRequest = z.infer<typeof SessionActivityRequestSchema>;
+
+const Instances = z.number().int().min(0).max(100_000);
+
+/** Admin scaling update: at least one field; both >= 0; min <= max when both are given; max null = unbounded. */
+export const AppDefinitionUpdateRequestSchema = z
+  .object({
+    appId: AppIdSchema.optional().describe('when given, must be the service auth token'),
+    minInstances: Instances.optional(),
+    maxInstances: Instances.nullable().optional().describe('null removes the upper bound'),
+  })
+  .strict()
+  .refine((r) => r.minInstances !== undefined || r.maxInstances !== undefined, {
+    message: 'at least one of minInstances and maxInstances is required',
+  })
+  .refine((r) => r.minInstances === undefined || r.maxInstances == null || r.minInstances <= r.maxInstances, {
+    message: 'minInstances must be <= maxInstances',
+    path: ['minInstances'],
+  })
+  .meta({ id: 'AppDefinitionUpdateRequest' });
+export type AppDefinitionUpdateRequest = z.infer<typeof AppDefinitionUpdateRequestSchema>;
+
+/** A value for a session's config store: a key of a ConfigMap and its value. */
+export const ConfigValueRequestSchema = z
+  .object({
+    appId: AppIdSchema,
+    key: z
+      .string()
+      .max(253)
+      .regex(/^[-._a-zA-Z0-9]+$/, 'must be a config map key'),
+    value: z.string().max(65_536),
+  })
+  .strict()
+  .meta({ id: 'ConfigValueRequest' });
+export type ConfigValueRequest = z.infer<typeof ConfigValueRequestSchema>;
+
+// ---- responses ----
+
+export const ErrorBodySchema = z
+  .object({
+    code: z.number().int().describe('equals the HTTP status'),
+    reason: z.string(),
+    details: z
+      .array(z.object({ path: z.string(), message: z.string() }))
+      .optional()
+      .describe('validation issues'),
+  })
+  .meta({ id: 'Error' });
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
+
+export const WorkspaceItemSchema = z
+  .object({
+    name: z.string(),
+    label: z.string().optional(),
+    appDefinition: z.string().optional(),
+    user: z.string(),
+    active: z.boolean().describe('a session runs on this workspace'),
+    creationTimestamp: z.string().optional(),
+  })
+  .meta({ id: 'Workspace' });
+export type WorkspaceItem = z.infer<typeof WorkspaceItemSchema>;
+
+export const SessionItemSchema = z
+  .object({
+    name: z.string(),
+    workspace: z.string().optional(),
+    appDefinition: z.string(),
+    user: z.string(),
+    url: z.string().optional(),
+    phase: z.string().optional(),
+    startStrategy: z.string().optional(),
+    creationTimestamp: z.string().optional(),
+    lastActivity: z.string().optional(),
+  })
+  .meta({ id: 'Session' });
+export type SessionItem = z.infer<typeof SessionItemSchema>;
+
+export const AppDefinitionItemSchema = z
+  .object({
+    name: z.string(),
+    image: z.string(),
+    requestsMemory: z.string(),
+    requestsCpu: z.string(),
+    limitsMemory: z.string(),
+    limitsCpu: z.string(),
+    minInstances: z.number().int(),
+    maxInstances: z.number().int().nullable(),
+    port: z.number().int(),
+    ingressname: z.string(),
+    options: z.record(z.string(), z.string()).optional(),
+  })
+  .meta({ id: 'AppDefinition' });
+export type AppDefinitionItem = z.infer<typeof AppDefinitionItemSchema>;
+
+export const AppDefinitionScalingSchema = z
+  .object({
+    appDefinitionName: z.string(),
+    minInstances: z.number().int(),
+    maxInstances: z.number().int().nullable().describe('null: unbounded'),
+  })
+  .meta({ id: 'AppDefinitionScaling' });
+export type AppDefinitionScaling = z.infer<typeof AppDefinitionScalingSchema>;
+
+export const AdminAppDefinitionItemSchema = AppDefinitionScalingSchema.extend({
+  pool: z
+    .object({ desired: z.number().int(), ready: z.number().int(), reserved: z.number().int() })
+    .optional()
+    .describe('warm pool as last observed by the operator'),
+}).meta({ id: 'AdminAppDefinition' });
+export type AdminAppDefinitionItem = z.infer<typeof AdminAppDefinitionItemSchema>;
+
+export const PerformanceSchema = z
+  .object({
+    cpuAmount: z.string(),
+    cpuFormat: z.string(),
+    memoryAmount: z.string(),
+    memoryFormat: z.string(),
+  })
+  .meta({ id: 'Performance' });
+export type Performance = z.infer<typeof PerformanceSchema>;

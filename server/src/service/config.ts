@@ -1,0 +1,117 @@
+import { z } from 'zod';
+
+/**
+ * Configuration of the service, from environment variables named after the installation values.
+ * Checked at start-up: a bad value fails fast with a message that names the variable, never its value.
+ *
+ * | variable                  | meaning                                                         | default       |
+ * |---------------------------|-----------------------------------------------------------------|---------------|
+ * | SERVICE_AUTH_TOKEN        | the shared service auth token every appId must equal (secret)   | required      |
+ * | ADMIN_API_TOKEN           | the X-Admin-Api-Token of admin app definition calls (secret)    | required      |
+ * | IDENTITY_PROVIDER_ISSUER  | OpenID Connect issuer URL; unset or "disabled": anonymous mode  | disabled      |
+ * | IDENTITY_PROVIDER_AUDIENCE| expected `aud` of bearer tokens                                 | not checked   |
+ * | IDENTITY_PROVIDER_USER_CLAIM  | claim holding the user id                                   | email         |
+ * | IDENTITY_PROVIDER_ADMIN_CLAIM | claim holding the groups                                    | groups        |
+ * | IDENTITY_PROVIDER_ADMIN_GROUP | group that may call the admin ping                          | admin         |
+ * | IDE_CLOUD_NAMESPACE       | namespace of the AppDefinition, Workspace and Session resources | ide-cloud     |
+ * | SESSIONS_PER_USER         | operator.sessionsPerUser: concurrent sessions per user          | 1             |
+ * | LAUNCH_TIMEOUT_MINUTES    | default launch timeout in minutes (fractions allowed)           | 3             |
+ * | PORT / HOST               | where the HTTP server listens                                   | 8080 / 0.0.0.0|
+ * | BODY_LIMIT                | largest request body                                            | 100kb         |
+ * | LOG_LEVEL                 | pino level                                                      | info          |
+ * | KUBECONFIG                | kubeconfig file; unset: in-cluster service account              |               |
+ */
+const secret = (name: string) =>
+  z
+    .string({ error: `${name} is required` })
+    .trim()
+    .min(8, { error: `${name} must be at least 8 characters` });
+
+const ConfigSchema = z.object({
+  serviceAuthToken: secret('SERVICE_AUTH_TOKEN'),
+  adminApiToken: secret('ADMIN_API_TOKEN'),
+  identityProvider: z
+    .object({
+      issuer: z.url({ error: 'IDENTITY_PROVIDER_ISSUER must be a URL' }),
+      audience: z.string().min(1).optional(),
+      userClaim: z.string().min(1).default('email'),
+      adminClaim: z.string().min(1).default('groups'),
+      adminGroup: z.string().min(1).default('admin'),
+    })
+    .optional(),
+  namespace: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'IDE_CLOUD_NAMESPACE must be a namespace name' })
+    .default('ide-cloud'),
+  sessionsPerUser: z.coerce
+    .number({ error: 'SESSIONS_PER_USER must be a number' })
+    .int({ error: 'SESSIONS_PER_USER must be an integer' })
+    .min(1, { error: 'SESSIONS_PER_USER must be >= 1' })
+    .default(1),
+  launchTimeoutMinutes: z.coerce
+    .number({ error: 'LAUNCH_TIMEOUT_MINUTES must be a number' })
+    .positive({ error: 'LAUNCH_TIMEOUT_MINUTES must be > 0' })
+    .default(3),
+  port: z.coerce
+    .number({ error: 'PORT must be a number' })
+    .int()
+    .min(0)
+    .max(65535, { error: 'PORT must be a port' })
+    .default(8080),
+  host: z.string().min(1).default('0.0.0.0'),
+  bodyLimit: z.string().min(1).default('100kb'),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  kubeconfig: z.string().min(1).optional(),
+});
+export type ServiceConfig = z.output<typeof ConfigSchema>;
+export type ServiceConfigInput = z.input<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads and checks the configuration; throws a ConfigError listing every problem (no values). */
+export function loadServiceConfig(env: Record<string, string | undefined> = process.env): ServiceConfig {
+  const get = (name: string) => {
+    const value = env[name]?.trim();
+    return value === '' ? undefined : value;
+  };
+  const issuer = get('IDENTITY_PROVIDER_ISSUER');
+  const input = {
+    serviceAuthToken: env.SERVICE_AUTH_TOKEN,
+    adminApiToken: env.ADMIN_API_TOKEN,
+    identityProvider:
+      issuer && issuer !== 'disabled'
+        ? {
+            issuer,
+            audience: get('IDENTITY_PROVIDER_AUDIENCE'),
+            userClaim: get('IDENTITY_PROVIDER_USER_CLAIM'),
+            adminClaim: get('IDENTITY_PROVIDER_ADMIN_CLAIM'),
+            adminGroup: get('IDENTITY_PROVIDER_ADMIN_GROUP'),
+          }
+        : undefined,
+    namespace: get('IDE_CLOUD_NAMESPACE'),
+    sessionsPerUser: get('SESSIONS_PER_USER'),
+    launchTimeoutMinutes: get('LAUNCH_TIMEOUT_MINUTES'),
+    port: get('PORT'),
+    host: get('HOST'),
+    bodyLimit: get('BODY_LIMIT'),
+    logLevel: get('LOG_LEVEL'),
+    kubeconfig: get('KUBECONFIG'),
+  };
+  return parseConfig(input);
+}
+
+/** Checks a configuration given as an object (what tests and `npm start` use). */
+export function parseServiceConfig(input: ServiceConfigInput): ServiceConfig {
+  return parseConfig(input);
+}
+
+function parseConfig(input: unknown): ServiceConfig {
+  const result = ConfigSchema.safeParse(input);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => `${i.path.join('.') || 'config'}: ${i.message}`);
+    throw new ConfigError(`invalid service configuration:\n  ${problems.join('\n  ')}`);
+  }
+  return result.data;
+}

@@ -1,0 +1,74 @@
+import * as k8s from '@kubernetes/client-node';
+import type { z } from 'zod';
+import { ErrorCode } from '../model/error-codes.js';
+import type { ErrorBody } from '../model/requests.js';
+
+/**
+ * The one error type of the service. The HTTP status equals `code` (DESIGN.md). `reason` is shown to
+ * callers and written to logs, so it must never carry a secret or a caller-supplied value other than
+ * a resource name.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    readonly details?: ErrorBody['details'],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(reason);
+    this.name = 'ApiError';
+  }
+
+  get body(): ErrorBody {
+    return { code: this.code, reason: this.reason, ...(this.details ? { details: this.details } : {}) };
+  }
+
+  static badRequest(reason: string, details?: ErrorBody['details']): ApiError {
+    return new ApiError(ErrorCode.badRequest, reason, details);
+  }
+
+  /** A zod failure as a 400 with one detail per issue. Issue messages never echo the input value. */
+  static fromZod(error: z.ZodError, what = 'request'): ApiError {
+    const details = error.issues.map((issue) => ({
+      path: issue.path.map(String).join('.') || '(root)',
+      message: issue.message,
+    }));
+    return ApiError.badRequest(`invalid ${what}`, details);
+  }
+}
+
+/**
+ * Maps a failed Kubernetes call to an ApiError at the boundary. Only the status code and the API
+ * server's machine reason are kept: its message may quote the submitted object.
+ */
+export function fromKubernetes(error: unknown, what: string): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof k8s.ApiException) {
+    const status = error.code;
+    if (status === 422 || status === 400) return ApiError.badRequest(`${what} was refused by the API server`);
+    if (status === 404) return new ApiError(ErrorCode.notFound, `${what} not found`);
+    if (status === 409) return new ApiError(409, `${what} was changed concurrently; retry`);
+    if (status === 429)
+      return new ApiError(429, 'the API server is busy; retry later', undefined, { 'Retry-After': '1' });
+  }
+  return new ApiError(ErrorCode.internal, `${what} failed`);
+}
+
+/** What may be logged about any error: never a message that could quote request values. */
+export function describeError(error: unknown): Record<string, unknown> {
+  if (error instanceof ApiError) return { code: error.code, reason: error.reason };
+  if (error instanceof k8s.ApiException) {
+    const body = typeof error.body === 'string' ? safeJson(error.body) : error.body;
+    return { kubernetesStatus: error.code, kubernetesReason: (body as { reason?: unknown } | undefined)?.reason };
+  }
+  if (error instanceof Error) return { errorName: error.name, code: (error as { code?: unknown }).code };
+  return { errorType: typeof error };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,94 @@
+import type { AddressInfo } from 'node:net';
+import type { DestinationStream } from 'pino';
+import type * as k8s from '@kubernetes/client-node';
+import { loadKubeConfig } from '../kube/client.js';
+import { ideCloudResources } from '../kube/resources.js';
+import { createApp } from './app.js';
+import { Authenticator } from './auth.js';
+import { AppDefinitionCatalog } from './catalog.js';
+import type { ServiceConfig } from './config.js';
+import type { ServiceContext } from './context.js';
+import { Launcher } from './launcher.js';
+import { createLogger } from './logger.js';
+import { ServiceMetrics } from './metrics.js';
+import { SessionService } from './sessions.js';
+import { WorkspaceService } from './workspaces.js';
+
+export { loadServiceConfig, parseServiceConfig, ConfigError, type ServiceConfig } from './config.js';
+
+export interface StartOptions {
+  /** Kubernetes client configuration; default: config.kubeconfig, then $KUBECONFIG, then in-cluster. */
+  kubeConfig?: k8s.KubeConfig;
+  /** Where the JSON logs go (default stdout); tests capture them here. */
+  logDestination?: DestinationStream;
+}
+
+export interface RunningService {
+  /** Base URL, e.g. http://127.0.0.1:8080 */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** The composition root: builds every collaborator once and wires them into the app. */
+export function createServiceContext(
+  config: ServiceConfig,
+  options: StartOptions = {},
+): {
+  context: ServiceContext;
+  kc: k8s.KubeConfig;
+} {
+  const kc = options.kubeConfig ?? loadKubeConfig(config.kubeconfig);
+  const logger = createLogger(config.logLevel, options.logDestination);
+  const resources = ideCloudResources(kc, config.namespace);
+  const metrics = new ServiceMetrics(resources, logger);
+  const catalog = new AppDefinitionCatalog(resources);
+  const workspaces = new WorkspaceService(resources);
+  const sessions = new SessionService(kc, resources);
+  const launcher = new Launcher({
+    kc,
+    resources,
+    catalog,
+    workspaces,
+    metrics,
+    logger,
+    sessionsPerUser: config.sessionsPerUser,
+  });
+  const auth = new Authenticator(config);
+  return { context: { config, auth, catalog, workspaces, sessions, launcher, metrics, logger }, kc };
+}
+
+/** Starts the REST service; resolves once it listens. */
+export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
+  const { context } = createServiceContext(config, options);
+  const app = createApp(context);
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  // A launch blocks up to its timeout (at most an hour): keep the socket open that long.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  const { port } = server.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  context.logger.info(
+    {
+      port,
+      namespace: config.namespace,
+      mode: config.identityProvider ? 'identity-provider' : 'anonymous',
+      sessionsPerUser: config.sessionsPerUser,
+    },
+    'service listening',
+  );
+  return {
+    url,
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,251 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type * as k8s from '@kubernetes/client-node';
+import { LABELS } from '../model/api-group.js';
+import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
+import { ErrorCode } from '../model/error-codes.js';
+import { checkSessionLimits } from '../model/limits.js';
+import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
+import type { EnvironmentVars } from '../model/requests.js';
+import type { Session } from '../model/session.js';
+import type { Workspace } from '../model/workspace.js';
+import { isConflict } from '../kube/client.js';
+import type { IdeCloudResources } from '../kube/resources.js';
+import type { AppDefinitionCatalog } from './catalog.js';
+import { ApiError, describeError, fromKubernetes } from './errors.js';
+import type { Logger } from './logger.js';
+import type { LaunchOutcome, ServiceMetrics } from './metrics.js';
+import { waitForSessionUrl } from './session-watch.js';
+import type { WorkspaceService } from './workspaces.js';
+
+export interface LaunchInput {
+  user: string;
+  appDefinition: string;
+  workspaceName?: string;
+  label?: string;
+  ephemeral: boolean;
+  /** POST /service creates a missing workspace; POST /service/session needs an existing one. */
+  createMissingWorkspace: boolean;
+  timeoutMinutes: number;
+  env?: EnvironmentVars;
+}
+
+interface Plan {
+  appDefinition: AppDefinition;
+  workspace?: { name: string; existing?: Workspace };
+}
+
+/**
+ * Launch: turns a request into a Workspace and a Session and waits, by watching, for the URL the
+ * operator reports. Creates nothing before every check (app definition, workspace ownership,
+ * sidecars, maxInstances, sessionsPerUser) has passed; on timeout or refusal removes what this very
+ * call created. A workspace that already has a session answers that session's URL (idempotent).
+ */
+export class Launcher {
+  constructor(
+    private readonly deps: {
+      kc: k8s.KubeConfig;
+      resources: IdeCloudResources;
+      catalog: AppDefinitionCatalog;
+      workspaces: WorkspaceService;
+      metrics: ServiceMetrics;
+      logger: Logger;
+      sessionsPerUser: number;
+    },
+  ) {}
+
+  async launch(input: LaunchInput): Promise<string> {
+    const started = Date.now();
+    const deadline = started + input.timeoutMinutes * 60_000;
+    const labels = { app_definition: 'unknown', outcome: 'error' as LaunchOutcome, start_strategy: 'none' };
+    try {
+      const plan = await this.plan(input);
+      labels.app_definition = plan.appDefinition.metadata.name;
+      const result = await this.run(input, plan, deadline);
+      labels.outcome = result.reused ? 'reused' : 'success';
+      labels.start_strategy = result.session?.status?.startStrategy ?? 'unknown';
+      this.deps.logger.info(
+        { appDefinition: labels.app_definition, session: result.name, reused: result.reused },
+        'session ready',
+      );
+      return result.url;
+    } catch (error) {
+      labels.outcome = outcomeOf(error);
+      throw error;
+    } finally {
+      this.deps.metrics.launchDuration.observe(labels, (Date.now() - started) / 1000);
+    }
+  }
+
+  /** Every check that needs no write. */
+  private async plan(input: LaunchInput): Promise<Plan> {
+    const appDefinition = await this.deps.catalog.get(input.appDefinition);
+    if (input.ephemeral) {
+      if (input.workspaceName !== undefined) {
+        throw ApiError.badRequest('an ephemeral launch takes no workspaceName', [
+          { path: 'workspaceName', message: 'must be omitted when ephemeral is true' },
+        ]);
+      }
+      if (hasWorkspaceMountingSidecars(appDefinition.spec)) {
+        throw ApiError.badRequest('the app definition has workspace-mounting sidecars: use a workspace-backed launch');
+      }
+      return { appDefinition };
+    }
+    if (input.workspaceName === undefined) {
+      if (!input.createMissingWorkspace) {
+        // POST /service/session without a workspace is ephemeral.
+        return this.plan({ ...input, ephemeral: true });
+      }
+      return { appDefinition, workspace: { name: '' } };
+    }
+    if (!isDnsLabel(input.workspaceName)) {
+      throw new ApiError(ErrorCode.unknownWorkspace, 'invalid workspace name (must be a DNS-1123 label)');
+    }
+    const existing = await this.deps.workspaces.findOwned(input.user, input.workspaceName);
+    if (!existing && !input.createMissingWorkspace) throw new ApiError(ErrorCode.unknownWorkspace, 'unknown workspace');
+    if (existing?.spec.appDefinition && existing.spec.appDefinition !== appDefinition.metadata.name) {
+      throw new ApiError(ErrorCode.workspaceAppDefinitionMismatch, 'the workspace exists with another app definition');
+    }
+    return { appDefinition, workspace: { name: input.workspaceName, existing } };
+  }
+
+  private async run(
+    input: LaunchInput,
+    plan: Plan,
+    deadline: number,
+  ): Promise<{ url: string; name: string; reused: boolean; session?: Session }> {
+    const { resources } = this.deps;
+    const appDefinitionName = plan.appDefinition.metadata.name;
+
+    // 1. A workspace that already has a session: answer that session (idempotent launch).
+    if (plan.workspace?.existing) {
+      const sessionName = sessionNameFor(plan.workspace.name);
+      const running = await this.findSessionOf(sessionName, plan.workspace.name, input.user);
+      if (running) return { ...(await this.await(running, deadline)), reused: true };
+    }
+
+    // 2. Limits, before anything is created.
+    let sessions: Session[];
+    try {
+      sessions = await resources.sessions.list();
+    } catch (error) {
+      throw fromKubernetes(error, 'listing sessions');
+    }
+    const refusal = checkSessionLimits({
+      appDefinition: plan.appDefinition.spec,
+      user: input.user,
+      sessions,
+      sessionsPerUser: this.deps.sessionsPerUser,
+    });
+    if (refusal) throw new ApiError(refusal.code, refusal.reason);
+
+    // 3. The workspace.
+    let workspaceName: string | undefined;
+    let createdWorkspace: string | undefined;
+    if (plan.workspace) {
+      if (plan.workspace.existing) {
+        workspaceName = plan.workspace.name;
+      } else {
+        const created = await this.deps.workspaces.create({
+          user: input.user,
+          appDefinition: appDefinitionName,
+          label: input.label,
+          ...(plan.workspace.name ? { name: plan.workspace.name } : {}),
+        });
+        if (created) {
+          workspaceName = created.metadata.name;
+          createdWorkspace = workspaceName;
+        } else {
+          // Created concurrently by another launch: use it if it is this user's.
+          const raced = await this.deps.workspaces.getOwned(input.user, plan.workspace.name);
+          workspaceName = raced.metadata.name;
+        }
+      }
+    }
+
+    // 4. The session.
+    const sessionName = workspaceName
+      ? sessionNameFor(workspaceName)
+      : dnsLabel(['session', appDefinitionName, input.user, randomUUID().slice(0, 8)]);
+    let session: Session;
+    try {
+      session = await resources.sessions.create({
+        metadata: {
+          name: sessionName,
+          labels: {
+            [LABELS.user]: userLabelValue(input.user),
+            [LABELS.appDefinition]: appDefinitionName,
+            ...(workspaceName ? { [LABELS.workspace]: workspaceName } : {}),
+          },
+        },
+        spec: {
+          user: input.user,
+          appDefinition: appDefinitionName,
+          ...(workspaceName ? { workspace: workspaceName } : {}),
+          ...(input.env?.fromMap ? { envVars: input.env.fromMap } : {}),
+          ...(input.env?.fromConfigMaps ? { envVarsFromConfigMaps: input.env.fromConfigMaps } : {}),
+          ...(input.env?.fromSecrets ? { envVarsFromSecrets: input.env.fromSecrets } : {}),
+          sessionSecret: randomBytes(24).toString('hex'),
+        },
+      });
+    } catch (error) {
+      if (isConflict(error) && workspaceName) {
+        // Another launch for the same workspace won the race: answer its session.
+        const existing = await this.findSessionOf(sessionName, workspaceName, input.user);
+        if (existing) return { ...(await this.await(existing, deadline)), reused: true };
+      }
+      if (createdWorkspace) await this.deps.workspaces.deleteQuietly(createdWorkspace);
+      throw fromKubernetes(error, 'creating the session');
+    }
+
+    // 5. Wait for the URL; on failure remove what this call created.
+    try {
+      return { ...(await this.await(session, deadline)), reused: false };
+    } catch (error) {
+      await resources.sessions.delete(sessionName).catch(() => undefined);
+      if (createdWorkspace) await this.deps.workspaces.deleteQuietly(createdWorkspace);
+      this.deps.logger.info(
+        { appDefinition: appDefinitionName, session: sessionName, err: describeError(error) },
+        'launch failed; removed what it created',
+      );
+      throw error;
+    }
+  }
+
+  /** The live session of a workspace, or undefined; a Failed one is removed so a new launch can start. */
+  private async findSessionOf(sessionName: string, workspaceName: string, user: string): Promise<Session | undefined> {
+    let session: Session | undefined;
+    try {
+      session = await this.deps.resources.sessions.find(sessionName);
+    } catch (error) {
+      throw fromKubernetes(error, 'reading the session');
+    }
+    if (!session) return undefined;
+    if (session.spec.workspace !== workspaceName || session.spec.user !== user) {
+      throw new ApiError(409, 'another session holds the name of this workspace session');
+    }
+    if (session.metadata.deletionTimestamp) {
+      throw new ApiError(409, 'the session of this workspace is stopping; retry shortly', undefined, {
+        'Retry-After': '2',
+      });
+    }
+    if (session.status?.phase === 'Failed') {
+      await this.deps.resources.sessions.delete(sessionName).catch(() => undefined);
+      return undefined;
+    }
+    return session;
+  }
+
+  private async await(session: Session, deadline: number): Promise<{ url: string; name: string; session?: Session }> {
+    const url = await waitForSessionUrl(this.deps.kc, this.deps.resources.sessions, session, deadline);
+    const latest = await this.deps.resources.sessions.find(session.metadata.name).catch(() => undefined);
+    return { url, name: session.metadata.name, session: latest };
+  }
+}
+
+function outcomeOf(error: unknown): LaunchOutcome {
+  if (!(error instanceof ApiError)) return 'error';
+  if (error.code === ErrorCode.launchTimeout) return 'timeout';
+  if (error.code < 500) return 'refused';
+  if (error.code === ErrorCode.maxInstancesReached || error.code === ErrorCode.sessionsPerUserReached) return 'refused';
+  return 'failed';
+}

@@ -1,0 +1,297 @@
+import { z } from 'zod';
+import * as models from '../model/requests.js';
+
+type Schema = Record<string, unknown>;
+
+interface Operation {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  path: string;
+  summary: string;
+  tag: string;
+  request?: z.ZodType;
+  /** 200 answer: a schema, 'url' (plain-text session URL), 'boolean', or 204 for no content. */
+  response: z.ZodType | 'url' | 'boolean' | 204;
+  security: ('oauth' | 'adminToken' | 'sessionSecret')[];
+  errors: number[];
+}
+
+const user = ['oauth'] as const;
+const OPERATIONS: Operation[] = [
+  {
+    method: 'get',
+    path: '/service/{appId}',
+    summary: 'Ping',
+    tag: 'health',
+    response: 'boolean',
+    security: [],
+    errors: [470],
+  },
+  {
+    method: 'post',
+    path: '/service',
+    summary: 'Launch: workspace and session in one step; blocks up to timeout',
+    tag: 'sessions',
+    request: models.LaunchRequestSchema,
+    response: 'url',
+    security: [...user],
+    errors: [400, 401, 403, 470, 471, 473, 475, 551, 552, 553],
+  },
+  {
+    method: 'get',
+    path: '/service/appdefinition/{appId}',
+    summary: 'List app definitions',
+    tag: 'app definitions',
+    response: z.array(models.AppDefinitionItemSchema),
+    security: [],
+    errors: [470],
+  },
+  {
+    method: 'get',
+    path: '/service/admin/{appId}',
+    summary: 'Admin ping (admin group claim)',
+    tag: 'admin',
+    response: 'boolean',
+    security: ['oauth'],
+    errors: [401, 403, 470],
+  },
+  {
+    method: 'get',
+    path: '/service/admin/appdefinition',
+    summary: 'App definitions with scaling values',
+    tag: 'admin',
+    response: z.array(models.AdminAppDefinitionItemSchema),
+    security: ['adminToken'],
+    errors: [401, 403],
+  },
+  {
+    method: 'get',
+    path: '/service/admin/appdefinition/{appDefinitionName}',
+    summary: 'Scaling of one app definition',
+    tag: 'admin',
+    response: models.AppDefinitionScalingSchema,
+    security: ['adminToken'],
+    errors: [401, 403, 473],
+  },
+  {
+    method: 'patch',
+    path: '/service/admin/appdefinition/{appDefinitionName}',
+    summary: 'Update scaling',
+    tag: 'admin',
+    request: models.AppDefinitionUpdateRequestSchema,
+    response: models.AppDefinitionScalingSchema,
+    security: ['adminToken'],
+    errors: [400, 401, 403, 470, 473],
+  },
+  {
+    method: 'get',
+    path: '/service/workspace/{appId}/{user}',
+    summary: "List the user's workspaces",
+    tag: 'workspaces',
+    response: z.array(models.WorkspaceItemSchema),
+    security: [...user],
+    errors: [400, 401, 403, 470],
+  },
+  {
+    method: 'post',
+    path: '/service/workspace',
+    summary: 'Create a workspace',
+    tag: 'workspaces',
+    request: models.WorkspaceCreationRequestSchema,
+    response: models.WorkspaceItemSchema,
+    security: [...user],
+    errors: [400, 401, 403, 470, 473],
+  },
+  {
+    method: 'delete',
+    path: '/service/workspace',
+    summary: 'Delete a workspace (ends its session)',
+    tag: 'workspaces',
+    request: models.WorkspaceDeleteRequestSchema,
+    response: 'boolean',
+    security: [...user],
+    errors: [400, 401, 403, 470, 471],
+  },
+  {
+    method: 'get',
+    path: '/service/session/{appId}/{user}',
+    summary: "List the user's sessions",
+    tag: 'sessions',
+    response: z.array(models.SessionItemSchema),
+    security: [...user],
+    errors: [400, 401, 403, 470],
+  },
+  {
+    method: 'post',
+    path: '/service/session',
+    summary: 'Start a session on an existing workspace (ephemeral without one)',
+    tag: 'sessions',
+    request: models.SessionStartRequestSchema,
+    response: 'url',
+    security: [...user],
+    errors: [400, 401, 403, 470, 471, 473, 475, 551, 552, 553],
+  },
+  {
+    method: 'delete',
+    path: '/service/session',
+    summary: 'Stop a session (true also when already gone)',
+    tag: 'sessions',
+    request: models.SessionStopRequestSchema,
+    response: 'boolean',
+    security: [...user],
+    errors: [400, 401, 403, 470, 474],
+  },
+  {
+    method: 'patch',
+    path: '/service/session',
+    summary: 'Report activity (sets status.lastActivity)',
+    tag: 'sessions',
+    request: models.SessionActivityRequestSchema,
+    response: 'boolean',
+    security: ['oauth', 'sessionSecret'],
+    errors: [400, 401, 403, 470, 474],
+  },
+  {
+    method: 'get',
+    path: '/service/session/performance/{appId}/{sessionName}',
+    summary: 'CPU and memory of the IDE container',
+    tag: 'sessions',
+    response: models.PerformanceSchema,
+    security: [...user],
+    errors: [401, 403, 470, 474, 521],
+  },
+  {
+    method: 'post',
+    path: '/service/session/{session}/config',
+    summary: "Set a value in the session's config store",
+    tag: 'sessions',
+    request: models.ConfigValueRequestSchema,
+    response: 204,
+    security: [...user],
+    errors: [400, 401, 403, 470, 474, 580],
+  },
+];
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Schema {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    override: ({ jsonSchema: s }) => {
+      delete (s as Schema).id;
+    },
+  }) as Schema;
+  return rest;
+}
+
+function content(schema: Schema) {
+  return { 'application/json': { schema } };
+}
+
+const PATH_PARAM = /\{(\w+)\}/g;
+
+/** The OpenAPI 3.1 description, generated from the zod request and response models. */
+export function buildOpenApi(options: { issuer?: string } = {}): Schema {
+  const errorSchema = jsonSchema(models.ErrorBodySchema, 'output');
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) {
+    const parameters = [...op.path.matchAll(PATH_PARAM)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
+    const ok =
+      op.response === 204
+        ? { '204': { description: 'done' } }
+        : {
+            '200': {
+              description: 'success',
+              content:
+                op.response === 'url'
+                  ? { 'text/plain': { schema: { type: 'string', format: 'uri', description: 'the session URL' } } }
+                  : content(op.response === 'boolean' ? { type: 'boolean' } : jsonSchema(op.response, 'output')),
+            },
+          };
+    const errors = Object.fromEntries(
+      [...op.errors, 413, 500]
+        .filter((code, i, all) => all.indexOf(code) === i)
+        .map((code) => [
+          String(code),
+          { description: `error ${code}`, content: content({ $ref: '#/components/schemas/Error' }) },
+        ]),
+    );
+    paths[op.path] ??= {};
+    paths[op.path]![op.method] = {
+      summary: op.summary,
+      tags: [op.tag],
+      operationId: `${op.method}${op.path.replace(/\{(\w+)\}/g, 'By-$1').replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+      ...(parameters.length ? { parameters } : {}),
+      ...(op.request ? { requestBody: { required: true, content: content(jsonSchema(op.request, 'input')) } } : {}),
+      responses: { ...ok, ...errors },
+      security: op.security.map((s) => ({ [s]: [] })),
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'IDE Cloud service',
+      version: '1.0.0',
+      description:
+        'Starts and manages browser IDE sessions. Errors answer {code, reason, details?} with the HTTP status equal to code.',
+    },
+    paths,
+    components: {
+      schemas: { Error: errorSchema },
+      securitySchemes: {
+        oauth: options.issuer
+          ? {
+              type: 'openIdConnect',
+              openIdConnectUrl: `${options.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
+            }
+          : { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Api-Token' },
+        sessionSecret: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Session-Secret',
+          description: 'anonymous mode: activity reports',
+        },
+      },
+    },
+  };
+}
+
+function escape(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** A small human page for the description, with no scripts or external assets. */
+export function renderOpenApiPage(document: Schema): string {
+  const paths = document.paths as Record<
+    string,
+    Record<
+      string,
+      {
+        summary: string;
+        requestBody?: { content: Record<string, { schema: unknown }> };
+        responses: Record<string, unknown>;
+      }
+    >
+  >;
+  const rows: string[] = [];
+  for (const [path, methods] of Object.entries(paths)) {
+    for (const [method, op] of Object.entries(methods)) {
+      const body = op.requestBody ? JSON.stringify(op.requestBody.content['application/json']?.schema, null, 2) : '';
+      rows.push(
+        `<tr><td><code>${method.toUpperCase()}</code></td><td><code>${escape(path)}</code></td><td>${escape(op.summary)}</td>` +
+          `<td>${Object.keys(op.responses).join(', ')}</td><td>${body ? `<details><summary>schema</summary><pre>${escape(body)}</pre></details>` : ''}</td></tr>`,
+      );
+    }
+  }
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>IDE Cloud service API</title>
+<style>body{font-family:system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;vertical-align:top;text-align:left}pre{margin:0}</style></head>
+<body><h1>IDE Cloud service API</h1><p>Machine-readable: <a href="openapi.json">openapi.json</a> (OpenAPI 3.1).
+Errors answer <code>{code, reason, details?}</code> with the HTTP status equal to <code>code</code>.</p>
+<table><thead><tr><th>method</th><th>path</th><th>what</th><th>statuses</th><th>request body</th></tr></thead><tbody>
+${rows.join('\n')}
+</tbody></table></body></html>`;
+}

@@ -1,0 +1,34 @@
+import { Router } from 'express';
+import { AppDefinitionUpdateRequestSchema } from '../../model/requests.js';
+import type { ServiceContext } from '../context.js';
+import { param, parseBody } from '../context.js';
+import { toAdminItem, toScaling } from '../views.js';
+
+/** Admin ping (admin group) and the admin app definition calls (X-Admin-Api-Token). */
+export function adminRouter({ auth, catalog }: ServiceContext): Router {
+  const router = Router();
+
+  router.get('/service/admin/appdefinition', async (req, res) => {
+    auth.requireAdminToken(req);
+    res.json((await catalog.list()).map(toAdminItem));
+  });
+
+  router.get('/service/admin/appdefinition/:appDefinitionName', async (req, res) => {
+    auth.requireAdminToken(req);
+    res.json(toScaling(await catalog.get(param(req.params.appDefinitionName))));
+  });
+
+  router.patch('/service/admin/appdefinition/:appDefinitionName', async (req, res) => {
+    auth.requireAdminToken(req);
+    const update = parseBody(AppDefinitionUpdateRequestSchema, req.body);
+    if (update.appId !== undefined) auth.checkAppId(update.appId);
+    res.json(toScaling(await catalog.updateScaling(param(req.params.appDefinitionName), update)));
+  });
+
+  router.get('/service/admin/:appId', async (req, res) => {
+    auth.checkAppId(param(req.params.appId));
+    await auth.requireAdminIdentity(req);
+    res.json(true);
+  });
+  return router;
+}
