@@ -93,3 +93,8 @@ export function landingWorkspaceName(appDefinition: string, user: string, gitUri
 export function userLabelValue(user: string): string {
   return createHash('sha256').update(user).digest('hex').slice(0, 40);
 }
+
+/** Name of a session's config store: the ConfigMap the service writes keys into (`<sessionName>-config`). */
+export function configStoreName(sessionName: string): string {
+  return `${sessionName}-config`;
+}

@@ -1,0 +1,96 @@
+import { ANNOTATIONS } from '../model/api-group.js';
+import type { AppDefinition } from '../model/app-definition.js';
+import type { Session } from '../model/session.js';
+import type { OperatorContext } from './context.js';
+
+/** Minutes of inactivity after which a session of this app definition stops; 0: never. */
+export function idleTimeoutMinutes(appDefinition: AppDefinition): number {
+  return appDefinition.spec.timeout ?? appDefinition.spec.monitor?.activityTracker?.timeoutAfter ?? 0;
+}
+
+/**
+ * Why a session should stop now, or undefined. Idle: lastActivity (set by PATCH /service/session),
+ * or the creation time when no activity was reported, older than the timeout. Lifetime: created
+ * longer ago than the hard lifetime.
+ */
+export function stopReason(input: {
+  session: Pick<Session, 'metadata' | 'status'>;
+  timeoutMinutes: number;
+  maxLifetimeMinutes: number;
+  idleCheck: boolean;
+  now: Date;
+}): string | undefined {
+  const created = new Date(input.session.metadata.creationTimestamp ?? input.now).getTime();
+  const last = input.session.status?.lastActivity ? new Date(input.session.status.lastActivity).getTime() : created;
+  const now = input.now.getTime();
+  if (input.idleCheck && input.timeoutMinutes > 0 && now - Math.max(last, created) > input.timeoutMinutes * 60_000) {
+    return `Idle: no activity for more than ${input.timeoutMinutes} minute(s)`;
+  }
+  if (input.maxLifetimeMinutes > 0 && now - created > input.maxLifetimeMinutes * 60_000) {
+    return `MaxLifetime: running for more than ${input.maxLifetimeMinutes} minute(s)`;
+  }
+  return undefined;
+}
+
+/**
+ * Idle shutdown: every interval, with monitor.enable and monitor.activityTracker.enable on, sessions
+ * past their app definition's timeout (or the hard lifetime) are stopped: the reason is recorded in
+ * the stop-reason annotation and an event, then the Session is deleted.
+ */
+export class ActivityMonitor {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+
+  constructor(
+    private readonly ctx: OperatorContext,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  start(): void {
+    const { config } = this.ctx;
+    const idleCheck = config.monitorEnabled && config.activityTrackerEnabled;
+    if (!idleCheck && config.maxSessionLifetimeMinutes === 0) return;
+    this.timer = setInterval(() => {
+      if (this.running) return;
+      this.running = this.sweep(idleCheck)
+        .then(() => undefined)
+        .catch((error: unknown) => this.ctx.log.warn({ err: String(error) }, 'activity sweep failed'))
+        .finally(() => (this.running = undefined));
+    }, config.activityIntervalMs);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  async sweep(idleCheck: boolean): Promise<string[]> {
+    const { ctx } = this;
+    const definitions = new Map<string, AppDefinition>();
+    for (const a of await ctx.resources.appDefinitions.list()) {
+      definitions.set(a.metadata.name, a);
+      definitions.set(a.spec.name, a);
+    }
+    const stopped: string[] = [];
+    for (const session of await ctx.resources.sessions.list()) {
+      if (session.metadata.deletionTimestamp || session.status?.phase === 'Failed') continue;
+      const appDefinition = definitions.get(session.spec.appDefinition);
+      const reason = stopReason({
+        session,
+        timeoutMinutes: appDefinition ? idleTimeoutMinutes(appDefinition) : 0,
+        maxLifetimeMinutes: ctx.config.maxSessionLifetimeMinutes,
+        idleCheck,
+        now: this.now(),
+      });
+      if (!reason) continue;
+      await ctx.resources.sessions.mergePatch(session.metadata.name, {
+        metadata: { annotations: { [ANNOTATIONS.stopReason]: reason } },
+      });
+      await ctx.events.record(session, 'Normal', 'Stopped', `session stopped: ${reason}`);
+      await ctx.resources.sessions.delete(session.metadata.name);
+      ctx.log.info({ session: session.metadata.name, reason }, 'session stopped');
+      stopped.push(session.metadata.name);
+    }
+    return stopped;
+  }
+}

@@ -1,0 +1,115 @@
+import os from 'node:os';
+import { z } from 'zod';
+
+const bool = z
+  .union([z.boolean(), z.string()])
+  .transform((v) => (typeof v === 'boolean' ? v : ['1', 'true', 'yes', 'on'].includes(v.trim().toLowerCase())));
+const int = (min: number) => z.coerce.number().int().min(min);
+
+/** Typed configuration of the operator, checked at start-up. Durations are milliseconds. */
+export const OperatorConfigSchema = z
+  .object({
+    /** Namespace whose AppDefinitions, Workspaces and Sessions are reconciled. */
+    namespace: z.string().min(1),
+    /** Path to a kubeconfig; unset: $KUBECONFIG, then in-cluster. */
+    kubeconfig: z.string().optional(),
+    /** operator.eagerStart: keep warm pools and reserve instances for new sessions. */
+    eagerStart: bool.default(true),
+    /** operator.sessionsPerUser: concurrent sessions per user. */
+    sessionsPerUser: int(1).default(1),
+    sessionHost: z.string().min(1).default('ide.localtest.me'),
+    sessionScheme: z.enum(['http', 'https']).default('http'),
+    /** Image of the authentication proxy sidecar of every session pod. */
+    authProxyImage: z.string().min(1).default('quay.io/oauth2-proxy/oauth2-proxy:v7.6.0'),
+    authProxyPort: int(1).default(8080),
+    /** Where the workspace claim is mounted in the IDE container. */
+    workspaceMountPath: z.string().default('/home/project'),
+    configStoreMountPath: z.string().default('/ide-cloud/config'),
+    workspaceStorageSize: z.string().default('1Gi'),
+    workspaceStorageClass: z.string().optional(),
+    /** What happens to a workspace's claim when the workspace is deleted. */
+    workspaceReclaimPolicy: z.enum(['Delete', 'Retain']).default('Delete'),
+    /** Data bridge: GET /health attempts and the pause between them, then POST /data retries. */
+    bridgeHealthAttempts: int(1).default(60),
+    bridgeHealthIntervalMs: int(1).default(1000),
+    bridgePostAttempts: int(1).default(5),
+    bridgeRequestTimeoutMs: int(1).default(5000),
+    /** monitor.enable and monitor.activityTracker.enable: idle sessions are stopped only when both are on. */
+    monitorEnabled: bool.default(true),
+    activityTrackerEnabled: bool.default(true),
+    activityIntervalMs: int(10).default(60_000),
+    /** Hard lifetime of a session in minutes; 0: none. */
+    maxSessionLifetimeMinutes: int(0).default(0),
+    /** Full relist of every watched kind, because watches can stall silently. */
+    resyncIntervalMs: int(100).default(30_000),
+    /** Workers per reconciler. */
+    workers: int(1).default(4),
+    /** operator.replicas > 1: elect one leader through a coordination.k8s.io Lease. */
+    leaderElection: bool.default(false),
+    leaseName: z.string().default('ide-cloud-operator'),
+    identity: z.string().min(1).default(`${os.hostname()}-${process.pid}`),
+    leaseDurationMs: int(100).default(15_000),
+    leaseRenewIntervalMs: int(50).default(2_000),
+  })
+  .strict();
+export type OperatorConfig = z.output<typeof OperatorConfigSchema>;
+export type OperatorConfigInput = z.input<typeof OperatorConfigSchema>;
+
+export function parseOperatorConfig(input: OperatorConfigInput): OperatorConfig {
+  const result = OperatorConfigSchema.safeParse(input);
+  if (!result.success) {
+    const issues = result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid operator configuration: ${issues}`);
+  }
+  return result.data;
+}
+
+/** Environment variable of each configuration key. */
+export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
+  namespace: 'IDE_CLOUD_NAMESPACE',
+  kubeconfig: 'KUBECONFIG',
+  eagerStart: 'IDE_CLOUD_EAGER_START',
+  sessionsPerUser: 'IDE_CLOUD_SESSIONS_PER_USER',
+  sessionHost: 'IDE_CLOUD_SESSION_HOST',
+  sessionScheme: 'IDE_CLOUD_SESSION_SCHEME',
+  authProxyImage: 'IDE_CLOUD_AUTH_PROXY_IMAGE',
+  authProxyPort: 'IDE_CLOUD_AUTH_PROXY_PORT',
+  workspaceMountPath: 'IDE_CLOUD_WORKSPACE_MOUNT_PATH',
+  configStoreMountPath: 'IDE_CLOUD_CONFIG_STORE_MOUNT_PATH',
+  workspaceStorageSize: 'IDE_CLOUD_WORKSPACE_STORAGE_SIZE',
+  workspaceStorageClass: 'IDE_CLOUD_WORKSPACE_STORAGE_CLASS',
+  workspaceReclaimPolicy: 'IDE_CLOUD_WORKSPACE_RECLAIM_POLICY',
+  bridgeHealthAttempts: 'IDE_CLOUD_BRIDGE_HEALTH_ATTEMPTS',
+  bridgeHealthIntervalMs: 'IDE_CLOUD_BRIDGE_HEALTH_INTERVAL_MS',
+  bridgePostAttempts: 'IDE_CLOUD_BRIDGE_POST_ATTEMPTS',
+  bridgeRequestTimeoutMs: 'IDE_CLOUD_BRIDGE_REQUEST_TIMEOUT_MS',
+  monitorEnabled: 'IDE_CLOUD_MONITOR_ENABLE',
+  activityTrackerEnabled: 'IDE_CLOUD_ACTIVITY_TRACKER_ENABLE',
+  activityIntervalMs: 'IDE_CLOUD_ACTIVITY_INTERVAL_MS',
+  maxSessionLifetimeMinutes: 'IDE_CLOUD_MAX_SESSION_LIFETIME_MINUTES',
+  resyncIntervalMs: 'IDE_CLOUD_RESYNC_INTERVAL_MS',
+  workers: 'IDE_CLOUD_OPERATOR_WORKERS',
+  leaderElection: 'IDE_CLOUD_LEADER_ELECTION',
+  leaseName: 'IDE_CLOUD_LEASE_NAME',
+  identity: 'IDE_CLOUD_OPERATOR_IDENTITY',
+  leaseDurationMs: 'IDE_CLOUD_LEASE_DURATION_MS',
+  leaseRenewIntervalMs: 'IDE_CLOUD_LEASE_RENEW_INTERVAL_MS',
+};
+
+/**
+ * Reads the configuration from environment variables (names in OPERATOR_ENV; IDE_CLOUD_NAMESPACE
+ * defaults to `default`, IDE_CLOUD_OPERATOR_REPLICAS > 1 turns leader election on). Throws a clear
+ * message naming each invalid variable.
+ */
+export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): OperatorConfig {
+  const input: Record<string, string> = {};
+  for (const [key, variable] of Object.entries(OPERATOR_ENV)) {
+    const value = env[variable];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  input.namespace ??= 'default';
+  if (input.leaderElection === undefined && Number(env.IDE_CLOUD_OPERATOR_REPLICAS ?? '1') > 1) {
+    input.leaderElection = 'true';
+  }
+  return parseOperatorConfig(input as OperatorConfigInput);
+}

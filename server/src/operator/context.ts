@@ -1,0 +1,59 @@
+import * as k8s from '@kubernetes/client-node';
+import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
+import type { AppDefinition } from '../model/app-definition.js';
+import type { OperatorConfig } from './config.js';
+import { EventRecorder } from './events.js';
+import type { Logger } from './logger.js';
+
+/** The collaborators every reconciler uses; built once by the composition root (operator.ts). */
+export interface OperatorContext {
+  kc: k8s.KubeConfig;
+  config: OperatorConfig;
+  namespace: string;
+  resources: IdeCloudResources;
+  core: k8s.CoreV1Api;
+  apps: k8s.AppsV1Api;
+  net: k8s.NetworkingV1Api;
+  objects: k8s.KubernetesObjectApi;
+  events: EventRecorder;
+  log: Logger;
+}
+
+export function createContext(kc: k8s.KubeConfig, config: OperatorConfig, log: Logger): OperatorContext {
+  return {
+    kc,
+    config,
+    namespace: config.namespace,
+    resources: ideCloudResources(kc, config.namespace),
+    core: kc.makeApiClient(k8s.CoreV1Api),
+    apps: kc.makeApiClient(k8s.AppsV1Api),
+    net: kc.makeApiClient(k8s.NetworkingV1Api),
+    objects: k8s.KubernetesObjectApi.makeApiClient(kc),
+    events: new EventRecorder(kc, 'ide-cloud-operator', log),
+    log,
+  };
+}
+
+/** The AppDefinition an object names: by resource name, else by spec.name. */
+export async function findAppDefinition(ctx: OperatorContext, name: string): Promise<AppDefinition | undefined> {
+  const direct = await ctx.resources.appDefinitions.find(name);
+  if (direct) return direct;
+  return (await ctx.resources.appDefinitions.list()).find((a) => a.spec.name === name);
+}
+
+/** A Deployment whose current template runs ready. */
+export function deploymentReady(d: k8s.V1Deployment | undefined): boolean {
+  if (!d?.status) return false;
+  const generation = d.metadata?.generation ?? 0;
+  return (
+    (d.status.observedGeneration ?? 0) >= generation &&
+    (d.status.updatedReplicas ?? 0) >= 1 &&
+    (d.status.readyReplicas ?? 0) >= 1 &&
+    (d.status.replicas ?? 0) === (d.status.updatedReplicas ?? 0)
+  );
+}
+
+export function finalizersOf(object: { metadata: object }): string[] {
+  const f = (object.metadata as { finalizers?: unknown }).finalizers;
+  return Array.isArray(f) ? f.filter((x): x is string => typeof x === 'string') : [];
+}

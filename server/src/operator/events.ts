@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from './logger.js';
+
+export type EventReason = 'Reserved' | 'LazyStart' | 'Routed' | 'Injected' | 'InjectionFailed' | 'Ready' | 'Failed' | 'Stopped';
+
+/**
+ * Kubernetes Events on IDE Cloud objects, so `kubectl describe session` tells the story. Messages
+ * are written by the operator from names and counts only: never values of the session environment.
+ */
+export class EventRecorder {
+  private readonly core: k8s.CoreV1Api;
+
+  constructor(
+    kc: k8s.KubeConfig,
+    private readonly component: string,
+    private readonly log: Logger,
+  ) {
+    this.core = kc.makeApiClient(k8s.CoreV1Api);
+  }
+
+  async record(
+    object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; uid?: string } },
+    type: 'Normal' | 'Warning',
+    reason: EventReason,
+    message: string,
+  ): Promise<void> {
+    const namespace = object.metadata.namespace ?? 'default';
+    const now = new Date();
+    try {
+      await this.core.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { name: `${object.metadata.name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`, namespace },
+          involvedObject: {
+            apiVersion: object.apiVersion,
+            kind: object.kind,
+            name: object.metadata.name,
+            namespace,
+            uid: object.metadata.uid,
+          },
+          type,
+          reason,
+          message,
+          source: { component: this.component },
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+    } catch (error) {
+      this.log.warn({ err: String(error), reason }, 'could not record event');
+    }
+  }
+}

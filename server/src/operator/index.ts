@@ -1,0 +1,11 @@
+/** The operator's public surface, for `npm start`, main.ts and the tests. */
+export { startOperator, type RunningOperator, type OperatorOptions } from './operator.js';
+export {
+  loadOperatorConfig,
+  parseOperatorConfig,
+  OPERATOR_ENV,
+  type OperatorConfig,
+  type OperatorConfigInput,
+} from './config.js';
+export { SESSION_FINALIZER } from './session-reconciler.js';
+export { poolInstanceName, sessionUrl, sessionPodApp } from './manifests.js';

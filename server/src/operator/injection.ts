@@ -1,0 +1,189 @@
+import * as k8s from '@kubernetes/client-node';
+import { isNotFound } from '../kube/client.js';
+import type { Session } from '../model/session.js';
+import type { OperatorConfig } from './config.js';
+import { mergeSessionEnvironment } from './env.js';
+import type { Logger } from './logger.js';
+
+export interface InjectionTarget {
+  /** Label selector of the pods of the instance. */
+  podSelector: string;
+  port: number;
+}
+
+export interface InjectionState {
+  phase: 'WaitingForBridge' | 'Posting' | 'Injected' | 'Failed';
+  /** Health checks made so far. */
+  attempts: number;
+  postAttempts: number;
+  /** Last error, without any value of the environment. */
+  lastError?: string;
+}
+
+type Run = { state: InjectionState; cancelled: boolean };
+
+/**
+ * Data injection on the eager path: polls the instance's bridge `GET /health` (pod address, cluster
+ * network) up to `bridgeHealthAttempts` times, then sends `POST /data {"environment": …}` once,
+ * retrying a failed POST with backoff. Runs in the background per session (the session can be
+ * handled before injection ends); the outcome is kept in memory and the session key is enqueued on
+ * every change, so the reconciler writes it as the EnvInjected condition. After an operator restart
+ * nothing is in memory and the reconciler starts the injection again (POST /data is idempotent).
+ */
+export class DataInjector {
+  private readonly runs = new Map<string, Run>();
+  private readonly core: k8s.CoreV1Api;
+
+  constructor(
+    kc: k8s.KubeConfig,
+    private readonly config: OperatorConfig,
+    private readonly onChange: (sessionName: string) => void,
+    private readonly log: Logger,
+  ) {
+    this.core = kc.makeApiClient(k8s.CoreV1Api);
+  }
+
+  state(uid: string): InjectionState | undefined {
+    return this.runs.get(uid)?.state;
+  }
+
+  /** Starts the injection for the session unless one runs already; returns its state. */
+  ensure(session: Session, target: InjectionTarget): InjectionState {
+    const uid = session.metadata.uid ?? session.metadata.name;
+    const existing = this.runs.get(uid);
+    if (existing) return existing.state;
+    const run: Run = { state: { phase: 'WaitingForBridge', attempts: 0, postAttempts: 0 }, cancelled: false };
+    this.runs.set(uid, run);
+    void this.execute(session, target, run).catch((error: unknown) => {
+      run.state = { ...run.state, phase: 'Failed', lastError: describe(error) };
+      this.onChange(session.metadata.name);
+    });
+    return run.state;
+  }
+
+  forget(uid: string): void {
+    const run = this.runs.get(uid);
+    if (run) run.cancelled = true;
+    this.runs.delete(uid);
+  }
+
+  stop(): void {
+    for (const run of this.runs.values()) run.cancelled = true;
+    this.runs.clear();
+  }
+
+  private update(session: Session, run: Run, patch: Partial<InjectionState>): void {
+    run.state = { ...run.state, ...patch };
+    if (!run.cancelled) this.onChange(session.metadata.name);
+  }
+
+  private async podAddress(target: InjectionTarget, namespace: string): Promise<string | undefined> {
+    const pods = await this.core.listNamespacedPod({ namespace, labelSelector: target.podSelector });
+    const ready = pods.items.find(
+      (p) =>
+        !p.metadata?.deletionTimestamp &&
+        p.status?.phase === 'Running' &&
+        p.status.podIP &&
+        (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+    );
+    return ready?.status?.podIP;
+  }
+
+  private async environment(session: Session): Promise<Record<string, string>> {
+    const namespace = session.metadata.namespace ?? this.config.namespace;
+    const configMaps = [];
+    for (const name of session.spec.envVarsFromConfigMaps ?? []) {
+      try {
+        configMaps.push((await this.core.readNamespacedConfigMap({ name, namespace })).data);
+      } catch (error) {
+        if (isNotFound(error)) throw new Error(`config map ${name} not found`);
+        throw error;
+      }
+    }
+    const secrets = [];
+    for (const name of session.spec.envVarsFromSecrets ?? []) {
+      try {
+        secrets.push((await this.core.readNamespacedSecret({ name, namespace })).data);
+      } catch (error) {
+        if (isNotFound(error)) throw new Error(`secret ${name} not found`);
+        throw error;
+      }
+    }
+    return mergeSessionEnvironment({ envVars: session.spec.envVars, configMaps, secrets });
+  }
+
+  private async execute(session: Session, target: InjectionTarget, run: Run): Promise<void> {
+    const namespace = session.metadata.namespace ?? this.config.namespace;
+    const timeout = this.config.bridgeRequestTimeoutMs;
+    let address: string | undefined;
+    for (let attempt = 1; ; attempt++) {
+      if (run.cancelled) return;
+      let error: string | undefined;
+      try {
+        address = await this.podAddress(target, namespace);
+        if (!address) error = 'no ready pod';
+        else {
+          const response = await fetch(`http://${address}:${target.port}/health`, {
+            signal: AbortSignal.timeout(timeout),
+          });
+          await response.arrayBuffer();
+          if (!response.ok) error = `health answered HTTP ${response.status}`;
+        }
+      } catch (e) {
+        error = describe(e);
+      }
+      this.update(session, run, { attempts: attempt, lastError: error });
+      if (!error) break;
+      if (attempt >= this.config.bridgeHealthAttempts) {
+        this.update(session, run, { phase: 'Failed' });
+        return;
+      }
+      await sleep(this.config.bridgeHealthIntervalMs);
+    }
+    this.update(session, run, { phase: 'Posting' });
+    let body: string;
+    try {
+      body = JSON.stringify({ environment: await this.environment(session) });
+    } catch (e) {
+      this.update(session, run, { phase: 'Failed', lastError: describe(e) });
+      return;
+    }
+    for (let post = 1; ; post++) {
+      if (run.cancelled) return;
+      let error: string | undefined;
+      try {
+        const response = await fetch(`http://${address}:${target.port}/data`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+          signal: AbortSignal.timeout(timeout),
+        });
+        await response.arrayBuffer();
+        if (!response.ok) error = `data answered HTTP ${response.status}`;
+      } catch (e) {
+        error = describe(e);
+      }
+      if (!error) {
+        this.log.info({ session: session.metadata.name, keys: Object.keys(JSON.parse(body).environment).length }, 'injected');
+        this.update(session, run, { phase: 'Injected', postAttempts: post, lastError: undefined });
+        return;
+      }
+      this.update(session, run, { postAttempts: post, lastError: error });
+      if (post >= this.config.bridgePostAttempts) {
+        this.update(session, run, { phase: 'Failed' });
+        return;
+      }
+      await sleep(this.config.bridgeHealthIntervalMs * 2 ** (post - 1));
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** An error as text fit for a condition message: the error's kind and message, never a request body. */
+function describe(error: unknown): string {
+  const e = error as { name?: string; message?: string; cause?: { code?: string } };
+  return e?.cause?.code ?? (e?.name === 'TimeoutError' ? 'timeout' : (e?.message ?? String(error)).slice(0, 200));
+}

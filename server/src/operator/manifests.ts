@@ -1,0 +1,311 @@
+import type * as k8s from '@kubernetes/client-node';
+import { ANNOTATIONS, LABELS } from '../model/api-group.js';
+import { dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-definition.js';
+import { dnsLabel } from '../model/names.js';
+import type { Session } from '../model/session.js';
+import type { OperatorConfig } from './config.js';
+
+export const MANAGED_BY = 'ide-cloud-operator';
+export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
+/** Annotation of a pool instance: uid of the Session holding the reservation. */
+export const SESSION_UID_ANNOTATION = 'ide-cloud.io/session-uid';
+/** Pod template annotation bumped to restart an instance's pods when it returns to the pool. */
+export const RECYCLED_ANNOTATION = 'ide-cloud.io/recycled-at';
+export const AUTH_PROXY_CONTAINER = 'auth-proxy';
+export const SERVICE_PORT = 80;
+
+type Owner = { apiVersion: string; kind: string; metadata: { name: string; uid?: string } };
+
+export function ownerReference(owner: Owner, controller = true): k8s.V1OwnerReference {
+  return {
+    apiVersion: owner.apiVersion ?? '',
+    kind: owner.kind,
+    name: owner.metadata.name,
+    uid: owner.metadata.uid ?? '',
+    controller,
+    blockOwnerDeletion: controller,
+  };
+}
+
+/** Name of warm pool instance `id` of an app definition (Deployment and Service). */
+export function poolInstanceName(appDefinition: string, id: number): string {
+  return dnsLabel([appDefinition, 'pool', String(id)]);
+}
+
+/** `app=<sessionName>-<sessionUID>`, the pod label of a lazy session (cut with a hash to stay a label value). */
+export function sessionPodApp(session: Pick<Session, 'metadata'>): string {
+  return dnsLabel([session.metadata.name, session.metadata.uid ?? '']);
+}
+
+export function sidecarName(ownerName: string, sidecar: Pick<Sidecar, 'name'>): string {
+  return dnsLabel([ownerName, sidecar.name]);
+}
+
+export function sessionUrl(config: Pick<OperatorConfig, 'sessionScheme' | 'sessionHost'>, sessionName: string): string {
+  return `${config.sessionScheme}://${config.sessionHost}/${sessionName}/`;
+}
+
+export function routePath(sessionName: string): string {
+  return `/${sessionName}/`;
+}
+
+export interface PodInputs {
+  appDefinition: AppDefinition;
+  config: OperatorConfig;
+  /** Value of the pod label `app`. */
+  podApp: string;
+  env: k8s.V1EnvVar[];
+  envFrom?: k8s.V1EnvFromSource[];
+  /** Workspace claim to mount; none: an emptyDir. */
+  claimName?: string;
+  configStore?: string;
+  sessionSecret?: string;
+  templateLabels?: Record<string, string>;
+  templateAnnotations?: Record<string, string>;
+}
+
+/** Pod template of a session pod: the IDE container named after the app definition plus the auth proxy. */
+export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
+  const spec = input.appDefinition.spec;
+  const volumes: k8s.V1Volume[] = [
+    input.claimName
+      ? { name: 'workspace', persistentVolumeClaim: { claimName: input.claimName } }
+      : { name: 'workspace', emptyDir: {} },
+  ];
+  const mounts: k8s.V1VolumeMount[] = [{ name: 'workspace', mountPath: input.config.workspaceMountPath }];
+  if (input.configStore) {
+    volumes.push({ name: 'config-store', configMap: { name: input.configStore, optional: true } });
+    mounts.push({ name: 'config-store', mountPath: input.config.configStoreMountPath, readOnly: true });
+  }
+  const proxyEnv: k8s.V1EnvVar[] = [{ name: 'OAUTH2_PROXY_UPSTREAMS', value: `http://127.0.0.1:${spec.port}/` }];
+  if (input.sessionSecret) proxyEnv.push({ name: 'OAUTH2_PROXY_COOKIE_SECRET', value: input.sessionSecret });
+  return {
+    metadata: {
+      labels: { app: input.podApp, ...input.templateLabels },
+      ...(input.templateAnnotations ? { annotations: input.templateAnnotations } : {}),
+    },
+    spec: {
+      automountServiceAccountToken: false,
+      volumes,
+      containers: [
+        {
+          name: spec.name,
+          image: spec.image,
+          ports: [{ name: 'application', containerPort: spec.port }],
+          env: input.env,
+          ...(input.envFrom && input.envFrom.length > 0 ? { envFrom: input.envFrom } : {}),
+          resources: {
+            requests: { memory: spec.requestsMemory, cpu: spec.requestsCpu },
+            limits: { memory: spec.limitsMemory, cpu: spec.limitsCpu },
+          },
+          volumeMounts: mounts,
+        },
+        {
+          name: AUTH_PROXY_CONTAINER,
+          image: input.config.authProxyImage,
+          args: [`--http-address=0.0.0.0:${input.config.authProxyPort}`],
+          ports: [{ name: 'http', containerPort: input.config.authProxyPort }],
+          env: proxyEnv,
+          resources: { requests: { memory: '32M', cpu: '10m' }, limits: { memory: '128M', cpu: '200m' } },
+        },
+      ],
+    },
+  };
+}
+
+/** Env of a lazy session's IDE container: spec.envVars as plain env. */
+export function lazyEnv(session: Session): k8s.V1EnvVar[] {
+  return Object.entries(session.spec.envVars ?? {}).map(([name, value]) => ({ name, value }));
+}
+
+export function lazyEnvFrom(session: Session): k8s.V1EnvFromSource[] {
+  return [
+    ...(session.spec.envVarsFromConfigMaps ?? []).map((name) => ({ configMapRef: { name } })),
+    ...(session.spec.envVarsFromSecrets ?? []).map((name) => ({ secretRef: { name } })),
+  ];
+}
+
+/** Env of a generic warm instance: the data bridge is on and the session image reads values from it. */
+export function poolEnv(appDefinition: AppDefinition): k8s.V1EnvVar[] {
+  return [
+    { name: 'DATA_BRIDGE_ENABLED', value: 'true' },
+    { name: 'DATA_BRIDGE_PORT', value: String(dataBridgePort(appDefinition.spec)) },
+    { name: 'SESSION_ENV_STRATEGY', value: 'data-bridge' },
+  ];
+}
+
+export function deployment(input: {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  annotations?: Record<string, string>;
+  owners: k8s.V1OwnerReference[];
+  template: k8s.V1PodTemplateSpec;
+}): k8s.V1Deployment {
+  const app = input.template.metadata?.labels?.app ?? input.name;
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: input.name,
+      namespace: input.namespace,
+      labels: { [LABELS.managedBy]: MANAGED_BY, ...input.labels },
+      ...(input.annotations ? { annotations: input.annotations } : {}),
+      ownerReferences: input.owners,
+    },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app } },
+      strategy: { type: 'Recreate' },
+      template: input.template,
+    },
+  };
+}
+
+export function service(input: {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  owners: k8s.V1OwnerReference[];
+  podApp: string;
+  targetPort: number;
+}): k8s.V1Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name: input.name,
+      namespace: input.namespace,
+      labels: { [LABELS.managedBy]: MANAGED_BY, ...input.labels },
+      ownerReferences: input.owners,
+    },
+    spec: {
+      selector: { app: input.podApp },
+      ports: [{ name: 'http', port: SERVICE_PORT, targetPort: input.targetPort as unknown as k8s.IntOrString }],
+    },
+  };
+}
+
+/** Deployment and Service of one app definition sidecar (created before the IDE Deployment). */
+export function sidecarObjects(input: {
+  sidecar: Sidecar;
+  ownerName: string;
+  namespace: string;
+  labels: Record<string, string>;
+  owners: k8s.V1OwnerReference[];
+  claimName?: string;
+  config: OperatorConfig;
+  templateAnnotations?: Record<string, string>;
+}): { deployment: k8s.V1Deployment; service?: k8s.V1Service } {
+  const name = sidecarName(input.ownerName, input.sidecar);
+  const sc = input.sidecar;
+  const mount = sc.mountWorkspace;
+  const template: k8s.V1PodTemplateSpec = {
+    metadata: {
+      labels: { app: name },
+      ...(input.templateAnnotations ? { annotations: input.templateAnnotations } : {}),
+    },
+    spec: {
+      automountServiceAccountToken: false,
+      ...(mount
+        ? {
+            volumes: [
+              input.claimName
+                ? { name: 'workspace', persistentVolumeClaim: { claimName: input.claimName } }
+                : { name: 'workspace', emptyDir: {} },
+            ],
+          }
+        : {}),
+      containers: [
+        {
+          name: sc.name,
+          image: sc.image,
+          ...(sc.port ? { ports: [{ name: 'http', containerPort: sc.port }] } : {}),
+          env: Object.entries(sc.env ?? {}).map(([n, value]) => ({ name: n, value })),
+          resources: {
+            requests: { ...(sc.requestsMemory ? { memory: sc.requestsMemory } : {}), ...(sc.requestsCpu ? { cpu: sc.requestsCpu } : {}) },
+            limits: { ...(sc.limitsMemory ? { memory: sc.limitsMemory } : {}), ...(sc.limitsCpu ? { cpu: sc.limitsCpu } : {}) },
+          },
+          ...(mount ? { volumeMounts: [{ name: 'workspace', mountPath: input.config.workspaceMountPath }] } : {}),
+        },
+      ],
+    },
+  };
+  const labels = { ...input.labels, [LABELS.component]: COMPONENT.sidecar };
+  return {
+    deployment: deployment({ name, namespace: input.namespace, labels, owners: input.owners, template }),
+    ...(sc.port
+      ? {
+          service: service({
+            name,
+            namespace: input.namespace,
+            labels,
+            owners: input.owners,
+            podApp: name,
+            targetPort: sc.port,
+          }),
+        }
+      : {}),
+  };
+}
+
+/** Labels every object of a session carries. */
+export function sessionLabels(session: Session): Record<string, string> {
+  return {
+    [LABELS.session]: session.metadata.name,
+    [LABELS.appDefinition]: dnsLabel([session.spec.appDefinition]),
+    [LABELS.component]: COMPONENT.session,
+  };
+}
+
+export function generationOf(appDefinition: AppDefinition): string {
+  return String(appDefinition.metadata.generation ?? 0);
+}
+
+export function poolInstanceLabels(appDefinition: AppDefinition, id: number): Record<string, string> {
+  return {
+    [LABELS.appDefinition]: dnsLabel([appDefinition.metadata.name]),
+    [LABELS.component]: COMPONENT.poolInstance,
+    [LABELS.poolInstance]: poolInstanceName(appDefinition.metadata.name, id),
+    [LABELS.instanceId]: String(id),
+  };
+}
+
+/** The free (unreserved) pod template of a warm instance. */
+export function poolInstanceTemplate(
+  appDefinition: AppDefinition,
+  id: number,
+  config: OperatorConfig,
+  recycledAt?: string,
+): k8s.V1PodTemplateSpec {
+  return sessionPodTemplate({
+    appDefinition,
+    config,
+    podApp: poolInstanceName(appDefinition.metadata.name, id),
+    env: poolEnv(appDefinition),
+    templateLabels: {
+      [LABELS.poolInstance]: poolInstanceName(appDefinition.metadata.name, id),
+      [LABELS.component]: COMPONENT.poolInstance,
+    },
+    templateAnnotations: {
+      [ANNOTATIONS.appDefinitionGeneration]: generationOf(appDefinition),
+      ...(recycledAt ? { [RECYCLED_ANNOTATION]: recycledAt } : {}),
+    },
+  });
+}
+
+export function poolInstanceDeployment(
+  appDefinition: AppDefinition,
+  id: number,
+  namespace: string,
+  config: OperatorConfig,
+): k8s.V1Deployment {
+  return deployment({
+    name: poolInstanceName(appDefinition.metadata.name, id),
+    namespace,
+    labels: poolInstanceLabels(appDefinition, id),
+    annotations: { [ANNOTATIONS.appDefinitionGeneration]: generationOf(appDefinition) },
+    owners: [ownerReference(appDefinition as Owner)],
+    template: poolInstanceTemplate(appDefinition, id, config),
+  });
+}

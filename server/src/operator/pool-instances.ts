@@ -1,0 +1,240 @@
+import type * as k8s from '@kubernetes/client-node';
+import { applyObject, isConflict, isNotFound } from '../kube/client.js';
+import { ANNOTATIONS, LABELS } from '../model/api-group.js';
+import type { AppDefinition } from '../model/app-definition.js';
+import { dnsLabel } from '../model/names.js';
+import type { Session } from '../model/session.js';
+import type { OperatorContext } from './context.js';
+import { deploymentReady } from './context.js';
+import { RetryLater } from './errors.js';
+import {
+  COMPONENT,
+  RECYCLED_ANNOTATION,
+  SESSION_UID_ANNOTATION,
+  generationOf,
+  ownerReference,
+  poolInstanceDeployment,
+  poolInstanceName,
+  poolInstanceTemplate,
+  service,
+  sidecarName,
+  sidecarObjects,
+  poolInstanceLabels,
+} from './manifests.js';
+import { reservationOrder } from './pool.js';
+
+/** One warm instance as read from its Deployment. */
+export interface PoolInstance {
+  id: number;
+  name: string;
+  generation: number;
+  ready: boolean;
+  reservedBy?: { name: string; uid?: string };
+  deployment: k8s.V1Deployment;
+}
+
+export function instanceOf(d: k8s.V1Deployment): PoolInstance {
+  const labels = d.metadata?.labels ?? {};
+  const session = labels[LABELS.session];
+  return {
+    id: Number(labels[LABELS.instanceId] ?? '0'),
+    name: d.metadata?.name ?? '',
+    generation: Number(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration] ?? '0'),
+    ready: deploymentReady(d),
+    ...(session ? { reservedBy: { name: session, uid: d.metadata?.annotations?.[SESSION_UID_ANNOTATION] } } : {}),
+    deployment: d,
+  };
+}
+
+export function poolSelector(appDefinitionName: string, extra = ''): string {
+  return `${LABELS.component}=${COMPONENT.poolInstance},${LABELS.appDefinition}=${dnsLabel([appDefinitionName])}${extra}`;
+}
+
+export async function listPoolInstances(
+  ctx: OperatorContext,
+  appDefinitionName: string,
+  extra = '',
+): Promise<PoolInstance[]> {
+  const list = await ctx.apps.listNamespacedDeployment({
+    namespace: ctx.namespace,
+    labelSelector: poolSelector(appDefinitionName, extra),
+  });
+  return list.items.filter((d) => !d.metadata?.deletionTimestamp).map(instanceOf);
+}
+
+/** The instance reserved for this session, if a reservation was made before (e.g. before a crash). */
+export async function findReservation(
+  ctx: OperatorContext,
+  appDefinitionName: string,
+  session: Session,
+): Promise<PoolInstance | undefined> {
+  const mine = await listPoolInstances(ctx, appDefinitionName, `,${LABELS.session}=${session.metadata.name}`);
+  return mine.find((i) => i.reservedBy?.uid === session.metadata.uid);
+}
+
+function stableHash(value: string): number {
+  let h = 0;
+  for (let i = 0; i < value.length; i++) h = (h * 31 + value.charCodeAt(i)) >>> 0;
+  return h;
+}
+
+/**
+ * Reserves a free instance for the session. The reservation is one update of the instance
+ * Deployment carrying the resourceVersion that was read: when another worker, replica or operator
+ * generation changed it first, the API server answers 409 and the next candidate is tried. Two
+ * sessions can therefore never hold one instance. Returns undefined when no instance is free.
+ */
+export async function reserveInstance(
+  ctx: OperatorContext,
+  appDefinition: AppDefinition,
+  minInstances: number,
+  session: Session,
+  claimName: string | undefined,
+): Promise<PoolInstance | undefined> {
+  const generation = Number(generationOf(appDefinition));
+  for (let round = 0; round < 8; round++) {
+    const free = (await listPoolInstances(ctx, appDefinition.metadata.name, `,!${LABELS.session}`)).filter(
+      (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
+    );
+    if (free.length === 0) return undefined;
+    const ordered = reservationOrder(free);
+    const offset = stableHash(session.metadata.name) % ordered.length;
+    const rotated = [...ordered.slice(offset), ...ordered.slice(0, offset)];
+    for (const candidate of rotated) {
+      const d = structuredClone(candidate.deployment);
+      d.apiVersion = 'apps/v1';
+      d.kind = 'Deployment';
+      d.metadata ??= {};
+      d.metadata.labels = { ...d.metadata.labels, [LABELS.session]: session.metadata.name };
+      d.metadata.annotations = {
+        ...d.metadata.annotations,
+        [SESSION_UID_ANNOTATION]: session.metadata.uid ?? '',
+      };
+      d.metadata.ownerReferences = [
+        ...(d.metadata.ownerReferences ?? []),
+        ownerReference(session as Parameters<typeof ownerReference>[0], false),
+      ];
+      if (claimName && d.spec?.template) {
+        // A persistent workspace is attached by mounting its claim: the pod restarts with it.
+        const template = d.spec.template;
+        template.metadata ??= {};
+        template.metadata.labels = { ...template.metadata.labels, [LABELS.session]: session.metadata.name };
+        template.spec!.volumes = (template.spec?.volumes ?? []).map((v) =>
+          v.name === 'workspace' ? { name: 'workspace', persistentVolumeClaim: { claimName } } : v,
+        );
+      }
+      try {
+        const updated = await ctx.apps.replaceNamespacedDeployment({
+          name: candidate.name,
+          namespace: ctx.namespace,
+          body: d,
+        });
+        return instanceOf(updated);
+      } catch (error) {
+        if (isConflict(error) || isNotFound(error)) continue;
+        throw error;
+      }
+    }
+  }
+  throw new RetryLater('warm pool: every free instance was taken concurrently, trying again', 100);
+}
+
+/** Creates the warm instance `id`: sidecars first (their DNS names exist at IDE start), Service, Deployment. */
+export async function createInstance(ctx: OperatorContext, appDefinition: AppDefinition, id: number): Promise<void> {
+  const name = poolInstanceName(appDefinition.metadata.name, id);
+  const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
+  const labels = poolInstanceLabels(appDefinition, id);
+  for (const sidecar of appDefinition.spec.sidecars ?? []) {
+    const objects = sidecarObjects({ sidecar, ownerName: name, namespace: ctx.namespace, labels, owners, config: ctx.config });
+    if (objects.service) await applyObject(ctx.objects, objects.service);
+    await applyObject(ctx.objects, objects.deployment);
+  }
+  await applyObject(
+    ctx.objects,
+    service({ name, namespace: ctx.namespace, labels, owners, podApp: name, targetPort: ctx.config.authProxyPort }),
+  );
+  try {
+    await ctx.apps.createNamespacedDeployment({
+      namespace: ctx.namespace,
+      body: poolInstanceDeployment(appDefinition, id, ctx.namespace, ctx.config),
+    });
+  } catch (error) {
+    if (!isConflict(error)) throw error;
+  }
+}
+
+/** Deletes the instance Deployment (only if unchanged since read) and, unless it is recreated, its Service and sidecars. */
+export async function deleteInstance(
+  ctx: OperatorContext,
+  appDefinition: AppDefinition,
+  instance: PoolInstance,
+  keepService: boolean,
+): Promise<void> {
+  try {
+    await ctx.apps.deleteNamespacedDeployment({
+      name: instance.name,
+      namespace: ctx.namespace,
+      propagationPolicy: 'Background',
+      body: { preconditions: { resourceVersion: instance.deployment.metadata?.resourceVersion } },
+    });
+  } catch (error) {
+    if (isConflict(error)) throw new RetryLater(`instance ${instance.name} changed while being deleted`, 100);
+    if (!isNotFound(error)) throw error;
+  }
+  for (const sidecar of appDefinition.spec.sidecars ?? []) {
+    const name = sidecarName(instance.name, sidecar);
+    await ctx.apps.deleteNamespacedDeployment({ name, namespace: ctx.namespace }).catch(ignoreNotFound);
+    if (!keepService) await ctx.core.deleteNamespacedService({ name, namespace: ctx.namespace }).catch(ignoreNotFound);
+  }
+  if (!keepService) {
+    await ctx.core.deleteNamespacedService({ name: instance.name, namespace: ctx.namespace }).catch(ignoreNotFound);
+  }
+}
+
+/**
+ * Returns an instance whose session ended to the pool: reservation and session ownership dropped,
+ * pod template reset (no workspace claim) and stamped, so the pod, and the sidecars, restart clean:
+ * no value of the last session survives in memory or in the IDE's secret storage.
+ */
+export async function returnToPool(
+  ctx: OperatorContext,
+  appDefinition: AppDefinition,
+  instance: PoolInstance,
+  now: Date,
+): Promise<void> {
+  const d = structuredClone(instance.deployment);
+  d.apiVersion = 'apps/v1';
+  d.kind = 'Deployment';
+  const meta = (d.metadata ??= {});
+  const labels = { ...meta.labels };
+  delete labels[LABELS.session];
+  meta.labels = labels;
+  const annotations = { ...meta.annotations };
+  delete annotations[SESSION_UID_ANNOTATION];
+  meta.annotations = annotations;
+  meta.ownerReferences = (meta.ownerReferences ?? []).filter((o) => o.kind !== 'Session');
+  d.spec!.template = poolInstanceTemplate(appDefinition, instance.id, ctx.config, now.toISOString());
+  try {
+    await ctx.apps.replaceNamespacedDeployment({ name: instance.name, namespace: ctx.namespace, body: d });
+  } catch (error) {
+    if (isConflict(error)) throw new RetryLater(`instance ${instance.name} changed while being returned`, 100);
+    throw error;
+  }
+  const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
+  for (const sidecar of appDefinition.spec.sidecars ?? []) {
+    const objects = sidecarObjects({
+      sidecar,
+      ownerName: instance.name,
+      namespace: ctx.namespace,
+      labels: poolInstanceLabels(appDefinition, instance.id),
+      owners,
+      config: ctx.config,
+      templateAnnotations: { [RECYCLED_ANNOTATION]: now.toISOString() },
+    });
+    await applyObject(ctx.objects, objects.deployment);
+  }
+}
+
+function ignoreNotFound(error: unknown): void {
+  if (!isNotFound(error)) throw error;
+}

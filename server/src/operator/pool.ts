@@ -1,0 +1,60 @@
+/** Pure arithmetic of a warm pool: what to create, delete, recycle or keep. */
+
+export interface PoolInstanceState {
+  id: number;
+  /** App definition generation the instance was built for. */
+  generation: number;
+  /** Reservation still held by a live session. */
+  reserved: boolean;
+  /** Reservation whose session has ended (gone, failed, stopping): to be handled by the table. */
+  released: boolean;
+  ready: boolean;
+}
+
+export interface PoolPlan {
+  /** Ids of missing instances to create. */
+  create: number[];
+  /** Instances to delete (above minInstances and not needed anymore). */
+  delete: number[];
+  /** Instances to delete and create again for the current generation. */
+  recreate: number[];
+  /** Instances whose session ended: reservation dropped, pod restarted, back in the pool. */
+  returnToPool: number[];
+}
+
+/**
+ * The pool table: an ended reservation is deleted when its id is above minInstances, recreated when
+ * built for an older generation, otherwise returned to the pool. Free instances above minInstances are
+ * deleted, free outdated ones recreated, and ids 1..minInstances that do not exist are created.
+ * Reserved instances are never touched: running sessions keep their pods.
+ */
+export function planPool(input: {
+  minInstances: number;
+  generation: number;
+  instances: readonly PoolInstanceState[];
+}): PoolPlan {
+  const plan: PoolPlan = { create: [], delete: [], recreate: [], returnToPool: [] };
+  const existing = new Set(input.instances.map((i) => i.id));
+  for (const instance of input.instances) {
+    if (instance.reserved) continue;
+    if (instance.id > input.minInstances) plan.delete.push(instance.id);
+    else if (instance.generation !== input.generation) plan.recreate.push(instance.id);
+    else if (instance.released) plan.returnToPool.push(instance.id);
+  }
+  for (let id = 1; id <= input.minInstances; id++) if (!existing.has(id)) plan.create.push(id);
+  return plan;
+}
+
+/** Pool counts for AppDefinition status. */
+export function poolStatus(minInstances: number, instances: readonly PoolInstanceState[]) {
+  return {
+    desired: minInstances,
+    ready: instances.filter((i) => i.ready && !i.reserved && !i.released).length,
+    reserved: instances.filter((i) => i.reserved).length,
+  };
+}
+
+/** Order in which free instances are tried: ready first, then lowest id. */
+export function reservationOrder<T extends { id: number; ready: boolean }>(free: readonly T[]): T[] {
+  return [...free].sort((a, b) => Number(b.ready) - Number(a.ready) || a.id - b.id);
+}

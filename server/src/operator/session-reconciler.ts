@@ -1,0 +1,390 @@
+import type * as k8s from '@kubernetes/client-node';
+import { applyObject, isConflict, isNotFound } from '../kube/client.js';
+import { ANNOTATIONS, LABELS } from '../model/api-group.js';
+import { dataBridgeEnabled, dataBridgePort, type AppDefinition } from '../model/app-definition.js';
+import { findCondition, setCondition, type ConditionInput } from '../model/conditions.js';
+import { ErrorCode } from '../model/error-codes.js';
+import { checkSessionLimits } from '../model/limits.js';
+import { configStoreName } from '../model/names.js';
+import { SessionCondition, type Session, type SessionStatus } from '../model/session.js';
+import { workspaceClaimName } from '../model/workspace.js';
+import { deploymentReady, finalizersOf, findAppDefinition, type OperatorContext } from './context.js';
+import { FailObject, RetryLater, outcomeOf } from './errors.js';
+import { setRoute } from './ingress.js';
+import type { DataInjector, InjectionState } from './injection.js';
+import {
+  deployment,
+  lazyEnv,
+  lazyEnvFrom,
+  ownerReference,
+  poolInstanceName,
+  routePath,
+  service,
+  sessionLabels,
+  sessionPodApp,
+  sessionPodTemplate,
+  sessionUrl,
+  sidecarObjects,
+} from './manifests.js';
+import { findReservation, reserveInstance } from './pool-instances.js';
+
+/** Finalizer of a Session: its path in the shared Ingress (not owned by the session) is removed first. */
+export const SESSION_FINALIZER = 'ide-cloud.io/session-route';
+/** Annotation recording the shared Ingress the session's path was added to, for clean-up. */
+export const ROUTE_ANNOTATION = 'ide-cloud.io/route';
+
+export type Reconciled = { requeueAfterMs?: number } | void;
+
+/** What a pass learnt, written once at the end. */
+class Pass {
+  readonly status: SessionStatus;
+  requeueAfterMs?: number;
+  readonly events: [type: 'Normal' | 'Warning', reason: Parameters<OperatorContext['events']['record']>[2], message: string][] = [];
+
+  constructor(readonly session: Session) {
+    this.status = structuredClone(session.status ?? {});
+    this.status.observedGeneration = session.metadata.generation;
+  }
+
+  condition(next: Omit<ConditionInput, 'observedGeneration'>): void {
+    const before = findCondition(this.status.conditions, next.type);
+    this.status.conditions = setCondition(this.status.conditions, {
+      ...next,
+      observedGeneration: this.session.metadata.generation,
+    });
+    return void before;
+  }
+
+  becameTrue(type: string): boolean {
+    return (
+      findCondition(this.status.conditions, type)?.status === 'True' &&
+      findCondition(this.session.status?.conditions, type)?.status !== 'True'
+    );
+  }
+
+  requeue(ms: number): void {
+    this.requeueAfterMs = Math.min(this.requeueAfterMs ?? ms, ms);
+  }
+}
+
+/**
+ * Reconciles a Session into a running IDE: fetch → gone? → deleting? finalize → guards (app
+ * definition, workspace, limits, finalizer) → 1 start strategy (reserve a warm instance, or lazy) →
+ * 2 config store → 3 resources (lazy) or attached instance (eager) → 4 route → 5 environment →
+ * 6 readiness and URL. Status is gathered in memory and written once.
+ */
+export class SessionReconciler {
+  constructor(
+    private readonly ctx: OperatorContext,
+    private readonly injector: DataInjector,
+    private readonly enqueueAppDefinition: (name: string) => void,
+  ) {}
+
+  async reconcile(name: string): Promise<Reconciled> {
+    const session = await this.ctx.resources.sessions.find(name);
+    if (!session) return;
+    if (session.metadata.deletionTimestamp) return this.finalize(session);
+    if (session.status?.phase === 'Failed') return;
+
+    const pass = new Pass(session);
+    try {
+      await this.steps(session, pass);
+      return pass.requeueAfterMs !== undefined ? { requeueAfterMs: pass.requeueAfterMs } : undefined;
+    } catch (error) {
+      const outcome = outcomeOf(error);
+      if (outcome.kind === 'requeue') return { requeueAfterMs: outcome.afterMs };
+      if (outcome.kind === 'fail') {
+        pass.status.phase = 'Failed';
+        pass.status.error = { code: outcome.code, reason: outcome.reason };
+        pass.condition({ type: SessionCondition.ready, status: 'False', reason: 'Failed', message: outcome.reason });
+        pass.events.push(['Warning', 'Failed', `${outcome.code}: ${outcome.reason}`]);
+        return;
+      }
+      throw outcome.error;
+    } finally {
+      await this.writeStatus(session, pass.status);
+      for (const [type, reason, message] of pass.events) await this.ctx.events.record(session, type, reason, message);
+    }
+  }
+
+  private async steps(session: Session, pass: Pass): Promise<void> {
+    const { ctx } = this;
+    const name = session.metadata.name;
+
+    // Guards.
+    const appDefinition = await findAppDefinition(ctx, session.spec.appDefinition);
+    if (!appDefinition) {
+      throw new FailObject(ErrorCode.unknownAppDefinition, `unknown app definition ${session.spec.appDefinition}`);
+    }
+    let claimName: string | undefined;
+    if (session.spec.workspace) {
+      const workspace = await ctx.resources.workspaces.find(session.spec.workspace);
+      if (!workspace || workspace.metadata.deletionTimestamp) {
+        throw new FailObject(ErrorCode.unknownWorkspace, `unknown workspace ${session.spec.workspace}`);
+      }
+      claimName = workspaceClaimName(workspace);
+    }
+    if (!pass.status.startStrategy) await this.checkLimits(session, appDefinition);
+    await this.ensureFinalizer(session);
+    if (!pass.status.phase) {
+      pass.status.phase = 'Pending';
+      for (const type of Object.values(SessionCondition)) {
+        if (!findCondition(pass.status.conditions, type)) pass.condition({ type, status: 'Unknown', reason: 'Pending' });
+      }
+    }
+
+    // 1. Start strategy: a warm instance when eager start is on and one is free, else lazy.
+    if (!pass.status.startStrategy) {
+      await this.chooseStrategy(session, appDefinition, claimName, pass);
+      // Persist the decision before creating anything for it, so a crash cannot start two paths.
+      await this.writeStatus(session, pass.status);
+      session.status = structuredClone(pass.status);
+    }
+
+    // 2. Config store, when the app definition asks for one.
+    const configStore = appDefinition.spec.options?.configStore === 'true' ? configStoreName(name) : undefined;
+    if (configStore) {
+      await applyObject(ctx.objects, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: configStore,
+          namespace: ctx.namespace,
+          labels: sessionLabels(session),
+          ownerReferences: [ownerReference(session as Parameters<typeof ownerReference>[0])],
+        },
+      } as k8s.V1ConfigMap);
+    }
+
+    // 3. Resources of the session.
+    const eager = pass.status.startStrategy === 'eager';
+    let backend: string;
+    let workload: k8s.V1Deployment | undefined;
+    if (eager) {
+      const instanceName = poolInstanceName(appDefinition.metadata.name, Number(pass.status.instanceId));
+      workload = await ctx.apps.readNamespacedDeployment({ name: instanceName, namespace: ctx.namespace }).catch((e) => {
+        if (isNotFound(e)) return undefined;
+        throw e;
+      });
+      if (!workload || workload.metadata?.labels?.[LABELS.session] !== name) {
+        throw new FailObject(ErrorCode.internal, `warm instance ${instanceName} is no longer reserved for this session`);
+      }
+      backend = instanceName;
+    } else {
+      workload = await this.applyLazyResources(session, appDefinition, claimName, configStore);
+      backend = name;
+    }
+
+    // 4. Route in the shared Ingress.
+    const ingressName = appDefinition.spec.ingressname;
+    if (session.metadata.annotations?.[ROUTE_ANNOTATION] !== ingressName) {
+      await ctx.resources.sessions.mergePatch(name, { metadata: { annotations: { [ROUTE_ANNOTATION]: ingressName } } });
+    }
+    await setRoute(
+      ctx.net,
+      ctx.namespace,
+      ingressName,
+      { host: ctx.config.sessionHost, path: routePath(name), serviceName: backend },
+      true,
+    );
+    pass.condition({ type: SessionCondition.routed, status: 'True', reason: 'RouteAdded', message: `path ${routePath(name)} in ingress ${ingressName}` });
+    if (pass.becameTrue(SessionCondition.routed)) pass.events.push(['Normal', 'Routed', `route ${routePath(name)} added to ingress ${ingressName}`]);
+
+    // 5. Environment: in the pod spec (lazy) or pushed to the data bridge (eager, asynchronous).
+    if (eager) this.injectionStep(session, appDefinition, backend, claimName, pass);
+    else pass.condition({ type: SessionCondition.envInjected, status: 'True', reason: 'PodEnvironment', message: 'values set in the pod specification' });
+
+    // 6. Readiness and URL.
+    if (deploymentReady(workload)) {
+      pass.status.url = sessionUrl(ctx.config, name);
+      pass.status.phase = 'Running';
+      pass.condition({ type: SessionCondition.ready, status: 'True', reason: 'PodReady', message: 'the IDE pod is ready' });
+      if (pass.becameTrue(SessionCondition.ready)) pass.events.push(['Normal', 'Ready', `session ready at ${pass.status.url}`]);
+    } else {
+      pass.status.phase = 'Starting';
+      pass.condition({ type: SessionCondition.ready, status: 'False', reason: 'PodNotReady', message: 'waiting for the IDE pod' });
+      pass.requeue(5000);
+    }
+  }
+
+  private async checkLimits(session: Session, appDefinition: AppDefinition): Promise<void> {
+    const all = await this.ctx.resources.sessions.list();
+    const created = (s: Session) => new Date(s.metadata.creationTimestamp ?? 0).getTime();
+    // Only sessions created before this one count: the decision is the same whichever is reconciled first.
+    const earlier = all.filter(
+      (s) =>
+        s.metadata.name !== session.metadata.name &&
+        (created(s) < created(session) || (created(s) === created(session) && s.metadata.name < session.metadata.name)),
+    );
+    const refusal = checkSessionLimits({
+      appDefinition: { name: session.spec.appDefinition, maxInstances: appDefinition.spec.maxInstances },
+      user: session.spec.user,
+      sessions: earlier,
+      sessionsPerUser: this.ctx.config.sessionsPerUser,
+    });
+    if (refusal) throw new FailObject(refusal.code, refusal.reason);
+  }
+
+  private async ensureFinalizer(session: Session): Promise<void> {
+    const finalizers = finalizersOf(session);
+    if (finalizers.includes(SESSION_FINALIZER)) return;
+    try {
+      const updated = await this.ctx.resources.sessions.mergePatch(session.metadata.name, {
+        metadata: { finalizers: [...finalizers, SESSION_FINALIZER], resourceVersion: session.metadata.resourceVersion },
+      });
+      session.metadata.resourceVersion = updated.metadata.resourceVersion;
+    } catch (error) {
+      if (isConflict(error)) throw new RetryLater('session changed while adding the finalizer', 50);
+      throw error;
+    }
+  }
+
+  private async chooseStrategy(
+    session: Session,
+    appDefinition: AppDefinition,
+    claimName: string | undefined,
+    pass: Pass,
+  ): Promise<void> {
+    const { ctx } = this;
+    const name = session.metadata.name;
+    if (ctx.config.eagerStart) {
+      const minInstances = dataBridgeEnabled(appDefinition.spec) ? appDefinition.spec.minInstances : 0;
+      const instance =
+        (await findReservation(ctx, appDefinition.metadata.name, session)) ??
+        (await reserveInstance(ctx, appDefinition, minInstances, session, claimName));
+      if (instance) {
+        pass.status.startStrategy = 'eager';
+        pass.status.instanceId = String(instance.id);
+        pass.condition({ type: SessionCondition.reserved, status: 'True', reason: 'InstanceReserved', message: `warm instance ${instance.id}` });
+        pass.events.push(['Normal', 'Reserved', `reserved warm instance ${instance.id} (${instance.name})`]);
+        this.enqueueAppDefinition(appDefinition.metadata.name);
+      } else {
+        pass.status.startStrategy = 'lazy-fallback';
+        pass.condition({ type: SessionCondition.reserved, status: 'False', reason: 'PoolExhausted', message: 'no free warm instance; lazy start' });
+        pass.events.push(['Normal', 'LazyStart', 'no free warm instance: starting lazily']);
+      }
+    } else {
+      pass.status.startStrategy = 'lazy';
+      pass.condition({ type: SessionCondition.reserved, status: 'False', reason: 'EagerStartDisabled', message: 'lazy start' });
+      pass.events.push(['Normal', 'LazyStart', 'starting lazily']);
+    }
+    pass.status.phase = 'Starting';
+    const annotations: Record<string, string> = { [ANNOTATIONS.startStrategy]: pass.status.startStrategy };
+    if (pass.status.instanceId) annotations[ANNOTATIONS.instanceId] = pass.status.instanceId;
+    await ctx.resources.sessions.mergePatch(name, { metadata: { annotations } });
+  }
+
+  /** Sidecars first (their Service names resolve at IDE start), then the IDE Deployment and Service. */
+  private async applyLazyResources(
+    session: Session,
+    appDefinition: AppDefinition,
+    claimName: string | undefined,
+    configStore: string | undefined,
+  ): Promise<k8s.V1Deployment> {
+    const { ctx } = this;
+    const name = session.metadata.name;
+    const owners = [ownerReference(session as Parameters<typeof ownerReference>[0])];
+    const labels = sessionLabels(session);
+    for (const sidecar of appDefinition.spec.sidecars ?? []) {
+      const objects = sidecarObjects({ sidecar, ownerName: name, namespace: ctx.namespace, labels, owners, claimName, config: ctx.config });
+      if (objects.service) await applyObject(ctx.objects, objects.service);
+      await applyObject(ctx.objects, objects.deployment);
+    }
+    const podApp = sessionPodApp(session);
+    const applied = await applyObject(
+      ctx.objects,
+      deployment({
+        name,
+        namespace: ctx.namespace,
+        labels,
+        annotations: { [ANNOTATIONS.appDefinitionGeneration]: String(appDefinition.metadata.generation ?? 0) },
+        owners,
+        template: sessionPodTemplate({
+          appDefinition,
+          config: ctx.config,
+          podApp,
+          env: lazyEnv(session),
+          envFrom: lazyEnvFrom(session),
+          claimName,
+          configStore,
+          sessionSecret: session.spec.sessionSecret,
+          templateLabels: { [LABELS.session]: name },
+        }),
+      }),
+    );
+    await applyObject(
+      ctx.objects,
+      service({ name, namespace: ctx.namespace, labels, owners, podApp, targetPort: ctx.config.authProxyPort }),
+    );
+    return applied;
+  }
+
+  private injectionStep(
+    session: Session,
+    appDefinition: AppDefinition,
+    instanceName: string,
+    claimName: string | undefined,
+    pass: Pass,
+  ): void {
+    const current = findCondition(pass.status.conditions, SessionCondition.envInjected);
+    if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed')) return;
+    const selector = `${LABELS.poolInstance}=${instanceName}${claimName ? `,${LABELS.session}=${session.metadata.name}` : ''}`;
+    const state = this.injector.ensure(session, { podSelector: selector, port: dataBridgePort(appDefinition.spec) });
+    this.recordInjection(pass, state);
+  }
+
+  private recordInjection(pass: Pass, state: InjectionState): void {
+    const max = this.ctx.config.bridgeHealthAttempts;
+    const detail = `health checks ${state.attempts}/${max}, posts ${state.postAttempts}${state.lastError ? `, last error: ${state.lastError}` : ''}`;
+    if (state.phase === 'Injected') {
+      pass.condition({ type: SessionCondition.envInjected, status: 'True', reason: 'Injected', message: detail });
+      if (pass.becameTrue(SessionCondition.envInjected)) pass.events.push(['Normal', 'Injected', `session environment injected (${detail})`]);
+    } else if (state.phase === 'Failed') {
+      pass.condition({ type: SessionCondition.envInjected, status: 'False', reason: 'InjectionFailed', message: detail });
+      pass.events.push(['Warning', 'InjectionFailed', `data injection failed (${detail})`]);
+    } else {
+      pass.condition({ type: SessionCondition.envInjected, status: 'Unknown', reason: state.phase, message: detail });
+    }
+  }
+
+  private async finalize(session: Session): Promise<Reconciled> {
+    const { ctx } = this;
+    const name = session.metadata.name;
+    if (!finalizersOf(session).includes(SESSION_FINALIZER)) return;
+    if (session.status?.phase !== 'Stopping' && session.status?.phase !== 'Failed') {
+      await ctx.resources.sessions.patchStatus(name, { phase: 'Stopping' }).catch(() => undefined);
+    }
+    const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
+    if (ingressName) {
+      await setRoute(ctx.net, ctx.namespace, ingressName, { host: ctx.config.sessionHost, path: routePath(name), serviceName: '' }, false);
+    }
+    this.injector.forget(session.metadata.uid ?? name);
+    try {
+      await ctx.resources.sessions.mergePatch(name, {
+        metadata: {
+          finalizers: finalizersOf(session).filter((f) => f !== SESSION_FINALIZER),
+          resourceVersion: session.metadata.resourceVersion,
+        },
+      });
+    } catch (error) {
+      if (isConflict(error)) return { requeueAfterMs: 50 };
+      if (!isNotFound(error)) throw error;
+    }
+    this.enqueueAppDefinition(session.spec.appDefinition);
+  }
+
+  /** Writes what changed; lastActivity belongs to the service and is never written here. */
+  private async writeStatus(session: Session, status: SessionStatus): Promise<void> {
+    const { lastActivity: _ignored, ...next } = status;
+    const { lastActivity: _before, ...previous } = session.status ?? {};
+    void _ignored;
+    void _before;
+    if (JSON.stringify(previous) === JSON.stringify(next)) return;
+    try {
+      await this.ctx.resources.sessions.patchStatus(session.metadata.name, next);
+    } catch (error) {
+      if (isNotFound(error)) return;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * A de-duplicating work queue keyed by string (namespace/name), in the shape of client-go's
+ * workqueue: a key is queued at most once, is never processed by two workers at the same time, and a
+ * key added while it is processed is processed again afterwards. Failures come back with per-key
+ * exponential backoff; `addAfter` schedules a later visit.
+ */
+export type Handler = (key: string) => Promise<{ requeueAfterMs?: number } | void>;
+
+export interface WorkQueueOptions {
+  workers: number;
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+  onError?: (key: string, error: unknown) => void;
+}
+
+export class WorkQueue {
+  private readonly queue: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private waiters: (() => void)[] = [];
+  private stopped = false;
+  private running: Promise<void>[] = [];
+
+  constructor(
+    private readonly handler: Handler,
+    private readonly options: WorkQueueOptions,
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    for (let i = 0; i < this.options.workers; i++) this.running.push(this.worker());
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    this.wake();
+    await Promise.all(this.running);
+    this.running = [];
+  }
+
+  add(key: string): void {
+    if (this.stopped) return;
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    this.queued.add(key);
+    this.queue.push(key);
+    this.wake();
+  }
+
+  /** Adds the key after `ms`; an earlier pending schedule of the same key is kept if sooner. */
+  addAfter(key: string, ms: number): void {
+    if (this.stopped) return;
+    if (ms <= 0) return this.add(key);
+    if (this.timers.has(key)) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, ms);
+    timer.unref();
+    this.timers.set(key, timer);
+  }
+
+  get length(): number {
+    return this.queue.length;
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+
+  private async next(): Promise<string | undefined> {
+    for (;;) {
+      if (this.stopped) return undefined;
+      const key = this.queue.shift();
+      if (key !== undefined) {
+        this.queued.delete(key);
+        return key;
+      }
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  private backoff(key: string): number {
+    const n = (this.failures.get(key) ?? 0) + 1;
+    this.failures.set(key, n);
+    const base = this.options.baseBackoffMs ?? 200;
+    return Math.min(this.options.maxBackoffMs ?? 30_000, base * 2 ** (n - 1));
+  }
+
+  private async worker(): Promise<void> {
+    for (;;) {
+      const key = await this.next();
+      if (key === undefined) return;
+      this.processing.add(key);
+      let retryAfter: number | undefined;
+      try {
+        const result = await this.handler(key);
+        this.failures.delete(key);
+        retryAfter = result?.requeueAfterMs;
+      } catch (error) {
+        this.options.onError?.(key, error);
+        retryAfter = this.backoff(key);
+      } finally {
+        this.processing.delete(key);
+      }
+      if (this.dirty.delete(key)) this.add(key);
+      else if (retryAfter !== undefined) this.addAfter(key, retryAfter);
+    }
+  }
+}
