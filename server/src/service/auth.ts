@@ -145,7 +145,8 @@ export class Authenticator {
       if (!response.ok) throw new Error(`discovery answered ${response.status}`);
       const document = (await response.json()) as { issuer?: string; jwks_uri?: string };
       if (!document.jwks_uri || !document.issuer) throw new Error('discovery document lacks issuer or jwks_uri');
-      return { issuer: document.issuer, jwks: createRemoteJWKSet(new URL(document.jwks_uri)) };
+      const cooldownDuration = (this.config.identityProvider?.jwksCooldownSeconds ?? 30) * 1000;
+      return { issuer: document.issuer, jwks: createRemoteJWKSet(new URL(document.jwks_uri), { cooldownDuration }) };
     })();
     return this.discovery.catch(() => {
       this.discovery = undefined; // try again on the next request

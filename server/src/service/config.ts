@@ -13,6 +13,7 @@ import { z } from 'zod';
  * | IDENTITY_PROVIDER_USER_CLAIM  | claim holding the user id                                   | email         |
  * | IDENTITY_PROVIDER_ADMIN_CLAIM | claim holding the groups                                    | groups        |
  * | IDENTITY_PROVIDER_ADMIN_GROUP | group that may call the admin ping                          | admin         |
+ * | IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS | least time between two key set refetches          | 30            |
  * | IDE_CLOUD_NAMESPACE       | namespace of the AppDefinition, Workspace and Session resources | ide-cloud     |
  * | SESSIONS_PER_USER         | operator.sessionsPerUser: concurrent sessions per user          | 1             |
  * | LAUNCH_TIMEOUT_MINUTES    | default launch timeout in minutes (fractions allowed)           | 3             |
@@ -37,6 +38,10 @@ const ConfigSchema = z.object({
       userClaim: z.string().min(1).default('email'),
       adminClaim: z.string().min(1).default('groups'),
       adminGroup: z.string().min(1).default('admin'),
+      jwksCooldownSeconds: z.coerce
+        .number({ error: 'IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS must be a number' })
+        .min(0)
+        .default(30),
     })
     .optional(),
   namespace: z
@@ -88,6 +93,7 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
             userClaim: get('IDENTITY_PROVIDER_USER_CLAIM'),
             adminClaim: get('IDENTITY_PROVIDER_ADMIN_CLAIM'),
             adminGroup: get('IDENTITY_PROVIDER_ADMIN_GROUP'),
+            jwksCooldownSeconds: get('IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS'),
           }
         : undefined,
     namespace: get('IDE_CLOUD_NAMESPACE'),

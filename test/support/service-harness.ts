@@ -1,0 +1,123 @@
+// Starts the REST service the way main.ts does (startService with a typed config) on a loopback port,
+// against the real kube-apiserver, with its JSON logs captured for the secrets assertions.
+import { Writable } from 'node:stream';
+import * as k8s from '@kubernetes/client-node';
+import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
+import type { AppDefinitionSpecInput } from '../../server/src/model/app-definition.js';
+import type { SessionStatus } from '../../server/src/model/session.js';
+import { parseServiceConfig, startService, type ServiceConfig } from '../../server/src/service/index.js';
+import { eventually } from './kube.js';
+
+export const SERVICE_AUTH_TOKEN = 'service-auth-token-for-tests-5f1c';
+export const ADMIN_API_TOKEN = 'admin-api-token-for-tests-9b27';
+
+export interface TestService {
+  url: string;
+  logs: string[];
+  close(): Promise<void>;
+}
+
+export async function startTestService(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  overrides: Partial<Parameters<typeof parseServiceConfig>[0]> = {},
+): Promise<TestService> {
+  const logs: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  const config: ServiceConfig = parseServiceConfig({
+    serviceAuthToken: SERVICE_AUTH_TOKEN,
+    adminApiToken: ADMIN_API_TOKEN,
+    namespace,
+    port: 0,
+    host: '127.0.0.1',
+    logLevel: 'debug',
+    ...overrides,
+  });
+  const service = await startService(config, { kubeConfig: kc, logDestination: destination });
+  return { url: service.url, logs, close: () => service.close() };
+}
+
+export interface Answer {
+  status: number;
+  text: string;
+  json: unknown;
+  headers: Headers;
+}
+
+/** One HTTP call; a JSON body is sent as application/json. */
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; headers?: Record<string, string>; rawBody?: string } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = JSON.stringify(options.body);
+  }
+  if (body !== undefined) headers['content-type'] ??= 'application/json';
+  const response = await fetch(`${base}${path}`, { method, headers, body });
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, text, json, headers: response.headers };
+}
+
+export const BASE_APP: AppDefinitionSpecInput = {
+  name: 'python-latest',
+  image: 'ide-cloud/session-python:latest',
+  port: 3000,
+  ingressname: 'ide-cloud-sessions',
+  options: { dataBridgeEnabled: 'true' },
+};
+
+/** Applies app definitions into the namespace. */
+export async function applyAppDefinitions(
+  resources: IdeCloudResources,
+  specs: Partial<AppDefinitionSpecInput>[],
+): Promise<void> {
+  for (const extra of specs) {
+    const spec = { ...BASE_APP, ...extra } as AppDefinitionSpecInput;
+    await resources.appDefinitions.create({ metadata: { name: spec.name }, spec });
+  }
+}
+
+export function resourcesOf(kc: k8s.KubeConfig, namespace: string): IdeCloudResources {
+  return ideCloudResources(kc, namespace);
+}
+
+/**
+ * Plays the operator for one session: waits until a session matching `match` exists, then writes
+ * the status the operator would (default: Running with a URL, like a Ready lazy session).
+ */
+export async function operatorFillsStatus(
+  resources: IdeCloudResources,
+  match: (name: string, spec: { user: string; workspace?: string }) => boolean,
+  status: (name: string) => SessionStatus = (name) => ({
+    phase: 'Running',
+    url: `https://ide.example.test/${name}/`,
+    startStrategy: 'lazy',
+  }),
+  timeoutMs = 30_000,
+): Promise<string> {
+  const session = await eventually(async () => {
+    const found = (await resources.sessions.list()).find(
+      (s) => !s.metadata.deletionTimestamp && match(s.metadata.name, s.spec),
+    );
+    if (!found) throw new Error('no matching session yet');
+    return found;
+  }, timeoutMs);
+  await resources.sessions.patchStatus(session.metadata.name, status(session.metadata.name));
+  return session.metadata.name;
+}
