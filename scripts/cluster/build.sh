@@ -78,7 +78,12 @@ build_helm() {
     rm -rf "$dir" && mkdir -p "$dir"
     (cd "$dir" && go mod init ide-cloud.local/helm >/dev/null 2>&1 && go get "helm.sh/helm/v3@v$HELM_VERSION")
   fi
-  build_one helm "$dir" helm.sh/helm/v3/cmd/helm
+  # The Kubernetes version helm assumes offline (helm template, lint) is set at link time, as upstream does.
+  local kmm kmi
+  kmm=1; kmi=$(cd "$dir" && go list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f2)
+  build_one helm "$dir" helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION \
+-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$kmm -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$kmi \
+-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$kmm -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kmi"
 }
 
 case "$what" in

@@ -1,0 +1,51 @@
+{{/* Common names and labels of IDE Cloud's chart. */}}
+{{- define "ide-cloud.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}{{ .Release.Name | trunc 40 | trimSuffix "-" }}{{- else -}}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" }}{{- end -}}
+{{- end -}}
+
+{{- define "ide-cloud.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Selector labels of one component: app=<component> as the spec names platform pods. */}}
+{{- define "ide-cloud.selector" -}}
+app: {{ .component }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end -}}
+
+{{- define "ide-cloud.image" -}}
+{{ printf "%s/%s:%s" .root.Values.images.repository .name .root.Values.images.tag }}
+{{- end -}}
+
+{{- define "ide-cloud.tokensSecret" -}}{{ include "ide-cloud.fullname" . }}-tokens{{- end -}}
+
+{{/* Non-root, read-only root file system, no privilege escalation: every IDE Cloud container. */}}
+{{- define "ide-cloud.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* The spec of one app definition: defaults, then the Java override, then the entry itself. */}}
+{{- define "ide-cloud.appDefinitionSpec" -}}
+{{- $root := .root -}}
+{{- $entry := omit .entry "landingPage" "java" -}}
+{{- $spec := deepCopy $root.Values.appDefinitions.defaults -}}
+{{- if .entry.java -}}{{- $spec = mergeOverwrite $spec (deepCopy $root.Values.appDefinitions.javaResources) -}}{{- end -}}
+{{- $spec = mergeOverwrite $spec (deepCopy $entry) -}}
+{{- if not (contains ":" (last (splitList "/" $spec.image))) -}}
+{{- $_ := set $spec "image" (printf "%s:%s" $spec.image $root.Values.versions.ide) -}}
+{{- end -}}
+{{- $_ := set $spec "name" .name -}}
+{{- toYaml $spec -}}
+{{- end -}}

@@ -1,0 +1,242 @@
+// The Helm chart against the real local kube-apiserver: lint, template, server-side dry-run, then a
+// real install → admin PATCH → upgrade → uninstall, and what each service account may and may not do.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import YAML from 'yaml';
+import { ensureBinaries } from '../../scripts/cluster/control-plane.js';
+import { ideCloudResources } from '../../server/src/kube/resources.js';
+import { parseServiceConfig, startService } from '../../server/src/service/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const chart = path.join(root, 'charts', 'ide-cloud');
+const allOn = path.join(chart, 'ci', 'all-on-values.yaml');
+
+type Manifest = k8s.KubernetesObject & Record<string, unknown>;
+
+describe('Helm chart', function () {
+  this.timeout(10 * 60_000);
+  let cluster: TestCluster;
+  let helmBin: string;
+  let namespace: string;
+
+  const helm = async (...args: string[]) =>
+    (await run(helmBin, args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfig }, maxBuffer: 32 << 20 })).stdout;
+  const render = async (...args: string[]) =>
+    YAML.parseAllDocuments(await helm('template', 'rel', chart, '--namespace', namespace, ...args))
+      .map((doc) => doc.toJS() as Manifest | null)
+      .filter((doc): doc is Manifest => doc !== null);
+
+  before(async () => {
+    [cluster, helmBin] = await Promise.all([
+      useCluster(),
+      ensureBinaries('helm').then((dir) => path.join(dir, 'helm')),
+    ]);
+    namespace = await createTestNamespace(cluster.kc, 'helm');
+  });
+  after(async () => deleteTestNamespace(cluster.kc, namespace));
+
+  it('lints clean with the default values and with every option on', async () => {
+    await helm('lint', '--strict', chart);
+    await helm('lint', '--strict', chart, '-f', allOn);
+  });
+
+  it('renders the shipped app definitions with their landing-page visibility and the landing config from the same map', async () => {
+    const docs = await render();
+    const appDefinitions = docs.filter((d) => d.kind === 'AppDefinition');
+    assert.deepEqual(appDefinitions.map((d) => d.metadata?.name).sort(), [
+      'c-latest',
+      'c-templates-latest',
+      'java-17-latest',
+      'java-17-templates-latest',
+      'javascript-latest',
+      'ocaml-latest',
+      'python-latest',
+      'rust-latest',
+    ]);
+    const hidden = appDefinitions.filter((d) => d.metadata?.labels?.['ide-cloud.io/landing-page'] === 'hidden');
+    assert.deepEqual(hidden.map((d) => d.metadata?.name).sort(), ['c-latest', 'java-17-latest']);
+    const config = docs.find((d) => d.kind === 'ConfigMap' && d.metadata?.name?.endsWith('landing-page'));
+    const apps = JSON.parse((config?.data as Record<string, string>)['apps.json']!) as Array<{
+      name: string;
+      buildSystems: { id: string }[];
+    }>;
+    assert.deepEqual(apps.map((a) => a.name).sort(), [
+      'c-templates-latest',
+      'java-17-templates-latest',
+      'javascript-latest',
+      'ocaml-latest',
+      'python-latest',
+      'rust-latest',
+    ]);
+    assert.deepEqual(
+      apps.find((a) => a.name === 'java-17-templates-latest')?.buildSystems.map((b) => b.id),
+      ['maven', 'gradle'],
+    );
+    const java = appDefinitions.find((d) => d.metadata?.name === 'java-17-latest')?.spec as Record<string, unknown>;
+    assert.equal(java.limitsMemory, '3000M', 'the Java override raises memory');
+  });
+
+  it('runs every container non-root with a read-only root file system and resource requests', async () => {
+    for (const doc of await render('-f', allOn)) {
+      const template = (doc.spec as { template?: { spec: k8s.V1PodSpec } } | undefined)?.template;
+      if (!template) continue;
+      for (const container of [...(template.spec.initContainers ?? []), ...template.spec.containers]) {
+        const where = `${doc.kind}/${doc.metadata?.name}/${container.name}`;
+        assert.equal(container.securityContext?.runAsNonRoot, true, where);
+        assert.equal(container.securityContext?.readOnlyRootFilesystem, true, where);
+        assert.ok(container.resources?.requests, `${where} has resource requests`);
+      }
+    }
+  });
+
+  it('is accepted by the API server (server-side dry-run) with the default values and with every option on', async () => {
+    const objects = k8s.KubernetesObjectApi.makeApiClient(cluster.kc);
+    const extensions = cluster.kc.makeApiClient(k8s.ApiextensionsV1Api);
+    // The CRD a Prometheus Operator installation brings, so the ServiceMonitor can be checked too.
+    await extensions
+      .createCustomResourceDefinition({
+        body: {
+          metadata: { name: 'servicemonitors.monitoring.coreos.com' },
+          spec: {
+            group: 'monitoring.coreos.com',
+            scope: 'Namespaced',
+            names: { kind: 'ServiceMonitor', plural: 'servicemonitors', singular: 'servicemonitor' },
+            versions: [
+              {
+                name: 'v1',
+                served: true,
+                storage: true,
+                schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+              },
+            ],
+          },
+        },
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof k8s.ApiException && error.code === 409)) throw error;
+      });
+    for (const args of [[], ['-f', allOn]]) {
+      for (const doc of await render(...args)) {
+        await objects
+          .create({ ...doc, metadata: { ...doc.metadata, namespace } }, undefined, 'All')
+          .catch((error: unknown) => {
+            throw new Error(`${doc.kind}/${doc.metadata?.name} refused: ${(error as k8s.ApiException<string>).body}`);
+          });
+      }
+    }
+  });
+
+  it('installs, keeps an admin PATCH of min/maxInstances and the tokens across an upgrade, and uninstalls leaving nothing', async () => {
+    await helm('install', 'rel', chart, '--namespace', namespace);
+    const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    const tokens = await core.readNamespacedSecret({ name: 'rel-ide-cloud-tokens', namespace });
+    const decode = (key: string) => Buffer.from(tokens.data![key]!, 'base64').toString();
+    assert.equal(decode('service-auth-token').length, 40);
+
+    // The admin PATCH through the real service, authenticated with the generated admin token.
+    const service = await startService(
+      parseServiceConfig({
+        serviceAuthToken: decode('service-auth-token'),
+        adminApiToken: decode('admin-api-token'),
+        namespace,
+        port: 0,
+        host: '127.0.0.1',
+        logLevel: 'silent',
+      }),
+      { kubeConfig: cluster.kc },
+    );
+    try {
+      const response = await fetch(`${service.url}/service/admin/appdefinition/python-latest`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json', 'x-admin-api-token': decode('admin-api-token') },
+        body: JSON.stringify({ appId: decode('service-auth-token'), minInstances: 2, maxInstances: 7 }),
+      });
+      assert.equal(response.status, 200, await response.clone().text());
+    } finally {
+      await service.close();
+    }
+
+    await helm('upgrade', 'rel', chart, '--namespace', namespace, '--set', 'service.replicas=3');
+    const { appDefinitions } = ideCloudResources(cluster.kc, namespace);
+    const python = await appDefinitions.get('python-latest');
+    assert.deepEqual([python.spec.minInstances, python.spec.maxInstances], [2, 7]);
+    const rust = await appDefinitions.get('rust-latest');
+    assert.deepEqual([rust.spec.minInstances, rust.spec.maxInstances], [0, 1000]);
+    const after = await core.readNamespacedSecret({ name: 'rel-ide-cloud-tokens', namespace });
+    assert.deepEqual(after.data, tokens.data, 'tokens survive the upgrade');
+    const apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    assert.equal((await apps.readNamespacedDeployment({ name: 'rel-ide-cloud-service', namespace })).spec?.replicas, 3);
+
+    await helm('uninstall', 'rel', '--namespace', namespace, '--wait');
+    const selector = 'app.kubernetes.io/instance=rel';
+    const leftovers = [
+      ...(await appDefinitions.list(selector)),
+      ...(await apps.listNamespacedDeployment({ namespace, labelSelector: selector })).items,
+      ...(await apps.listNamespacedDaemonSet({ namespace, labelSelector: selector })).items,
+      ...(await core.listNamespacedSecret({ namespace, labelSelector: selector })).items,
+      ...(await core.listNamespacedConfigMap({ namespace, labelSelector: selector })).items,
+      ...(await core.listNamespacedService({ namespace, labelSelector: selector })).items,
+      ...(await core.listNamespacedServiceAccount({ namespace, labelSelector: selector })).items,
+      ...(await core.listNamespacedResourceQuota({ namespace, labelSelector: selector })).items,
+    ];
+    assert.deepEqual(
+      leftovers.map((o) => o.metadata?.name),
+      [],
+    );
+  });
+
+  describe('RBAC of the service accounts', () => {
+    before(async () => {
+      await helm('install', 'rbac', chart, '--namespace', namespace, '--set', 'imagePreloading.enabled=false');
+    });
+    after(async () => {
+      await helm('uninstall', 'rbac', '--namespace', namespace).catch(() => undefined);
+    });
+
+    // [account, verb, group, resource, namespace ('' = cluster-wide; undefined = the release's), subresource?, allowed]
+    const table: Array<[string, string, string, string, string | undefined, string | undefined, boolean]> = [
+      ['operator', 'create', 'apps', 'deployments', undefined, undefined, true],
+      ['operator', 'patch', 'ide.cloud', 'sessions', undefined, 'status', true],
+      ['operator', 'watch', 'ide.cloud', 'appdefinitions', undefined, undefined, true],
+      ['operator', 'update', 'networking.k8s.io', 'ingresses', undefined, undefined, true],
+      ['operator', 'create', 'coordination.k8s.io', 'leases', undefined, undefined, true],
+      ['operator', 'create', '', 'persistentvolumeclaims', undefined, undefined, true],
+      ['operator', 'get', '', 'secrets', undefined, undefined, true],
+      ['operator', 'list', '', 'secrets', undefined, undefined, false],
+      ['operator', 'list', '', 'secrets', '', undefined, false],
+      ['operator', 'get', '', 'secrets', 'kube-system', undefined, false],
+      ['operator', 'create', 'apps', 'deployments', 'kube-system', undefined, false],
+      ['operator', 'delete', '', 'nodes', '', undefined, false],
+      ['service', 'create', 'ide.cloud', 'sessions', undefined, undefined, true],
+      ['service', 'patch', 'ide.cloud', 'appdefinitions', undefined, undefined, true],
+      ['service', 'patch', 'ide.cloud', 'sessions', undefined, 'status', true],
+      ['service', 'get', 'metrics.k8s.io', 'pods', undefined, undefined, true],
+      ['service', 'create', 'apps', 'deployments', undefined, undefined, false],
+      ['service', 'get', '', 'secrets', undefined, undefined, false],
+      ['service', 'list', '', 'secrets', '', undefined, false],
+      ['service', 'delete', 'ide.cloud', 'appdefinitions', undefined, undefined, false],
+    ];
+    for (const [account, verb, group, resource, ns, subresource, allowed] of table) {
+      const where = ns === '' ? 'cluster-wide' : (ns ?? 'in its namespace');
+      it(`${account} ${allowed ? 'can' : 'cannot'} ${verb} ${group || 'core'}/${resource}${subresource ? `/${subresource}` : ''} ${where}`, async () => {
+        const review = await cluster.kc.makeApiClient(k8s.AuthorizationV1Api).createSubjectAccessReview({
+          body: {
+            spec: {
+              user: `system:serviceaccount:${namespace}:rbac-ide-cloud-${account}`,
+              groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+              resourceAttributes: { verb, group, resource, subresource, namespace: ns ?? namespace },
+            },
+          },
+        });
+        assert.equal(review.status?.allowed ?? false, allowed);
+      });
+    }
+  });
+});
