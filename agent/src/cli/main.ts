@@ -7,6 +7,7 @@ import {
   AgentError,
   RedactingLog,
   bootstrapWorkspace,
+  credentialsOf,
   cloneParticipation,
   describeError,
   resolveSessionValues,
@@ -63,7 +64,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
 
   const dir = path.resolve(io.cwd, flags.dir ?? '.');
-  const secrets = [io.env.PLATFORM_TOKEN, io.env.GIT_URI];
+  const secrets = [io.env.PLATFORM_TOKEN, ...credentialsOf(io.env.GIT_URI)];
   const log = new RedactingLog(io.out, secrets);
   const errors = new RedactingLog(io.err, secrets);
   try {

@@ -25,6 +25,7 @@ export interface BootstrapResult {
 export async function bootstrapWorkspace(options: BootstrapOptions): Promise<BootstrapResult> {
   const { values, dir, log } = options;
   log.addSecret(values.PLATFORM_TOKEN);
+  log.addUrlCredentials(values.GIT_URI);
   const result: BootstrapResult = { identity: [], template: [] };
 
   const scope = options.gitConfigScope ?? 'global';

@@ -7,7 +7,7 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentError } from './errors.js';
 import { git, GitCommandError, type GitOptions } from './git.js';
-import { hasCredentials, stripCredentials } from './redact.js';
+import { credentialsOf, hasCredentials, stripCredentials } from './redact.js';
 
 export type CloneOutcome =
   /** The repository was cloned now. */
@@ -91,7 +91,7 @@ async function currentRemote(dir: string, options: GitOptions): Promise<string> 
 }
 
 async function cloneFresh(uri: string, target: string, options: CloneOptions): Promise<void> {
-  const secrets = [...(options.secrets ?? []), uri];
+  const secrets = [...(options.secrets ?? []), ...credentialsOf(uri)];
   try {
     // An empty credential.helper list: a helper configured on the machine must not store the token.
     await git(['-c', 'credential.helper=', 'clone', '--quiet', '--', uri, target], { ...options, secrets });

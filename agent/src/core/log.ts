@@ -1,4 +1,4 @@
-import { redact } from './redact.js';
+import { credentialsOf, redact } from './redact.js';
 
 /** Where the agent's plain progress lines go: console in the CLI, an output channel in the IDE. */
 export type Log = (line: string) => void;
@@ -19,6 +19,11 @@ export class RedactingLog {
 
   addSecret(secret: string | undefined): void {
     if (secret) this.secrets.add(secret);
+  }
+
+  /** Adds the password of a credentialed URL (the URL itself is redacted by its shape). */
+  addUrlCredentials(uri: string | undefined): void {
+    for (const secret of credentialsOf(uri)) this.secrets.add(secret);
   }
 
   readonly log: Log = (line) => this.sink(this.redact(line));

@@ -1,7 +1,8 @@
 // Secrets never reach a log line or an error message (DESIGN.md "Secrets"): URLs lose their
 // `user:pass@`, and known secret values are replaced wherever they appear.
 
-const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s'"]*@/gi;
+// Userinfo never holds raw `<>`, so placeholders like `https://<user>:<token>@host` stay readable.
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s'"<>]*@/gi;
 
 /** Removes `user:password@` from every URL in the text. */
 export function redactUrls(text: string): string {
@@ -11,6 +12,19 @@ export function redactUrls(text: string): string {
 /** The URL without its credentials; `stripCredentials` in server/src/model/names.ts is the same rule. */
 export function stripCredentials(uri: string): string {
   return uri.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
+}
+
+/** The secret parts of a URL's userinfo (the password, raw and decoded), for redaction lists. */
+export function credentialsOf(uri: string | undefined): string[] {
+  const match = /^[a-z][a-z0-9+.-]*:\/\/[^/@:]*:([^/@]*)@/i.exec(uri ?? '');
+  if (!match?.[1]) return [];
+  let decoded = match[1];
+  try {
+    decoded = decodeURIComponent(match[1]);
+  } catch {
+    // not percent-encoded
+  }
+  return [...new Set([match[1], decoded])];
 }
 
 /** True when the URL carries `user[:password]@`. */

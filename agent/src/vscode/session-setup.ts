@@ -8,6 +8,7 @@ import {
   RedactingLog,
   bootstrapWorkspace,
   cloneParticipation,
+  credentialsOf,
   describeError,
   resolveSessionValues,
   stripCredentials,
@@ -55,7 +56,7 @@ export class SessionSetup {
       (line) => {
         if (!this.disposed) options.ui.appendLine(line);
       },
-      [options.env.PLATFORM_TOKEN, options.env.GIT_URI],
+      [options.env.PLATFORM_TOKEN, ...credentialsOf(options.env.GIT_URI)],
     );
   }
 
@@ -77,7 +78,7 @@ export class SessionSetup {
       });
       this.values = resolved.values;
       this.log.addSecret(resolved.values.PLATFORM_TOKEN);
-      this.log.addSecret(resolved.values.GIT_URI);
+      this.log.addUrlCredentials(resolved.values.GIT_URI);
       const keys = Object.entries(resolved.origins).map(([key, origin]) => `${key} (${origin})`);
       this.log.log(`launch values: ${keys.join(', ') || 'none'}`);
       if (!dir) {
