@@ -1,0 +1,276 @@
+// The data-bridge extension end to end in a real VS Code host: code-server runs the packaged .vsix,
+// headless Chromium opens the workbench, and the test drives the bridge over HTTP. A second extension
+// (extension/test/fixtures/getenv-consumer) calls dataBridge.getEnv and reports what it got.
+// The first run installs Chromium, Node 24 and code-server (a few minutes); later runs find them cached.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  VscodeHost,
+  freePort,
+  installVscodeHost,
+  isPortOpen,
+  packageTestExtension,
+  waitFor,
+  type LogFile,
+  type VscodeHostInstall,
+} from '../support/vscode-host.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BRIDGE_VSIX = path.join(ROOT, 'extension', 'dist', 'data-bridge.vsix');
+const CONSUMER_DIR = path.join(ROOT, 'extension', 'test', 'fixtures', 'getenv-consumer');
+const CONSUMER_VSIX = path.join(ROOT, 'extension', 'dist', 'test', 'getenv-consumer.vsix');
+const CHANNEL = 'Data Bridge';
+
+// Distinct values, so a leak of any of them into a log is found by grepping.
+const SECRETS = {
+  PLATFORM_TOKEN: `token-${randomUUID()}`,
+  GIT_URI: `https://student:pw-${randomUUID()}@git.example.org/course/repo.git`,
+  GIT_USER: `Ada ${randomUUID()}`,
+};
+const LATER = { GIT_MAIL: `ada-${randomUUID()}@example.org`, PLATFORM_TOKEN: `token-${randomUUID()}` };
+
+interface ConsumerAnswer {
+  pid: number;
+  result?: unknown;
+  error?: string;
+}
+
+function npmRunPackage(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env };
+    delete env.NODE_V8_COVERAGE; // packaging is not under test here
+    const child = spawn('npm', ['run', 'package', '-w', 'extension'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`npm run package failed:\n${output}`))));
+  });
+}
+
+function channelText(logs: LogFile[]): string {
+  return logs.map((log) => log.text).join('');
+}
+
+describe('data bridge in a real VS Code host (e2e)', function () {
+  this.timeout(5 * 60_000);
+  let install: VscodeHostInstall;
+
+  before(async function () {
+    this.timeout(20 * 60_000); // a brand-new machine installs chromium, Node 24 and code-server first
+    install = await installVscodeHost();
+    await npmRunPackage();
+    assert.ok(existsSync(BRIDGE_VSIX), `npm run package -w extension did not write ${BRIDGE_VSIX}`);
+    await packageTestExtension(CONSUMER_DIR, CONSUMER_VSIX);
+  });
+
+  describe('with DATA_BRIDGE_ENABLED=true', () => {
+    let host: VscodeHost;
+    let bridge: string;
+    let consumerPort: number;
+
+    async function postData(body: string): Promise<{ status: number; json: unknown }> {
+      const res = await fetch(`${bridge}/data`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
+      return { status: res.status, json: await res.json() };
+    }
+
+    async function callGetEnv(...args: unknown[]): Promise<ConsumerAnswer> {
+      const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, {
+        method: 'POST',
+        body: JSON.stringify({ args }),
+      });
+      return (await res.json()) as ConsumerAnswer;
+    }
+
+    before(async function () {
+      this.timeout(3 * 60_000);
+      const bridgePort = await freePort();
+      consumerPort = await freePort();
+      bridge = `http://127.0.0.1:${bridgePort}`;
+      host = await VscodeHost.start({
+        install,
+        name: 'bridge-on',
+        extensions: [BRIDGE_VSIX, CONSUMER_VSIX],
+        env: {
+          DATA_BRIDGE_ENABLED: 'true',
+          DATA_BRIDGE_PORT: String(bridgePort),
+          GETENV_CONSUMER_PORT: String(consumerPort),
+        },
+      });
+      await host.openWorkbench();
+      await waitFor('the bridge to answer /health', async () => (await fetch(`${bridge}/health`)).ok, {
+        timeoutMs: 90_000,
+      });
+      const log = channelText(await host.outputChannelLogs(CHANNEL));
+      console.log(`    [e2e] "${CHANNEL}" output channel after activation:\n${log.replace(/^/gm, '      ')}`);
+    });
+
+    let failed = false;
+    afterEach(function () {
+      if (this.currentTest?.state === 'failed') failed = true;
+    });
+    after(async function () {
+      this.timeout(60_000);
+      if (failed) await host?.saveLogs(path.join(ROOT, 'test-artifacts', 'vscode-host', 'bridge-on'));
+      await host?.stop();
+    });
+
+    it('activates in code-server and answers GET /health', async () => {
+      const res = await fetch(`${bridge}/health`);
+      assert.equal(res.status, 200);
+      assert.deepEqual(await res.json(), { status: 'UP' });
+      const log = channelText(await host.outputChannelLogs(CHANNEL));
+      assert.match(log, /\[info\] listening on 0\.0\.0\.0:\d+/);
+      assert.match(log, /\[info\] data bridge active/);
+    });
+
+    it('rejects bad bodies with 400 naming the problem, 413 over 64 KiB, 404 elsewhere', async () => {
+      assert.deepEqual(await postData(`{"environment": {"PLATFORM_TOKEN": "${SECRETS.PLATFORM_TOKEN}"`), {
+        status: 400,
+        json: { error: 'body is not valid JSON' },
+      });
+      assert.deepEqual(await postData(JSON.stringify({ environment: [SECRETS.PLATFORM_TOKEN] })), {
+        status: 400,
+        json: { error: 'field "environment" must be an object of strings, got an array' },
+      });
+      assert.deepEqual(await postData(JSON.stringify({ environment: { PLATFORM_TOKEN: 42 } })), {
+        status: 400,
+        json: { error: 'environment.PLATFORM_TOKEN must be a string, got a number' },
+      });
+      assert.deepEqual(await postData(JSON.stringify({ environment: { BIG: 'x'.repeat(70 * 1024) } })), {
+        status: 413,
+        json: { error: 'body exceeds 65536 bytes' },
+      });
+      const missing = await fetch(`${bridge}/secrets`);
+      assert.equal(missing.status, 404);
+      const empty = await callGetEnv(['BIG', 'PLATFORM_TOKEN']);
+      assert.deepEqual(empty.result, {}, 'nothing of the rejected bodies was stored');
+    });
+
+    it('stores POST /data and hands the values to another extension through dataBridge.getEnv', async () => {
+      assert.deepEqual(await postData(JSON.stringify({ environment: SECRETS })), {
+        status: 200,
+        json: { stored: 3, total: 3 },
+      });
+      assert.deepEqual(await postData(JSON.stringify({ environment: LATER })), {
+        status: 200,
+        json: { stored: 2, total: 4 },
+      });
+      const answer = await callGetEnv(['GIT_USER', 'GIT_URI', 'GIT_MAIL', 'PLATFORM_TOKEN', 'NOT_SENT']);
+      assert.deepEqual(answer.result, { ...SECRETS, ...LATER }, 'only present keys, later values merged over earlier');
+      assert.deepEqual(await callGetEnv(['NOT_SENT']), { pid: answer.pid, result: {} });
+    });
+
+    it('rejects a wrong argument to dataBridge.getEnv with a clear error', async () => {
+      const notAList = await callGetEnv('GIT_USER');
+      assert.equal(notAList.error, 'dataBridge.getEnv expects an array of key names, got a string');
+      const notStrings = await callGetEnv(['GIT_USER', 7]);
+      assert.equal(notStrings.error, 'dataBridge.getEnv expects an array of key names, element 1 is a number');
+      const none = await callGetEnv();
+      assert.equal(none.error, 'dataBridge.getEnv expects an array of key names, got undefined');
+    });
+
+    it('keeps the values across a reload of the window (SecretStorage)', async () => {
+      const before = await callGetEnv([]);
+      await host.reload();
+      // Wait for the consumer of the new extension host, so the answer cannot come from the old one.
+      const after = await waitFor(
+        'the new extension host',
+        async () => {
+          const answer = await callGetEnv(['GIT_USER', 'GIT_URI', 'GIT_MAIL', 'PLATFORM_TOKEN']);
+          return answer.pid !== before.pid && answer;
+        },
+        { timeoutMs: 90_000, intervalMs: 500 },
+      );
+      assert.deepEqual(after.result, { ...SECRETS, ...LATER });
+      assert.equal((await fetch(`${bridge}/health`)).status, 200);
+      const logs = await host.outputChannelLogs(CHANNEL);
+      assert.ok(logs.length >= 2, `one "${CHANNEL}" log per extension host, found ${logs.length}`);
+      assert.match(logs.at(-1)!.text, /\[info\] restored 4 key\(s\): /);
+    });
+
+    it('never writes a value to the output channel or any other log, only key names and counts', async () => {
+      const channel = channelText(await host.outputChannelLogs(CHANNEL));
+      assert.match(channel, /received 3 key\(s\): PLATFORM_TOKEN, GIT_URI, GIT_USER; 3 key\(s\) held/);
+      assert.match(channel, /getEnv: 4 of 5 key\(s\) present; missing: NOT_SENT/);
+      const everything = [...(await host.logFiles()), { file: 'code-server output', text: host.serverOutput() }];
+      const values = [...Object.values(SECRETS), ...Object.values(LATER)];
+      for (const { file, text } of everything) {
+        for (const value of values) assert.ok(!text.includes(value), `${file} contains an injected value`);
+      }
+      assert.ok(everything.length > 3, 'the logs were found');
+    });
+  });
+
+  describe('with DATA_BRIDGE_ENABLED unset', () => {
+    let host: VscodeHost;
+    let bridgePort: number;
+    let consumerPort: number;
+
+    before(async function () {
+      this.timeout(3 * 60_000);
+      bridgePort = await freePort();
+      consumerPort = await freePort();
+      host = await VscodeHost.start({
+        install,
+        name: 'bridge-off',
+        extensions: [BRIDGE_VSIX, CONSUMER_VSIX],
+        env: {
+          DATA_BRIDGE_ENABLED: undefined,
+          DATA_BRIDGE_PORT: String(bridgePort),
+          GETENV_CONSUMER_PORT: String(consumerPort),
+        },
+      });
+      await host.openWorkbench();
+    });
+
+    let failed = false;
+    afterEach(function () {
+      if (this.currentTest?.state === 'failed') failed = true;
+    });
+    after(async function () {
+      this.timeout(60_000);
+      if (failed) await host?.saveLogs(path.join(ROOT, 'test-artifacts', 'vscode-host', 'bridge-off'));
+      await host?.stop();
+    });
+
+    it('stays inactive: says so once in its output channel, opens no port, registers no command', async () => {
+      const log = await waitFor(
+        `the "${CHANNEL}" output channel`,
+        async () => channelText(await host.outputChannelLogs(CHANNEL)) || undefined,
+        { timeoutMs: 90_000 },
+      );
+      console.log(`    [e2e] "${CHANNEL}" output channel, bridge disabled:\n${log.replace(/^/gm, '      ')}`);
+      assert.match(log, /\[info\] data bridge inactive: DATA_BRIDGE_ENABLED is not set/);
+      // The consumer activates at the same time; once it answers, the bridge has long had its chance.
+      const answer = await waitFor(
+        'the consumer extension',
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, {
+            method: 'POST',
+            body: JSON.stringify({ args: [['GIT_USER']] }),
+          });
+          return (await res.json()) as ConsumerAnswer;
+        },
+        { timeoutMs: 90_000 },
+      );
+      assert.match(answer.error ?? '', /command 'dataBridge\.getEnv' not found/);
+      assert.equal(await isPortOpen(bridgePort), false, 'the bridge port is closed');
+      const final = channelText(await host.outputChannelLogs(CHANNEL));
+      assert.equal(final.match(/inactive/g)?.length, 1, 'said once');
+      assert.doesNotMatch(final, /listening/);
+    });
+  });
+});

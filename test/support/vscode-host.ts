@@ -1,0 +1,400 @@
+// Drives a real VS Code host for end-to-end tests: code-server (from npm, run by Node 24) with every bit
+// of state isolated in a run directory, and headless Chromium (playwright-core) opening its workbench,
+// which is what starts the extension host. Recipe: ../shared/notes/vscode-host.md.
+//
+//   const install = await installVscodeHost();                  // idempotent; minutes only the first time
+//   const host = await VscodeHost.start({ install, extensions: [vsix], env: { DATA_BRIDGE_ENABLED: '1' } });
+//   await host.openWorkbench();                                  // extensions activate now
+//   ... drive your extension (HTTP, files), read host.logFiles() ...
+//   await host.reload();                                         // a new window and extension host
+//   await host.stop();                                           // browser, process group, run directory
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createVSIX } from '@vscode/vsce';
+import { build } from 'esbuild';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { installVscodeHost, type VscodeHostInstall } from '../../scripts/vscode-host/install.js';
+
+export { installVscodeHost, type VscodeHostInstall };
+
+/** Chromium flags that keep a headless run quiet and offline. */
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+
+/** User settings that keep the workbench quiet and deterministic. */
+export const QUIET_SETTINGS: Record<string, unknown> = {
+  'chat.disableAIFeatures': true,
+  'telemetry.telemetryLevel': 'off',
+  'extensions.autoUpdate': false,
+  'extensions.autoCheckUpdates': false,
+  'workbench.startupEditor': 'none',
+  'security.workspace.trust.enabled': false,
+  'update.mode': 'none',
+};
+
+export interface VscodeHostOptions {
+  /** From installVscodeHost(); installed (or checked) on demand when left out. */
+  install?: VscodeHostInstall;
+  /** .vsix files installed into the run's extensions directory before code-server starts. */
+  extensions?: string[];
+  /** Added to code-server's environment, which extensions see as process.env; undefined removes a variable. */
+  env?: Record<string, string | undefined>;
+  /** Merged over QUIET_SETTINGS into the user settings. */
+  settings?: Record<string, unknown>;
+  /** Short label for the run directory and log lines. */
+  name?: string;
+  /** Keep the run directory after stop() (also when IDE_CLOUD_KEEP_VSCODE_HOST=1). */
+  keep?: boolean;
+  /** Progress lines; default console.log with a prefix. */
+  log?: (line: string) => void;
+  /** How long to wait for code-server to answer; default 60 s. */
+  startTimeoutMs?: number;
+}
+
+export interface LogFile {
+  /** Path relative to the user data directory's logs folder. */
+  file: string;
+  text: string;
+}
+
+/** Polls fn until it returns something other than undefined/false, or throws after the deadline. */
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  { timeoutMs = 60_000, intervalMs = 250 }: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() >= deadline) {
+      const cause = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${cause}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** True when something accepts TCP connections on 127.0.0.1:port. */
+export function isPortOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    socket.setTimeout(2000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Lists files under dir recursively (relative paths); a missing dir lists nothing. */
+async function listFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
+}
+
+/** The environment code-server runs with: ours, minus what would leak test tooling or outer state into it. */
+function hostEnv(runDir: string, extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(NODE_OPTIONS|NODE_V8_COVERAGE|NODE_CHANNEL_FD|VSCODE_.*|ELECTRON_.*|npm_.*|NODE)$/i.test(key)) continue;
+    env[key] = value;
+  }
+  Object.assign(env, {
+    TMPDIR: path.join(runDir, 'tmp'),
+    XDG_CONFIG_HOME: path.join(runDir, 'xdg', 'config'),
+    XDG_DATA_HOME: path.join(runDir, 'xdg', 'data'),
+    XDG_CACHE_HOME: path.join(runDir, 'xdg', 'cache'),
+    XDG_RUNTIME_DIR: path.join(runDir, 'xdg', 'runtime'),
+  });
+  for (const [key, value] of Object.entries(extra)) {
+    if (value === undefined) delete env[key];
+    else env[key] = value;
+  }
+  return env;
+}
+
+export class VscodeHost {
+  readonly userDataDir: string;
+  readonly extensionsDir: string;
+  readonly workspaceDir: string;
+  readonly url: string;
+  private browser: Browser | undefined;
+  private currentPage: Page | undefined;
+  private output = '';
+  private exited: Promise<void>;
+  private stopped = false;
+  private readonly onExit = (): void => this.killGroup('SIGKILL');
+
+  private constructor(
+    readonly name: string,
+    readonly runDir: string,
+    readonly port: number,
+    private readonly install: VscodeHostInstall,
+    private readonly child: ChildProcess,
+    private readonly outputFile: WriteStream,
+    private readonly options: VscodeHostOptions,
+  ) {
+    this.userDataDir = path.join(runDir, 'user-data');
+    this.extensionsDir = path.join(runDir, 'extensions');
+    this.workspaceDir = path.join(runDir, 'workspace');
+    this.url = `http://127.0.0.1:${port}`;
+    const collect = (chunk: Buffer): void => {
+      this.output += chunk.toString('utf8');
+      this.outputFile.write(chunk);
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    process.once('exit', this.onExit);
+  }
+
+  /** Installs the extensions into a fresh run directory and starts code-server; resolves once it answers. */
+  static async start(options: VscodeHostOptions = {}): Promise<VscodeHost> {
+    const name = options.name ?? 'host';
+    const log = options.log ?? ((line: string) => console.log(`    [vscode-host ${name}] ${line}`));
+    const install = options.install ?? (await installVscodeHost());
+    const runDir = await mkdtemp(path.join(os.tmpdir(), `ide-cloud-vscode-${name}-`));
+    const userDataDir = path.join(runDir, 'user-data');
+    const extensionsDir = path.join(runDir, 'extensions');
+    for (const dir of ['tmp', 'xdg/config', 'xdg/data', 'xdg/cache', 'xdg/runtime', 'workspace', 'user-data/User']) {
+      await mkdir(path.join(runDir, dir), { recursive: true, mode: 0o700 });
+    }
+    await mkdir(extensionsDir, { recursive: true });
+    await writeFile(
+      path.join(userDataDir, 'User', 'settings.json'),
+      JSON.stringify({ ...QUIET_SETTINGS, ...options.settings }, null, 2),
+    );
+    const env = hostEnv(runDir, options.env ?? {});
+    const common = ['--user-data-dir', userDataDir, '--extensions-dir', extensionsDir];
+
+    if (options.extensions?.length) {
+      const started = Date.now();
+      const args = [install.codeServerEntry, ...common];
+      for (const vsix of options.extensions) args.push('--install-extension', vsix);
+      args.push('--force');
+      const result = await runToEnd(install.node, args, env);
+      if (result.code !== 0) throw new Error(`installing extensions failed (exit ${result.code}):\n${result.output}`);
+      log(`installed ${options.extensions.map((x) => path.basename(x)).join(', ')} in ${Date.now() - started} ms`);
+    }
+
+    const port = await freePort();
+    const args = [
+      install.codeServerEntry,
+      ...common,
+      '--auth',
+      'none',
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--disable-getting-started-override',
+      '--reconnection-grace-time',
+      '10',
+      '--ignore-last-opened',
+    ];
+    // detached: a new session and process group (setsid), so stop() can end every descendant.
+    const child = spawn(install.node, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const outputFile = createWriteStream(path.join(runDir, 'code-server.log'));
+    const host = new VscodeHost(name, runDir, port, install, child, outputFile, { ...options, log });
+    try {
+      await waitFor(
+        `code-server on port ${port}`,
+        async () => {
+          if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${host.output}`);
+          const res = await fetch(`${host.url}/healthz`);
+          return res.ok;
+        },
+        { timeoutMs: options.startTimeoutMs ?? 60_000 },
+      );
+    } catch (error) {
+      await host.stop();
+      throw error;
+    }
+    log(`code-server ${port} up, run directory ${runDir}`);
+    return host;
+  }
+
+  /** What code-server printed so far. */
+  serverOutput(): string {
+    return this.output;
+  }
+
+  /** The workbench page, once openWorkbench() ran. */
+  get page(): Page {
+    if (!this.currentPage) throw new Error('the workbench is not open; call openWorkbench() first');
+    return this.currentPage;
+  }
+
+  /** Opens the workbench on the run's workspace folder in headless Chromium; extensions start with it. */
+  async openWorkbench(timeoutMs = 90_000): Promise<Page> {
+    this.browser ??= await chromium.launch({
+      executablePath: this.install.chromium,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      env: { ...process.env, TMPDIR: path.join(this.runDir, 'tmp') },
+    });
+    const context = await this.browser.newContext();
+    const page = await context.newPage();
+    this.currentPage = page;
+    const started = Date.now();
+    await page.goto(`${this.url}/?folder=${encodeURIComponent(this.workspaceDir)}`, { timeout: timeoutMs });
+    await page.waitForSelector('.monaco-workbench', { timeout: timeoutMs });
+    this.log(`workbench open in ${Date.now() - started} ms`);
+    return page;
+  }
+
+  /** Reloads the window: a new extension host starts (the old one lingers for the 10 s grace time). */
+  async reload(timeoutMs = 90_000): Promise<void> {
+    const started = Date.now();
+    await this.page.reload({ timeout: timeoutMs });
+    await this.page.waitForSelector('.monaco-workbench', { timeout: timeoutMs });
+    this.log(`window reloaded in ${Date.now() - started} ms`);
+  }
+
+  /** Closes the page (its extension host ends after the grace time); the browser stays for the next one. */
+  async closeWorkbench(): Promise<void> {
+    const page = this.currentPage;
+    this.currentPage = undefined;
+    await page?.context().close();
+  }
+
+  /** Every file under the user data directory's logs folder (output channels, extension host, server). */
+  async logFiles(filter: (file: string) => boolean = () => true): Promise<LogFile[]> {
+    const logsDir = path.join(this.userDataDir, 'logs');
+    const files = (await listFiles(logsDir)).filter(filter).sort();
+    return Promise.all(
+      files.map(async (file) => ({ file, text: await readFile(path.join(logsDir, file), 'utf8').catch(() => '') })),
+    );
+  }
+
+  /** The log files of an output channel by its name (a LogOutputChannel writes `<name>.log`). */
+  async outputChannelLogs(channel: string): Promise<LogFile[]> {
+    return this.logFiles((file) => path.basename(file) === `${channel}.log` || file.endsWith(`-${channel}.log`));
+  }
+
+  /** Closes the browser, ends code-server's whole process group and removes the run directory. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.browser?.close().catch(() => undefined);
+    this.browser = undefined;
+    this.currentPage = undefined;
+    this.killGroup('SIGTERM');
+    const ended = await Promise.race([
+      this.exited.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000)),
+    ]);
+    // Watchers and extension hosts may outlive the main process: end the rest of the group for good.
+    this.killGroup('SIGKILL');
+    if (!ended) await this.exited;
+    process.off('exit', this.onExit);
+    await new Promise<void>((resolve) => this.outputFile.end(() => resolve()));
+    const keep = this.options.keep || process.env.IDE_CLOUD_KEEP_VSCODE_HOST === '1';
+    if (keep) this.log(`kept ${this.runDir}`);
+    else await rm(this.runDir, { recursive: true, force: true, maxRetries: 3 });
+  }
+
+  /** Copies the run's logs (code-server output, user-data logs) to dir, e.g. test-artifacts/ on failure. */
+  async saveLogs(dir: string): Promise<void> {
+    await mkdir(dir, { recursive: true });
+    await cp(path.join(this.userDataDir, 'logs'), path.join(dir, 'logs'), { recursive: true }).catch(() => undefined);
+    await writeFile(path.join(dir, 'code-server.log'), this.output);
+  }
+
+  private killGroup(signal: NodeJS.Signals): void {
+    if (this.child.pid === undefined) return;
+    try {
+      process.kill(-this.child.pid, signal);
+    } catch {
+      // the group is gone already
+    }
+  }
+
+  private log(line: string): void {
+    this.options.log?.(line);
+  }
+}
+
+/**
+ * Packages a small test extension: bundles `<dir>/<entry>` (TypeScript, `vscode` external) to
+ * `dist/extension.cjs` next to a copy of `<dir>/package.json` (whose main must be `./dist/extension.cjs`)
+ * in a staging directory, and writes the .vsix to `out`. Returns `out`.
+ */
+export async function packageTestExtension(dir: string, out: string, entry = 'src/extension.ts'): Promise<string> {
+  const staging = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-vsix-'));
+  try {
+    await cp(path.join(dir, 'package.json'), path.join(staging, 'package.json'));
+    await writeFile(path.join(staging, 'README.md'), `# ${path.basename(dir)}\n\nAn extension used by tests only.\n`);
+    await writeFile(path.join(staging, '.vscodeignore'), '**\n!dist/extension.cjs\n!package.json\n!README.md\n');
+    await build({
+      entryPoints: [path.join(dir, entry)],
+      outfile: path.join(staging, 'dist', 'extension.cjs'),
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      external: ['vscode'],
+      logLevel: 'warning',
+    });
+    await mkdir(path.dirname(out), { recursive: true });
+    await createVSIX({
+      cwd: staging,
+      packagePath: out,
+      dependencies: false,
+      allowMissingRepository: true,
+      skipLicense: true,
+    });
+    return out;
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/** Runs a command to its end, collecting its output. */
+function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code: code ?? 1, output }));
+  });
+}
