@@ -9,7 +9,7 @@ export function getEnvCommand(store: EnvironmentStore, logger: Logger): (keys: u
   return (keys: unknown) => {
     const wanted = parseKeyList(keys);
     const found = store.pick(wanted);
-    const missing = wanted.filter((key) => !(key in found));
+    const missing = wanted.filter((key) => !Object.hasOwn(found, key));
     logger.info(
       `getEnv: ${Object.keys(found).length} of ${wanted.length} key(s) present` +
         (missing.length > 0 ? `; missing: ${missing.join(', ')}` : ''),

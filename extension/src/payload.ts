@@ -35,15 +35,15 @@ export function parseDataPayload(body: string): Environment {
   if (!isPlainObject(environment)) {
     throw new InvalidInputError(`field "environment" must be an object of strings, got ${describe(environment)}`);
   }
-  const result: Environment = {};
-  for (const [key, value] of Object.entries(environment)) {
+  const entries = Object.entries(environment);
+  for (const [key, value] of entries) {
     if (key === '') throw new InvalidInputError('environment keys must not be empty');
     if (typeof value !== 'string') {
       throw new InvalidInputError(`environment.${key} must be a string, got ${describe(value)}`);
     }
-    result[key] = value;
   }
-  return result;
+  // fromEntries defines own properties, so even a key such as "__proto__" stays a plain entry.
+  return Object.fromEntries(entries) as Environment;
 }
 
 /** Checks the argument of dataBridge.getEnv: a list of key names. */

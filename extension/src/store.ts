@@ -74,12 +74,12 @@ export class EnvironmentStore {
 
   /** The values of the keys present; absent keys are left out. */
   pick(keys: readonly string[]): Environment {
-    const result: Environment = {};
+    const present: [string, string][] = [];
     for (const key of keys) {
       const value = this.values.get(key);
-      if (value !== undefined) result[key] = value;
+      if (value !== undefined) present.push([key, value]);
     }
-    return result;
+    return Object.fromEntries(present);
   }
 }
 

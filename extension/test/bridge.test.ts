@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { DataBridge, type RegisterCommand } from '../src/bridge.js';
 import type { BridgeConfig } from '../src/config.js';
 import { MemoryLogger } from '../src/logger.js';
-import type { Environment } from '../src/payload.js';
+import { parseDataPayload, type Environment } from '../src/payload.js';
 import { BridgeServer } from '../src/server.js';
 import { EnvironmentStore, SECRET_KEY } from '../src/store.js';
 import { MemorySecretStorage } from './fakes.js';
@@ -34,6 +34,17 @@ describe('extension: EnvironmentStore', () => {
       'info received 2 key(s): A, TOKEN; 2 key(s) held',
       'info received 2 key(s): A, B; 3 key(s) held',
     ]);
+  });
+
+  it('treats keys such as __proto__ and toString as plain names', async () => {
+    const store = new EnvironmentStore(new MemorySecretStorage(), new MemoryLogger());
+    await store.merge(parseDataPayload('{"environment":{"__proto__":"p","toString":"t"}}'));
+    const picked = store.pick(['__proto__', 'toString', 'constructor']);
+    assert.deepEqual(Object.entries(picked), [
+      ['__proto__', 'p'],
+      ['toString', 't'],
+    ]);
+    assert.equal(Object.getPrototypeOf(picked), Object.prototype);
   });
 
   it('restores what an earlier activation stored', async () => {
@@ -264,6 +275,8 @@ describe('extension: DataBridge', () => {
       assert.deepEqual(getEnv(['TOKEN', 'OLD', 'MISSING']), { TOKEN: SECRET, OLD: 'kept' });
       assert.throws(() => getEnv('TOKEN'), /expects an array of key names, got a string/);
       assert.ok(logger.lines.includes('info getEnv: 2 of 3 key(s) present; missing: MISSING'));
+      assert.deepEqual(getEnv(['constructor']), {});
+      assert.ok(logger.lines.includes('info getEnv: 0 of 1 key(s) present; missing: constructor'));
       assertNoSecretIn(logger.lines);
     } finally {
       bridge.dispose();
