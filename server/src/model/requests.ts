@@ -107,7 +107,10 @@ export const AppDefinitionUpdateRequestSchema = z
     message: 'minInstances must be <= maxInstances',
     path: ['minInstances'],
   })
-  .meta({ id: 'AppDefinitionUpdateRequest' });
+  .meta({
+    id: 'AppDefinitionUpdateRequest',
+    description: 'at least one of minInstances and maxInstances; minInstances <= maxInstances when both are given',
+  });
 export type AppDefinitionUpdateRequest = z.infer<typeof AppDefinitionUpdateRequestSchema>;
 
 /** A value for a session's config store: a key of a ConfigMap and its value. */

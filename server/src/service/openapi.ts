@@ -171,14 +171,20 @@ const OPERATIONS: Operation[] = [
   },
 ];
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Schema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
-    io,
-    unrepresentable: 'any',
-    override: ({ jsonSchema: s }) => {
-      delete (s as Schema).id;
-    },
-  }) as Schema;
+/**
+ * JSON Schema (2020-12, what OpenAPI 3.1 uses) of a zod model. Models with a meta id become
+ * components and are referenced; the description therefore follows the models exactly.
+ */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Record<string, Schema>): Schema {
+  const generated = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Schema;
+  const text = JSON.stringify(generated).replaceAll('"#/$defs/', '"#/components/schemas/');
+  const { $schema: _schema, $defs, ...rest } = JSON.parse(text) as Schema & { $defs?: Record<string, Schema> };
+  for (const [id, def] of Object.entries($defs ?? {})) components[id] = def;
+  const id = (schema.meta() as { id?: string } | undefined)?.id;
+  if (id && !('$ref' in rest)) {
+    components[id] = rest;
+    return { $ref: `#/components/schemas/${id}` };
+  }
   return rest;
 }
 
@@ -190,7 +196,8 @@ const PATH_PARAM = /\{(\w+)\}/g;
 
 /** The OpenAPI 3.1 description, generated from the zod request and response models. */
 export function buildOpenApi(options: { issuer?: string } = {}): Schema {
-  const errorSchema = jsonSchema(models.ErrorBodySchema, 'output');
+  const components: Record<string, Schema> = {};
+  jsonSchema(models.ErrorBodySchema, 'output', components);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of OPERATIONS) {
     const parameters = [...op.path.matchAll(PATH_PARAM)].map((m) => ({
@@ -208,7 +215,9 @@ export function buildOpenApi(options: { issuer?: string } = {}): Schema {
               content:
                 op.response === 'url'
                   ? { 'text/plain': { schema: { type: 'string', format: 'uri', description: 'the session URL' } } }
-                  : content(op.response === 'boolean' ? { type: 'boolean' } : jsonSchema(op.response, 'output')),
+                  : content(
+                      op.response === 'boolean' ? { type: 'boolean' } : jsonSchema(op.response, 'output', components),
+                    ),
             },
           };
     const errors = Object.fromEntries(
@@ -225,7 +234,9 @@ export function buildOpenApi(options: { issuer?: string } = {}): Schema {
       tags: [op.tag],
       operationId: `${op.method}${op.path.replace(/\{(\w+)\}/g, 'By-$1').replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
       ...(parameters.length ? { parameters } : {}),
-      ...(op.request ? { requestBody: { required: true, content: content(jsonSchema(op.request, 'input')) } } : {}),
+      ...(op.request
+        ? { requestBody: { required: true, content: content(jsonSchema(op.request, 'input', components)) } }
+        : {}),
       responses: { ...ok, ...errors },
       security: op.security.map((s) => ({ [s]: [] })),
     };
@@ -240,7 +251,7 @@ export function buildOpenApi(options: { issuer?: string } = {}): Schema {
     },
     paths,
     components: {
-      schemas: { Error: errorSchema },
+      schemas: components,
       securitySchemes: {
         oauth: options.issuer
           ? {
@@ -287,11 +298,16 @@ export function renderOpenApiPage(document: Schema): string {
       );
     }
   }
+  const schemas = Object.entries((document.components as { schemas: Record<string, unknown> }).schemas).map(
+    ([id, schema]) => `<h3 id="${escape(id)}">${escape(id)}</h3><pre>${escape(JSON.stringify(schema, null, 2))}</pre>`,
+  );
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>IDE Cloud service API</title>
 <style>body{font-family:system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;vertical-align:top;text-align:left}pre{margin:0}</style></head>
 <body><h1>IDE Cloud service API</h1><p>Machine-readable: <a href="openapi.json">openapi.json</a> (OpenAPI 3.1).
 Errors answer <code>{code, reason, details?}</code> with the HTTP status equal to <code>code</code>.</p>
 <table><thead><tr><th>method</th><th>path</th><th>what</th><th>statuses</th><th>request body</th></tr></thead><tbody>
 ${rows.join('\n')}
-</tbody></table></body></html>`;
+</tbody></table><h2>Models</h2>
+${schemas.join('\n')}
+</body></html>`;
 }
