@@ -138,6 +138,26 @@ describe('agent participation clone', function () {
     assertNoSecrets(log.text, secrets());
   });
 
+  it('takes 403 for an expired token as well, on GET or on PUT', async () => {
+    for (const statuses of [[403], [404, 403]]) {
+      const seen: string[] = [];
+      const client = new PlatformClient({
+        platformUrl: 'https://lms.example',
+        platformToken: 'lms-forbidden-1234',
+        fetch: async (_url, init) => {
+          seen.push(String(init?.method));
+          return new Response('no', { status: statuses[seen.length - 1] ?? 500 });
+        },
+      });
+      await assert.rejects(
+        client.participationToken('1'),
+        (error: unknown) =>
+          error instanceof AgentError && error.code === 'PlatformTokenExpired' && /HTTP 403/.test(error.message),
+      );
+      assert.deepEqual(seen, statuses.length === 1 ? ['GET'] : ['GET', 'PUT']);
+    }
+  });
+
   it('says when the platform has no token for the participation at all', async () => {
     const client = new PlatformClient({ platformUrl: `${platform.url}/`, platformToken: PLATFORM_TOKEN });
     await assert.rejects(client.participationToken('999'), (error: unknown) => {

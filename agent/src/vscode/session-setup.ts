@@ -62,7 +62,15 @@ export class SessionSetup {
 
   /** Reads the launch values (bridge or environment), configures git and clones GIT_URI. */
   bootstrap(): Promise<void> {
-    this.running ??= this.runBootstrap().finally(() => (this.running = undefined));
+    this.running ??= this.runBootstrap().then(
+      () => {
+        this.running = undefined;
+      },
+      (error: unknown) => {
+        this.running = undefined;
+        this.fail(error, () => this.bootstrap());
+      },
+    );
     return this.running;
   }
 
@@ -70,30 +78,26 @@ export class SessionSetup {
     const { ui } = this.options;
     const dir = this.options.workspaceDir();
     ui.showState('waiting', 'Waiting for the session values');
-    try {
-      const resolved = await resolveSessionValues({
-        env: this.options.env,
-        getEnv: this.options.getEnv,
-        log: this.log.log,
-      });
-      this.values = resolved.values;
-      this.log.addSecret(resolved.values.PLATFORM_TOKEN);
-      this.log.addUrlCredentials(resolved.values.GIT_URI);
-      const keys = Object.entries(resolved.origins).map(([key, origin]) => `${key} (${origin})`);
-      this.log.log(`launch values: ${keys.join(', ') || 'none'}`);
-      if (!dir) {
-        this.log.log('no workspace folder is open; nothing to clone into');
-        ui.showState('idle', 'No workspace folder');
-        return;
-      }
-      ui.showState('cloning', resolved.values.GIT_URI ? 'Cloning the repository' : 'Setting up git');
-      const result = await bootstrapWorkspace({ values: resolved.values, dir, log: this.log, env: this.options.env });
-      this.log.log('done');
-      ui.showState('ready', result.clone ? `Repository ready in ${dir}` : 'Session ready');
-      if (result.clone?.outcome === 'cloned') ui.showInfo(`Cloned ${stripCredentials(result.clone.remote)}`);
-    } catch (error) {
-      this.fail(error, () => this.bootstrap());
+    const resolved = await resolveSessionValues({
+      env: this.options.env,
+      getEnv: this.options.getEnv,
+      log: this.log.log,
+    });
+    this.values = resolved.values;
+    this.log.addSecret(resolved.values.PLATFORM_TOKEN);
+    this.log.addUrlCredentials(resolved.values.GIT_URI);
+    const keys = Object.entries(resolved.origins).map(([key, origin]) => `${key} (${origin})`);
+    this.log.log(`launch values: ${keys.join(', ') || 'none'}`);
+    if (!dir) {
+      this.log.log('no workspace folder is open; nothing to clone into');
+      ui.showState('idle', 'No workspace folder');
+      return;
     }
+    ui.showState('cloning', resolved.values.GIT_URI ? 'Cloning the repository' : 'Setting up git');
+    const result = await bootstrapWorkspace({ values: resolved.values, dir, log: this.log, env: this.options.env });
+    this.log.log('done');
+    ui.showState('ready', result.clone ? `Repository ready in ${dir}` : 'Session ready');
+    if (result.clone?.outcome === 'cloned') ui.showInfo(`Cloned ${stripCredentials(result.clone.remote)}`);
   }
 
   /** Asks for a participation and clones its repository with a fresh participation token. */
@@ -101,7 +105,7 @@ export class SessionSetup {
     const { ui } = this.options;
     const root = this.options.workspaceDir();
     if (!root) {
-      await ui.showError('Open a workspace folder first: the repository is cloned into it.');
+      void ui.showError('Open a workspace folder first: the repository is cloned into it.');
       return;
     }
     const values = this.values ?? (await resolveSessionValues({ env: this.options.env, log: this.log.log })).values;
