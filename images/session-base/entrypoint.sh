@@ -1,0 +1,23 @@
+#!/bin/sh
+# Entrypoint of every session image. With the environment strategy the values are in the environment
+# already, so the agent clones before the IDE starts; with the data bridge (eager, prewarmed
+# instances) the values arrive later and the agent extension inside the IDE clones then.
+set -eu
+
+WORKSPACE_DIR="${WORKSPACE_DIR:-/home/ide/workspace}"
+IDE_PORT="${IDE_PORT:-3000}"
+mkdir -p "$WORKSPACE_DIR"
+
+if [ "${SESSION_ENV_STRATEGY:-env}" != "data-bridge" ] && [ -n "${GIT_URI:-}" ]; then
+  echo "ide-cloud: preparing the workspace" >&2
+  # A failed clone must not keep the student out of the IDE: the agent says what went wrong.
+  ide-cloud-agent bootstrap --dir "$WORKSPACE_DIR" || echo "ide-cloud: the repository was not cloned (see above); starting the IDE anyway" >&2
+fi
+
+exec code-server \
+  --bind-addr "0.0.0.0:${IDE_PORT}" \
+  --auth none \
+  --disable-telemetry \
+  --disable-update-check \
+  --disable-workspace-trust \
+  "$WORKSPACE_DIR"
