@@ -113,7 +113,7 @@ describe('Helm chart', function () {
                 name: 'v1',
                 served: true,
                 storage: true,
-                schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+                schema: { openAPIV3Schema: { type: 'object', xKubernetesPreserveUnknownFields: true } },
               },
             ],
           },
