@@ -23,7 +23,7 @@ export function stopReason(input: {
   const created = new Date(input.session.metadata.creationTimestamp ?? input.now).getTime();
   const last = input.session.status?.lastActivity ? new Date(input.session.status.lastActivity).getTime() : created;
   const now = input.now.getTime();
-  if (input.idleCheck && input.timeoutMinutes > 0 && now - Math.max(last, created) > input.timeoutMinutes * 60_000) {
+  if (input.idleCheck && input.timeoutMinutes > 0 && now - last > input.timeoutMinutes * 60_000) {
     return `Idle: no activity for more than ${input.timeoutMinutes} minute(s)`;
   }
   if (input.maxLifetimeMinutes > 0 && now - created > input.maxLifetimeMinutes * 60_000) {

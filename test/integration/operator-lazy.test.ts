@@ -1,0 +1,150 @@
+// The operator's lazy path, limits, workspaces and idle shutdown on the real control plane (pods run through kwok).
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
+import { ErrorCode } from '../../server/src/model/error-codes.js';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import {
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  provideVolume,
+  running,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
+
+const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
+
+describe('operator: lazy sessions, limits, workspaces, idle shutdown', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator;
+  let apps: k8s.AppsV1Api;
+  let core: k8s.CoreV1Api;
+  let net: k8s.NetworkingV1Api;
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-lazy');
+    r = ideCloudResources(cluster.kc, namespace);
+    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
+    await createAppDefinition(r, 'python-latest', {
+      options: { configStore: 'true' },
+      sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
+    });
+    await createAppDefinition(r, 'c-latest', { maxInstances: 1, timeout: 1 });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 2, activityIntervalMs: 300 });
+  });
+  after(async () => {
+    await operator?.stop();
+    await deleteTestNamespace(cluster.kc, namespace);
+  });
+
+  it('starts a lazy session with its workspace: Deployment, Service, sidecar, route, URL, Running', async () => {
+    await provideVolume(cluster.kc, namespace, 'ws-alice-1');
+    await r.workspaces.create({ metadata: { name: 'ws-alice-1' }, spec: { user: 'alice@example.com', appDefinition: 'python-latest' } });
+    await eventually(async () => assert.equal((await r.workspaces.get('ws-alice-1')).status?.phase, 'Bound'), 30_000);
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'alice-token' }, stringData: { PLATFORM_TOKEN: 's3cret' } } });
+    const created = await createSession(r, 'session-alice-1', {
+      user: 'alice@example.com',
+      appDefinition: 'python-latest',
+      workspace: 'ws-alice-1',
+      envVars: { GIT_USER: 'alice' },
+      envVarsFromSecrets: ['alice-token'],
+    });
+    const session = await waitForSession(r, 'session-alice-1', running);
+    assert.equal(session.status?.url, 'http://ide.localtest.me/session-alice-1/');
+    assert.equal(session.status?.startStrategy, 'lazy');
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy');
+    const conditions = Object.fromEntries((session.status?.conditions ?? []).map((c) => [c.type, c.status]));
+    assert.deepEqual(conditions, { Reserved: 'False', Routed: 'True', EnvInjected: 'True', Ready: 'True' });
+    for (const c of session.status?.conditions ?? []) assert.equal(c.observedGeneration, session.metadata.generation);
+
+    const d = await apps.readNamespacedDeployment({ name: 'session-alice-1', namespace });
+    const pod = d.spec!.template;
+    assert.deepEqual(pod.spec!.containers.map((c) => c.name), ['python-latest', 'auth-proxy']);
+    assert.equal(pod.metadata?.labels?.app?.startsWith('session-alice-1-'), true);
+    assert.equal(pod.metadata?.labels?.app?.includes(created.metadata.uid!.slice(0, 8)), true);
+    const ide = pod.spec!.containers[0]!;
+    assert.deepEqual(plain(ide.env), [{ name: 'GIT_USER', value: 'alice' }]);
+    assert.deepEqual(plain(ide.envFrom), [{ secretRef: { name: 'alice-token' } }]);
+    assert.equal(pod.spec!.volumes?.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName, 'ws-alice-1');
+    assert.equal(pod.spec!.volumes?.find((v) => v.name === 'config-store')?.configMap?.name, 'session-alice-1-config');
+    assert.equal(d.metadata?.ownerReferences?.[0]?.uid, created.metadata.uid);
+    await core.readNamespacedService({ name: 'session-alice-1', namespace });
+    await core.readNamespacedConfigMap({ name: 'session-alice-1-config', namespace });
+    const sidecar = await apps.readNamespacedDeployment({ name: 'session-alice-1-db', namespace });
+    assert.ok(sidecar.metadata!.creationTimestamp! <= d.metadata!.creationTimestamp!);
+
+    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+    const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => [rule.host, p.path, p.backend.service?.name]));
+    assert.deepEqual(paths, [['ide.localtest.me', '/session-alice-1/', 'session-alice-1']]);
+
+    const events = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=session-alice-1` });
+    const reasons = events.items.map((e) => e.reason);
+    for (const reason of ['LazyStart', 'Routed', 'Ready']) assert.ok(reasons.includes(reason), `${reason} in ${reasons}`);
+    assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('s3cret'));
+  });
+
+  it('refuses a session over sessionsPerUser (553) and over maxInstances (552)', async () => {
+    await createSession(r, 'bob-1', { user: 'bob@example.com', appDefinition: 'c-latest' });
+    await waitForSession(r, 'bob-1', running);
+    await createSession(r, 'carol-1', { user: 'carol@example.com', appDefinition: 'c-latest' });
+    const refused = await waitForSession(r, 'carol-1', (s) => s.status?.phase === 'Failed');
+    assert.equal(refused.status?.error?.code, ErrorCode.maxInstancesReached);
+
+    await createSession(r, 'alice-2', { user: 'alice@example.com', appDefinition: 'python-latest' });
+    await waitForSession(r, 'alice-2', running);
+    await createSession(r, 'alice-3', { user: 'alice@example.com', appDefinition: 'python-latest' });
+    const overUser = await waitForSession(r, 'alice-3', (s) => s.status?.phase === 'Failed');
+    assert.equal(overUser.status?.error?.code, ErrorCode.sessionsPerUserReached);
+    await eventually(async () => assert.ok((await apps.listNamespacedDeployment({ namespace })).items.every((d) => d.metadata?.name !== 'alice-3')));
+    await r.sessions.delete('alice-2');
+    await r.sessions.delete('alice-3');
+    await r.sessions.delete('carol-1');
+  });
+
+  it('fails a session for an unknown app definition (473) or workspace (471)', async () => {
+    await createSession(r, 'dave-1', { user: 'dave@example.com', appDefinition: 'no-such-app' });
+    await createSession(r, 'dave-2', { user: 'dave@example.com', appDefinition: 'python-latest', workspace: 'ws-none' });
+    assert.equal((await waitForSession(r, 'dave-1', (s) => s.status?.phase === 'Failed')).status?.error?.code, 473);
+    assert.equal((await waitForSession(r, 'dave-2', (s) => s.status?.phase === 'Failed')).status?.error?.code, 471);
+  });
+
+  it('stops a session idle for longer than its timeout and records why', async () => {
+    // bob-1 (c-latest, timeout 1 minute) reports activity two minutes ago, as PATCH /service/session would.
+    await r.sessions.patchStatus('bob-1', { lastActivity: new Date(Date.now() - 120_000).toISOString() });
+    await eventually(async () => assert.equal(await r.sessions.find('bob-1'), undefined), 30_000);
+    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=bob-1,reason=Stopped' });
+    assert.match(events.items[0]?.message ?? '', /Idle/);
+    await eventually(async () => {
+      const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+      const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path));
+      assert.ok(!paths.includes('/bob-1/'));
+    });
+  });
+
+  it('deleting a workspace ends its session and deletes its claim; everything owned goes', async () => {
+    await r.workspaces.delete('ws-alice-1');
+    await eventually(async () => {
+      assert.equal(await r.sessions.find('session-alice-1'), undefined);
+      assert.equal(await r.workspaces.find('ws-alice-1'), undefined);
+    }, 30_000);
+    await eventually(async () => {
+      const deployments = (await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.session}=session-alice-1` })).items;
+      assert.deepEqual(deployments.filter((d) => !d.metadata?.deletionTimestamp).map((d) => d.metadata?.name), []);
+      const claim = await core.readNamespacedPersistentVolumeClaim({ name: 'ws-alice-1', namespace }).catch(() => undefined);
+      assert.ok(!claim || claim.metadata?.deletionTimestamp, 'claim deleted');
+      const services = (await core.listNamespacedService({ namespace })).items.map((s) => s.metadata?.name);
+      assert.ok(!services.includes('session-alice-1'));
+    }, 30_000);
+  });
+});

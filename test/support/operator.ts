@@ -1,0 +1,169 @@
+// Helpers of the operator suites: the operator started in-process exactly as main.ts does, with fast
+// settings, and a data-bridge stand-in served on a pod's own (loopback) address.
+import http from 'node:http';
+import { pino } from 'pino';
+import * as k8s from '@kubernetes/client-node';
+import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
+import { LABELS } from '../../server/src/model/api-group.js';
+import type { AppDefinitionSpecInput } from '../../server/src/model/app-definition.js';
+import { userLabelValue } from '../../server/src/model/names.js';
+import type { Session, SessionSpec } from '../../server/src/model/session.js';
+import { startOperator, type OperatorConfigInput, type RunningOperator } from '../../server/src/operator/index.js';
+import { eventually } from './kube.js';
+
+export const FAST: Partial<OperatorConfigInput> = {
+  bridgeHealthAttempts: 60,
+  bridgeHealthIntervalMs: 100,
+  bridgePostAttempts: 5,
+  bridgeRequestTimeoutMs: 1000,
+  resyncIntervalMs: 5000,
+  activityIntervalMs: 60_000,
+  leaseDurationMs: 2000,
+  leaseRenewIntervalMs: 300,
+};
+
+export function testOperator(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  overrides: Partial<OperatorConfigInput> = {},
+): Promise<RunningOperator> {
+  return startOperator(
+    { namespace, ...FAST, ...overrides },
+    { kubeConfig: kc, logger: pino({ level: process.env.IDE_CLOUD_TEST_LOG ?? 'silent' }) },
+  );
+}
+
+export function appDefinitionSpec(name: string, extra: Partial<AppDefinitionSpecInput> = {}): AppDefinitionSpecInput {
+  return {
+    name,
+    image: `ide-cloud/session-${name}:latest`,
+    port: 3000,
+    ingressname: 'ide-cloud-sessions',
+    options: { dataBridgeEnabled: 'true', dataBridgePort: '16281' },
+    ...extra,
+  };
+}
+
+export async function createAppDefinition(
+  r: IdeCloudResources,
+  name: string,
+  extra: Partial<AppDefinitionSpecInput> = {},
+): Promise<void> {
+  await r.appDefinitions.create({ metadata: { name }, spec: appDefinitionSpec(name, extra) });
+}
+
+/** Creates a Session the way the REST service does (labels and spec). */
+export async function createSession(r: IdeCloudResources, name: string, spec: SessionSpec): Promise<Session> {
+  return r.sessions.create({
+    metadata: {
+      name,
+      labels: {
+        [LABELS.user]: userLabelValue(spec.user),
+        [LABELS.appDefinition]: spec.appDefinition,
+        ...(spec.workspace ? { [LABELS.workspace]: spec.workspace } : {}),
+      },
+    },
+    spec,
+  });
+}
+
+export async function waitForSession(
+  r: IdeCloudResources,
+  name: string,
+  check: (s: Session) => boolean,
+  timeoutMs = 60_000,
+): Promise<Session> {
+  return eventually(async () => {
+    const s = await r.sessions.get(name);
+    if (!check(s)) throw new Error(`session ${name} not there yet: ${JSON.stringify(s.status)}`);
+    return s;
+  }, timeoutMs, 200);
+}
+
+export const running = (s: Session) => s.status?.phase === 'Running' && !!s.status.url;
+
+export { ideCloudResources };
+
+/** A data bridge stand-in: answers /health and records each POST /data body. */
+export interface Bridge {
+  host: string;
+  port: number;
+  received: unknown[];
+  healthChecks: number;
+  close(): Promise<void>;
+}
+
+export async function startBridge(host: string, port: number, options: { failPosts?: number } = {}): Promise<Bridge> {
+  let failPosts = options.failPosts ?? 0;
+  const bridge: Bridge = {
+    host,
+    port,
+    received: [],
+    healthChecks: 0,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+  const server = http.createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/health') {
+      bridge.healthChecks++;
+      res.writeHead(200).end('ok');
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/data') {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        if (failPosts > 0) {
+          failPosts--;
+          res.writeHead(503).end();
+          return;
+        }
+        bridge.received.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        res.writeHead(200).end();
+      });
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return bridge;
+}
+
+/** The IP of the ready pod carrying `labelSelector`. */
+export async function readyPodIp(kc: k8s.KubeConfig, namespace: string, labelSelector: string): Promise<string> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  return eventually(async () => {
+    const pods = await core.listNamespacedPod({ namespace, labelSelector });
+    const pod = pods.items.find(
+      (p) =>
+        !p.metadata?.deletionTimestamp &&
+        p.status?.podIP &&
+        (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+    );
+    if (!pod?.status?.podIP) throw new Error(`no ready pod for ${labelSelector}`);
+    return pod.status.podIP;
+  }, 60_000, 200);
+}
+
+/**
+ * No volume provisioner runs on the local control plane: a PersistentVolume pre-bound to the claim
+ * lets the PV controller bind it, so pods mounting the workspace can be scheduled.
+ */
+export async function provideVolume(kc: k8s.KubeConfig, namespace: string, claimName: string): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.createPersistentVolume({
+    body: {
+      metadata: { name: `${namespace}-${claimName}`.slice(0, 63), labels: { 'ide-cloud.io/test': 'true' } },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        storageClassName: '',
+        hostPath: { path: `/tmp/ide-cloud-test-volumes/${namespace}/${claimName}` },
+        claimRef: { namespace, name: claimName },
+      },
+    },
+  });
+}
