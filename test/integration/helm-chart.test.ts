@@ -113,7 +113,7 @@ describe('Helm chart', function () {
                 name: 'v1',
                 served: true,
                 storage: true,
-                schema: { openAPIV3Schema: { type: 'object', xKubernetesPreserveUnknownFields: true } },
+                schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
               },
             ],
           },
