@@ -1,0 +1,201 @@
+// The warm pool (operator.eagerStart on): every row of the spec's pool table, data injection into a
+// bridge served on the instance pod's own address, generation tracking.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import {
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  readyPodIp,
+  running,
+  startBridge,
+  testOperator,
+  waitForSession,
+  type Bridge,
+} from '../support/operator.js';
+
+const APP = 'python-latest';
+const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=${APP}`;
+
+describe('operator: warm pool and eager start', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator;
+  let apps: k8s.AppsV1Api;
+  let core: k8s.CoreV1Api;
+  let net: k8s.NetworkingV1Api;
+  const bridges: Bridge[] = [];
+
+  async function instances() {
+    const list = await apps.listNamespacedDeployment({ namespace, labelSelector: poolSelector });
+    return list.items
+      .filter((d) => !d.metadata?.deletionTimestamp)
+      .sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+  }
+
+  async function poolStatus() {
+    return (await r.appDefinitions.get(APP)).status?.pool;
+  }
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-pool');
+    r = ideCloudResources(cluster.kc, namespace);
+    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
+    await createAppDefinition(r, APP, { minInstances: 2, maxInstances: 20 });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 10 });
+  });
+  after(async () => {
+    await operator?.stop();
+    await Promise.all(bridges.map((b) => b.close()));
+    await deleteTestNamespace(cluster.kc, namespace);
+  });
+
+  it('keeps minInstances generic instances with the data bridge on, labelled with the generation', async () => {
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 60_000);
+    const list = await instances();
+    assert.deepEqual(list.map((d) => d.metadata?.name), ['python-latest-pool-1', 'python-latest-pool-2']);
+    const generation = String((await r.appDefinitions.get(APP)).metadata.generation);
+    for (const d of list) {
+      assert.equal(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration], generation);
+      const ide = d.spec!.template.spec!.containers[0]!;
+      assert.equal(ide.name, APP);
+      const env = Object.fromEntries((ide.env ?? []).map((e) => [e.name, e.value]));
+      assert.deepEqual(env, { DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_PORT: '16281', SESSION_ENV_STRATEGY: 'data-bridge' });
+      assert.equal(d.metadata?.ownerReferences?.[0]?.kind, 'AppDefinition');
+    }
+  });
+
+  it('reserves a free instance: annotations, ownership, route, URL, and injects the environment into the bridge', async () => {
+    for (const d of await instances()) {
+      const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${d.metadata!.name}`);
+      bridges.push(await startBridge(ip, 16281, { failPosts: 1 }));
+    }
+    await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'course' }, data: { GIT_MAIL: 'a@example.com', COURSE: 'cm' } } });
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'token' }, stringData: { PLATFORM_TOKEN: 'tok-123', COURSE: 'secret-wins' } } });
+    const created = await createSession(r, 'eager-1', {
+      user: 'erin@example.com',
+      appDefinition: APP,
+      envVars: { GIT_USER: 'erin', COURSE: 'direct' },
+      envVarsFromConfigMaps: ['course'],
+      envVarsFromSecrets: ['token'],
+    });
+    const session = await waitForSession(r, 'eager-1', running);
+    assert.equal(session.status?.startStrategy, 'eager');
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'eager');
+    const id = session.metadata.annotations?.[ANNOTATIONS.instanceId];
+    assert.ok(id === '1' || id === '2');
+    assert.equal(session.status?.instanceId, id);
+    assert.equal(session.status?.url, 'http://ide.localtest.me/eager-1/');
+
+    const instance = await apps.readNamespacedDeployment({ name: `${APP}-pool-${id}`, namespace });
+    assert.equal(instance.metadata?.labels?.[LABELS.session], 'eager-1');
+    assert.ok(instance.metadata?.ownerReferences?.some((o) => o.kind === 'Session' && o.uid === created.metadata.uid));
+    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+    const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => [p.path, p.backend.service?.name]));
+    assert.deepEqual(paths, [['/eager-1/', `${APP}-pool-${id}`]]);
+
+    const injected = await waitForSession(r, 'eager-1', (s) =>
+      (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
+    );
+    const condition = injected.status!.conditions!.find((c) => c.type === 'EnvInjected')!;
+    assert.match(condition.message ?? '', /posts 2/);
+    const bodies = bridges.flatMap((b) => b.received);
+    assert.deepEqual(bodies, [
+      { environment: { GIT_USER: 'erin', COURSE: 'secret-wins', GIT_MAIL: 'a@example.com', PLATFORM_TOKEN: 'tok-123' } },
+    ]);
+    assert.ok(!JSON.stringify(injected.status).includes('tok-123'));
+    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=eager-1' });
+    const reasons = events.items.map((e) => e.reason);
+    for (const reason of ['Reserved', 'Routed', 'Injected', 'Ready']) assert.ok(reasons.includes(reason), `${reason} in ${reasons}`);
+    assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('tok-123'));
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 1, reserved: 1 }));
+  });
+
+  it('returns the instance to the pool when the session ends (id within minInstances), with a fresh pod', async () => {
+    const session = await r.sessions.get('eager-1');
+    const name = `${APP}-pool-${session.status!.instanceId}`;
+    const before = await apps.readNamespacedDeployment({ name, namespace });
+    await r.sessions.delete('eager-1');
+    await eventually(async () => {
+      const after = await apps.readNamespacedDeployment({ name, namespace });
+      assert.equal(after.metadata?.uid, before.metadata?.uid, 'same instance');
+      assert.equal(after.metadata?.labels?.[LABELS.session], undefined);
+      assert.ok(after.spec?.template.metadata?.annotations?.['ide-cloud.io/recycled-at'], 'pod restarted');
+      assert.ok(!after.metadata?.ownerReferences?.some((o) => o.kind === 'Session'));
+    }, 30_000);
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
+    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace }).catch(() => undefined);
+    assert.ok(!JSON.stringify(ingress?.spec ?? {}).includes('/eager-1/'));
+  });
+
+  it('falls back to the lazy path when the pool is exhausted', async () => {
+    for (const n of [1, 2, 3]) await createSession(r, `pool-${n}`, { user: `u${n}@example.com`, appDefinition: APP });
+    const sessions = await Promise.all([1, 2, 3].map((n) => waitForSession(r, `pool-${n}`, running)));
+    const strategies = sessions.map((s) => s.status?.startStrategy).sort();
+    assert.deepEqual(strategies, ['eager', 'eager', 'lazy-fallback']);
+    const lazy = sessions.find((s) => s.status?.startStrategy === 'lazy-fallback')!;
+    assert.equal(lazy.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy-fallback');
+    await apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace });
+    assert.deepEqual(new Set(sessions.filter((s) => s.status?.startStrategy === 'eager').map((s) => s.status?.instanceId)), new Set(['1', '2']));
+  });
+
+  it('minInstances lowered: a reserved instance above it is deleted when its session ends', async () => {
+    await r.appDefinitions.mergePatch(APP, { spec: { minInstances: 1 } });
+    const holder = (await r.sessions.list()).find((s) => s.status?.instanceId === '2')!;
+    // Still reserved: the running session keeps its instance.
+    await eventually(async () => assert.equal((await poolStatus())?.desired, 1));
+    assert.ok((await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`));
+    await r.sessions.delete(holder.metadata.name);
+    await eventually(async () => assert.ok(!(await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`)), 30_000);
+  });
+
+  it('minInstances raised: missing instances are created', async () => {
+    await r.appDefinitions.mergePatch(APP, { spec: { minInstances: 3 } });
+    await eventually(async () => {
+      assert.deepEqual((await instances()).map((d) => d.metadata?.name), [`${APP}-pool-1`, `${APP}-pool-2`, `${APP}-pool-3`]);
+    }, 30_000);
+  });
+
+  it('a new generation recreates free instances; a reserved one keeps its pod and is recreated when released', async () => {
+    const holder = (await r.sessions.list()).find((s) => s.status?.instanceId === '1')!;
+    const reservedBefore = await apps.readNamespacedDeployment({ name: `${APP}-pool-1`, namespace });
+    const updated = await r.appDefinitions.mergePatch(APP, { spec: { image: 'ide-cloud/session-python:v2' } });
+    const generation = String(updated.metadata.generation);
+    await eventually(async () => {
+      for (const d of await instances()) {
+        if (d.metadata?.name === `${APP}-pool-1`) continue;
+        assert.equal(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration], generation);
+        assert.equal(d.spec?.template.spec?.containers[0]?.image, 'ide-cloud/session-python:v2');
+      }
+    }, 30_000);
+    const reservedNow = await apps.readNamespacedDeployment({ name: `${APP}-pool-1`, namespace });
+    assert.equal(reservedNow.metadata?.uid, reservedBefore.metadata?.uid);
+    assert.equal(reservedNow.spec?.template.spec?.containers[0]?.image, reservedBefore.spec?.template.spec?.containers[0]?.image);
+    await r.sessions.delete(holder.metadata.name);
+    await eventually(async () => {
+      const d = await apps.readNamespacedDeployment({ name: `${APP}-pool-1`, namespace });
+      assert.notEqual(d.metadata?.uid, reservedBefore.metadata?.uid, 'recreated');
+      assert.equal(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration], generation);
+    }, 30_000);
+  });
+
+  it('minInstances 0 empties the pool; the eager path stays available and falls back to lazy', async () => {
+    for (const s of await r.sessions.list()) await r.sessions.delete(s.metadata.name);
+    await r.appDefinitions.mergePatch(APP, { spec: { minInstances: 0 } });
+    await eventually(async () => assert.deepEqual(await instances(), []), 30_000);
+    await createSession(r, 'after-empty', { user: 'z@example.com', appDefinition: APP });
+    const s = await waitForSession(r, 'after-empty', running);
+    assert.equal(s.status?.startStrategy, 'lazy-fallback');
+    assert.deepEqual(await poolStatus(), { desired: 0, ready: 0, reserved: 0 });
+  });
+});
