@@ -13,13 +13,14 @@ const ICONS: Record<SetupState, string> = {
 };
 
 export function activate(context: vscode.ExtensionContext): void {
-  const output = vscode.window.createOutputChannel('IDE Cloud Agent');
+  // A log channel: timestamps and levels, and a file under the logs folder that support can collect.
+  const output = vscode.window.createOutputChannel('IDE Cloud Agent', { log: true });
   const status = vscode.window.createStatusBarItem('ideCloudAgent.status', vscode.StatusBarAlignment.Left, 100);
   status.name = 'IDE Cloud session setup';
   status.command = 'ideCloudAgent.showLog';
 
   const ui: SetupUi = {
-    appendLine: (line) => output.appendLine(`${new Date().toISOString()} ${line}`),
+    appendLine: (line) => (line.startsWith('error:') ? output.error(line) : output.info(line)),
     showState(state, detail) {
       status.text = `${ICONS[state]} ${state === 'ready' ? 'Session ready' : state === 'failed' ? 'Setup failed' : detail}`;
       status.tooltip = detail;
