@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { buildOpenApi, renderOpenApiPage } from '../../src/service/openapi.js';
+
+describe('OpenAPI description', () => {
+  const document = buildOpenApi() as {
+    openapi: string;
+    paths: Record<string, Record<string, { security: unknown[]; responses: Record<string, unknown> }>>;
+    components: { schemas: Record<string, { required?: string[]; additionalProperties?: unknown }> };
+  };
+
+  it("covers the spec's 16 endpoints, each with the error body", () => {
+    const operations = Object.entries(document.paths).flatMap(([path, m]) => Object.keys(m).map((x) => `${x} ${path}`));
+    assert.equal(document.openapi, '3.1.0');
+    assert.equal(operations.length, 16);
+    for (const methods of Object.values(document.paths)) {
+      for (const op of Object.values(methods)) assert.ok(op.responses['400'] ?? op.responses['413']);
+    }
+  });
+
+  it('generates every request model from zod, strict', () => {
+    for (const model of [
+      'LaunchRequest',
+      'WorkspaceCreationRequest',
+      'WorkspaceDeleteRequest',
+      'SessionStartRequest',
+      'SessionStopRequest',
+      'SessionActivityRequest',
+      'AppDefinitionUpdateRequest',
+      'ConfigValueRequest',
+    ]) {
+      const schema = document.components.schemas[model];
+      assert.ok(schema, model);
+      assert.equal(schema.additionalProperties, false, model);
+    }
+    assert.deepEqual(document.components.schemas.SessionStopRequest?.required, ['appId', 'user', 'sessionName']);
+  });
+
+  it('renders a human page without scripts', () => {
+    const page = renderOpenApiPage(document);
+    assert.match(page, /<table>/);
+    assert.ok(!page.includes('<script'));
+  });
+});
