@@ -98,3 +98,8 @@ export function userLabelValue(user: string): string {
 export function configStoreName(sessionName: string): string {
   return `${sessionName}-config`;
 }
+
+/** Value of the `app` label of a session's pod: `<sessionName>-<sessionUID>` as one DNS label. */
+export function sessionPodAppLabel(session: { metadata: { name: string; uid?: string } }): string {
+  return dnsLabel([session.metadata.name, session.metadata.uid ?? '']);
+}

@@ -100,3 +100,14 @@ describe('secret comparison', () => {
     assert.equal(secretEquals('', 'x'), false);
   });
 });
+
+describe('session pod label', () => {
+  it('is the same value the operator gives the pod', async () => {
+    const { sessionPodAppLabel } = await import('../../src/model/names.js');
+    const { sessionPodApp } = await import('../../src/operator/manifests.js');
+    for (const name of ['session-a', `session-${'x'.repeat(60)}`]) {
+      const session = { metadata: { name, uid: '0b7e4a4e-7c1f-4b55-9a55-0d4c3f6a2e11' } };
+      assert.equal(sessionPodAppLabel(session), sessionPodApp(session));
+    }
+  });
+});

@@ -1,0 +1,87 @@
+// The service with the real operator on the local control plane (pods run through kwok): the launch
+// answers the URL the operator reports once the session pod is Ready, end to end.
+import assert from 'node:assert/strict';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { sessionNameFor } from '../../server/src/model/names.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import { provideVolume, testOperator } from '../support/operator.js';
+import {
+  SERVICE_AUTH_TOKEN,
+  applyAppDefinitions,
+  call,
+  resourcesOf,
+  startTestService,
+  type TestService,
+} from '../support/service-harness.js';
+
+const appId = SERVICE_AUTH_TOKEN;
+
+describe('service end to end with the operator', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let resources: IdeCloudResources;
+  let service: TestService;
+  let operator: RunningOperator;
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'svc-e2e');
+    resources = resourcesOf(cluster.kc, namespace);
+    await applyAppDefinitions(resources, [{}]);
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 1 });
+    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 1 });
+  });
+  after(async () => {
+    await service?.close();
+    await operator?.stop();
+    await deleteTestNamespace(cluster.kc, namespace);
+  });
+
+  it('launches an ephemeral session and answers the operator URL; stop ends it', async () => {
+    const user = 'e2e-ephemeral@example.com';
+    const answer = await call(service.url, 'POST', '/service', {
+      body: { appId, user, appDefinition: 'python-latest', ephemeral: true, timeout: 2 },
+    });
+    assert.equal(answer.status, 200, answer.text);
+    assert.match(answer.text, /^http:\/\/ide\.localtest\.me\/session-python-latest-[a-z0-9-]+\/$/);
+    const sessions = await call(service.url, 'GET', `/service/session/${appId}/${encodeURIComponent(user)}`);
+    const [item] = sessions.json as { name: string; phase: string; url: string; startStrategy: string }[];
+    assert.equal(item?.phase, 'Running');
+    assert.equal(item?.url, answer.text);
+    assert.equal(item?.startStrategy, 'lazy');
+
+    const stopped = await call(service.url, 'DELETE', '/service/session', {
+      body: { appId, user, sessionName: item.name },
+    });
+    assert.equal(stopped.json, true);
+    await eventually(async () => assert.equal(await resources.sessions.find(item.name), undefined), 60_000);
+  });
+
+  it('launches on a named workspace, answers the same URL the second time, and refuses a second session (553)', async () => {
+    const user = 'e2e-workspace@example.com';
+    await provideVolume(cluster.kc, namespace, 'ws-e2e-stable');
+    const body = { appId, user, appDefinition: 'python-latest', workspaceName: 'ws-e2e-stable', timeout: 2 };
+    const first = await call(service.url, 'POST', '/service', { body });
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.text, `http://ide.localtest.me/${sessionNameFor('ws-e2e-stable')}/`);
+    const second = await call(service.url, 'POST', '/service', { body });
+    assert.equal(second.text, first.text);
+
+    const other = await call(service.url, 'POST', '/service', {
+      body: { appId, user, appDefinition: 'python-latest', ephemeral: true },
+    });
+    assert.equal(other.status, 553);
+
+    const deleted = await call(service.url, 'DELETE', '/service/workspace', {
+      body: { appId, user, workspaceName: 'ws-e2e-stable' },
+    });
+    assert.equal(deleted.json, true);
+    await eventually(async () => {
+      assert.equal(await resources.workspaces.find('ws-e2e-stable'), undefined);
+      assert.equal(await resources.sessions.find(sessionNameFor('ws-e2e-stable')), undefined);
+    }, 60_000);
+  });
+});
