@@ -16,12 +16,14 @@ const PLATFORM_TOKEN = 'platform-tok-5f1e2d';
 describe('agent auto-clone with real git', function () {
   this.timeout(30_000);
   let server: GitServer;
+  let git: GitServer;
   let sandbox: Sandbox;
   let privateUrl: string;
   let credentialed: string;
 
   before(async () => {
     server = await startGitServer({ users: { student: PASSWORD } });
+    git = server;
     privateUrl = await server.createRepository('course/exercise.git', {
       files: { 'README.md': '# Exercise\n', 'src/main.py': 'print("hi")\n' },
     });
@@ -59,6 +61,30 @@ describe('agent auto-clone with real git', function () {
     );
     assertNoSecrets(log.text, [PASSWORD, PLATFORM_TOKEN, credentialed]);
     assert.ok(server.requests.some((r) => r.user === 'student' && r.status === 200));
+  });
+
+  it("keeps the credential only in git's memory cache, so a later push works without a token on disk", async () => {
+    const dir = path.join(sandbox.dir, 'ws-private');
+    assert.equal(await gitIn(dir, 'config', '--local', 'credential.helper'), 'cache --timeout=28800');
+    await writeFile(path.join(dir, 'answer.py'), 'print(42)\n');
+    await gitIn(dir, 'add', 'answer.py');
+    await gitIn(dir, 'commit', '--quiet', '-m', 'answer');
+    await gitIn(dir, 'push', '--quiet', 'origin', 'main');
+    assert.ok(
+      git.requests.some((r) => r.path.endsWith('/git-receive-pack') && r.user === 'student' && r.status === 200),
+    );
+    const stored = await readdir(sandbox.dir);
+    for (const name of stored.filter((n) => n.startsWith('.git-credentials'))) assert.fail(`credentials file ${name}`);
+    assertNoSecrets(await readFile(path.join(dir, '.git', 'config'), 'utf8'), [PASSWORD]);
+  });
+
+  it('keeps no credential at all with credentialCacheSeconds 0', async () => {
+    const dir = path.join(sandbox.dir, 'ws-nocache');
+    await cloneIntoWorkspace(credentialed, dir, {
+      env: { ...sandbox.env, XDG_CACHE_HOME: path.join(sandbox.dir, 'other-cache') },
+      credentialCacheSeconds: 0,
+    });
+    await assert.rejects(gitIn(dir, 'config', '--local', 'credential.helper'));
   });
 
   it('leaves a workspace that already holds the repository alone, with the user files in it', async () => {
@@ -136,7 +162,7 @@ describe('agent auto-clone with real git', function () {
     await writeFile(path.join(dir, '.vscode', 'settings.json'), '{}');
     const result = await cloneIntoWorkspace(credentialed, dir, { env: sandbox.env });
     assert.equal(result.outcome, 'cloned');
-    assert.deepEqual((await readdir(dir)).sort(), ['.git', '.vscode', 'README.md', 'src']);
+    assert.deepEqual((await readdir(dir)).sort(), ['.git', '.vscode', 'README.md', 'answer.py', 'src']);
     assert.equal(await gitIn(dir, 'remote', 'get-url', 'origin'), privateUrl);
 
     const clash = path.join(sandbox.dir, 'ws-clash');

@@ -1,6 +1,7 @@
 // Shared by the agent's tests: an isolated git environment (own global config, no system config, own
 // HOME) and a log that keeps every line for the "secrets never in logs" assertions.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,7 +27,11 @@ export async function makeSandbox(): Promise<Sandbox> {
       GIT_CONFIG_GLOBAL: globalConfig,
       GIT_CONFIG_NOSYSTEM: '1',
     },
-    remove: () => rm(dir, { recursive: true, force: true }),
+    async remove() {
+      // Ends the credential-cache daemon a clone may have started for this HOME.
+      await new Promise((resolve) => execFile('git', ['credential-cache', 'exit'], { env: this.env }, resolve));
+      await rm(dir, { recursive: true, force: true });
+    },
   };
 }
 

@@ -78,6 +78,22 @@ describe('agent participation clone', function () {
     assertNoSecrets(log.text, secrets());
   });
 
+  it('refreshes the push credential when the folder already holds the participation repository', async () => {
+    const log = new CapturedLog();
+    git.requests.length = 0;
+    const result = await clone('42', 'p42', log);
+    assert.equal(result.outcome, 'already-present');
+    assert.match(log.text, /already holds this repository; its push credential was refreshed/);
+    assert.ok(!git.requests.some((r) => r.path.endsWith('/git-upload-pack')), 'nothing fetched');
+    const dir = path.join(sandbox.dir, 'p42');
+    await run('git', ['-C', dir, 'ls-remote', 'origin'], { env: { ...sandbox.env, GIT_TERMINAL_PROMPT: '0' } });
+    assert.ok(
+      git.requests.some((r) => r.user === 'stud01' && r.status === 200),
+      'the cached token authenticated',
+    );
+    assertNoSecrets(log.text, secrets());
+  });
+
   it('creates a token with PUT when GET fails, and clones with the new token', async () => {
     platform.requests.length = 0;
     const log = new CapturedLog();

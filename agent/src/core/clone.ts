@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentError } from './errors.js';
+import { rememberCredential } from './credentials.js';
 import { git, GitCommandError, type GitOptions } from './git.js';
 import { credentialsOf, hasCredentials, stripCredentials } from './redact.js';
 
@@ -27,6 +28,11 @@ export interface CloneResult {
 export interface CloneOptions extends GitOptions {
   /** Secrets to redact besides the URL's own credentials (e.g. a participation token). */
   secrets?: readonly (string | undefined)[];
+  /**
+   * How long the URL's credential stays in git's in-memory credential cache for later pushes; 0 keeps
+   * none. Default: SESSION_CREDENTIAL_CACHE_SECONDS or 8 hours.
+   */
+  credentialCacheSeconds?: number;
 }
 
 async function exists(p: string): Promise<boolean> {
@@ -100,6 +106,7 @@ async function cloneFresh(uri: string, target: string, options: CloneOptions): P
   }
   if (hasCredentials(uri)) {
     await git(['-C', target, 'remote', 'set-url', 'origin', stripCredentials(uri)], { ...options, secrets });
+    await rememberCredential(uri, target, { ...options, secrets, seconds: options.credentialCacheSeconds });
   }
 }
 

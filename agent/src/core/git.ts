@@ -11,6 +11,8 @@ export interface GitOptions {
   /** Values to redact from any error message, besides credentialed URLs. */
   secrets?: readonly (string | undefined)[];
   timeoutMs?: number;
+  /** Written to git's standard input (which is closed otherwise). */
+  input?: string;
 }
 
 export interface GitResult {
@@ -31,7 +33,18 @@ export class GitCommandError extends AgentError {
   }
 }
 
-const SUBCOMMANDS = new Set(['clone', 'config', 'remote', 'fetch', 'init', 'rev-parse', 'ls-remote', 'status', 'push']);
+const SUBCOMMANDS = new Set([
+  'clone',
+  'config',
+  'remote',
+  'fetch',
+  'init',
+  'rev-parse',
+  'ls-remote',
+  'status',
+  'push',
+  'credential',
+]);
 
 export function gitEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return { ...env, GIT_TERMINAL_PROMPT: '0', GCM_INTERACTIVE: 'never', GIT_ASKPASS: '', SSH_ASKPASS: '' };
@@ -39,7 +52,7 @@ export function gitEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.Pro
 
 export function git(args: readonly string[], options: GitOptions = {}): Promise<GitResult> {
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       'git',
       [...args],
       {
@@ -65,6 +78,8 @@ export function git(args: readonly string[], options: GitOptions = {}): Promise<
         reject(new GitCommandError(command, exitCode, redact(String(stderr || error.message), secrets)));
       },
     );
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(options.input ?? '');
   });
 }
 

@@ -12,3 +12,4 @@ export * from './bootstrap.js';
 export * from './values/environment.js';
 export * from './values/data-bridge.js';
 export * from './values/strategy.js';
+export * from './credentials.js';

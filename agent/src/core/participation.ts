@@ -1,6 +1,7 @@
 // The interactive clone of a learning-platform participation: authenticate with PLATFORM_TOKEN, obtain
 // a short-lived participation token, clone with it in the URL, store the remote without it.
 import { cloneIntoWorkspace, type CloneResult } from './clone.js';
+import { rememberCredential } from './credentials.js';
 import { AgentError, missingValue } from './errors.js';
 import type { GitOptions } from './git.js';
 import type { RedactingLog } from './log.js';
@@ -21,6 +22,7 @@ export function participationCloneUrl(repository: string, participant: string, t
 }
 
 export interface ParticipationCloneOptions extends GitOptions {
+  credentialCacheSeconds?: number;
   platformUrl?: string;
   platformToken?: string;
   participationId: string;
@@ -49,5 +51,16 @@ export async function cloneParticipation(options: ParticipationCloneOptions): Pr
   log.addSecret(token);
   const url = participationCloneUrl(options.repository, options.participant, token);
   log.log(`cloning ${stripCredentials(url)} into ${options.dir}…`);
-  return cloneIntoWorkspace(url, options.dir, { ...options, secrets: [options.platformToken, token] });
+  const secrets = [options.platformToken, token];
+  const result = await cloneIntoWorkspace(url, options.dir, { ...options, secrets });
+  if (result.outcome === 'already-present') {
+    // The same repository is there already: the fresh token serves its next push instead.
+    const stored = await rememberCredential(url, options.dir, {
+      ...options,
+      secrets,
+      seconds: options.credentialCacheSeconds,
+    });
+    if (stored) log.log('the folder already holds this repository; its push credential was refreshed');
+  }
+  return result;
 }
