@@ -14,6 +14,7 @@ import {
   SERVICE_AUTH_TOKEN,
   applyAppDefinitions,
   call,
+  operatorFillsStatus,
   resourcesOf,
   startTestService,
   type TestService,
@@ -223,6 +224,27 @@ describe('service auth matrix (oidc-provider + kube-apiserver)', function () {
       });
       assert.equal(answer.status, 200, answer.text);
       assert.equal((answer.json as { user: string }).user, ALICE);
+    });
+
+    it('launches for the token user when the request names none', async () => {
+      const launching = await startTestService(cluster.kc, namespace, {
+        identityProvider: { issuer: idp.issuer, audience: AUDIENCE },
+        sessionsPerUser: 5,
+      });
+      try {
+        const resources = resourcesOf(cluster.kc, namespace);
+        const answer = call(launching.url, 'POST', '/service', {
+          body: { appId: SERVICE_AUTH_TOKEN, appDefinition: 'python-latest', ephemeral: true },
+          headers: { authorization: `Bearer ${tokens.alice}` },
+        });
+        const name = await operatorFillsStatus(resources, (n, spec) => n !== SESSION && spec.user === ALICE);
+        const response = await answer;
+        assert.equal(response.status, 200, response.text);
+        assert.equal((await resources.sessions.get(name)).spec.user, ALICE);
+        await resources.sessions.delete(name);
+      } finally {
+        await launching.close();
+      }
     });
 
     it('refuses an expired token with 401', async () => {
