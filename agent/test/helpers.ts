@@ -17,19 +17,20 @@ export interface Sandbox {
 export async function makeSandbox(): Promise<Sandbox> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-agent-'));
   const globalConfig = path.join(dir, 'gitconfig');
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    XDG_CONFIG_HOME: path.join(dir, '.config'),
+    GIT_CONFIG_GLOBAL: globalConfig,
+    GIT_CONFIG_NOSYSTEM: '1',
+  };
   return {
     dir,
     globalConfig,
-    env: {
-      PATH: process.env.PATH,
-      HOME: dir,
-      XDG_CONFIG_HOME: path.join(dir, '.config'),
-      GIT_CONFIG_GLOBAL: globalConfig,
-      GIT_CONFIG_NOSYSTEM: '1',
-    },
+    env,
     async remove() {
       // Ends the credential-cache daemon a clone may have started for this HOME.
-      await new Promise((resolve) => execFile('git', ['credential-cache', 'exit'], { env: this.env }, resolve));
+      await new Promise((resolve) => execFile('git', ['credential-cache', 'exit'], { env }, resolve));
       await rm(dir, { recursive: true, force: true });
     },
   };
