@@ -33,6 +33,7 @@ export function waitForSessionUrl(
   sessions: CustomResourceClient<'session'>,
   initial: Session,
   deadline: number,
+  options: { watchTimeoutSeconds?: number } = {},
 ): Promise<string> {
   const name = initial.metadata.name;
   const first = judgeSession(initial);
@@ -85,6 +86,7 @@ export function waitForSessionUrl(
           {
             fieldSelector: `metadata.name=${name}`,
             allowWatchBookmarks: true,
+            ...(options.watchTimeoutSeconds ? { timeoutSeconds: options.watchTimeoutSeconds } : {}),
             ...(resourceVersion ? { resourceVersion } : {}),
           },
           (type: string, object: Session & { code?: number }) => {
@@ -100,9 +102,10 @@ export function waitForSessionUrl(
             }
             onObject(object);
           },
-          () => {
+          (error: unknown) => {
             if (finished) return;
-            restart(gone);
+            // A failed watch request may have missed changes: read once before watching again.
+            restart(gone || Boolean(error));
           },
         );
         if (finished) controller.abort();
