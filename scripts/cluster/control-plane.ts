@@ -187,6 +187,9 @@ export async function startControlPlane(dir: string): Promise<ControlPlaneState>
       `--root-ca-file=${caFile}`,
       `--service-account-private-key-file=${saKey}`,
       '--use-service-account-credentials=false',
+      // kwok posts node status about once a minute and keeps no node lease, so the node lifecycle
+      // controller would mark the node NotReady between posts and flip every pod's Ready condition.
+      '--controllers=*,-node-lifecycle-controller',
       '--concurrent-deployment-syncs=10',
       '--concurrent-replicaset-syncs=10',
       '--concurrent-gc-syncs=20',
