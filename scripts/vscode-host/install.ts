@@ -79,6 +79,8 @@ function npmEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   for (const [key, value] of Object.entries(process.env)) {
     const lower = key.toLowerCase();
     if (lower === 'node' || (lower.startsWith('npm_') && !KEPT_NPM_SETTINGS.has(lower))) continue;
+    // A coverage run's settings would follow every node process of the install (node-gyp builds included).
+    if (lower === 'node_v8_coverage' || lower === 'node_options') continue;
     env[key] = value;
   }
   return { ...env, ...extra };

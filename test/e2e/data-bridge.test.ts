@@ -273,4 +273,51 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       assert.doesNotMatch(final, /listening/);
     });
   });
+  describe('with an invalid DATA_BRIDGE_PORT', () => {
+    let host: VscodeHost;
+    let consumerPort: number;
+
+    before(async function () {
+      this.timeout(3 * 60_000);
+      consumerPort = await freePort();
+      host = await VscodeHost.start({
+        install,
+        name: 'bridge-bad-port',
+        extensions: [BRIDGE_VSIX, CONSUMER_VSIX],
+        env: { DATA_BRIDGE_ENABLED: '1', DATA_BRIDGE_PORT: '99999', GETENV_CONSUMER_PORT: String(consumerPort) },
+      });
+      await host.openWorkbench();
+    });
+
+    after(async function () {
+      this.timeout(60_000);
+      await host?.stop();
+    });
+
+    it('logs a clear error and leaves the extension host running', async () => {
+      const log = await waitFor(
+        `the "${CHANNEL}" output channel`,
+        async () => channelText(await host.outputChannelLogs(CHANNEL)) || undefined,
+        { timeoutMs: 90_000 },
+      );
+      console.log(`    [e2e] "${CHANNEL}" output channel, invalid port:\n${log.replace(/^/gm, '      ')}`);
+      assert.match(
+        log,
+        /\[error\] data bridge not started: DATA_BRIDGE_PORT must be an integer from 1 to 65535, got "99999"/,
+      );
+      // Another extension in the same extension host still works.
+      const answer = await waitFor(
+        'the consumer extension',
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, {
+            method: 'POST',
+            body: JSON.stringify({ args: [['GIT_USER']] }),
+          });
+          return (await res.json()) as ConsumerAnswer;
+        },
+        { timeoutMs: 90_000 },
+      );
+      assert.match(answer.error ?? '', /command 'dataBridge\.getEnv' not found/);
+    });
+  });
 });
