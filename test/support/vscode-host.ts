@@ -268,7 +268,13 @@ export class VscodeHost {
       executablePath: this.install.chromium,
       headless: true,
       args: CHROMIUM_ARGS,
-      env: { ...process.env, TMPDIR: path.join(this.runDir, 'tmp') },
+      // Chromium's profile is playwright's temporary one; its crash database and caches follow XDG.
+      env: {
+        ...process.env,
+        TMPDIR: path.join(this.runDir, 'tmp'),
+        XDG_CONFIG_HOME: path.join(this.runDir, 'xdg', 'config'),
+        XDG_CACHE_HOME: path.join(this.runDir, 'xdg', 'cache'),
+      },
     });
     const context = await this.browser.newContext();
     const page = await context.newPage();
