@@ -1,6 +1,7 @@
 // Launch (POST /service) and the separate steps against the real kube-apiserver. The test plays the
 // operator: it waits for the Session the service creates and writes the status the operator would.
 import assert from 'node:assert/strict';
+import { activityToken } from '../../server/src/model/activity-token.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { isDnsLabel, sessionNameFor, userLabelValue } from '../../server/src/model/names.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
@@ -80,7 +81,7 @@ describe('service launch (the test plays the operator)', function () {
     assert.equal(session.metadata.name, sessionNameFor(workspace.metadata.name));
     assert.equal(session.spec.workspace, workspace.metadata.name);
     assert.deepEqual(session.spec.envVars, { IDE: 'true' });
-    assert.match(session.spec.sessionSecret ?? '', /^[0-9a-f]{48}$/);
+    assert.match(session.spec.sessionSecret ?? '', /^[0-9a-f]{32}$/);
     assert.equal(session.metadata.labels?.[LABELS.workspace], workspace.metadata.name);
     assert.equal(session.metadata.labels?.[LABELS.user], userLabelValue(user));
     assert.equal(session.metadata.ownerReferences, undefined, 'no owner reference from session to workspace');
@@ -295,18 +296,18 @@ describe('service launch (the test plays the operator)', function () {
       },
     );
 
-    const secret = (await resources.sessions.get(sessionName)).spec.sessionSecret!;
+    const token = activityToken((await resources.sessions.get(sessionName)).spec.sessionSecret!, sessionName);
     const before = Date.now();
     const noSecret = await call(service.url, 'PATCH', '/service/session', { body: { appId, sessionName } });
-    assert.equal(noSecret.status, 401, 'anonymous mode: activity needs the session secret');
+    assert.equal(noSecret.status, 401, 'anonymous mode: activity needs the activity token');
     const wrongSecret = await call(service.url, 'PATCH', '/service/session', {
       body: { appId, sessionName },
-      headers: { 'x-session-secret': 'guess' },
+      headers: { 'x-activity-token': 'guess' },
     });
     assert.equal(wrongSecret.status, 403);
     const activity = await call(service.url, 'PATCH', '/service/session', {
       body: { appId, sessionName },
-      headers: { 'x-session-secret': secret },
+      headers: { 'x-activity-token': token },
     });
     assert.equal(activity.status, 200);
     assert.equal(activity.json, true);

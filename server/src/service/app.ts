@@ -7,6 +7,7 @@ import { appDefinitionsRouter } from './routes/app-definitions.js';
 import { docsRouter } from './routes/docs.js';
 import { launchRouter } from './routes/launch.js';
 import { pingRouter } from './routes/ping.js';
+import { eventsRouter } from './routes/events.js';
 import { sessionsRouter } from './routes/sessions.js';
 import { workspacesRouter } from './routes/workspaces.js';
 
@@ -22,6 +23,7 @@ export function createApp(context: ServiceContext): Express {
   app.use(adminRouter(context));
   app.use(appDefinitionsRouter(context));
   app.use(workspacesRouter(context));
+  app.use(eventsRouter(context));
   app.use(sessionsRouter(context));
   app.use(launchRouter(context));
   app.use(pingRouter(context)); // last: GET /service/{appId} matches any one segment

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import { activityToken } from '../model/activity-token.js';
 import { ErrorCode } from '../model/error-codes.js';
 import type { ServiceConfig } from './config.js';
 import { ApiError } from './errors.js';
@@ -13,7 +14,7 @@ export function secretEquals(given: string, expected: string): boolean {
 }
 
 export const ADMIN_TOKEN_HEADER = 'x-admin-api-token';
-export const SESSION_SECRET_HEADER = 'x-session-secret';
+export const ACTIVITY_TOKEN_HEADER = 'x-activity-token';
 
 interface Discovery {
   issuer: string;
@@ -74,14 +75,16 @@ export class Authenticator {
 
   /**
    * Anonymous mode has no identity to prove ownership, and appId alone would let anyone who knows it
-   * act on any session. For activity reports the IDE client instead proves it is the session by its
-   * session secret (X-Session-Secret): 401 missing, 403 wrong.
+   * keep any session alive. The IDE client instead proves it is the session with its activity token
+   * (X-Activity-Token, derived from the session secret, see model/activity-token.ts): 401 missing,
+   * 403 wrong.
    */
-  requireSessionSecret(req: Request, sessionSecret: string | undefined): void {
-    const given = req.get(SESSION_SECRET_HEADER);
-    if (given === undefined || given === '') throw new ApiError(ErrorCode.unauthorized, 'session secret missing');
-    if (!sessionSecret || !secretEquals(given, sessionSecret)) {
-      throw new ApiError(ErrorCode.forbidden, 'session secret is not valid');
+  requireActivityToken(req: Request, session: { metadata: { name: string }; spec: { sessionSecret?: string } }): void {
+    const given = req.get(ACTIVITY_TOKEN_HEADER);
+    if (given === undefined || given === '') throw new ApiError(ErrorCode.unauthorized, 'activity token missing');
+    const secret = session.spec.sessionSecret;
+    if (!secret || !secretEquals(given, activityToken(secret, session.metadata.name))) {
+      throw new ApiError(ErrorCode.forbidden, 'activity token is not valid');
     }
   }
 

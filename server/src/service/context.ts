@@ -6,6 +6,7 @@ import { ApiError } from './errors.js';
 import type { Launcher } from './launcher.js';
 import type { Logger } from './logger.js';
 import type { ServiceMetrics } from './metrics.js';
+import type { SessionProgress } from './session-progress.js';
 import type { SessionService } from './sessions.js';
 import type { WorkspaceService } from './workspaces.js';
 
@@ -17,6 +18,7 @@ export interface ServiceContext {
   workspaces: WorkspaceService;
   sessions: SessionService;
   launcher: Launcher;
+  progress: SessionProgress;
   metrics: ServiceMetrics;
   logger: Logger;
 }

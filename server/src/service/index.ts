@@ -11,6 +11,7 @@ import type { ServiceContext } from './context.js';
 import { Launcher } from './launcher.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
+import { SessionProgress } from './session-progress.js';
 import { SessionService } from './sessions.js';
 import { WorkspaceService } from './workspaces.js';
 
@@ -55,7 +56,8 @@ export function createServiceContext(
     sessionsPerUser: config.sessionsPerUser,
   });
   const auth = new Authenticator(config);
-  return { context: { config, auth, catalog, workspaces, sessions, launcher, metrics, logger }, kc };
+  const progress = new SessionProgress(kc, resources, logger);
+  return { context: { config, auth, catalog, workspaces, sessions, launcher, progress, metrics, logger }, kc };
 }
 
 /** Starts the REST service; resolves once it listens. */

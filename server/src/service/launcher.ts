@@ -184,7 +184,8 @@ export class Launcher {
           ...(input.env?.fromMap ? { envVars: input.env.fromMap } : {}),
           ...(input.env?.fromConfigMaps ? { envVarsFromConfigMaps: input.env.fromConfigMaps } : {}),
           ...(input.env?.fromSecrets ? { envVarsFromSecrets: input.env.fromSecrets } : {}),
-          sessionSecret: randomBytes(24).toString('hex'),
+          // 32 characters: usable as-is as the authentication proxy's cookie secret (an AES-256 key).
+          sessionSecret: randomBytes(16).toString('hex'),
         },
       });
     } catch (error) {

@@ -24,7 +24,7 @@ export const REDACTED_PATHS = [
   '*.gitUri',
   'req.headers.authorization',
   'req.headers["x-admin-api-token"]',
-  'req.headers["x-session-secret"]',
+  'req.headers["x-activity-token"]',
 ];
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {

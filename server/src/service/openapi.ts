@@ -11,7 +11,7 @@ interface Operation {
   request?: z.ZodType;
   /** 200 answer: a schema, 'url' (plain-text session URL), 'boolean', or 204 for no content. */
   response: z.ZodType | 'url' | 'boolean' | 204;
-  security: ('oauth' | 'adminToken' | 'sessionSecret')[];
+  security: ('oauth' | 'adminToken' | 'activityToken')[];
   errors: number[];
 }
 
@@ -147,7 +147,7 @@ const OPERATIONS: Operation[] = [
     tag: 'sessions',
     request: models.SessionActivityRequestSchema,
     response: 'boolean',
-    security: ['oauth', 'sessionSecret'],
+    security: ['oauth', 'activityToken'],
     errors: [400, 401, 403, 470, 474],
   },
   {
@@ -260,11 +260,11 @@ export function buildOpenApi(options: { issuer?: string } = {}): Schema {
             }
           : { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
         adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Api-Token' },
-        sessionSecret: {
+        activityToken: {
           type: 'apiKey',
           in: 'header',
-          name: 'X-Session-Secret',
-          description: 'anonymous mode: activity reports',
+          name: 'X-Activity-Token',
+          description: 'anonymous mode: activity reports by the session itself',
         },
       },
     },

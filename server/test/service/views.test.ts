@@ -111,3 +111,14 @@ describe('session pod label', () => {
     }
   });
 });
+
+describe('activity token', () => {
+  it('is bound to the session secret and the session name', async () => {
+    const { activityToken } = await import('../../src/model/activity-token.js');
+    const token = activityToken('secret-a', 'session-a');
+    assert.match(token, /^[0-9a-f]{64}$/);
+    assert.equal(activityToken('secret-a', 'session-a'), token);
+    assert.notEqual(activityToken('secret-a', 'session-b'), token);
+    assert.notEqual(activityToken('secret-b', 'session-a'), token);
+  });
+});

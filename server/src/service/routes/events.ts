@@ -4,7 +4,7 @@ import { sessionNameFor } from '../../model/names.js';
 import type { ServiceContext } from '../context.js';
 import { param } from '../context.js';
 import { ApiError } from '../errors.js';
-import type { ProgressMessage, SessionProgress } from '../session-progress.js';
+import type { ProgressMessage } from '../session-progress.js';
 
 /** Comment line sent this often so proxies keep an idle stream open. */
 export const KEEP_ALIVE_MS = 15_000;
@@ -17,7 +17,7 @@ export const KEEP_ALIVE_MS = 15_000;
  * stream reports them once they appear. Events: `session` (phase, conditions, URL, error),
  * `event` (a Kubernetes Event of the session), `deleted` (the session is gone).
  */
-export function eventsRouter(context: ServiceContext & { progress: SessionProgress }): Router {
+export function eventsRouter(context: ServiceContext): Router {
   const { auth, workspaces, sessions, progress } = context;
   const router = Router();
   router.get('/service/session/events/:appId/:user/:workspaceName', async (req, res) => {

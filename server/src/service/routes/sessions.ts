@@ -55,7 +55,7 @@ export function sessionsRouter({ auth, sessions, launcher, config }: ServiceCont
     const caller = await auth.caller(req);
     const session = await sessions.get(body.sessionName);
     if (auth.identityMode) auth.requireOwner(caller, session.spec.user);
-    else auth.requireSessionSecret(req, session.spec.sessionSecret);
+    else auth.requireActivityToken(req, session);
     await sessions.recordActivity(session.metadata.name);
     res.json(true);
   });
