@@ -6,8 +6,9 @@ import { ErrorCode } from '../../server/src/model/error-codes.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
 import {
+  cleanUpSuite,
   createAppDefinition,
   createSession,
   ideCloudResources,
@@ -44,8 +45,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 2, activityIntervalMs: 300 });
   });
   after(async () => {
-    await operator?.stop();
-    await deleteTestNamespace(cluster.kc, namespace);
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
   });
 
   it('starts a lazy session with its workspace: Deployment, Service, sidecar, route, URL, Running', async () => {

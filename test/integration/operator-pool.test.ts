@@ -6,8 +6,9 @@ import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
 import {
+  cleanUpSuite,
   createAppDefinition,
   createSession,
   ideCloudResources,
@@ -55,9 +56,8 @@ describe('operator: warm pool and eager start', function () {
     operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 10 });
   });
   after(async () => {
-    await operator?.stop();
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
     await Promise.all(bridges.map((b) => b.close()));
-    await deleteTestNamespace(cluster.kc, namespace);
   });
 
   it('keeps minInstances generic instances with the data bridge on, labelled with the generation', async () => {

@@ -167,3 +167,35 @@ export async function provideVolume(kc: k8s.KubeConfig, namespace: string, claim
     },
   });
 }
+
+/**
+ * Ends a suite without leaving a namespace stuck in Terminating: sessions and workspaces are deleted
+ * while the operator still runs (it removes its finalizers), then the operators stop, any finalizer
+ * left is dropped, and the namespace goes.
+ */
+export async function cleanUpSuite(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  operators: readonly (RunningOperator | undefined)[],
+): Promise<void> {
+  const r = ideCloudResources(kc, namespace);
+  try {
+    await Promise.all((await r.sessions.list()).map((s) => r.sessions.delete(s.metadata.name)));
+    await Promise.all((await r.workspaces.list()).map((w) => r.workspaces.delete(w.metadata.name)));
+    await eventually(async () => {
+      if ((await r.sessions.list()).length + (await r.workspaces.list()).length > 0) throw new Error('not yet');
+    }, 30_000, 200).catch(() => undefined);
+  } finally {
+    await Promise.all(operators.map((o) => o?.stop()));
+    for (const o of await r.sessions.list().catch(() => [])) {
+      await r.sessions.mergePatch(o.metadata.name, { metadata: { finalizers: null } }).catch(() => undefined);
+    }
+    for (const o of await r.workspaces.list().catch(() => [])) {
+      await r.workspaces.mergePatch(o.metadata.name, { metadata: { finalizers: null } }).catch(() => undefined);
+    }
+    await kc
+      .makeApiClient(k8s.CoreV1Api)
+      .deleteNamespace({ name: namespace })
+      .catch(() => undefined);
+  }
+}

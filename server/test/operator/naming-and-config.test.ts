@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { isDnsLabel } from '../../src/model/names.js';
+import { stopReason } from '../../src/operator/activity.js';
+import { loadOperatorConfig } from '../../src/operator/config.js';
+import { withRoute } from '../../src/operator/ingress.js';
+import { poolInstanceName, routePath, sessionPodApp, sessionUrl, sidecarName } from '../../src/operator/manifests.js';
+
+describe('operator names, routes, configuration and stop reasons', () => {
+  it('pool instance, pod app label and sidecar names are DNS labels, cut with a hash', () => {
+    assert.equal(poolInstanceName('python-latest', 3), 'python-latest-pool-3');
+    const long = 'session-' + 'x'.repeat(60);
+    const app = sessionPodApp({ metadata: { name: long, uid: '0f6b7c1e-0000-4000-8000-000000000000' } });
+    assert.ok(isDnsLabel(app));
+    assert.notEqual(app, sessionPodApp({ metadata: { name: long, uid: '1f6b7c1e-0000-4000-8000-000000000000' } }));
+    assert.ok(isDnsLabel(sidecarName(long, { name: 'database' })));
+  });
+
+  it('the session URL and the route path share the session name', () => {
+    assert.equal(sessionUrl({ sessionScheme: 'https', sessionHost: 'ide.example.org' }, 's-1'), 'https://ide.example.org/s-1/');
+    assert.equal(routePath('s-1'), '/s-1/');
+  });
+
+  it('adds and removes one path per session without touching the others', () => {
+    const a = { host: 'h', path: '/a/', serviceName: 'a' };
+    const b = { host: 'h', path: '/b/', serviceName: 'b' };
+    const one = withRoute(undefined, a, true)!;
+    const two = withRoute(one, b, true)!;
+    assert.deepEqual(two.rules?.[0]?.http?.paths.map((p) => p.path), ['/a/', '/b/']);
+    assert.equal(withRoute(two, a, true), undefined, 'unchanged');
+    const back = withRoute(two, a, false)!;
+    assert.deepEqual(back.rules?.[0]?.http?.paths.map((p) => p.path), ['/b/']);
+    assert.deepEqual(withRoute(back, b, false)!.rules, []);
+    assert.equal(withRoute(back, a, false), undefined);
+  });
+
+  it('reads the configuration from the environment, with defaults and clear errors', () => {
+    const config = loadOperatorConfig({
+      IDE_CLOUD_NAMESPACE: 'ide',
+      IDE_CLOUD_EAGER_START: 'false',
+      IDE_CLOUD_SESSIONS_PER_USER: '3',
+      IDE_CLOUD_OPERATOR_REPLICAS: '2',
+    });
+    assert.equal(config.namespace, 'ide');
+    assert.equal(config.eagerStart, false);
+    assert.equal(config.sessionsPerUser, 3);
+    assert.equal(config.leaderElection, true);
+    assert.equal(config.sessionHost, 'ide.localtest.me');
+    assert.equal(config.bridgeHealthAttempts, 60);
+    assert.equal(config.bridgeHealthIntervalMs, 1000);
+    assert.equal(config.activityIntervalMs, 60_000);
+    assert.throws(() => loadOperatorConfig({ IDE_CLOUD_SESSIONS_PER_USER: 'many' }), /sessionsPerUser/);
+  });
+
+  it('stops idle sessions past the timeout, from lastActivity or else the creation time', () => {
+    const now = new Date('2026-01-01T12:00:00Z');
+    const session = (created: string, lastActivity?: string) => ({
+      metadata: { name: 's', creationTimestamp: created },
+      status: lastActivity ? { lastActivity } : {},
+    });
+    const base = { timeoutMinutes: 10, maxLifetimeMinutes: 0, idleCheck: true, now };
+    assert.match(stopReason({ ...base, session: session('2026-01-01T11:00:00Z') }) ?? '', /^Idle/);
+    assert.equal(stopReason({ ...base, session: session('2026-01-01T11:00:00Z', '2026-01-01T11:55:00Z') }), undefined);
+    assert.equal(stopReason({ ...base, idleCheck: false, session: session('2026-01-01T11:00:00Z') }), undefined);
+    assert.equal(stopReason({ ...base, timeoutMinutes: 0, session: session('2026-01-01T11:00:00Z') }), undefined);
+    assert.match(
+      stopReason({ ...base, maxLifetimeMinutes: 30, session: session('2026-01-01T11:00:00Z', '2026-01-01T11:59:00Z') }) ?? '',
+      /^MaxLifetime/,
+    );
+  });
+});

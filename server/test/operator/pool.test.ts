@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { planPool, poolStatus, reservationOrder, type PoolInstanceState } from '../../src/operator/pool.js';
+
+const free = (id: number, generation = 1, ready = true): PoolInstanceState => ({ id, generation, reserved: false, released: false, ready });
+const reserved = (id: number, generation = 1): PoolInstanceState => ({ id, generation, reserved: true, released: false, ready: true });
+const released = (id: number, generation = 1): PoolInstanceState => ({ id, generation, reserved: false, released: true, ready: true });
+
+describe('operator pool arithmetic (the pool table)', () => {
+  it('creates the missing instances 1..minInstances', () => {
+    assert.deepEqual(planPool({ minInstances: 3, generation: 1, instances: [free(2)] }), {
+      create: [1, 3],
+      delete: [],
+      recreate: [],
+      returnToPool: [],
+    });
+  });
+
+  it('an ended reservation above minInstances is deleted', () => {
+    assert.deepEqual(planPool({ minInstances: 1, generation: 1, instances: [free(1), released(2)] }).delete, [2]);
+  });
+
+  it('an ended reservation of an older generation is recreated', () => {
+    const plan = planPool({ minInstances: 2, generation: 2, instances: [free(1, 2), released(2, 1)] });
+    assert.deepEqual(plan.recreate, [2]);
+    assert.deepEqual(plan.returnToPool, []);
+  });
+
+  it('otherwise an ended reservation returns to the pool', () => {
+    assert.deepEqual(planPool({ minInstances: 2, generation: 1, instances: [free(1), released(2)] }).returnToPool, [2]);
+  });
+
+  it('reserved instances are never touched, even above minInstances or outdated', () => {
+    assert.deepEqual(planPool({ minInstances: 0, generation: 5, instances: [reserved(1, 1), reserved(4, 5)] }), {
+      create: [],
+      delete: [],
+      recreate: [],
+      returnToPool: [],
+    });
+  });
+
+  it('minInstances lowered deletes free excess instances; 0 empties the pool', () => {
+    assert.deepEqual(planPool({ minInstances: 1, generation: 1, instances: [free(1), free(2), free(3)] }).delete, [2, 3]);
+    assert.deepEqual(planPool({ minInstances: 0, generation: 1, instances: [free(1), free(2)] }).delete, [1, 2]);
+  });
+
+  it('free outdated instances are recreated', () => {
+    assert.deepEqual(planPool({ minInstances: 2, generation: 3, instances: [free(1, 2), free(2, 3)] }).recreate, [1]);
+  });
+
+  it('counts ready and reserved instances', () => {
+    assert.deepEqual(poolStatus(3, [free(1), free(2, 1, false), reserved(3), released(4)]), { desired: 3, ready: 1, reserved: 1 });
+  });
+
+  it('tries ready instances first, then the lowest id', () => {
+    const order = reservationOrder([
+      { id: 3, ready: true },
+      { id: 1, ready: false },
+      { id: 2, ready: true },
+    ]);
+    assert.deepEqual(order.map((i) => i.id), [2, 3, 1]);
+  });
+});

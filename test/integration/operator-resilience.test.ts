@@ -1,0 +1,138 @@
+// The operator under load and failure: many concurrent launches against a small pool, an operator
+// stopped mid-way and restarted, dropped watch connections, two replicas with one leader.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import { LABELS } from '../../server/src/model/api-group.js';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import { cleanUpSuite, createAppDefinition, createSession, ideCloudResources, running, testOperator, waitForSession } from '../support/operator.js';
+
+const APP = 'rust-latest';
+const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=${APP}`;
+
+async function assertNoDoubleReservation(apps: k8s.AppsV1Api, r: IdeCloudResources, namespace: string) {
+  const pool = (await apps.listNamespacedDeployment({ namespace, labelSelector: poolSelector })).items;
+  const holders = pool.map((d) => d.metadata?.labels?.[LABELS.session]).filter(Boolean);
+  assert.equal(new Set(holders).size, holders.length, 'one session per instance');
+  const sessions = await r.sessions.list();
+  const eager = sessions.filter((s) => s.status?.startStrategy === 'eager');
+  assert.equal(new Set(eager.map((s) => s.status?.instanceId)).size, eager.length, 'one instance per session');
+  for (const s of eager) {
+    const d = pool.find((p) => p.metadata?.labels?.[LABELS.instanceId] === s.status?.instanceId);
+    assert.equal(d?.metadata?.labels?.[LABELS.session], s.metadata.name);
+  }
+  // No session has two workloads: lazy sessions have their own Deployment, eager ones none.
+  const own = (await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.component}=session` })).items;
+  for (const s of sessions) {
+    const count = own.filter((d) => d.metadata?.name === s.metadata.name).length;
+    assert.equal(count, s.status?.startStrategy === 'eager' ? 0 : 1, `workloads of ${s.metadata.name}`);
+  }
+  return { eager: eager.length, total: sessions.length };
+}
+
+describe('operator: concurrency, restarts and dropped watches', function () {
+  this.timeout(300_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator | undefined;
+  let apps: k8s.AppsV1Api;
+  let net: k8s.NetworkingV1Api;
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-load');
+    r = ideCloudResources(cluster.kc, namespace);
+    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
+    await createAppDefinition(r, APP, { minInstances: 10, maxInstances: null });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: true });
+  });
+  after(async () => {
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+  });
+
+  it('40 concurrent launches against a pool of 10: no instance reserved twice, every session Running, every route kept', async () => {
+    await eventually(async () => assert.equal((await r.appDefinitions.get(APP)).status?.pool?.ready, 10), 90_000, 300);
+    const names = Array.from({ length: 40 }, (_, i) => `load-${i}`);
+    await Promise.all(names.map((n) => createSession(r, n, { user: `${n}@example.com`, appDefinition: APP })));
+    await Promise.all(names.map((n) => waitForSession(r, n, running, 240_000)));
+    const { eager, total } = await assertNoDoubleReservation(apps, r, namespace);
+    assert.equal(total, 40);
+    assert.equal(eager, 10);
+    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+    const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path)).sort();
+    assert.deepEqual(paths, names.map((n) => `/${n}/`).sort());
+  });
+
+  it('an operator stopped mid-way and restarted leaves no leak and no duplicate', async () => {
+    await Promise.all((await r.sessions.list()).map((s) => r.sessions.delete(s.metadata.name)));
+    await eventually(async () => assert.deepEqual(await r.sessions.list(), []), 60_000, 300);
+    await eventually(async () => assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: 10, ready: 10, reserved: 0 }), 90_000, 300);
+    const names = Array.from({ length: 15 }, (_, i) => `restart-${i}`);
+    await Promise.all(names.map((n) => createSession(r, n, { user: `${n}@example.com`, appDefinition: APP })));
+    // Stop as soon as the first sessions got a strategy: the rest are mid-way.
+    await eventually(async () => assert.ok((await r.sessions.list()).some((s) => s.status?.startStrategy)), 30_000, 20);
+    await operator!.stop();
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: true });
+    await Promise.all(names.map((n) => waitForSession(r, n, running, 240_000)));
+    const { eager, total } = await assertNoDoubleReservation(apps, r, namespace);
+    assert.equal(total, 15);
+    assert.equal(eager, 10);
+    const pool = (await apps.listNamespacedDeployment({ namespace, labelSelector: poolSelector })).items;
+    assert.equal(pool.length, 10, 'no extra warm instances');
+  });
+
+  it('recovers from dropped watch connections', async () => {
+    operator!.dropWatches();
+    await createSession(r, 'after-drop', { user: 'drop@example.com', appDefinition: APP });
+    operator!.dropWatches();
+    const s = await waitForSession(r, 'after-drop', running, 60_000);
+    assert.equal(s.status?.startStrategy, 'lazy-fallback');
+  });
+});
+
+describe('operator: two replicas, one leader', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  const operators: RunningOperator[] = [];
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-leader');
+    r = ideCloudResources(cluster.kc, namespace);
+    await createAppDefinition(r, APP, { minInstances: 1 });
+    for (const identity of ['replica-a', 'replica-b']) {
+      operators.push(await testOperator(cluster.kc, namespace, { eagerStart: true, leaderElection: true, identity }));
+    }
+  });
+  after(async () => {
+    await cleanUpSuite(cluster.kc, namespace, operators);
+  });
+
+  it('elects exactly one leader, which reconciles; a standby takes over within seconds', async () => {
+    await eventually(() => assert.equal(operators.filter((o) => o.isLeader()).length, 1), 15_000);
+    await createSession(r, 'led-1', { user: 'a@example.com', appDefinition: APP });
+    assert.equal((await waitForSession(r, 'led-1', running)).status?.startStrategy, 'eager');
+    const leader = operators.find((o) => o.isLeader())!;
+    const standby = operators.find((o) => o !== leader)!;
+    // The same replica holds the lease for a while: no flapping.
+    await eventually(() => assert.equal(operators.filter((o) => o.isLeader()).length, 1), 5_000);
+    assert.ok(leader.isLeader());
+
+    await leader.stop();
+    const started = Date.now();
+    await eventually(() => assert.ok(standby.isLeader()), 10_000, 50);
+    assert.ok(Date.now() - started < 10_000);
+    await createSession(r, 'led-2', { user: 'b@example.com', appDefinition: APP });
+    assert.equal((await waitForSession(r, 'led-2', running)).status?.startStrategy, 'lazy-fallback');
+    const lease = await cluster.kc
+      .makeApiClient(k8s.CoordinationV1Api)
+      .readNamespacedLease({ name: 'ide-cloud-operator', namespace });
+    assert.equal(lease.spec?.holderIdentity, 'replica-b'.replace('b', standby === operators[1] ? 'b' : 'a'));
+  });
+});
