@@ -112,6 +112,39 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     await r.sessions.delete('carol-1');
   });
 
+  it('a running lazy session keeps its pod when the app definition changes', async () => {
+    await createSession(r, 'frank-1', { user: 'frank@example.com', appDefinition: 'python-latest' });
+    const before = await apps.readNamespacedDeployment({ name: (await waitForSession(r, 'frank-1', running)).metadata.name, namespace });
+    const updated = await r.appDefinitions.mergePatch('python-latest', { spec: { image: 'ide-cloud/session-python:v2' } });
+    await eventually(async () =>
+      assert.equal((await r.appDefinitions.get('python-latest')).status?.observedGeneration, updated.metadata.generation),
+    );
+    await createSession(r, 'frank-2', { user: 'frank@example.com', appDefinition: 'python-latest' });
+    await waitForSession(r, 'frank-2', running);
+    const after = await apps.readNamespacedDeployment({ name: 'frank-1', namespace });
+    assert.equal(after.metadata?.generation, before.metadata?.generation);
+    assert.equal(after.spec?.template.spec?.containers[0]?.image, before.spec?.template.spec?.containers[0]?.image);
+    const fresh = await apps.readNamespacedDeployment({ name: 'frank-2', namespace });
+    assert.equal(fresh.spec?.template.spec?.containers[0]?.image, 'ide-cloud/session-python:v2');
+  });
+
+  it('deleting a Session directly removes its route and everything it owns', async () => {
+    const owned = async () => {
+      const deployments = (await apps.listNamespacedDeployment({ namespace })).items.filter((d) => !d.metadata?.deletionTimestamp);
+      const services = (await core.listNamespacedService({ namespace })).items;
+      const configMaps = (await core.listNamespacedConfigMap({ namespace })).items.filter((c) => !c.metadata?.deletionTimestamp);
+      return [...deployments, ...services, ...configMaps].map((o) => o.metadata?.name).filter((n) => n?.startsWith('frank-1'));
+    };
+    assert.deepEqual((await owned()).sort(), ['frank-1', 'frank-1', 'frank-1-config', 'frank-1-db', 'frank-1-db']);
+    await r.sessions.delete('frank-1');
+    await eventually(async () => assert.equal(await r.sessions.find('frank-1'), undefined));
+    await eventually(async () => assert.deepEqual(await owned(), []), 30_000);
+    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+    const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path));
+    assert.ok(!paths.includes('/frank-1/') && paths.includes('/frank-2/'));
+    await r.sessions.delete('frank-2');
+  });
+
   it('fails a session for an unknown app definition (473) or workspace (471)', async () => {
     await createSession(r, 'dave-1', { user: 'dave@example.com', appDefinition: 'no-such-app' });
     await createSession(r, 'dave-2', { user: 'dave@example.com', appDefinition: 'python-latest', workspace: 'ws-none' });

@@ -12,6 +12,7 @@ import {
   createAppDefinition,
   createSession,
   ideCloudResources,
+  provideVolume,
   readyPodIp,
   running,
   startBridge,
@@ -136,6 +137,27 @@ describe('operator: warm pool and eager start', function () {
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
     const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace }).catch(() => undefined);
     assert.ok(!JSON.stringify(ingress?.spec ?? {}).includes('/eager-1/'));
+  });
+
+  it('attaches a persistent workspace to the reserved instance and injects into its restarted pod', async () => {
+    await provideVolume(cluster.kc, namespace, 'ws-gina');
+    await r.workspaces.create({ metadata: { name: 'ws-gina' }, spec: { user: 'gina@example.com', appDefinition: APP } });
+    await createSession(r, 'ws-eager', { user: 'gina@example.com', appDefinition: APP, workspace: 'ws-gina', envVars: { GIT_USER: 'gina' } });
+    const reserved = await waitForSession(r, 'ws-eager', (s) => !!s.status?.instanceId);
+    assert.equal(reserved.status?.startStrategy, 'eager');
+    const name = `${APP}-pool-${reserved.status!.instanceId}`;
+    const d = await apps.readNamespacedDeployment({ name, namespace });
+    const volume = d.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace');
+    assert.equal(volume?.persistentVolumeClaim?.claimName, 'ws-gina');
+    const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${name},${LABELS.session}=ws-eager`);
+    const bridge = await startBridge(ip, 16281);
+    bridges.push(bridge);
+    await waitForSession(r, 'ws-eager', (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'));
+    assert.deepEqual(bridge.received, [{ environment: { GIT_USER: 'gina' } }]);
+    await r.sessions.delete('ws-eager');
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
+    const back = await apps.readNamespacedDeployment({ name, namespace });
+    assert.ok(back.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.emptyDir, 'claim detached');
   });
 
   it('falls back to the lazy path when the pool is exhausted', async () => {

@@ -285,12 +285,23 @@ export class SessionReconciler {
     const name = session.metadata.name;
     const owners = [ownerReference(session as Parameters<typeof ownerReference>[0])];
     const labels = sessionLabels(session);
+    const podApp = sessionPodApp(session);
+    const ideService = service({ name, namespace: ctx.namespace, labels, owners, podApp, targetPort: ctx.config.authProxyPort });
+    // A running session keeps its pods: once its Deployment exists it is not rebuilt from a newer
+    // app definition generation (the Deployment is applied in one call, so it exists only whole).
+    const existing = await ctx.apps.readNamespacedDeployment({ name, namespace: ctx.namespace }).catch((e) => {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    });
+    if (existing && !existing.metadata?.deletionTimestamp) {
+      await applyObject(ctx.objects, ideService);
+      return existing;
+    }
     for (const sidecar of appDefinition.spec.sidecars ?? []) {
       const objects = sidecarObjects({ sidecar, ownerName: name, namespace: ctx.namespace, labels, owners, claimName, config: ctx.config });
       if (objects.service) await applyObject(ctx.objects, objects.service);
       await applyObject(ctx.objects, objects.deployment);
     }
-    const podApp = sessionPodApp(session);
     const applied = await applyObject(
       ctx.objects,
       deployment({
@@ -312,10 +323,7 @@ export class SessionReconciler {
         }),
       }),
     );
-    await applyObject(
-      ctx.objects,
-      service({ name, namespace: ctx.namespace, labels, owners, podApp, targetPort: ctx.config.authProxyPort }),
-    );
+    await applyObject(ctx.objects, ideService);
     return applied;
   }
 
