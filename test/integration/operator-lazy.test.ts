@@ -42,7 +42,11 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
     });
     await createAppDefinition(r, 'c-latest', { maxInstances: 1, timeout: 1 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 2, activityIntervalMs: 300 });
+    operator = await testOperator(cluster.kc, namespace, {
+      eagerStart: false,
+      sessionsPerUser: 2,
+      activityIntervalMs: 300,
+    });
   });
   after(async () => {
     await cleanUpSuite(cluster.kc, namespace, [operator]);
@@ -50,9 +54,15 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 
   it('starts a lazy session with its workspace: Deployment, Service, sidecar, route, URL, Running', async () => {
     await provideVolume(cluster.kc, namespace, 'ws-alice-1');
-    await r.workspaces.create({ metadata: { name: 'ws-alice-1' }, spec: { user: 'alice@example.com', appDefinition: 'python-latest' } });
+    await r.workspaces.create({
+      metadata: { name: 'ws-alice-1' },
+      spec: { user: 'alice@example.com', appDefinition: 'python-latest' },
+    });
     await eventually(async () => assert.equal((await r.workspaces.get('ws-alice-1')).status?.phase, 'Bound'), 30_000);
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'alice-token' }, stringData: { PLATFORM_TOKEN: 's3cret' } } });
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'alice-token' }, stringData: { PLATFORM_TOKEN: 's3cret' } },
+    });
     const created = await createSession(r, 'session-alice-1', {
       user: 'alice@example.com',
       appDefinition: 'python-latest',
@@ -70,13 +80,19 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 
     const d = await apps.readNamespacedDeployment({ name: 'session-alice-1', namespace });
     const pod = d.spec!.template;
-    assert.deepEqual(pod.spec!.containers.map((c) => c.name), ['python-latest', 'auth-proxy']);
+    assert.deepEqual(
+      pod.spec!.containers.map((c) => c.name),
+      ['python-latest', 'auth-proxy'],
+    );
     assert.equal(pod.metadata?.labels?.app?.startsWith('session-alice-1-'), true);
     assert.equal(pod.metadata?.labels?.app?.includes(created.metadata.uid!.slice(0, 8)), true);
     const ide = pod.spec!.containers[0]!;
     assert.deepEqual(plain(ide.env), [{ name: 'GIT_USER', value: 'alice' }]);
     assert.deepEqual(plain(ide.envFrom), [{ secretRef: { name: 'alice-token' } }]);
-    assert.equal(pod.spec!.volumes?.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName, 'ws-alice-1');
+    assert.equal(
+      pod.spec!.volumes?.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
+      'ws-alice-1',
+    );
     assert.equal(pod.spec!.volumes?.find((v) => v.name === 'config-store')?.configMap?.name, 'session-alice-1-config');
     assert.equal(d.metadata?.ownerReferences?.[0]?.uid, created.metadata.uid);
     await core.readNamespacedService({ name: 'session-alice-1', namespace });
@@ -85,12 +101,15 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     assert.ok(sidecar.metadata!.creationTimestamp! <= d.metadata!.creationTimestamp!);
 
     const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
-    const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => [rule.host, p.path, p.backend.service?.name]));
+    const paths = ingress.spec!.rules!.flatMap((rule) =>
+      rule.http!.paths.map((p) => [rule.host, p.path, p.backend.service?.name]),
+    );
     assert.deepEqual(paths, [['ide.localtest.me', '/session-alice-1/', 'session-alice-1']]);
 
     const events = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=session-alice-1` });
     const reasons = events.items.map((e) => e.reason);
-    for (const reason of ['LazyStart', 'Routed', 'Ready']) assert.ok(reasons.includes(reason), `${reason} in ${reasons}`);
+    for (const reason of ['LazyStart', 'Routed', 'Ready'])
+      assert.ok(reasons.includes(reason), `${reason} in ${reasons}`);
     assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('s3cret'));
   });
 
@@ -106,7 +125,11 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     await createSession(r, 'alice-3', { user: 'alice@example.com', appDefinition: 'python-latest' });
     const overUser = await waitForSession(r, 'alice-3', (s) => s.status?.phase === 'Failed');
     assert.equal(overUser.status?.error?.code, ErrorCode.sessionsPerUserReached);
-    await eventually(async () => assert.ok((await apps.listNamespacedDeployment({ namespace })).items.every((d) => d.metadata?.name !== 'alice-3')));
+    await eventually(async () =>
+      assert.ok(
+        (await apps.listNamespacedDeployment({ namespace })).items.every((d) => d.metadata?.name !== 'alice-3'),
+      ),
+    );
     await r.sessions.delete('alice-2');
     await r.sessions.delete('alice-3');
     await r.sessions.delete('carol-1');
@@ -114,10 +137,18 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 
   it('a running lazy session keeps its pod when the app definition changes', async () => {
     await createSession(r, 'frank-1', { user: 'frank@example.com', appDefinition: 'python-latest' });
-    const before = await apps.readNamespacedDeployment({ name: (await waitForSession(r, 'frank-1', running)).metadata.name, namespace });
-    const updated = await r.appDefinitions.mergePatch('python-latest', { spec: { image: 'ide-cloud/session-python:v2' } });
+    const before = await apps.readNamespacedDeployment({
+      name: (await waitForSession(r, 'frank-1', running)).metadata.name,
+      namespace,
+    });
+    const updated = await r.appDefinitions.mergePatch('python-latest', {
+      spec: { image: 'ide-cloud/session-python:v2' },
+    });
     await eventually(async () =>
-      assert.equal((await r.appDefinitions.get('python-latest')).status?.observedGeneration, updated.metadata.generation),
+      assert.equal(
+        (await r.appDefinitions.get('python-latest')).status?.observedGeneration,
+        updated.metadata.generation,
+      ),
     );
     await createSession(r, 'frank-2', { user: 'frank@example.com', appDefinition: 'python-latest' });
     await waitForSession(r, 'frank-2', running);
@@ -130,10 +161,16 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 
   it('deleting a Session directly removes its route and everything it owns', async () => {
     const owned = async () => {
-      const deployments = (await apps.listNamespacedDeployment({ namespace })).items.filter((d) => !d.metadata?.deletionTimestamp);
+      const deployments = (await apps.listNamespacedDeployment({ namespace })).items.filter(
+        (d) => !d.metadata?.deletionTimestamp,
+      );
       const services = (await core.listNamespacedService({ namespace })).items;
-      const configMaps = (await core.listNamespacedConfigMap({ namespace })).items.filter((c) => !c.metadata?.deletionTimestamp);
-      return [...deployments, ...services, ...configMaps].map((o) => o.metadata?.name).filter((n) => n?.startsWith('frank-1'));
+      const configMaps = (await core.listNamespacedConfigMap({ namespace })).items.filter(
+        (c) => !c.metadata?.deletionTimestamp,
+      );
+      return [...deployments, ...services, ...configMaps]
+        .map((o) => o.metadata?.name)
+        .filter((n) => n?.startsWith('frank-1'));
     };
     assert.deepEqual((await owned()).sort(), ['frank-1', 'frank-1', 'frank-1-config', 'frank-1-db', 'frank-1-db']);
     await r.sessions.delete('frank-1');
@@ -147,7 +184,11 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 
   it('fails a session for an unknown app definition (473) or workspace (471)', async () => {
     await createSession(r, 'dave-1', { user: 'dave@example.com', appDefinition: 'no-such-app' });
-    await createSession(r, 'dave-2', { user: 'dave@example.com', appDefinition: 'python-latest', workspace: 'ws-none' });
+    await createSession(r, 'dave-2', {
+      user: 'dave@example.com',
+      appDefinition: 'python-latest',
+      workspace: 'ws-none',
+    });
     assert.equal((await waitForSession(r, 'dave-1', (s) => s.status?.phase === 'Failed')).status?.error?.code, 473);
     assert.equal((await waitForSession(r, 'dave-2', (s) => s.status?.phase === 'Failed')).status?.error?.code, 471);
   });
@@ -156,7 +197,10 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     // bob-1 (c-latest, timeout 1 minute) reports activity two minutes ago, as PATCH /service/session would.
     await r.sessions.patchStatus('bob-1', { lastActivity: new Date(Date.now() - 120_000).toISOString() });
     await eventually(async () => assert.equal(await r.sessions.find('bob-1'), undefined), 30_000);
-    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=bob-1,reason=Stopped' });
+    const events = await core.listNamespacedEvent({
+      namespace,
+      fieldSelector: 'involvedObject.name=bob-1,reason=Stopped',
+    });
     assert.match(events.items[0]?.message ?? '', /Idle/);
     await eventually(async () => {
       const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
@@ -172,9 +216,16 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       assert.equal(await r.workspaces.find('ws-alice-1'), undefined);
     }, 30_000);
     await eventually(async () => {
-      const deployments = (await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.session}=session-alice-1` })).items;
-      assert.deepEqual(deployments.filter((d) => !d.metadata?.deletionTimestamp).map((d) => d.metadata?.name), []);
-      const claim = await core.readNamespacedPersistentVolumeClaim({ name: 'ws-alice-1', namespace }).catch(() => undefined);
+      const deployments = (
+        await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.session}=session-alice-1` })
+      ).items;
+      assert.deepEqual(
+        deployments.filter((d) => !d.metadata?.deletionTimestamp).map((d) => d.metadata?.name),
+        [],
+      );
+      const claim = await core
+        .readNamespacedPersistentVolumeClaim({ name: 'ws-alice-1', namespace })
+        .catch(() => undefined);
       assert.ok(!claim || claim.metadata?.deletionTimestamp, 'claim deleted');
       const services = (await core.listNamespacedService({ namespace })).items.map((s) => s.metadata?.name);
       assert.ok(!services.includes('session-alice-1'));

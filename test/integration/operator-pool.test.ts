@@ -64,14 +64,21 @@ describe('operator: warm pool and eager start', function () {
   it('keeps minInstances generic instances with the data bridge on, labelled with the generation', async () => {
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 60_000);
     const list = await instances();
-    assert.deepEqual(list.map((d) => d.metadata?.name), ['python-latest-pool-1', 'python-latest-pool-2']);
+    assert.deepEqual(
+      list.map((d) => d.metadata?.name),
+      ['python-latest-pool-1', 'python-latest-pool-2'],
+    );
     const generation = String((await r.appDefinitions.get(APP)).metadata.generation);
     for (const d of list) {
       assert.equal(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration], generation);
       const ide = d.spec!.template.spec!.containers[0]!;
       assert.equal(ide.name, APP);
       const env = Object.fromEntries((ide.env ?? []).map((e) => [e.name, e.value]));
-      assert.deepEqual(env, { DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_PORT: '16281', SESSION_ENV_STRATEGY: 'data-bridge' });
+      assert.deepEqual(env, {
+        DATA_BRIDGE_ENABLED: 'true',
+        DATA_BRIDGE_PORT: '16281',
+        SESSION_ENV_STRATEGY: 'data-bridge',
+      });
       assert.equal(d.metadata?.ownerReferences?.[0]?.kind, 'AppDefinition');
     }
   });
@@ -81,8 +88,14 @@ describe('operator: warm pool and eager start', function () {
       const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${d.metadata!.name}`);
       bridges.push(await startBridge(ip, 16281, { failPosts: 1 }));
     }
-    await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'course' }, data: { GIT_MAIL: 'a@example.com', COURSE: 'cm' } } });
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'token' }, stringData: { PLATFORM_TOKEN: 'tok-123', COURSE: 'secret-wins' } } });
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: 'course' }, data: { GIT_MAIL: 'a@example.com', COURSE: 'cm' } },
+    });
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'token' }, stringData: { PLATFORM_TOKEN: 'tok-123', COURSE: 'secret-wins' } },
+    });
     const created = await createSession(r, 'eager-1', {
       user: 'erin@example.com',
       appDefinition: APP,
@@ -102,7 +115,9 @@ describe('operator: warm pool and eager start', function () {
     assert.equal(instance.metadata?.labels?.[LABELS.session], 'eager-1');
     assert.ok(instance.metadata?.ownerReferences?.some((o) => o.kind === 'Session' && o.uid === created.metadata.uid));
     const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
-    const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => [p.path, p.backend.service?.name]));
+    const paths = ingress.spec!.rules!.flatMap((rule) =>
+      rule.http!.paths.map((p) => [p.path, p.backend.service?.name]),
+    );
     assert.deepEqual(paths, [['/eager-1/', `${APP}-pool-${id}`]]);
 
     const injected = await waitForSession(r, 'eager-1', (s) =>
@@ -112,12 +127,15 @@ describe('operator: warm pool and eager start', function () {
     assert.match(condition.message ?? '', /posts 2/);
     const bodies = bridges.flatMap((b) => b.received);
     assert.deepEqual(bodies, [
-      { environment: { GIT_USER: 'erin', COURSE: 'secret-wins', GIT_MAIL: 'a@example.com', PLATFORM_TOKEN: 'tok-123' } },
+      {
+        environment: { GIT_USER: 'erin', COURSE: 'secret-wins', GIT_MAIL: 'a@example.com', PLATFORM_TOKEN: 'tok-123' },
+      },
     ]);
     assert.ok(!JSON.stringify(injected.status).includes('tok-123'));
     const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=eager-1' });
     const reasons = events.items.map((e) => e.reason);
-    for (const reason of ['Reserved', 'Routed', 'Injected', 'Ready']) assert.ok(reasons.includes(reason), `${reason} in ${reasons}`);
+    for (const reason of ['Reserved', 'Routed', 'Injected', 'Ready'])
+      assert.ok(reasons.includes(reason), `${reason} in ${reasons}`);
     assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('tok-123'));
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 1, reserved: 1 }));
   });
@@ -141,8 +159,16 @@ describe('operator: warm pool and eager start', function () {
 
   it('attaches a persistent workspace to the reserved instance and injects into its restarted pod', async () => {
     await provideVolume(cluster.kc, namespace, 'ws-gina');
-    await r.workspaces.create({ metadata: { name: 'ws-gina' }, spec: { user: 'gina@example.com', appDefinition: APP } });
-    await createSession(r, 'ws-eager', { user: 'gina@example.com', appDefinition: APP, workspace: 'ws-gina', envVars: { GIT_USER: 'gina' } });
+    await r.workspaces.create({
+      metadata: { name: 'ws-gina' },
+      spec: { user: 'gina@example.com', appDefinition: APP },
+    });
+    await createSession(r, 'ws-eager', {
+      user: 'gina@example.com',
+      appDefinition: APP,
+      workspace: 'ws-gina',
+      envVars: { GIT_USER: 'gina' },
+    });
     const reserved = await waitForSession(r, 'ws-eager', (s) => !!s.status?.instanceId);
     assert.equal(reserved.status?.startStrategy, 'eager');
     const name = `${APP}-pool-${reserved.status!.instanceId}`;
@@ -152,7 +178,11 @@ describe('operator: warm pool and eager start', function () {
     const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${name},${LABELS.session}=ws-eager`);
     const bridge = await startBridge(ip, 16281);
     bridges.push(bridge);
-    await waitForSession(r, 'ws-eager', (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'));
+    await waitForSession(
+      r,
+      'ws-eager',
+      (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
+    );
     assert.deepEqual(bridge.received, [{ environment: { GIT_USER: 'gina' } }]);
     await r.sessions.delete('ws-eager');
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
@@ -168,7 +198,10 @@ describe('operator: warm pool and eager start', function () {
     const lazy = sessions.find((s) => s.status?.startStrategy === 'lazy-fallback')!;
     assert.equal(lazy.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy-fallback');
     await apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace });
-    assert.deepEqual(new Set(sessions.filter((s) => s.status?.startStrategy === 'eager').map((s) => s.status?.instanceId)), new Set(['1', '2']));
+    assert.deepEqual(
+      new Set(sessions.filter((s) => s.status?.startStrategy === 'eager').map((s) => s.status?.instanceId)),
+      new Set(['1', '2']),
+    );
   });
 
   it('minInstances lowered: a reserved instance above it is deleted when its session ends', async () => {
@@ -178,13 +211,19 @@ describe('operator: warm pool and eager start', function () {
     await eventually(async () => assert.equal((await poolStatus())?.desired, 1));
     assert.ok((await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`));
     await r.sessions.delete(holder.metadata.name);
-    await eventually(async () => assert.ok(!(await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`)), 30_000);
+    await eventually(
+      async () => assert.ok(!(await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`)),
+      30_000,
+    );
   });
 
   it('minInstances raised: missing instances are created', async () => {
     await r.appDefinitions.mergePatch(APP, { spec: { minInstances: 3 } });
     await eventually(async () => {
-      assert.deepEqual((await instances()).map((d) => d.metadata?.name), [`${APP}-pool-1`, `${APP}-pool-2`, `${APP}-pool-3`]);
+      assert.deepEqual(
+        (await instances()).map((d) => d.metadata?.name),
+        [`${APP}-pool-1`, `${APP}-pool-2`, `${APP}-pool-3`],
+      );
     }, 30_000);
   });
 
@@ -202,7 +241,10 @@ describe('operator: warm pool and eager start', function () {
     }, 30_000);
     const reservedNow = await apps.readNamespacedDeployment({ name: `${APP}-pool-1`, namespace });
     assert.equal(reservedNow.metadata?.uid, reservedBefore.metadata?.uid);
-    assert.equal(reservedNow.spec?.template.spec?.containers[0]?.image, reservedBefore.spec?.template.spec?.containers[0]?.image);
+    assert.equal(
+      reservedNow.spec?.template.spec?.containers[0]?.image,
+      reservedBefore.spec?.template.spec?.containers[0]?.image,
+    );
     await r.sessions.delete(holder.metadata.name);
     await eventually(async () => {
       const d = await apps.readNamespacedDeployment({ name: `${APP}-pool-1`, namespace });

@@ -7,7 +7,15 @@ import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
-import { cleanUpSuite, createAppDefinition, createSession, ideCloudResources, running, testOperator, waitForSession } from '../support/operator.js';
+import {
+  cleanUpSuite,
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  running,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
 
 const APP = 'rust-latest';
 const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=${APP}`;
@@ -70,7 +78,12 @@ describe('operator: concurrency, restarts and dropped watches', function () {
   it('an operator stopped mid-way and restarted leaves no leak and no duplicate', async () => {
     await Promise.all((await r.sessions.list()).map((s) => r.sessions.delete(s.metadata.name)));
     await eventually(async () => assert.deepEqual(await r.sessions.list(), []), 60_000, 300);
-    await eventually(async () => assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: 10, ready: 10, reserved: 0 }), 90_000, 300);
+    await eventually(
+      async () =>
+        assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: 10, ready: 10, reserved: 0 }),
+      90_000,
+      300,
+    );
     const names = Array.from({ length: 15 }, (_, i) => `restart-${i}`);
     await Promise.all(names.map((n) => createSession(r, n, { user: `${n}@example.com`, appDefinition: APP })));
     // Stop as soon as the first sessions got a strategy: the rest are mid-way.

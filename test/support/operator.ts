@@ -73,11 +73,15 @@ export async function waitForSession(
   check: (s: Session) => boolean,
   timeoutMs = 60_000,
 ): Promise<Session> {
-  return eventually(async () => {
-    const s = await r.sessions.get(name);
-    if (!check(s)) throw new Error(`session ${name} not there yet: ${JSON.stringify(s.status)}`);
-    return s;
-  }, timeoutMs, 200);
+  return eventually(
+    async () => {
+      const s = await r.sessions.get(name);
+      if (!check(s)) throw new Error(`session ${name} not there yet: ${JSON.stringify(s.status)}`);
+      return s;
+    },
+    timeoutMs,
+    200,
+  );
 }
 
 export const running = (s: Session) => s.status?.phase === 'Running' && !!s.status.url;
@@ -134,17 +138,21 @@ export async function startBridge(host: string, port: number, options: { failPos
 /** The IP of the ready pod carrying `labelSelector`. */
 export async function readyPodIp(kc: k8s.KubeConfig, namespace: string, labelSelector: string): Promise<string> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  return eventually(async () => {
-    const pods = await core.listNamespacedPod({ namespace, labelSelector });
-    const pod = pods.items.find(
-      (p) =>
-        !p.metadata?.deletionTimestamp &&
-        p.status?.podIP &&
-        (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
-    );
-    if (!pod?.status?.podIP) throw new Error(`no ready pod for ${labelSelector}`);
-    return pod.status.podIP;
-  }, 60_000, 200);
+  return eventually(
+    async () => {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector });
+      const pod = pods.items.find(
+        (p) =>
+          !p.metadata?.deletionTimestamp &&
+          p.status?.podIP &&
+          (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
+      if (!pod?.status?.podIP) throw new Error(`no ready pod for ${labelSelector}`);
+      return pod.status.podIP;
+    },
+    60_000,
+    200,
+  );
 }
 
 /**
@@ -182,9 +190,13 @@ export async function cleanUpSuite(
   try {
     await Promise.all((await r.sessions.list()).map((s) => r.sessions.delete(s.metadata.name)));
     await Promise.all((await r.workspaces.list()).map((w) => r.workspaces.delete(w.metadata.name)));
-    await eventually(async () => {
-      if ((await r.sessions.list()).length + (await r.workspaces.list()).length > 0) throw new Error('not yet');
-    }, 30_000, 200).catch(() => undefined);
+    await eventually(
+      async () => {
+        if ((await r.sessions.list()).length + (await r.workspaces.list()).length > 0) throw new Error('not yet');
+      },
+      30_000,
+      200,
+    ).catch(() => undefined);
   } finally {
     await Promise.all(operators.map((o) => o?.stop()));
     for (const o of await r.sessions.list().catch(() => [])) {

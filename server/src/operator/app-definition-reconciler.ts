@@ -4,7 +4,13 @@ import { setCondition } from '../model/conditions.js';
 import type { Session } from '../model/session.js';
 import type { OperatorContext } from './context.js';
 import { outcomeOf } from './errors.js';
-import { createInstance, deleteInstance, listPoolInstances, returnToPool, type PoolInstance } from './pool-instances.js';
+import {
+  createInstance,
+  deleteInstance,
+  listPoolInstances,
+  returnToPool,
+  type PoolInstance,
+} from './pool-instances.js';
 import { planPool, poolStatus, type PoolInstanceState } from './pool.js';
 import type { Reconciled } from './session-reconciler.js';
 
@@ -55,11 +61,18 @@ export class AppDefinitionReconciler {
       for (const id of plan.returnToPool) await returnToPool(ctx, appDefinition, byId.get(id)!, new Date());
       for (const id of plan.create) await createInstance(ctx, appDefinition, id);
       const acted = plan.delete.length + plan.recreate.length + plan.returnToPool.length + plan.create.length > 0;
-      status.pool = poolStatus(min, states.filter((s) => !plan.delete.includes(s.id) && !plan.recreate.includes(s.id)));
+      status.pool = poolStatus(
+        min,
+        states.filter((s) => !plan.delete.includes(s.id) && !plan.recreate.includes(s.id)),
+      );
       status.conditions = setCondition(status.conditions, {
         type: 'Ready',
         status: status.pool.ready >= Math.max(0, min - status.pool.reserved) && !acted ? 'True' : 'False',
-        reason: acted ? 'PoolChanging' : status.pool.ready + status.pool.reserved >= min ? 'PoolReady' : 'InstancesStarting',
+        reason: acted
+          ? 'PoolChanging'
+          : status.pool.ready + status.pool.reserved >= min
+            ? 'PoolReady'
+            : 'InstancesStarting',
         message: `${status.pool.ready} ready, ${status.pool.reserved} reserved of ${min}`,
         observedGeneration: generation,
       });

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from './logger.js';
 
-export type EventReason = 'Reserved' | 'LazyStart' | 'Routed' | 'Injected' | 'InjectionFailed' | 'Ready' | 'Failed' | 'Stopped';
+export type EventReason =
+  'Reserved' | 'LazyStart' | 'Routed' | 'Injected' | 'InjectionFailed' | 'Ready' | 'Failed' | 'Stopped';
 
 /**
  * Kubernetes Events on IDE Cloud objects, so `kubectl describe session` tells the story. Messages
@@ -31,7 +32,10 @@ export class EventRecorder {
       await this.core.createNamespacedEvent({
         namespace,
         body: {
-          metadata: { name: `${object.metadata.name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`, namespace },
+          metadata: {
+            name: `${object.metadata.name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`,
+            namespace,
+          },
           involvedObject: {
             apiVersion: object.apiVersion,
             kind: object.kind,

@@ -164,7 +164,10 @@ export class DataInjector {
         error = describe(e);
       }
       if (!error) {
-        this.log.info({ session: session.metadata.name, keys: Object.keys(JSON.parse(body).environment).length }, 'injected');
+        this.log.info(
+          { session: session.metadata.name, keys: Object.keys(JSON.parse(body).environment).length },
+          'injected',
+        );
         this.update(session, run, { phase: 'Injected', postAttempts: post, lastError: undefined });
         return;
       }

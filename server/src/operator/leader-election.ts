@@ -93,7 +93,8 @@ export class LeaderElector {
       if (!acquired && this.leading) await this.lose('lease held by another candidate');
     } catch (error) {
       this.log.warn({ err: String(error) }, 'leader election attempt failed');
-      if (this.leading && Date.now() - this.lastRenew > this.options.leaseDurationMs) await this.lose('could not renew');
+      if (this.leading && Date.now() - this.lastRenew > this.options.leaseDurationMs)
+        await this.lose('could not renew');
     }
   }
 

@@ -1,7 +1,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { ANNOTATIONS, LABELS } from '../model/api-group.js';
 import { dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-definition.js';
-import { dnsLabel } from '../model/names.js';
+import { dnsLabel, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
 import type { OperatorConfig } from './config.js';
 
@@ -34,7 +34,7 @@ export function poolInstanceName(appDefinition: string, id: number): string {
 
 /** `app=<sessionName>-<sessionUID>`, the pod label of a lazy session (cut with a hash to stay a label value). */
 export function sessionPodApp(session: Pick<Session, 'metadata'>): string {
-  return dnsLabel([session.metadata.name, session.metadata.uid ?? '']);
+  return sessionPodAppLabel(session);
 }
 
 export function sidecarName(ownerName: string, sidecar: Pick<Sidecar, 'name'>): string {
@@ -223,8 +223,14 @@ export function sidecarObjects(input: {
           ...(sc.port ? { ports: [{ name: 'http', containerPort: sc.port }] } : {}),
           env: Object.entries(sc.env ?? {}).map(([n, value]) => ({ name: n, value })),
           resources: {
-            requests: { ...(sc.requestsMemory ? { memory: sc.requestsMemory } : {}), ...(sc.requestsCpu ? { cpu: sc.requestsCpu } : {}) },
-            limits: { ...(sc.limitsMemory ? { memory: sc.limitsMemory } : {}), ...(sc.limitsCpu ? { cpu: sc.limitsCpu } : {}) },
+            requests: {
+              ...(sc.requestsMemory ? { memory: sc.requestsMemory } : {}),
+              ...(sc.requestsCpu ? { cpu: sc.requestsCpu } : {}),
+            },
+            limits: {
+              ...(sc.limitsMemory ? { memory: sc.limitsMemory } : {}),
+              ...(sc.limitsCpu ? { cpu: sc.limitsCpu } : {}),
+            },
           },
           ...(mount ? { volumeMounts: [{ name: 'workspace', mountPath: input.config.workspaceMountPath }] } : {}),
         },

@@ -44,9 +44,18 @@ class Controllers {
     const { config, log, namespace, kc } = ctx;
     const onError = (what: string) => (key: string, error: unknown) =>
       log.warn({ key, err: error instanceof Error ? error.message : String(error) }, `${what} reconcile failed`);
-    const sessionQueue = new WorkQueue((key) => sessions.reconcile(key), { workers: config.workers, onError: onError('session') });
-    const appQueue = new WorkQueue((key) => apps.reconcile(key), { workers: Math.min(2, config.workers), onError: onError('app definition') });
-    const workspaceQueue = new WorkQueue((key) => workspaces.reconcile(key), { workers: Math.min(2, config.workers), onError: onError('workspace') });
+    const sessionQueue = new WorkQueue((key) => sessions.reconcile(key), {
+      workers: config.workers,
+      onError: onError('session'),
+    });
+    const appQueue = new WorkQueue((key) => apps.reconcile(key), {
+      workers: Math.min(2, config.workers),
+      onError: onError('app definition'),
+    });
+    const workspaceQueue = new WorkQueue((key) => workspaces.reconcile(key), {
+      workers: Math.min(2, config.workers),
+      onError: onError('workspace'),
+    });
     this.injector = new DataInjector(kc, config, (name) => sessionQueue.add(name), log);
     const sessions = new SessionReconciler(ctx, this.injector, (name) => appQueue.add(name));
     const apps = new AppDefinitionReconciler(ctx);
@@ -55,7 +64,12 @@ class Controllers {
     this.queues.push(sessionQueue, appQueue, workspaceQueue);
 
     const base = `/apis/${API_VERSION}/namespaces/${namespace}`;
-    const source = <T extends { metadata?: { name?: string; namespace?: string; resourceVersion?: string } }>(path: string, apiVersion: string, kind: string, labelSelector?: string) => {
+    const source = <T extends { metadata?: { name?: string; namespace?: string; resourceVersion?: string } }>(
+      path: string,
+      apiVersion: string,
+      kind: string,
+      labelSelector?: string,
+    ) => {
       const s = new WatchSource<T>(kc, {
         path,
         apiVersion,
@@ -68,11 +82,16 @@ class Controllers {
       this.sources.push(s as unknown as WatchSource);
       return s;
     };
-    source<AppDefinition>(`${base}/appdefinitions`, API_VERSION, 'AppDefinition').on((_t, a) => appQueue.add(a.metadata.name));
-    source<Workspace>(`${base}/workspaces`, API_VERSION, 'Workspace').on((_t, w) => workspaceQueue.add(w.metadata.name));
+    source<AppDefinition>(`${base}/appdefinitions`, API_VERSION, 'AppDefinition').on((_t, a) =>
+      appQueue.add(a.metadata.name),
+    );
+    source<Workspace>(`${base}/workspaces`, API_VERSION, 'Workspace').on((_t, w) =>
+      workspaceQueue.add(w.metadata.name),
+    );
     source<Session>(`${base}/sessions`, API_VERSION, 'Session').on((type, s) => {
       sessionQueue.add(s.metadata.name);
-      if (type === 'DELETED' || s.metadata.deletionTimestamp || s.status?.phase === 'Failed') appQueue.add(s.spec.appDefinition);
+      if (type === 'DELETED' || s.metadata.deletionTimestamp || s.status?.phase === 'Failed')
+        appQueue.add(s.spec.appDefinition);
       if (type === 'DELETED') this.injector.forget(s.metadata.uid ?? s.metadata.name);
     });
     source<k8s.V1Deployment>(

@@ -145,7 +145,14 @@ export async function createInstance(ctx: OperatorContext, appDefinition: AppDef
   const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
   const labels = poolInstanceLabels(appDefinition, id);
   for (const sidecar of appDefinition.spec.sidecars ?? []) {
-    const objects = sidecarObjects({ sidecar, ownerName: name, namespace: ctx.namespace, labels, owners, config: ctx.config });
+    const objects = sidecarObjects({
+      sidecar,
+      ownerName: name,
+      namespace: ctx.namespace,
+      labels,
+      owners,
+      config: ctx.config,
+    });
     if (objects.service) await applyObject(ctx.objects, objects.service);
     await applyObject(ctx.objects, objects.deployment);
   }

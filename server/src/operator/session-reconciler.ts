@@ -39,7 +39,11 @@ export type Reconciled = { requeueAfterMs?: number } | void;
 class Pass {
   readonly status: SessionStatus;
   requeueAfterMs?: number;
-  readonly events: [type: 'Normal' | 'Warning', reason: Parameters<OperatorContext['events']['record']>[2], message: string][] = [];
+  readonly events: [
+    type: 'Normal' | 'Warning',
+    reason: Parameters<OperatorContext['events']['record']>[2],
+    message: string,
+  ][] = [];
 
   constructor(readonly session: Session) {
     this.status = structuredClone(session.status ?? {});
@@ -129,7 +133,8 @@ export class SessionReconciler {
     if (!pass.status.phase) {
       pass.status.phase = 'Pending';
       for (const type of Object.values(SessionCondition)) {
-        if (!findCondition(pass.status.conditions, type)) pass.condition({ type, status: 'Unknown', reason: 'Pending' });
+        if (!findCondition(pass.status.conditions, type))
+          pass.condition({ type, status: 'Unknown', reason: 'Pending' });
       }
     }
 
@@ -162,12 +167,17 @@ export class SessionReconciler {
     let workload: k8s.V1Deployment | undefined;
     if (eager) {
       const instanceName = poolInstanceName(appDefinition.metadata.name, Number(pass.status.instanceId));
-      workload = await ctx.apps.readNamespacedDeployment({ name: instanceName, namespace: ctx.namespace }).catch((e) => {
-        if (isNotFound(e)) return undefined;
-        throw e;
-      });
+      workload = await ctx.apps
+        .readNamespacedDeployment({ name: instanceName, namespace: ctx.namespace })
+        .catch((e) => {
+          if (isNotFound(e)) return undefined;
+          throw e;
+        });
       if (!workload || workload.metadata?.labels?.[LABELS.session] !== name) {
-        throw new FailObject(ErrorCode.internal, `warm instance ${instanceName} is no longer reserved for this session`);
+        throw new FailObject(
+          ErrorCode.internal,
+          `warm instance ${instanceName} is no longer reserved for this session`,
+        );
       }
       backend = instanceName;
     } else {
@@ -187,22 +197,45 @@ export class SessionReconciler {
       { host: ctx.config.sessionHost, path: routePath(name), serviceName: backend },
       true,
     );
-    pass.condition({ type: SessionCondition.routed, status: 'True', reason: 'RouteAdded', message: `path ${routePath(name)} in ingress ${ingressName}` });
-    if (pass.becameTrue(SessionCondition.routed)) pass.events.push(['Normal', 'Routed', `route ${routePath(name)} added to ingress ${ingressName}`]);
+    pass.condition({
+      type: SessionCondition.routed,
+      status: 'True',
+      reason: 'RouteAdded',
+      message: `path ${routePath(name)} in ingress ${ingressName}`,
+    });
+    if (pass.becameTrue(SessionCondition.routed))
+      pass.events.push(['Normal', 'Routed', `route ${routePath(name)} added to ingress ${ingressName}`]);
 
     // 5. Environment: in the pod spec (lazy) or pushed to the data bridge (eager, asynchronous).
     if (eager) this.injectionStep(session, appDefinition, backend, claimName, pass);
-    else pass.condition({ type: SessionCondition.envInjected, status: 'True', reason: 'PodEnvironment', message: 'values set in the pod specification' });
+    else
+      pass.condition({
+        type: SessionCondition.envInjected,
+        status: 'True',
+        reason: 'PodEnvironment',
+        message: 'values set in the pod specification',
+      });
 
     // 6. Readiness and URL.
     if (deploymentReady(workload)) {
       pass.status.url = sessionUrl(ctx.config, name);
       pass.status.phase = 'Running';
-      pass.condition({ type: SessionCondition.ready, status: 'True', reason: 'PodReady', message: 'the IDE pod is ready' });
-      if (pass.becameTrue(SessionCondition.ready)) pass.events.push(['Normal', 'Ready', `session ready at ${pass.status.url}`]);
+      pass.condition({
+        type: SessionCondition.ready,
+        status: 'True',
+        reason: 'PodReady',
+        message: 'the IDE pod is ready',
+      });
+      if (pass.becameTrue(SessionCondition.ready))
+        pass.events.push(['Normal', 'Ready', `session ready at ${pass.status.url}`]);
     } else {
       pass.status.phase = 'Starting';
-      pass.condition({ type: SessionCondition.ready, status: 'False', reason: 'PodNotReady', message: 'waiting for the IDE pod' });
+      pass.condition({
+        type: SessionCondition.ready,
+        status: 'False',
+        reason: 'PodNotReady',
+        message: 'waiting for the IDE pod',
+      });
       pass.requeue(5000);
     }
   }
@@ -255,17 +288,32 @@ export class SessionReconciler {
       if (instance) {
         pass.status.startStrategy = 'eager';
         pass.status.instanceId = String(instance.id);
-        pass.condition({ type: SessionCondition.reserved, status: 'True', reason: 'InstanceReserved', message: `warm instance ${instance.id}` });
+        pass.condition({
+          type: SessionCondition.reserved,
+          status: 'True',
+          reason: 'InstanceReserved',
+          message: `warm instance ${instance.id}`,
+        });
         pass.events.push(['Normal', 'Reserved', `reserved warm instance ${instance.id} (${instance.name})`]);
         this.enqueueAppDefinition(appDefinition.metadata.name);
       } else {
         pass.status.startStrategy = 'lazy-fallback';
-        pass.condition({ type: SessionCondition.reserved, status: 'False', reason: 'PoolExhausted', message: 'no free warm instance; lazy start' });
+        pass.condition({
+          type: SessionCondition.reserved,
+          status: 'False',
+          reason: 'PoolExhausted',
+          message: 'no free warm instance; lazy start',
+        });
         pass.events.push(['Normal', 'LazyStart', 'no free warm instance: starting lazily']);
       }
     } else {
       pass.status.startStrategy = 'lazy';
-      pass.condition({ type: SessionCondition.reserved, status: 'False', reason: 'EagerStartDisabled', message: 'lazy start' });
+      pass.condition({
+        type: SessionCondition.reserved,
+        status: 'False',
+        reason: 'EagerStartDisabled',
+        message: 'lazy start',
+      });
       pass.events.push(['Normal', 'LazyStart', 'starting lazily']);
     }
     pass.status.phase = 'Starting';
@@ -286,7 +334,14 @@ export class SessionReconciler {
     const owners = [ownerReference(session as Parameters<typeof ownerReference>[0])];
     const labels = sessionLabels(session);
     const podApp = sessionPodApp(session);
-    const ideService = service({ name, namespace: ctx.namespace, labels, owners, podApp, targetPort: ctx.config.authProxyPort });
+    const ideService = service({
+      name,
+      namespace: ctx.namespace,
+      labels,
+      owners,
+      podApp,
+      targetPort: ctx.config.authProxyPort,
+    });
     // A running session keeps its pods: once its Deployment exists it is not rebuilt from a newer
     // app definition generation (the Deployment is applied in one call, so it exists only whole).
     const existing = await ctx.apps.readNamespacedDeployment({ name, namespace: ctx.namespace }).catch((e) => {
@@ -298,7 +353,15 @@ export class SessionReconciler {
       return existing;
     }
     for (const sidecar of appDefinition.spec.sidecars ?? []) {
-      const objects = sidecarObjects({ sidecar, ownerName: name, namespace: ctx.namespace, labels, owners, claimName, config: ctx.config });
+      const objects = sidecarObjects({
+        sidecar,
+        ownerName: name,
+        namespace: ctx.namespace,
+        labels,
+        owners,
+        claimName,
+        config: ctx.config,
+      });
       if (objects.service) await applyObject(ctx.objects, objects.service);
       await applyObject(ctx.objects, objects.deployment);
     }
@@ -346,9 +409,15 @@ export class SessionReconciler {
     const detail = `health checks ${state.attempts}/${max}, posts ${state.postAttempts}${state.lastError ? `, last error: ${state.lastError}` : ''}`;
     if (state.phase === 'Injected') {
       pass.condition({ type: SessionCondition.envInjected, status: 'True', reason: 'Injected', message: detail });
-      if (pass.becameTrue(SessionCondition.envInjected)) pass.events.push(['Normal', 'Injected', `session environment injected (${detail})`]);
+      if (pass.becameTrue(SessionCondition.envInjected))
+        pass.events.push(['Normal', 'Injected', `session environment injected (${detail})`]);
     } else if (state.phase === 'Failed') {
-      pass.condition({ type: SessionCondition.envInjected, status: 'False', reason: 'InjectionFailed', message: detail });
+      pass.condition({
+        type: SessionCondition.envInjected,
+        status: 'False',
+        reason: 'InjectionFailed',
+        message: detail,
+      });
       pass.events.push(['Warning', 'InjectionFailed', `data injection failed (${detail})`]);
     } else {
       pass.condition({ type: SessionCondition.envInjected, status: 'Unknown', reason: state.phase, message: detail });
@@ -364,7 +433,13 @@ export class SessionReconciler {
     }
     const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
     if (ingressName) {
-      await setRoute(ctx.net, ctx.namespace, ingressName, { host: ctx.config.sessionHost, path: routePath(name), serviceName: '' }, false);
+      await setRoute(
+        ctx.net,
+        ctx.namespace,
+        ingressName,
+        { host: ctx.config.sessionHost, path: routePath(name), serviceName: '' },
+        false,
+      );
     }
     this.injector.forget(session.metadata.uid ?? name);
     try {

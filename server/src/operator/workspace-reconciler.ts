@@ -52,7 +52,9 @@ export class WorkspaceReconciler {
         await applyObject(ctx.objects, claim);
       } catch (error) {
         // A claim's spec is immutable once bound; an existing claim is what counts.
-        const existing = await ctx.core.readNamespacedPersistentVolumeClaim({ name: claimName, namespace: ctx.namespace }).catch(() => undefined);
+        const existing = await ctx.core
+          .readNamespacedPersistentVolumeClaim({ name: claimName, namespace: ctx.namespace })
+          .catch(() => undefined);
         if (!existing) throw error;
       }
       status.phase = 'Bound';
@@ -78,7 +80,10 @@ export class WorkspaceReconciler {
     const finalizers = finalizersOf(workspace);
     if (finalizers.includes(WORKSPACE_FINALIZER)) return;
     const updated = await this.ctx.resources.workspaces.mergePatch(workspace.metadata.name, {
-      metadata: { finalizers: [...finalizers, WORKSPACE_FINALIZER], resourceVersion: workspace.metadata.resourceVersion },
+      metadata: {
+        finalizers: [...finalizers, WORKSPACE_FINALIZER],
+        resourceVersion: workspace.metadata.resourceVersion,
+      },
     });
     workspace.metadata.resourceVersion = updated.metadata.resourceVersion;
   }

@@ -16,7 +16,10 @@ describe('operator names, routes, configuration and stop reasons', () => {
   });
 
   it('the session URL and the route path share the session name', () => {
-    assert.equal(sessionUrl({ sessionScheme: 'https', sessionHost: 'ide.example.org' }, 's-1'), 'https://ide.example.org/s-1/');
+    assert.equal(
+      sessionUrl({ sessionScheme: 'https', sessionHost: 'ide.example.org' }, 's-1'),
+      'https://ide.example.org/s-1/',
+    );
     assert.equal(routePath('s-1'), '/s-1/');
   });
 
@@ -25,10 +28,16 @@ describe('operator names, routes, configuration and stop reasons', () => {
     const b = { host: 'h', path: '/b/', serviceName: 'b' };
     const one = withRoute(undefined, a, true)!;
     const two = withRoute(one, b, true)!;
-    assert.deepEqual(two.rules?.[0]?.http?.paths.map((p) => p.path), ['/a/', '/b/']);
+    assert.deepEqual(
+      two.rules?.[0]?.http?.paths.map((p) => p.path),
+      ['/a/', '/b/'],
+    );
     assert.equal(withRoute(two, a, true), undefined, 'unchanged');
     const back = withRoute(two, a, false)!;
-    assert.deepEqual(back.rules?.[0]?.http?.paths.map((p) => p.path), ['/b/']);
+    assert.deepEqual(
+      back.rules?.[0]?.http?.paths.map((p) => p.path),
+      ['/b/'],
+    );
     assert.deepEqual(withRoute(back, b, false)!.rules, []);
     assert.equal(withRoute(back, a, false), undefined);
   });
@@ -63,7 +72,11 @@ describe('operator names, routes, configuration and stop reasons', () => {
     assert.equal(stopReason({ ...base, idleCheck: false, session: session('2026-01-01T11:00:00Z') }), undefined);
     assert.equal(stopReason({ ...base, timeoutMinutes: 0, session: session('2026-01-01T11:00:00Z') }), undefined);
     assert.match(
-      stopReason({ ...base, maxLifetimeMinutes: 30, session: session('2026-01-01T11:00:00Z', '2026-01-01T11:59:00Z') }) ?? '',
+      stopReason({
+        ...base,
+        maxLifetimeMinutes: 30,
+        session: session('2026-01-01T11:00:00Z', '2026-01-01T11:59:00Z'),
+      }) ?? '',
       /^MaxLifetime/,
     );
   });

@@ -1,9 +1,27 @@
 import assert from 'node:assert/strict';
 import { planPool, poolStatus, reservationOrder, type PoolInstanceState } from '../../src/operator/pool.js';
 
-const free = (id: number, generation = 1, ready = true): PoolInstanceState => ({ id, generation, reserved: false, released: false, ready });
-const reserved = (id: number, generation = 1): PoolInstanceState => ({ id, generation, reserved: true, released: false, ready: true });
-const released = (id: number, generation = 1): PoolInstanceState => ({ id, generation, reserved: false, released: true, ready: true });
+const free = (id: number, generation = 1, ready = true): PoolInstanceState => ({
+  id,
+  generation,
+  reserved: false,
+  released: false,
+  ready,
+});
+const reserved = (id: number, generation = 1): PoolInstanceState => ({
+  id,
+  generation,
+  reserved: true,
+  released: false,
+  ready: true,
+});
+const released = (id: number, generation = 1): PoolInstanceState => ({
+  id,
+  generation,
+  reserved: false,
+  released: true,
+  ready: true,
+});
 
 describe('operator pool arithmetic (the pool table)', () => {
   it('creates the missing instances 1..minInstances', () => {
@@ -39,7 +57,10 @@ describe('operator pool arithmetic (the pool table)', () => {
   });
 
   it('minInstances lowered deletes free excess instances; 0 empties the pool', () => {
-    assert.deepEqual(planPool({ minInstances: 1, generation: 1, instances: [free(1), free(2), free(3)] }).delete, [2, 3]);
+    assert.deepEqual(
+      planPool({ minInstances: 1, generation: 1, instances: [free(1), free(2), free(3)] }).delete,
+      [2, 3],
+    );
     assert.deepEqual(planPool({ minInstances: 0, generation: 1, instances: [free(1), free(2)] }).delete, [1, 2]);
   });
 
@@ -48,7 +69,11 @@ describe('operator pool arithmetic (the pool table)', () => {
   });
 
   it('counts ready and reserved instances', () => {
-    assert.deepEqual(poolStatus(3, [free(1), free(2, 1, false), reserved(3), released(4)]), { desired: 3, ready: 1, reserved: 1 });
+    assert.deepEqual(poolStatus(3, [free(1), free(2, 1, false), reserved(3), released(4)]), {
+      desired: 3,
+      ready: 1,
+      reserved: 1,
+    });
   });
 
   it('tries ready instances first, then the lowest id', () => {
@@ -57,6 +82,9 @@ describe('operator pool arithmetic (the pool table)', () => {
       { id: 1, ready: false },
       { id: 2, ready: true },
     ]);
-    assert.deepEqual(order.map((i) => i.id), [2, 3, 1]);
+    assert.deepEqual(
+      order.map((i) => i.id),
+      [2, 3, 1],
+    );
   });
 });
