@@ -1,0 +1,428 @@
+/// <reference lib="dom" />
+// The landing page's script (bundled by esbuild into app.js). It reads the launch parameters, removes
+// them from the address bar at once, signs in when an identity provider is configured, then either
+// launches right away or shows the launch screen. Secret values are never logged or shown.
+import { UserManager, WebStorageStateStore, type User } from 'oidc-client-ts';
+import {
+  messageFor,
+  PROGRESS_STEPS,
+  stepIndex,
+  stepOf,
+  type Failure,
+  type ProgressStepId,
+  type SessionSnapshot,
+} from '../messages.js';
+import {
+  decideStart,
+  readLaunchParameters,
+  templateFor,
+  withoutLaunchParameters,
+  type LandingApp,
+  type LaunchParameters,
+} from '../params.js';
+
+interface PageConfig {
+  apps: LandingApp[];
+  identityProvider: { authority: string; clientId: string; scope: string; resource?: string } | null;
+}
+
+const STORED_PARAMETERS = 'ide-cloud.landing.parameters';
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+type Screen = 'loading' | 'launch' | 'progress' | 'error';
+function show(screen: Screen): void {
+  for (const name of ['loading', 'launch', 'progress', 'error'] as const) $(`screen-${name}`).hidden = name !== screen;
+  document.body.dataset.screen = screen;
+}
+
+function announce(text: string): void {
+  $('status').textContent = text;
+}
+
+let retry: (() => void) | undefined;
+function showFailure(failure: Failure, again?: () => void): void {
+  const message = messageFor(failure);
+  $('error-title').textContent = message.title;
+  $('error-text').textContent = message.text;
+  document.body.dataset.failure = failure.kind === 'status' ? String(failure.code) : failure.kind;
+  retry = again;
+  $('retry-button').hidden = !(message.retry && again);
+  show('error');
+  announce(message.title);
+}
+
+/**
+ * The address and any form-posted parameters as the page was opened. Read and removed from the address
+ * bar synchronously, before anything else runs, so tokens stay out of history and screenshots.
+ */
+const opened = (() => {
+  const href = location.href;
+  const search = location.search;
+  const postedElement = document.getElementById('posted-parameters');
+  const posted = postedElement?.textContent
+    ? (JSON.parse(postedElement.textContent) as Record<string, string>)
+    : undefined;
+  postedElement?.remove();
+  history.replaceState(history.state, '', location.pathname + withoutLaunchParameters(search) + location.hash);
+  return { href, search, posted };
+})();
+
+/** The launch parameters: posted by a form, else from the address. */
+function takeParameters(identityProvider: boolean): LaunchParameters {
+  if (opened.posted) return readLaunchParameters(Object.entries(opened.posted), { identityProvider });
+  return readLaunchParameters(new URLSearchParams(opened.search), { identityProvider });
+}
+
+function isSignInCallback(): boolean {
+  const query = new URLSearchParams(opened.search);
+  return query.has('state') && (query.has('code') || query.has('error'));
+}
+
+/** Signs in when needed; undefined while the browser is being sent to the identity provider. */
+async function signIn(
+  config: NonNullable<PageConfig['identityProvider']>,
+  params: LaunchParameters,
+): Promise<{ user: User; params: LaunchParameters } | undefined> {
+  const extra = config.resource ? { resource: config.resource } : undefined;
+  const manager = new UserManager({
+    authority: config.authority,
+    client_id: config.clientId,
+    redirect_uri: location.origin + location.pathname,
+    response_type: 'code',
+    scope: config.scope,
+    loadUserInfo: false,
+    userStore: new WebStorageStateStore({ store: window.sessionStorage }),
+    ...(extra ? { extraQueryParams: extra, extraTokenParams: extra } : {}),
+  });
+  if (isSignInCallback()) {
+    const user = await manager.signinRedirectCallback(opened.href);
+    history.replaceState(history.state, '', location.pathname);
+    const kept = sessionStorage.getItem(STORED_PARAMETERS);
+    sessionStorage.removeItem(STORED_PARAMETERS);
+    const restored = kept ? (JSON.parse(kept) as LaunchParameters) : {};
+    return { user, params: { ...restored, ...params } };
+  }
+  const user = await manager.getUser();
+  if (user && !user.expired) return { user, params };
+  // Keep the parameters for the way back (this tab only), then sign in first.
+  sessionStorage.setItem(STORED_PARAMETERS, JSON.stringify(params));
+  await manager.signinRedirect();
+  return undefined;
+}
+
+/** The user id of a signed-in user: the e-mail of the ID token, else of the access token. */
+function emailOf(user: User): string | undefined {
+  if (typeof user.profile.email === 'string') return user.profile.email;
+  try {
+    const payload = JSON.parse(atob(user.access_token.split('.')[1]!.replace(/-/g, '+').replace(/_/g, '/'))) as {
+      email?: unknown;
+    };
+    return typeof payload.email === 'string' ? payload.email : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+interface Identity {
+  authorization?: string;
+  user?: string;
+}
+
+async function api(path: string, body: unknown, identity: Identity, signal?: AbortSignal): Promise<Response> {
+  return fetch(path, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(identity.authorization ? { authorization: identity.authorization } : {}),
+    },
+    body: JSON.stringify(body),
+    signal,
+  });
+}
+
+async function ping(): Promise<boolean> {
+  const response = await fetch('api/ping', { cache: 'no-store' });
+  return response.ok && (await response.json()) === true;
+}
+
+/** Reads a Server-Sent Events stream from a fetch response and calls `onMessage` per event. */
+async function readEvents(response: Response, onMessage: (event: string, data: unknown) => void): Promise<void> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value.replace(/\r\n/g, '\n');
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = 'message';
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event:')) event = line.slice(6).trim();
+        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+      }
+      if (data.length === 0) continue;
+      try {
+        onMessage(event, JSON.parse(data.join('\n')));
+      } catch {
+        // a malformed message is skipped
+      }
+    }
+  }
+}
+
+class Progress {
+  private reached = -1;
+  private readonly started = Date.now();
+  private readonly timer: number;
+  readonly history: ProgressStepId[] = [];
+
+  constructor() {
+    for (const li of Array.from($('steps').children) as HTMLElement[]) li.dataset.state = 'pending';
+    $('progress-detail').textContent = '';
+    document.body.dataset.steps = '';
+    this.tick();
+    this.timer = window.setInterval(() => this.tick(), 1000);
+  }
+
+  private tick(): void {
+    const seconds = Math.floor((Date.now() - this.started) / 1000);
+    $('elapsed').textContent = `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, '0')}`;
+  }
+
+  /** Moves forward to `step` (never back); every earlier step counts as done. */
+  reach(step: ProgressStepId): void {
+    const index = stepIndex(step);
+    if (index <= this.reached) return;
+    for (let i = this.reached + 1; i <= index; i++) this.history.push(PROGRESS_STEPS[i]!.id);
+    this.reached = index;
+    for (const li of Array.from($('steps').children) as HTMLElement[]) {
+      const i = stepIndex(li.dataset.step as ProgressStepId);
+      li.dataset.state = i < index || step === 'ready' ? 'done' : i === index ? 'current' : 'pending';
+    }
+    const bar = $<HTMLProgressElement>('progress-bar');
+    bar.value = index + 1;
+    bar.setAttribute('aria-valuetext', PROGRESS_STEPS[index]!.label);
+    $('current-step').textContent = PROGRESS_STEPS[index]!.label;
+    document.body.dataset.steps = this.history.join(',');
+    announce(PROGRESS_STEPS[index]!.label);
+  }
+
+  detail(text: string): void {
+    $('progress-detail').textContent = text;
+  }
+
+  stop(): void {
+    window.clearInterval(this.timer);
+  }
+}
+
+async function launch(
+  config: PageConfig,
+  params: LaunchParameters,
+  identity: Identity,
+  template?: string,
+): Promise<void> {
+  const again = () => void launch(config, params, identity, template);
+  const body = { parameters: params, user: identity.user, template };
+  show('progress');
+  const progress = new Progress();
+  progress.reach('requested');
+  const streamControl = new AbortController();
+  let cancelled = false;
+  let finished = false;
+
+  const finish = () => {
+    finished = true;
+    progress.stop();
+    streamControl.abort();
+    window.removeEventListener('offline', offline);
+  };
+  const offline = () => {
+    if (finished) return;
+    finish();
+    showFailure({ kind: 'network' }, again);
+  };
+  window.addEventListener('offline', offline);
+
+  $('cancel-button').onclick = async () => {
+    if (finished) return;
+    cancelled = true;
+    ($('cancel-button') as HTMLButtonElement).disabled = true;
+    progress.detail('Stopping…');
+    try {
+      await api('api/cancel', body, identity);
+    } catch {
+      // the session may be left running; it is stopped when idle
+    }
+    finish();
+    ($('cancel-button') as HTMLButtonElement).disabled = false;
+    showFailure({ kind: 'cancelled' }, again);
+  };
+
+  // Progress: the service's event stream for this launch's workspace (best effort: the launch goes on without it).
+  void (async () => {
+    try {
+      const response = await api('api/progress', body, identity, streamControl.signal);
+      if (!response.ok) return;
+      await readEvents(response, (event, data) => {
+        if (finished) return;
+        if (event === 'session') {
+          const snapshot = data as SessionSnapshot & { error?: { code: number } };
+          progress.reach(stepOf(snapshot));
+        } else if (event === 'event') {
+          const e = data as { reason?: string; message?: string };
+          progress.detail([e.reason, e.message].filter(Boolean).join(': '));
+        }
+      });
+    } catch {
+      // stream closed or aborted
+    }
+  })();
+
+  let response: Response;
+  try {
+    response = await api('api/launch', body, identity);
+  } catch {
+    if (!cancelled && !finished) {
+      finish();
+      showFailure({ kind: 'network' }, again);
+    }
+    return;
+  }
+  if (cancelled || finished) return;
+  if (response.ok) {
+    const { url } = (await response.json()) as { url: string };
+    progress.reach('ready');
+    finish();
+    progress.detail('Opening your IDE…');
+    location.assign(url);
+    return;
+  }
+  finish();
+  const code = await response
+    .json()
+    .then((b: { code?: unknown }) => (typeof b.code === 'number' ? b.code : response.status))
+    .catch(() => response.status);
+  showFailure({ kind: 'status', code }, again);
+}
+
+function showLaunchScreen(
+  config: PageConfig,
+  params: LaunchParameters,
+  identity: Identity,
+  preselected?: LandingApp,
+): void {
+  const apps = $('apps');
+  apps.replaceChildren();
+  config.apps.forEach((app, i) => {
+    const label = document.createElement('label');
+    const input = document.createElement('input');
+    input.type = 'radio';
+    input.name = 'app';
+    input.value = app.name;
+    input.checked = preselected ? app.name === preselected.name : i === 0;
+    const span = document.createElement('span');
+    span.textContent = app.label;
+    label.append(input, span);
+    apps.append(label);
+  });
+  const chosen = () =>
+    config.apps.find(
+      (a) => a.name === (document.querySelector<HTMLInputElement>('input[name=app]:checked')?.value ?? ''),
+    );
+  const buildSystems = () => {
+    const app = chosen();
+    const select = $<HTMLSelectElement>('build-system');
+    select.replaceChildren(
+      ...(app?.buildSystems ?? []).map((b) => {
+        const option = document.createElement('option');
+        option.value = b.id;
+        option.textContent = b.label;
+        return option;
+      }),
+    );
+    $('build-system-field').hidden = !app || app.buildSystems.length === 0;
+  };
+  apps.onchange = buildSystems;
+  buildSystems();
+  const needsUser = !config.identityProvider && !params.user;
+  $('user-field').hidden = !needsUser;
+  const hint = $('launch-hint');
+  hint.hidden = Boolean(params.gitUri);
+  hint.textContent = params.gitUri ? '' : 'No repository was given: the IDE starts with an empty workspace.';
+  $<HTMLFormElement>('launch-form').onsubmit = (event) => {
+    event.preventDefault();
+    const app = chosen();
+    if (!app) return;
+    const user = needsUser ? $<HTMLInputElement>('user').value.trim() : params.user;
+    if (needsUser && !user) {
+      $<HTMLInputElement>('user').setAttribute('aria-invalid', 'true');
+      $<HTMLInputElement>('user').focus();
+      return;
+    }
+    const template = templateFor(app, $<HTMLSelectElement>('build-system').value);
+    void launch(config, { ...params, appDef: app.name, ...(user ? { user } : {}) }, identity, template);
+  };
+  show('launch');
+}
+
+async function main(): Promise<void> {
+  const config = (await (await fetch('config.json', { cache: 'no-store' })).json()) as PageConfig;
+  let params = takeParameters(config.identityProvider !== null);
+
+  let identity: Identity = {};
+  if (config.identityProvider) {
+    let signedIn: Awaited<ReturnType<typeof signIn>>;
+    try {
+      signedIn = await signIn(config.identityProvider, params);
+    } catch {
+      showFailure({ kind: 'login' }, () => location.reload());
+      return;
+    }
+    if (!signedIn) return; // on the way to the identity provider
+    params = signedIn.params;
+    identity = { authorization: `Bearer ${signedIn.user.access_token}`, user: emailOf(signedIn.user) };
+  }
+
+  await proceed(config, params, identity);
+}
+
+/** Ping (maintenance check), then the auto-start decision. */
+async function proceed(config: PageConfig, params: LaunchParameters, identity: Identity): Promise<void> {
+  const again = () => void proceed(config, params, identity);
+  show('loading');
+  let healthy: boolean;
+  try {
+    healthy = await ping();
+  } catch {
+    showFailure({ kind: 'network' }, again);
+    return;
+  }
+  if (!healthy) {
+    showFailure({ kind: 'maintenance' }, again);
+    return;
+  }
+
+  const decision = decideStart(params, {
+    apps: config.apps,
+    identityProvider: config.identityProvider !== null,
+    authenticated: true,
+  });
+  switch (decision.kind) {
+    case 'unknown-app':
+      showFailure({ kind: 'unknown-app' });
+      return;
+    case 'auto':
+      await launch(config, params, identity, templateFor(decision.app));
+      return;
+    default:
+      showLaunchScreen(config, params, identity, decision.kind === 'manual' ? decision.app : undefined);
+  }
+}
+
+$('retry-button').addEventListener('click', () => retry?.());
+main().catch(() => showFailure({ kind: 'network' }, () => location.reload()));

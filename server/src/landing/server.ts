@@ -1,0 +1,300 @@
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import express, {
+  type ErrorRequestHandler,
+  type Express,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
+import { pino, type Logger, type DestinationStream } from 'pino';
+import { z } from 'zod';
+import { buildClientBundle } from './bundle.js';
+import type { LandingConfig } from './config.js';
+import { renderPage } from './page.js';
+import { launchEnvironment, readLaunchParameters, templateFor, type LaunchParameters } from './params.js';
+import { launchTarget, ServiceClient, type Forwarded } from './service-client.js';
+
+export interface RunningLandingPage {
+  /** Base URL, e.g. http://127.0.0.1:8081 */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface LandingOptions {
+  /** Where the JSON logs go (default stdout); tests capture them here. */
+  logDestination?: DestinationStream;
+}
+
+const Text = z.string().trim().max(4096);
+/** What the page sends for a launch, progress stream or cancel; the landing page reads nothing else. */
+const LaunchBodySchema = z
+  .object({
+    parameters: z
+      .object({
+        appDef: Text.optional(),
+        gitUri: Text.optional(),
+        gitUser: Text.optional(),
+        gitMail: Text.optional(),
+        platformUrl: Text.optional(),
+        platformToken: Text.optional(),
+        user: Text.optional(),
+      })
+      .strip(),
+    /** Identity-provider mode: the signed-in user's e-mail, which the service checks against the token. */
+    user: Text.optional(),
+    template: Text.optional(),
+  })
+  .strip();
+type LaunchBody = z.infer<typeof LaunchBodySchema>;
+
+class LandingError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+/**
+ * The landing page's web server: the page and its script, its configuration, an HTML form POST of the
+ * launch parameters, and three API calls the page makes (launch, progress, cancel) that it forwards
+ * to the REST service with the service auth token added. Holds no state.
+ */
+export function createLandingApp(config: LandingConfig, logger: Logger, script: string): Express {
+  const service = new ServiceClient(config.serviceUrl, config.serviceAuthToken);
+  const identityProvider = config.identityProvider !== undefined;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(observe(logger));
+  app.use((_req, res, next) => {
+    res.set({
+      'Referrer-Policy': 'no-referrer',
+      'X-Content-Type-Options': 'nosniff',
+      'X-Frame-Options': 'DENY',
+    });
+    next();
+  });
+
+  const page = (req: Request, res: Response, posted?: LaunchParameters) => {
+    res
+      .status(200)
+      .set({ 'Cache-Control': 'no-store', 'Content-Security-Policy': contentSecurityPolicy(config) })
+      .type('html')
+      .send(renderPage({ posted }));
+  };
+  app.get('/', (req, res) => page(req, res));
+  // The same parameters by an HTML form POST: tokens stay out of the address bar and history entirely.
+  app.post('/', express.urlencoded({ extended: false, limit: '32kb', parameterLimit: 50 }), (req, res) => {
+    const form = Object.entries((req.body ?? {}) as Record<string, unknown>).filter(
+      (e): e is [string, string] => typeof e[1] === 'string',
+    );
+    page(req, res, readLaunchParameters(form, { identityProvider }));
+  });
+
+  app.get('/app.js', (_req, res) => {
+    res.set('Cache-Control', 'no-cache').type('text/javascript').send(script);
+  });
+  app.get('/config.json', (_req, res) => {
+    res.set('Cache-Control', 'no-cache').json({
+      apps: config.apps,
+      identityProvider: config.identityProvider
+        ? {
+            authority: config.identityProvider.issuer,
+            clientId: config.identityProvider.clientId,
+            scope: config.identityProvider.scope,
+            ...(config.identityProvider.resource ? { resource: config.identityProvider.resource } : {}),
+          }
+        : null,
+    });
+  });
+  app.get('/healthz', (_req, res) => {
+    res.type('text/plain').send('ok');
+  });
+
+  const api = express.Router();
+  api.use(express.json({ limit: '32kb' }));
+  api.use((_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
+
+  api.get('/ping', async (_req, res) => {
+    const healthy = await service.ping();
+    res.status(healthy ? 200 : 503).json(healthy);
+  });
+
+  /** The target of a request: its app (checked against this page's list), user and workspace. */
+  const resolve = (req: Request) => {
+    const parsed = LaunchBodySchema.safeParse(req.body);
+    if (!parsed.success) throw new LandingError(400, 'invalid request body');
+    const body: LaunchBody = parsed.data;
+    const params = readLaunchParameters(Object.entries(body.parameters) as [string, string][], { identityProvider });
+    const app = config.apps.find((a) => a.name === params.appDef);
+    if (!app) throw new LandingError(473, 'unknown app definition');
+    const user = identityProvider ? body.user : params.user;
+    if (!user)
+      throw new LandingError(identityProvider ? 401 : 400, identityProvider ? 'sign in first' : 'user is required');
+    return { body, params, app, user, ...launchTarget(app.name, user, params.gitUri) };
+  };
+
+  api.post('/launch', async (req, res) => {
+    const target = resolve(req);
+    const controller = new AbortController();
+    res.on('close', () => controller.abort());
+    const template = templateFor(target.app, target.body.template);
+    const answer = await service.launch(
+      {
+        appDefinition: target.app.name,
+        user: target.user,
+        workspaceName: target.workspaceName,
+        label: target.app.label,
+        params: target.params,
+        env: launchEnvironment(target.params, template),
+      },
+      req.get('authorization'),
+      controller.signal,
+    );
+    if (answer.status === 200) {
+      res.json({ url: answer.body.trim(), workspaceName: target.workspaceName, sessionName: target.sessionName });
+      return;
+    }
+    send(res, answer);
+  });
+
+  api.post('/cancel', async (req, res) => {
+    const target = resolve(req);
+    send(res, await service.stop(target.sessionName, target.user, req.get('authorization')));
+  });
+
+  /** The service's progress stream of the launch's workspace, passed through as it comes. */
+  api.post('/progress', async (req, res) => {
+    const target = resolve(req);
+    const controller = new AbortController();
+    res.on('close', () => controller.abort());
+    const upstream = await service.events(
+      target.user,
+      target.workspaceName,
+      req.get('authorization'),
+      controller.signal,
+    );
+    if (!upstream.ok || !upstream.body) {
+      send(res, { status: upstream.status, contentType: 'application/json', body: await upstream.text() });
+      return;
+    }
+    res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'X-Accel-Buffering': 'no' });
+    res.flushHeaders();
+    const stream = Readable.fromWeb(upstream.body as import('node:stream/web').ReadableStream<Uint8Array>);
+    stream.on('error', () => res.end());
+    stream.pipe(res);
+  });
+
+  app.use('/api', api);
+  app.use((_req, res) => {
+    res.status(404).json({ code: 404, reason: 'not found' });
+  });
+  app.use(errorMiddleware(logger));
+  return app;
+}
+
+/** Passes a service answer on; an error without a JSON body gets one of the DESIGN.md shape. */
+function send(res: Response, answer: Forwarded): void {
+  if (answer.contentType.includes('json')) {
+    res.status(answer.status).type('application/json').send(answer.body);
+    return;
+  }
+  res
+    .status(answer.status)
+    .json({ code: answer.status, reason: answer.status < 400 ? 'ok' : 'the service refused the request' });
+}
+
+function contentSecurityPolicy(config: LandingConfig): string {
+  const issuer = config.identityProvider ? new URL(config.identityProvider.issuer).origin : '';
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    `connect-src 'self'${issuer ? ` ${issuer}` : ''}`,
+    "img-src 'self' data:",
+    `form-action 'self'${issuer ? ` ${issuer}` : ''}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+/** One log line per request: method, route and status. Never the query string or a body (secrets). */
+function observe(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const started = Date.now();
+    res.on('finish', () => {
+      logger.info({ method: req.method, path: req.path, status: res.statusCode, ms: Date.now() - started }, 'request');
+    });
+    next();
+  };
+}
+
+function errorMiddleware(logger: Logger): ErrorRequestHandler {
+  return (error: unknown, _req, res, _next) => {
+    let code = 500;
+    let reason = 'internal error';
+    if (error instanceof LandingError) {
+      code = error.code;
+      reason = error.reason;
+    } else if ((error as { type?: string })?.type === 'entity.parse.failed') {
+      code = 400;
+      reason = 'request body is not valid JSON';
+    } else if ((error as { type?: string })?.type === 'entity.too.large') {
+      code = 413;
+      reason = 'request body too large';
+    } else if (error instanceof TypeError || (error as { name?: string })?.name === 'AbortError') {
+      // fetch failed: the service cannot be reached
+      code = 503;
+      reason = 'the service cannot be reached';
+      logger.warn({ errorName: (error as Error).name }, 'service unreachable');
+    } else {
+      logger.error({ errorName: (error as Error)?.name }, 'unexpected error');
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(code).json({ code, reason });
+  };
+}
+
+/** Starts the landing page; resolves once it listens. */
+export async function startLandingPage(
+  config: LandingConfig,
+  options: LandingOptions = {},
+): Promise<RunningLandingPage> {
+  const logger = pino({ level: config.logLevel, base: { component: 'landing-page' } }, options.logDestination);
+  const script = await buildClientBundle();
+  const app = createLandingApp(config, logger, script);
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  // A launch request waits for the service, which blocks up to its launch timeout.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  const { port } = server.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  logger.info(
+    { port, mode: config.identityProvider ? 'identity-provider' : 'anonymous', apps: config.apps.map((a) => a.name) },
+    'landing page listening',
+  );
+  return {
+    url,
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}

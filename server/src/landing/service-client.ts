@@ -1,0 +1,109 @@
+import { sessionNameFor, landingWorkspaceName } from '../model/names.js';
+import type { LaunchParameters } from './params.js';
+
+/** An answer of the service, passed on to the browser as it came (status and JSON error body). */
+export interface Forwarded {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+/** The workspace and session a landing-page launch of these parameters uses (DESIGN.md name rule). */
+export function launchTarget(
+  appDefinition: string,
+  user: string,
+  gitUri?: string,
+): { workspaceName: string; sessionName: string } {
+  const workspaceName = landingWorkspaceName(appDefinition, user, gitUri);
+  return { workspaceName, sessionName: sessionNameFor(workspaceName) };
+}
+
+/**
+ * The landing page's side of the REST API: it adds the service auth token (appId) to each call, so
+ * the token never reaches a browser, and passes the user's bearer token on untouched.
+ */
+export class ServiceClient {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly appId: string,
+  ) {}
+
+  private headers(authorization: string | undefined, json: boolean): Record<string, string> {
+    return {
+      accept: 'application/json, text/plain, text/event-stream',
+      ...(json ? { 'content-type': 'application/json' } : {}),
+      ...(authorization ? { authorization } : {}),
+    };
+  }
+
+  private async forward(response: Response): Promise<Forwarded> {
+    return {
+      status: response.status,
+      contentType: response.headers.get('content-type') ?? 'application/json',
+      body: await response.text(),
+    };
+  }
+
+  /** The public ping: true when the service answers and says it is healthy. */
+  async ping(signal?: AbortSignal): Promise<boolean> {
+    try {
+      const response = await fetch(`${this.baseUrl}/service/${encodeURIComponent(this.appId)}`, {
+        signal: signal ?? AbortSignal.timeout(10_000),
+      });
+      return response.ok && (await response.json()) === true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** POST /service (blocks until the session URL is there, up to the service's launch timeout). */
+  async launch(
+    input: {
+      appDefinition: string;
+      user?: string;
+      workspaceName: string;
+      label: string;
+      params: LaunchParameters;
+      env: Record<string, string>;
+    },
+    authorization: string | undefined,
+    signal: AbortSignal,
+  ): Promise<Forwarded> {
+    const response = await fetch(`${this.baseUrl}/service`, {
+      method: 'POST',
+      headers: this.headers(authorization, true),
+      body: JSON.stringify({
+        appId: this.appId,
+        ...(input.user ? { user: input.user } : {}),
+        appDefinition: input.appDefinition,
+        workspaceName: input.workspaceName,
+        label: input.label,
+        env: { fromMap: input.env },
+      }),
+      signal,
+    });
+    return this.forward(response);
+  }
+
+  /** DELETE /service/session: stops the session (true also when already gone). */
+  async stop(sessionName: string, user: string | undefined, authorization: string | undefined): Promise<Forwarded> {
+    const response = await fetch(`${this.baseUrl}/service/session`, {
+      method: 'DELETE',
+      headers: this.headers(authorization, true),
+      body: JSON.stringify({ appId: this.appId, ...(user ? { user } : {}), sessionName }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    return this.forward(response);
+  }
+
+  /** GET /service/session/events/…: the progress stream of a workspace's session (Server-Sent Events). */
+  events(
+    user: string,
+    workspaceName: string,
+    authorization: string | undefined,
+    signal: AbortSignal,
+  ): Promise<Response> {
+    const path = ['service', 'session', 'events', this.appId, user, workspaceName].map(encodeURIComponent).join('/');
+    return fetch(`${this.baseUrl}/${path}`, { headers: this.headers(authorization, false), signal });
+  }
+}
