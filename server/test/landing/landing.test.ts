@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LandingConfigError, loadLandingConfig } from '../../src/landing/config.js';
+import { messageFor, PROGRESS_STEPS, stepIndex, stepOf } from '../../src/landing/messages.js';
+import { renderPage, scriptJson } from '../../src/landing/page.js';
+import { launchTarget } from '../../src/landing/service-client.js';
+
+describe('landing page: human messages', () => {
+  it('has its own message for 473, 551, 552, 553, maintenance and network loss', () => {
+    const titles = [
+      messageFor({ kind: 'status', code: 473 }),
+      messageFor({ kind: 'status', code: 551 }),
+      messageFor({ kind: 'status', code: 552 }),
+      messageFor({ kind: 'status', code: 553 }),
+      messageFor({ kind: 'maintenance' }),
+      messageFor({ kind: 'network' }),
+    ].map((m) => m.title);
+    assert.equal(new Set(titles).size, titles.length);
+    assert.match(messageFor({ kind: 'status', code: 553 }).text, /Close another IDE/);
+    assert.equal(messageFor({ kind: 'status', code: 551 }).retry, true);
+    assert.equal(messageFor({ kind: 'status', code: 473 }).retry, false);
+  });
+
+  it('falls back by class: gateway errors read as maintenance, other 5xx and 4xx generically', () => {
+    assert.deepEqual(messageFor({ kind: 'status', code: 503 }), messageFor({ kind: 'maintenance' }));
+    assert.match(messageFor({ kind: 'status', code: 599 }).title, /went wrong/);
+    assert.match(messageFor({ kind: 'status', code: 418 }).title, /refused/);
+  });
+});
+
+describe('landing page: progress steps', () => {
+  it('maps phase and conditions to the furthest step', () => {
+    assert.equal(stepOf({}), 'created');
+    assert.equal(stepOf({ phase: 'Pending' }), 'created');
+    assert.equal(stepOf({ phase: 'Starting' }), 'starting');
+    assert.equal(stepOf({ phase: 'Pending', conditions: [{ type: 'Reserved', status: 'True' }] }), 'starting');
+    assert.equal(stepOf({ phase: 'Starting', conditions: [{ type: 'Routed', status: 'True' }] }), 'routed');
+    assert.equal(stepOf({ phase: 'Starting', conditions: [{ type: 'Routed', status: 'Unknown' }] }), 'starting');
+    assert.equal(stepOf({ phase: 'Running', url: 'http://x/' }), 'ready');
+    assert.equal(stepOf({ phase: 'Running' }), 'starting');
+  });
+
+  it('orders the steps', () => {
+    assert.deepEqual(
+      PROGRESS_STEPS.map((s) => stepIndex(s.id)),
+      [0, 1, 2, 3, 4],
+    );
+  });
+});
+
+describe('landing page: page and names', () => {
+  it('embeds posted parameters so that no value can close the script element', () => {
+    const html = renderPage({ posted: { platformToken: '</script><script>alert(1)</script>' } });
+    assert.ok(!html.includes('</script><script>alert(1)'));
+    assert.equal(JSON.parse(scriptJson('a</script>\u2028')), 'a</script>\u2028');
+  });
+
+  it('uses the DESIGN.md workspace name, the same with or without credentials in gitUri', () => {
+    const a = launchTarget('python-latest', 'alice@example.com', 'https://u:one@git.example.org/course/repo.git');
+    const b = launchTarget('python-latest', 'alice@example.com', 'https://u:two@git.example.org/course/repo.git');
+    assert.deepEqual(a, b);
+    assert.match(a.workspaceName, /^ws-python-lates-repo-alice-exampl-[0-9a-f]{8}$/);
+    assert.equal(a.sessionName, `session-${a.workspaceName.slice(3)}`);
+  });
+});
+
+describe('landing page: configuration', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'landing-config-'));
+  const apps = path.join(dir, 'apps.json');
+  writeFileSync(
+    apps,
+    JSON.stringify([{ name: 'c-templates-latest', label: 'C', buildSystems: [{ id: 'make', label: 'Make' }] }]),
+  );
+  const base = { SERVICE_URL: 'http://service/', SERVICE_AUTH_TOKEN: 'a-service-token', LANDING_PAGE_APPS_FILE: apps };
+
+  it('reads the chart variables', () => {
+    const config = loadLandingConfig({
+      ...base,
+      PORT: '9000',
+      IDENTITY_PROVIDER_ISSUER: 'https://idp.example.org/realms/x',
+    });
+    assert.equal(config.serviceUrl, 'http://service');
+    assert.equal(config.port, 9000);
+    assert.deepEqual(config.apps, [
+      { name: 'c-templates-latest', label: 'C', buildSystems: [{ id: 'make', label: 'Make' }] },
+    ]);
+    assert.equal(config.identityProvider?.issuer, 'https://idp.example.org/realms/x');
+    assert.equal(config.identityProvider?.clientId, 'ide-cloud-landing-page');
+    assert.equal(config.identityProvider?.scope, 'openid email profile');
+    assert.equal(config.identityProvider?.resource, undefined);
+    assert.equal(loadLandingConfig({ ...base, IDENTITY_PROVIDER_ISSUER: 'disabled' }).identityProvider, undefined);
+  });
+
+  it('fails fast naming the variable, never printing the token', () => {
+    assert.throws(
+      () => loadLandingConfig({ ...base, SERVICE_AUTH_TOKEN: 'short' }),
+      (e: Error) => {
+        assert.ok(e instanceof LandingConfigError);
+        assert.match(e.message, /SERVICE_AUTH_TOKEN/);
+        assert.ok(!e.message.includes('short'));
+        return true;
+      },
+    );
+    assert.throws(
+      () => loadLandingConfig({ ...base, LANDING_PAGE_APPS_FILE: path.join(dir, 'none.json') }),
+      /LANDING_PAGE_APPS_FILE/,
+    );
+    assert.throws(() => loadLandingConfig({ ...base, SERVICE_URL: 'not a url' }), /SERVICE_URL/);
+  });
+});
