@@ -87,7 +87,7 @@ export class LeaderElector {
       if (acquired) this.lastRenew = Date.now();
       if (acquired && !this.leading) {
         this.leading = true;
-        this.log.info({ identity: this.options.identity }, 'became leader');
+        this.log.info('became leader');
         await this.options.onStartedLeading();
       }
       if (!acquired && this.leading) await this.lose('lease held by another candidate');
@@ -100,7 +100,7 @@ export class LeaderElector {
 
   private async lose(why: string): Promise<void> {
     this.leading = false;
-    this.log.warn({ identity: this.options.identity, why }, 'stopped leading');
+    this.log.warn({ why }, 'stopped leading');
     await this.options.onStoppedLeading();
   }
 
