@@ -107,6 +107,28 @@ function kubeconfigYaml(server: string, caFile: string, token: string): string {
   ].join('\n');
 }
 
+/**
+ * No volume provisioner runs here and kwok mounts nothing, so claims stay Pending; the volume plugins
+ * of the scheduler would keep every pod with a claim unscheduled. They are off; everything else is
+ * the default scheduler.
+ */
+function schedulerConfigYaml(kubeconfig: string): string {
+  const disabled = ['VolumeBinding', 'VolumeZone', 'VolumeRestrictions', 'NodeVolumeLimits'];
+  return [
+    'apiVersion: kubescheduler.config.k8s.io/v1',
+    'kind: KubeSchedulerConfiguration',
+    `clientConnection:\n  kubeconfig: ${kubeconfig}`,
+    'leaderElection:\n  leaderElect: false',
+    'profiles:',
+    '- schedulerName: default-scheduler',
+    '  plugins:',
+    '    multiPoint:',
+    '      disabled:',
+    ...disabled.map((name) => `      - name: ${name}`),
+    '',
+  ].join('\n');
+}
+
 /** Starts every component in `dir` (created fresh) and returns once the API server is ready with CRDs installed. */
 export async function startControlPlane(dir: string): Promise<ControlPlaneState> {
   const bin = await ensureBinaries('k8s');
@@ -194,8 +216,11 @@ export async function startControlPlane(dir: string): Promise<ControlPlaneState>
       '--concurrent-replicaset-syncs=10',
       '--concurrent-gc-syncs=20',
     ]);
+    const schedulerConfig = path.join(dir, 'scheduler.yaml');
+    await writeFile(schedulerConfig, schedulerConfigYaml(state.kubeconfig));
     state.pids['kube-scheduler'] = startProcess(dir, 'kube-scheduler', bin, [
-      ...common,
+      `--config=${schedulerConfig}`,
+      '--bind-address=127.0.0.1',
       `--secure-port=${schedulerPort}`,
       allowPaths,
     ]);
@@ -217,6 +242,14 @@ export async function startControlPlane(dir: string): Promise<ControlPlaneState>
     log('installing CRDs');
     await installCrds(kc);
     await waitForNodeReady(kc, 60_000);
+    // The TaintNodesByCondition admission gives every new node a not-ready taint, which only the
+    // node lifecycle controller (off, see above) would take away.
+    await kc
+      .makeApiClient(k8s.CoreV1Api)
+      .patchNode(
+        { name: KWOK_NODE, body: { spec: { taints: null } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
     log(`ready: ${state.server}`);
     return state;
   } catch (error) {
