@@ -1,40 +1,95 @@
-// npm start: the local control plane with IDE Cloud's CRDs and shipped app definitions; Ctrl-C stops
-// everything this process started.
+// npm start: IDE Cloud on the local control plane. Starts etcd, kube-apiserver, the controller
+// manager, the scheduler and kwok, applies the CRDs and the chart's app definitions, and runs the
+// operator (eager start on) and the REST service in this process. Ctrl-C stops everything it started.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import YAML from 'yaml';
+import { pino } from 'pino';
 import { loadKubeConfig } from '../server/src/kube/client.js';
 import { ideCloudResources } from '../server/src/kube/resources.js';
-import { SHIPPED_APP_DEFINITIONS } from '../server/src/model/shipped-app-definitions.js';
-import { startControlPlane, stopControlPlane } from './cluster/control-plane.js';
+import type { AppDefinitionSpecInput } from '../server/src/model/app-definition.js';
+import { startOperator } from '../server/src/operator/index.js';
+import { parseServiceConfig, startService } from '../server/src/service/index.js';
+import { ensureBinaries, startControlPlane, stopControlPlane } from './cluster/control-plane.js';
 
+const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dir = path.join(root, '.cluster', 'start');
 const namespace = process.env.IDE_CLOUD_NAMESPACE ?? 'ide-cloud';
+const port = Number(process.env.PORT ?? 8080);
+// One definition keeps a warm pool, so a newcomer sees both start strategies (eager and lazy).
+const WARM = 'python-latest';
 
-const state = await startControlPlane(dir);
+const cleanups: Array<() => Promise<unknown>> = [];
 let stopping = false;
-const stop = async () => {
-  if (stopping) return;
-  stopping = true;
-  console.log('stopping…');
-  await stopControlPlane(dir);
-  process.exit(0);
-};
-process.on('SIGINT', stop);
-process.on('SIGTERM', stop);
+async function stop(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    console.error('stopping…');
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  }
+  process.exit(code);
+}
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
 
-const kc = loadKubeConfig(state.kubeconfig);
-await kc
-  .makeApiClient(k8s.CoreV1Api)
-  .createNamespace({ body: { metadata: { name: namespace } } })
-  .catch((error: unknown) => {
-    if (!(error instanceof k8s.ApiException && error.code === 409)) throw error;
-  });
-const { appDefinitions } = ideCloudResources(kc, namespace);
-for (const { spec } of SHIPPED_APP_DEFINITIONS) await appDefinitions.apply(spec.name, { spec });
-console.log(`applied ${SHIPPED_APP_DEFINITIONS.length} app definitions in namespace ${namespace}`);
-console.log(`KUBECONFIG=${state.kubeconfig}`);
-console.log('Ctrl-C stops everything.');
-// The control plane runs in processes of its own; this timer keeps us alive to stop them on Ctrl-C.
-setInterval(() => undefined, 60_000);
+/** The app definitions of the Helm chart's values, rendered by helm itself: one source for both. */
+async function chartAppDefinitions(): Promise<AppDefinitionSpecInput[]> {
+  const helm = path.join(await ensureBinaries('helm'), 'helm');
+  const { stdout } = await run(helm, [
+    'template',
+    'dev',
+    path.join(root, 'charts', 'ide-cloud'),
+    '--show-only',
+    'templates/app-definitions.yaml',
+    '--set',
+    `appDefinitions.apps.${WARM}.minInstances=2`,
+  ]);
+  return YAML.parseAllDocuments(stdout)
+    .map((doc) => doc.toJS() as { spec: AppDefinitionSpecInput } | null)
+    .filter((doc) => doc !== null)
+    .map((doc) => doc!.spec);
+}
+
+try {
+  const [state, definitions] = await Promise.all([startControlPlane(dir), chartAppDefinitions()]);
+  cleanups.push(() => stopControlPlane(dir));
+
+  const kc = loadKubeConfig(state.kubeconfig);
+  await kc
+    .makeApiClient(k8s.CoreV1Api)
+    .createNamespace({ body: { metadata: { name: namespace } } })
+    .catch((error: unknown) => {
+      if (!(error instanceof k8s.ApiException && error.code === 409)) throw error;
+    });
+  const { appDefinitions } = ideCloudResources(kc, namespace);
+  for (const spec of definitions) await appDefinitions.apply(spec.name, { spec });
+
+  const operator = await startOperator(
+    { namespace, eagerStart: true },
+    { kubeConfig: kc, logger: pino({ level: process.env.LOG_LEVEL ?? 'info' }) },
+  );
+  cleanups.push(() => operator.stop());
+
+  const serviceAuthToken = process.env.SERVICE_AUTH_TOKEN ?? randomBytes(16).toString('hex');
+  const adminApiToken = process.env.ADMIN_API_TOKEN ?? randomBytes(16).toString('hex');
+  const service = await startService(
+    parseServiceConfig({ serviceAuthToken, adminApiToken, namespace, port, host: '127.0.0.1' }),
+    { kubeConfig: kc },
+  );
+  cleanups.push(() => service.close());
+
+  console.log(`\nIDE Cloud runs in namespace ${namespace} (anonymous mode; ${WARM} keeps a warm pool of 2).`);
+  console.log(`KUBECONFIG=${state.kubeconfig}`);
+  console.log(`SERVICE_URL=${service.url}`);
+  console.log(`SERVICE_AUTH_TOKEN=${serviceAuthToken}`);
+  console.log(`ADMIN_API_TOKEN=${adminApiToken}`);
+  console.log('Ctrl-C stops everything.');
+} catch (error) {
+  console.error(error instanceof Error ? error.message : error);
+  await stop(1);
+}
