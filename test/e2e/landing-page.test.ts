@@ -19,7 +19,6 @@ import { createTestNamespace, deleteTestNamespace, eventually } from '../support
 import { createAppDefinition, ideCloudResources, provideVolume, testOperator } from '../support/operator.js';
 import {
   LANDING_APPS,
-  liftNotReadyTaint,
   logSink,
   recordReports,
   SESSION_HOST,
@@ -66,11 +65,11 @@ describe('landing page in a real browser (anonymous mode, real service and opera
 
   before(async () => {
     cluster = await useCluster();
-    await liftNotReadyTaint(cluster.kc);
     namespace = await createTestNamespace(cluster.kc, 'landing');
     r = ideCloudResources(cluster.kc, namespace);
     await createAppDefinition(r, 'python-latest');
     await createAppDefinition(r, 'java-17-templates-latest');
+    await createAppDefinition(r, 'ocaml-latest', { requestsCpu: '1000', limitsCpu: '1000' });
     operator = await testOperator(cluster.kc, namespace, {
       eagerStart: false,
       sessionHost: SESSION_HOST,
@@ -195,6 +194,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
       'Python',
       'Java 17',
       'Rust',
+      'OCaml',
     ]);
     assert.equal(await page.isChecked('input[value=java-17-templates-latest]'), true);
     assert.deepEqual(await page.$$eval('#build-system option', (options) => options.map((o) => o.textContent)), [
@@ -238,12 +238,12 @@ describe('landing page in a real browser (anonymous mode, real service and opera
   });
 
   it('shows progress while the session starts, and cancel stops the session', async () => {
-    // No volume for this workspace: its pod cannot be scheduled, so the session stays starting.
+    // ocaml-latest asks for more CPU than the node has: its pod is never scheduled, the session stays starting.
     const user = 'carol@example.com';
-    const { sessionName } = launchTarget('python-latest', user, repo);
+    const { sessionName } = launchTarget('ocaml-latest', user, repo);
     const page = await context.newPage();
     const reports = await recordReports(page);
-    await page.goto(fullLink(user));
+    await page.goto(deepLink({ appDef: 'ocaml-latest', gitUri: repo, platformToken, user }));
     await page.waitForSelector('body[data-screen=progress]');
     await page.waitForFunction(() => (document.body.dataset.steps ?? '').split(',').includes('starting'), undefined, {
       timeout: 60_000,

@@ -1,7 +1,6 @@
 // Helpers of the landing-page browser suites: the app list, a recorder of the page's screens and steps,
-// a log sink, and a fix-up of the local control plane's node taint.
+// and a log sink.
 import { Writable } from 'node:stream';
-import * as k8s from '@kubernetes/client-node';
 import type { Page } from 'playwright-core';
 import type { LandingApp } from '../../server/src/landing/params.js';
 
@@ -17,6 +16,8 @@ export const LANDING_APPS: LandingApp[] = [
   },
   // offered by the page but not installed in the cluster: the service answers 473
   { name: 'rust-latest', label: 'Rust', buildSystems: [] },
+  // installed with more CPU than the local node has: its pods are never scheduled, so it stays starting
+  { name: 'ocaml-latest', label: 'OCaml', buildSystems: [] },
 ];
 
 export interface PageReport {
@@ -69,23 +70,3 @@ export function logSink(): { lines: string[]; stream: Writable } {
 export const SESSION_HOST = 'ide.localtest.me';
 export const SESSION_ORIGIN = `http://${SESSION_HOST}`;
 export const SESSION_PAGE = '<!doctype html><title>IDE session</title><h1>IDE session</h1>';
-
-/**
- * The API server taints a new node node.kubernetes.io/not-ready; the node lifecycle controller that
- * would lift it once the node is Ready is off on the local control plane (kwok keeps no lease). Lift it
- * here when it is still there, so session pods can be scheduled.
- */
-export async function liftNotReadyTaint(kc: k8s.KubeConfig): Promise<void> {
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  for (const node of (await core.listNode()).items) {
-    const taints = node.spec?.taints ?? [];
-    const kept = taints.filter((t) => t.key !== 'node.kubernetes.io/not-ready');
-    if (kept.length === taints.length) continue;
-    const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-    if (!ready) continue;
-    await core.patchNode(
-      { name: node.metadata!.name!, body: [{ op: 'replace', path: '/spec/taints', value: kept }] },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
-    );
-  }
-}

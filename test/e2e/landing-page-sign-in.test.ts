@@ -1,0 +1,152 @@
+// The landing page with the identity provider on, in a real browser: a deep link first sends the user
+// to the provider (oidc-provider from npm: authorization code + PKCE, its development login and consent
+// forms), and back on the page the launch starts by itself with the access token, against the real
+// service (identity-provider mode), the real operator and the local control plane.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Browser, BrowserContext } from 'playwright-core';
+import {
+  launchTarget,
+  parseLandingConfig,
+  startLandingPage,
+  type RunningLandingPage,
+} from '../../server/src/landing/index.js';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { launchBrowser, loopbackContext, screenshot } from '../support/browser.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
+import {
+  LANDING_APPS,
+  logSink,
+  recordReports,
+  SESSION_HOST,
+  SESSION_ORIGIN,
+  SESSION_PAGE,
+} from '../support/landing.js';
+import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
+import { createAppDefinition, ideCloudResources, provideVolume, testOperator } from '../support/operator.js';
+import { SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
+
+describe('landing page in a real browser (identity provider on)', function () {
+  this.timeout(240_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator;
+  let idp: LoginProvider;
+  let service: TestService;
+  let landing: RunningLandingPage;
+  let landingLogs: string[];
+  let browser: Browser;
+  let context: BrowserContext;
+  let blocked: string[];
+  const visited: string[] = [];
+  const platformToken = `ptok-${randomUUID()}`;
+  const repo = 'https://git.example.test/course/exercise-2.git';
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'landing-sso');
+    r = ideCloudResources(cluster.kc, namespace);
+    await createAppDefinition(r, 'python-latest');
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionHost: SESSION_HOST });
+    idp = await listenLoginProvider();
+    service = await startTestService(cluster.kc, namespace, {
+      identityProvider: { issuer: idp.issuer, audience: idp.audience },
+    });
+    const sink = logSink();
+    landingLogs = sink.lines;
+    landing = await startLandingPage(
+      parseLandingConfig({
+        serviceUrl: service.url,
+        serviceAuthToken: SERVICE_AUTH_TOKEN,
+        apps: LANDING_APPS,
+        identityProvider: { issuer: idp.issuer, clientId: 'ide-cloud-landing-page', scope: idp.scope },
+        port: 0,
+        host: '127.0.0.1',
+        logLevel: 'debug',
+      }),
+      { logDestination: sink.stream },
+    );
+    await idp.start({ clientId: 'ide-cloud-landing-page', redirectUris: [`${landing.url}/`] });
+    browser = await launchBrowser();
+    ({ context, blocked } = await loopbackContext(browser, { hosts: [SESSION_HOST], answer: SESSION_PAGE, visited }));
+  });
+
+  after(async () => {
+    await context?.close();
+    await browser?.close();
+    await landing?.close();
+    await service?.close();
+    await idp?.close();
+    await operator?.stop();
+    if (cluster && namespace) await deleteTestNamespace(cluster.kc, namespace);
+  });
+
+  it('signs in first (authorization code + PKCE), then auto-starts as the signed-in user', async () => {
+    const email = 'grace@example.com';
+    const { workspaceName, sessionName } = launchTarget('python-latest', email, repo);
+    await provideVolume(cluster.kc, namespace, workspaceName);
+    const page = await context.newPage();
+    const reports = await recordReports(page);
+    const authorizeRequests: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().startsWith(`${idp.issuer}/auth`)) authorizeRequests.push(request.url());
+    });
+
+    // `user` is not read with the identity provider on: the token's e-mail is the user.
+    const link = `${landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken, user: 'mallory@example.com' })}`;
+    await page.goto(link);
+    await page.waitForSelector('input[name=login]', { timeout: 30_000 });
+    assert.ok(page.url().startsWith(idp.issuer), 'sent to the identity provider before anything else');
+    assert.equal(authorizeRequests.length, 1);
+    const authorize = new URL(authorizeRequests[0]!);
+    assert.equal(authorize.searchParams.get('response_type'), 'code');
+    assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
+    assert.ok(authorize.searchParams.get('code_challenge'));
+    assert.ok(!authorizeRequests[0]!.includes(platformToken), 'no launch value travels to the provider');
+    await screenshot(page, 'landing-sign-in');
+
+    await page.fill('input[name=login]', email);
+    await page.fill('input[name=password]', 'any password');
+    await page.click('button[type=submit]');
+    // The development consent form: grant what the page asked for.
+    await page.waitForSelector('button[type=submit]', { timeout: 30_000 });
+    if (page.url().startsWith(idp.issuer)) await page.click('button[type=submit]');
+
+    await page.waitForURL(`${SESSION_ORIGIN}/${sessionName}/`, { timeout: 120_000 });
+    assert.ok(visited.includes(`${SESSION_ORIGIN}/${sessionName}/`));
+    const session = await r.sessions.get(sessionName);
+    assert.equal(session.spec.user, email);
+    assert.equal(session.spec.envVars?.PLATFORM_TOKEN, platformToken);
+
+    const landingReports = reports.filter((rep) => rep.href.startsWith(landing.url));
+    assert.ok(landingReports.length > 0);
+    for (const report of landingReports) {
+      assert.ok(!report.href.includes(platformToken), `address bar holds the token: ${report.href}`);
+      assert.ok(!/[?&](code|state)=/.test(report.href) || report.screen === 'loading', 'the sign-in answer is cleared');
+    }
+    assert.equal(landingReports.at(-1)!.steps.split(',').at(-1), 'ready');
+    // oidc-provider's development login form links a web font; the context blocks it like any
+    // non-loopback request. Nothing else may have tried to leave the machine.
+    assert.deepEqual(
+      blocked.filter((url) => !url.startsWith('https://fonts.googleapis.com/')),
+      [],
+    );
+    const logs = [...landingLogs, ...service.logs].join('\n');
+    assert.ok(!logs.includes(platformToken), 'the platform token reached the logs');
+  });
+
+  it('signed in already: the same link launches without a new login, into the same workspace', async () => {
+    const email = 'grace@example.com';
+    const { sessionName } = launchTarget('python-latest', email, repo);
+    const page = await context.newPage();
+    await page.goto(`${landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`);
+    await page.waitForURL(`${SESSION_ORIGIN}/${sessionName}/`, { timeout: 60_000 });
+    assert.deepEqual(
+      (await r.workspaces.list()).filter((w) => w.spec.user === email).map((w) => w.metadata.name),
+      [launchTarget('python-latest', email, repo).workspaceName],
+    );
+  });
+});

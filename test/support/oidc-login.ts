@@ -1,0 +1,90 @@
+// A real OpenID Connect provider (oidc-provider from npm) for browser sign-in: a public client using the
+// authorization-code flow with PKCE, and oidc-provider's own development login and consent forms (any
+// login name signs in as that account; its e-mail claim is the login name). Access tokens are JWTs for
+// the service's audience carrying the e-mail claim, as the service's identity-provider mode expects.
+//
+//   const idp = await listenLoginProvider();                   // issuer known, nothing served yet
+//   const landing = await startLandingPage({ ..., identityProvider: { issuer: idp.issuer, ... } });
+//   await idp.start({ clientId: 'landing', redirectUris: [`${landing.url}/`] });
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair } from 'jose';
+import Provider, { type Configuration } from 'oidc-provider';
+import { AUDIENCE } from './oidc.js';
+
+export interface LoginProvider {
+  issuer: string;
+  audience: string;
+  /** The scopes a client should ask for: openid, email and the service's resource scope. */
+  scope: string;
+  start(client: { clientId: string; redirectUris: string[] }): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function listenLoginProvider(): Promise<LoginProvider> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(503).end('not started');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const issuer = `http://127.0.0.1:${port}`;
+
+  return {
+    issuer,
+    audience: AUDIENCE,
+    scope: 'openid email api',
+    async start({ clientId, redirectUris }) {
+      const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+      const key = { ...(await exportJWK(privateKey)), kid: 'login-key', alg: 'RS256', use: 'sig' };
+      // Keys beyond the repository's minimal declaration of oidc-provider (oidc-provider.d.ts) ride along untyped.
+      const configuration: Configuration & Record<string, unknown> = {
+        clients: [
+          {
+            client_id: clientId,
+            token_endpoint_auth_method: 'none',
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+            redirect_uris: redirectUris,
+            scope: 'openid email api',
+          },
+        ],
+        jwks: { keys: [key] },
+        scopes: ['openid', 'email', 'api'],
+        claims: { openid: ['sub'], email: ['email'] },
+        conformIdTokenClaims: false,
+        pkce: { required: () => true },
+        findAccount: (_ctx: unknown, id: string) => ({
+          accountId: id,
+          claims: () => ({ sub: id, email: id }),
+        }),
+        features: {
+          devInteractions: { enabled: true },
+          resourceIndicators: {
+            enabled: true,
+            defaultResource: () => AUDIENCE,
+            useGrantedResource: () => true,
+            getResourceServerInfo: () => ({
+              scope: 'api',
+              audience: AUDIENCE,
+              accessTokenFormat: 'jwt',
+              accessTokenTTL: 300,
+              jwt: { sign: { alg: 'RS256' } },
+            }),
+          },
+        },
+        extraTokenClaims: (_ctx, token) => {
+          const accountId = (token as { accountId?: string }).accountId;
+          return accountId ? { email: accountId } : undefined;
+        },
+      };
+      const provider = new Provider(issuer, configuration);
+      server.removeAllListeners('request');
+      server.on('request', provider.callback());
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
