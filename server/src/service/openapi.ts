@@ -9,8 +9,8 @@ interface Operation {
   summary: string;
   tag: string;
   request?: z.ZodType;
-  /** 200 answer: a schema, 'url' (plain-text session URL), 'boolean', or 204 for no content. */
-  response: z.ZodType | 'url' | 'boolean' | 204;
+  /** 200 answer: a schema, 'url' (plain-text session URL), 'boolean', 'events' (Server-Sent Events), or 204 for no content. */
+  response: z.ZodType | 'url' | 'boolean' | 'events' | 204;
   security: ('oauth' | 'adminToken' | 'activityToken')[];
   errors: number[];
 }
@@ -160,6 +160,16 @@ const OPERATIONS: Operation[] = [
     errors: [401, 403, 470, 474, 521],
   },
   {
+    method: 'get',
+    path: '/service/session/events/{appId}/{user}/{workspaceName}',
+    summary:
+      "Progress of the session of the caller's own workspace as Server-Sent Events: `session` (phase, conditions, URL, error), `event` (a Kubernetes Event of the session), `deleted`; the workspace and session need not exist yet",
+    tag: 'sessions',
+    response: 'events',
+    security: [...user],
+    errors: [400, 401, 403, 470, 471],
+  },
+  {
     method: 'post',
     path: '/service/session/{session}/config',
     summary: "Set a value in the session's config store",
@@ -213,11 +223,17 @@ export function buildOpenApi(options: { issuer?: string } = {}): Schema {
             '200': {
               description: 'success',
               content:
-                op.response === 'url'
-                  ? { 'text/plain': { schema: { type: 'string', format: 'uri', description: 'the session URL' } } }
-                  : content(
-                      op.response === 'boolean' ? { type: 'boolean' } : jsonSchema(op.response, 'output', components),
-                    ),
+                op.response === 'events'
+                  ? {
+                      'text/event-stream': {
+                        schema: { type: 'string', description: 'Server-Sent Events; data is JSON' },
+                      },
+                    }
+                  : op.response === 'url'
+                    ? { 'text/plain': { schema: { type: 'string', format: 'uri', description: 'the session URL' } } }
+                    : content(
+                        op.response === 'boolean' ? { type: 'boolean' } : jsonSchema(op.response, 'output', components),
+                      ),
             },
           };
     const errors = Object.fromEntries(

@@ -1,0 +1,220 @@
+// The service's progress stream (Server-Sent Events) against the real API server: what it sends for a
+// workspace's session (status changes, its Kubernetes Events, deletion), and its auth rules, which are
+// those of the other session endpoints. The test plays the operator by writing Session status.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { sessionNameFor } from '../../server/src/model/names.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
+import { startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
+import { createSession } from '../support/operator.js';
+import {
+  applyAppDefinitions,
+  call,
+  resourcesOf,
+  SERVICE_AUTH_TOKEN,
+  startTestService,
+  type TestService,
+} from '../support/service-harness.js';
+
+interface Message {
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** Reads a Server-Sent Events response until `done` holds for the messages so far, or the deadline. */
+async function readStream(
+  url: string,
+  headers: Record<string, string>,
+  until: (messages: Message[]) => boolean,
+  whileOpen: (messages: Message[]) => Promise<void> = async () => undefined,
+  timeoutMs = 20_000,
+): Promise<{ status: number; contentType: string | null; messages: Message[] }> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  const response = await fetch(url, { headers, signal: controller.signal });
+  const messages: Message[] = [];
+  try {
+    if (!response.ok || !response.body)
+      return { status: response.status, contentType: response.headers.get('content-type'), messages };
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    const acting = whileOpen(messages);
+    let buffer = '';
+    while (!until(messages)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (event && data) messages.push({ event, data: JSON.parse(data) as Record<string, unknown> });
+      }
+    }
+    await acting;
+    return { status: response.status, contentType: response.headers.get('content-type'), messages };
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+}
+
+const path = (appId: string, user: string, workspace: string) =>
+  `/service/session/events/${encodeURIComponent(appId)}/${encodeURIComponent(user)}/${workspace}`;
+
+describe('service: session progress stream (Server-Sent Events)', function () {
+  this.timeout(120_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let core: k8s.CoreV1Api;
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'svc-events');
+    r = resourcesOf(cluster.kc, namespace);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    await applyAppDefinitions(r, [{ name: 'python-latest' }]);
+  });
+  after(async () => {
+    if (cluster && namespace) await deleteTestNamespace(cluster.kc, namespace);
+  });
+
+  describe('anonymous mode', () => {
+    let service: TestService;
+    before(async () => {
+      service = await startTestService(cluster.kc, namespace);
+    });
+    after(async () => {
+      await service?.close();
+    });
+
+    it('streams the session of the workspace from before it exists: status changes, its events, deletion', async () => {
+      const user = 'alice@example.com';
+      const workspace = 'ws-python-latest-repo-alice-0000abcd';
+      const sessionName = sessionNameFor(workspace);
+      const secret = 'platform-token-that-must-not-appear';
+      const result = await readStream(
+        `${service.url}${path(SERVICE_AUTH_TOKEN, user, workspace)}`,
+        {},
+        (messages) => messages.some((m) => m.event === 'deleted'),
+        async (seen) => {
+          // An earlier event about another object of the same name must not be reported.
+          await core.createNamespacedEvent({
+            namespace,
+            body: {
+              metadata: { name: `${sessionName}.old` },
+              involvedObject: { kind: 'Session', name: sessionName, namespace, uid: 'an-older-uid' },
+              reason: 'Old',
+              message: 'from an earlier session',
+              type: 'Normal',
+            },
+          });
+          await r.workspaces.create({ metadata: { name: workspace }, spec: { user, appDefinition: 'python-latest' } });
+          const session = await createSession(r, sessionName, {
+            user,
+            appDefinition: 'python-latest',
+            workspace,
+            envVars: { PLATFORM_TOKEN: secret },
+            sessionSecret: 'session-secret-that-must-not-appear',
+          });
+          await r.sessions.patchStatus(sessionName, { phase: 'Starting', startStrategy: 'lazy' });
+          await core.createNamespacedEvent({
+            namespace,
+            body: {
+              metadata: { name: `${sessionName}.new` },
+              involvedObject: { kind: 'Session', name: sessionName, namespace, uid: session.metadata.uid },
+              reason: 'LazyStart',
+              message: 'starting lazily',
+              type: 'Normal',
+            },
+          });
+          await r.sessions.patchStatus(sessionName, {
+            phase: 'Running',
+            url: `http://ide.example.test/${sessionName}/`,
+          });
+          // wait until the stream has seen Running before deleting, so the order is fixed
+          const deadline = Date.now() + 10_000;
+          while (!seen.some((m) => m.data.phase === 'Running') && Date.now() < deadline) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          await r.sessions.delete(sessionName);
+        },
+      );
+      assert.equal(result.status, 200);
+      assert.match(result.contentType ?? '', /^text\/event-stream/);
+      const phases = result.messages.filter((m) => m.event === 'session').map((m) => m.data.phase ?? 'none');
+      const distinct = phases.filter((p, i) => p !== phases[i - 1]);
+      assert.deepEqual(distinct.slice(distinct.indexOf('Starting')), ['Starting', 'Running']);
+      const events = result.messages.filter((m) => m.event === 'event');
+      assert.deepEqual(
+        events.map((e) => e.data.reason),
+        ['LazyStart'],
+      );
+      assert.equal(result.messages.at(-1)!.event, 'deleted');
+      const text = JSON.stringify(result.messages);
+      assert.ok(!text.includes(secret) && !text.includes('session-secret-that-must-not-appear'));
+    });
+
+    it("refuses a wrong appId (470), a blank user (400), another user's workspace or session (403)", async () => {
+      await r.workspaces.create({
+        metadata: { name: 'ws-bob-1' },
+        spec: { user: 'bob@example.com', appDefinition: 'python-latest' },
+      });
+      assert.equal(
+        (await call(service.url, 'GET', path('wrong-app-id-123', 'bob@example.com', 'ws-bob-1'))).status,
+        470,
+      );
+      assert.equal((await call(service.url, 'GET', path(SERVICE_AUTH_TOKEN, ' ', 'ws-bob-1'))).status, 400);
+      const other = await call(service.url, 'GET', path(SERVICE_AUTH_TOKEN, 'carol@example.com', 'ws-bob-1'));
+      assert.equal(other.status, 403);
+      assert.deepEqual(other.json, { code: 403, reason: 'the workspace belongs to another user' });
+      await createSession(r, sessionNameFor('ws-gone'), { user: 'bob@example.com', appDefinition: 'python-latest' });
+      assert.equal(
+        (await call(service.url, 'GET', path(SERVICE_AUTH_TOKEN, 'carol@example.com', 'ws-gone'))).status,
+        403,
+      );
+      assert.equal(
+        (await call(service.url, 'GET', path(SERVICE_AUTH_TOKEN, 'bob@example.com', 'Not_A_Name'))).status,
+        471,
+      );
+    });
+  });
+
+  describe('identity-provider mode', () => {
+    let idp: TestIdentityProvider;
+    let service: TestService;
+    before(async () => {
+      idp = await startIdentityProvider({ dora: { email: 'dora@example.com' }, erin: { email: 'erin@example.com' } });
+      service = await startTestService(cluster.kc, namespace, {
+        identityProvider: { issuer: idp.issuer, audience: idp.audience },
+      });
+      await r.workspaces.create({
+        metadata: { name: 'ws-dora-1' },
+        spec: { user: 'dora@example.com', appDefinition: 'python-latest' },
+      });
+    });
+    after(async () => {
+      await service?.close();
+      await idp?.close();
+    });
+
+    it('needs a bearer token of the workspace owner', async () => {
+      const url = path(SERVICE_AUTH_TOKEN, 'dora@example.com', 'ws-dora-1');
+      assert.equal((await call(service.url, 'GET', url)).status, 401);
+      const erin = { authorization: `Bearer ${await idp.token('erin')}` };
+      assert.equal((await call(service.url, 'GET', url, { headers: erin })).status, 403);
+      assert.equal(
+        (await call(service.url, 'GET', path(SERVICE_AUTH_TOKEN, 'erin@example.com', 'ws-dora-1'), { headers: erin }))
+          .status,
+        403,
+      );
+      const dora = { authorization: `Bearer ${await idp.token('dora')}` };
+      const own = await readStream(`${service.url}${url}`, dora, () => true);
+      assert.equal(own.status, 200);
+    });
+  });
+});
