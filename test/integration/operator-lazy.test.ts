@@ -215,6 +215,11 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       assert.equal(await r.sessions.find('session-alice-1'), undefined);
       assert.equal(await r.workspaces.find('ws-alice-1'), undefined);
     }, 30_000);
+    const stopped = await core.listNamespacedEvent({
+      namespace,
+      fieldSelector: 'involvedObject.name=session-alice-1,reason=Stopped',
+    });
+    assert.match(stopped.items[0]?.message ?? '', /WorkspaceDeleted/);
     await eventually(async () => {
       const deployments = (
         await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.session}=session-alice-1` })

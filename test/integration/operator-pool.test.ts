@@ -198,6 +198,15 @@ describe('operator: warm pool and eager start', function () {
     const lazy = sessions.find((s) => s.status?.startStrategy === 'lazy-fallback')!;
     assert.equal(lazy.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy-fallback');
     await apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace });
+    // No bridge answers on these instances: injection gives up after the attempts, the session stays Running.
+    const eager = sessions.find((x) => x.status?.startStrategy === 'eager')!;
+    const failed = await waitForSession(r, eager.metadata.name, (x) =>
+      (x.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'False'),
+    );
+    const condition = failed.status!.conditions!.find((c) => c.type === 'EnvInjected')!;
+    assert.equal(condition.reason, 'InjectionFailed');
+    assert.match(condition.message ?? '', /health checks 60\/60, posts 0, last error: /);
+    assert.equal(failed.status?.phase, 'Running');
     assert.deepEqual(
       new Set(sessions.filter((s) => s.status?.startStrategy === 'eager').map((s) => s.status?.instanceId)),
       new Set(['1', '2']),

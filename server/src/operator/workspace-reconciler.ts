@@ -1,6 +1,6 @@
 import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../kube/client.js';
-import { LABELS } from '../model/api-group.js';
+import { ANNOTATIONS, LABELS } from '../model/api-group.js';
 import { setCondition } from '../model/conditions.js';
 import { workspaceClaimName, type Workspace, type WorkspaceStatus } from '../model/workspace.js';
 import { finalizersOf, type OperatorContext } from './context.js';
@@ -92,7 +92,17 @@ export class WorkspaceReconciler {
     const { ctx } = this;
     if (!finalizersOf(workspace).includes(WORKSPACE_FINALIZER)) return;
     const sessions = (await ctx.resources.sessions.list()).filter((s) => s.spec.workspace === workspace.metadata.name);
-    for (const s of sessions) if (!s.metadata.deletionTimestamp) await ctx.resources.sessions.delete(s.metadata.name);
+    for (const s of sessions) {
+      if (s.metadata.deletionTimestamp) continue;
+      const reason = `WorkspaceDeleted: workspace ${workspace.metadata.name} was deleted`;
+      await ctx.resources.sessions
+        .mergePatch(s.metadata.name, { metadata: { annotations: { [ANNOTATIONS.stopReason]: reason } } })
+        .catch((error: unknown) => {
+          if (!isNotFound(error)) throw error;
+        });
+      await ctx.events.record(s, 'Normal', 'Stopped', `session stopped: ${reason}`);
+      await ctx.resources.sessions.delete(s.metadata.name);
+    }
     if (sessions.length > 0) return { requeueAfterMs: 300 };
     try {
       await ctx.resources.workspaces.mergePatch(workspace.metadata.name, {
