@@ -8,4 +8,4 @@ export {
   type LandingConfigInput,
 } from './config.js';
 export { launchTarget } from './service-client.js';
-export type { LandingApp, LaunchParameters } from './params.js';
+export { deepLink, type LandingApp, type LaunchParameters } from './params.js';

@@ -125,3 +125,10 @@ export function launchEnvironment(params: LaunchParameters, template?: string): 
   put('TEMPLATE', template);
   return env;
 }
+
+/** A deep link to the landing page at `base` with these parameters (for integrators and `npm start`). */
+export function deepLink(base: string, params: LaunchParameters): string {
+  const url = new URL(base);
+  for (const [name, value] of Object.entries(params)) if (value) url.searchParams.set(name, value);
+  return url.toString();
+}

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import {
   decideStart,
+  deepLink,
   launchEnvironment,
   readLaunchParameters,
   templateFor,
@@ -150,5 +151,19 @@ describe('landing page: launch values', () => {
     assert.equal(templateFor(APPS[1]!, 'bazel'), 'maven');
     assert.equal(templateFor(APPS[1]!), 'maven');
     assert.equal(templateFor(APPS[0]!, 'maven'), undefined);
+  });
+});
+
+describe('landing page: deep links', () => {
+  it('builds a link that reads back to the same parameters', () => {
+    const params = {
+      appDef: 'python-latest',
+      gitUri: 'https://u:p@h/r.git?x=1&y=2',
+      platformToken: 't&=?',
+      user: 'a@b',
+    };
+    const link = deepLink('http://127.0.0.1:8081/', params);
+    assert.ok(link.startsWith('http://127.0.0.1:8081/?appDef=python-latest&'));
+    assert.deepEqual(readLaunchParameters(new URL(link).searchParams, { identityProvider: false }), params);
   });
 });
