@@ -144,9 +144,28 @@ describe('operator: two replicas, one leader', function () {
     assert.ok(Date.now() - started < 10_000);
     await createSession(r, 'led-2', { user: 'b@example.com', appDefinition: APP });
     assert.equal((await waitForSession(r, 'led-2', running)).status?.startStrategy, 'lazy-fallback');
-    const lease = await cluster.kc
+    let lease = await cluster.kc
       .makeApiClient(k8s.CoordinationV1Api)
       .readNamespacedLease({ name: 'ide-cloud-operator', namespace });
     assert.equal(lease.spec?.holderIdentity, standby.config.identity);
+
+    // A leader that dies without releasing: a new replica takes over once the lease (2 s here) expires.
+    const third = await testOperator(cluster.kc, namespace, {
+      eagerStart: true,
+      leaderElection: true,
+      identity: 'replica-c',
+    });
+    operators.push(third);
+    assert.ok(!third.isLeader());
+    await standby.stop({ releaseLease: false });
+    const crashed = Date.now();
+    await eventually(() => assert.ok(third.isLeader()), 15_000, 50);
+    assert.ok(Date.now() - crashed < 10_000, 'takeover within seconds');
+    lease = await cluster.kc
+      .makeApiClient(k8s.CoordinationV1Api)
+      .readNamespacedLease({ name: 'ide-cloud-operator', namespace });
+    assert.equal(lease.spec?.holderIdentity, 'replica-c');
+    await createSession(r, 'led-3', { user: 'c@example.com', appDefinition: APP });
+    await waitForSession(r, 'led-3', running);
   });
 });

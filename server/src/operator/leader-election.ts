@@ -66,14 +66,14 @@ export class LeaderElector {
   }
 
   /** Stops campaigning; a leader releases the lease so a standby takes over at once. */
-  async stop(): Promise<void> {
+  async stop(options: { releaseLease?: boolean } = {}): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.tick;
     if (this.leading) {
       this.leading = false;
       await this.options.onStoppedLeading();
-      await this.release().catch(() => undefined);
+      if (options.releaseLease ?? true) await this.release().catch(() => undefined);
     }
   }
 

@@ -29,8 +29,11 @@ export interface RunningOperator {
   isLeader(): boolean;
   /** Drops every watch connection, as a network failure would; the sources relist and rewatch. */
   dropWatches(): void;
-  /** Stops everything this operator started; a leader releases its lease. */
-  stop(): Promise<void>;
+  /**
+   * Stops everything this operator started; a leader releases its lease unless `releaseLease` is
+   * false (what a crash looks like to the standby: it takes over once the lease expires).
+   */
+  stop(options?: { releaseLease?: boolean }): Promise<void>;
 }
 
 /** The controllers that run while this instance leads. */
@@ -182,8 +185,8 @@ export async function startOperator(
     config,
     isLeader: () => (elector ? elector.isLeader : true),
     dropWatches: () => controllers?.dropWatches(),
-    async stop() {
-      if (elector) await elector.stop();
+    async stop(stopOptions = {}) {
+      if (elector) await elector.stop(stopOptions);
       await stopControllers();
       ctx.log.info('operator stopped');
     },
