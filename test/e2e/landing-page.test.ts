@@ -262,6 +262,23 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     assert.deepEqual(steps, STEPS.slice(0, steps.length));
   });
 
+  it('losing the network while the IDE starts shows the network message', async () => {
+    const user = 'heidi@example.com';
+    const { sessionName } = launchTarget('ocaml-latest', user, repo);
+    const page = await context.newPage();
+    await page.goto(deepLink({ appDef: 'ocaml-latest', gitUri: repo, platformToken, user }));
+    await page.waitForFunction(() => (document.body.dataset.steps ?? '').split(',').includes('starting'), undefined, {
+      timeout: 60_000,
+    });
+    await context.setOffline(true);
+    await page.waitForSelector('body[data-screen=error]');
+    assert.equal(await page.getAttribute('body', 'data-failure'), 'network');
+    assert.match((await page.textContent('#error-title')) ?? '', /No network connection/);
+    await screenshot(page, 'landing-network-lost');
+    await context.setOffline(false);
+    await r.sessions.delete(sessionName);
+  });
+
   it('accepts the same parameters by an HTML form POST (no token in any address)', async () => {
     const user = 'dave@example.com';
     const { workspaceName, sessionName } = launchTarget('python-latest', user, repo);
