@@ -112,8 +112,8 @@ describe('landing page in a real browser (identity provider on)', function () {
     await page.fill('input[name=password]', 'any password');
     await page.click('button[type=submit]');
     // The development consent form: grant what the page asked for.
-    await page.waitForSelector('button[type=submit]', { timeout: 30_000 });
-    if (page.url().startsWith(idp.issuer)) await page.click('button[type=submit]');
+    await page.waitForSelector('input[name=prompt][value=consent]', { state: 'attached', timeout: 30_000 });
+    await page.click('button[type=submit]');
 
     await page.waitForURL(`${SESSION_ORIGIN}/${sessionName}/`, { timeout: 120_000 });
     assert.ok(visited.includes(`${SESSION_ORIGIN}/${sessionName}/`));
