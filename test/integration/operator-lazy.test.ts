@@ -12,7 +12,6 @@ import {
   createAppDefinition,
   createSession,
   ideCloudResources,
-  provideVolume,
   running,
   testOperator,
   waitForSession,
@@ -53,7 +52,6 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
   });
 
   it('starts a lazy session with its workspace: Deployment, Service, sidecar, route, URL, Running', async () => {
-    await provideVolume(cluster.kc, namespace, 'ws-alice-1');
     await r.workspaces.create({
       metadata: { name: 'ws-alice-1' },
       spec: { user: 'alice@example.com', appDefinition: 'python-latest' },

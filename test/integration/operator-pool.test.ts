@@ -12,7 +12,6 @@ import {
   createAppDefinition,
   createSession,
   ideCloudResources,
-  provideVolume,
   readyPodIp,
   running,
   startBridge,
@@ -158,7 +157,6 @@ describe('operator: warm pool and eager start', function () {
   });
 
   it('attaches a persistent workspace to the reserved instance and injects into its restarted pod', async () => {
-    await provideVolume(cluster.kc, namespace, 'ws-gina');
     await r.workspaces.create({
       metadata: { name: 'ws-gina' },
       spec: { user: 'gina@example.com', appDefinition: APP },
