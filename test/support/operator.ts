@@ -156,6 +156,27 @@ export async function readyPodIp(kc: k8s.KubeConfig, namespace: string, labelSel
 }
 
 /**
+ * Kept for suites that use it (the local scheduler now also schedules pods with unbound claims): a PersistentVolume pre-bound to the claim
+ * lets the PV controller bind it, so pods mounting the workspace can be scheduled.
+ */
+export async function provideVolume(kc: k8s.KubeConfig, namespace: string, claimName: string): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.createPersistentVolume({
+    body: {
+      metadata: { name: `${namespace}-${claimName}`.slice(0, 63), labels: { 'ide-cloud.io/test': 'true' } },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        storageClassName: '',
+        hostPath: { path: `/tmp/ide-cloud-test-volumes/${namespace}/${claimName}` },
+        claimRef: { namespace, name: claimName },
+      },
+    },
+  });
+}
+
+/**
  * Ends a suite without leaving a namespace stuck in Terminating: sessions and workspaces are deleted
  * while the operator still runs (it removes its finalizers), then the operators stop, any finalizer
  * left is dropped, and the namespace goes.
