@@ -12,6 +12,7 @@ import { pino } from 'pino';
 import { loadKubeConfig } from '../server/src/kube/client.js';
 import { ideCloudResources } from '../server/src/kube/resources.js';
 import type { AppDefinitionSpecInput } from '../server/src/model/app-definition.js';
+import { deepLink, parseLandingConfig, startLandingPage, type LandingApp } from '../server/src/landing/index.js';
 import { startOperator } from '../server/src/operator/index.js';
 import { parseServiceConfig, startService } from '../server/src/service/index.js';
 import { ensureBinaries, startControlPlane, stopControlPlane } from './cluster/control-plane.js';
@@ -37,26 +38,33 @@ async function stop(code: number): Promise<never> {
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
 
-/** The app definitions of the Helm chart's values, rendered by helm itself: one source for both. */
-async function chartAppDefinitions(): Promise<AppDefinitionSpecInput[]> {
+/** Renders one template of the Helm chart, by helm itself: the chart is the one source of both. */
+async function renderChart(template: string, ...set: string[]): Promise<string> {
   const helm = path.join(await ensureBinaries('helm'), 'helm');
-  const { stdout } = await run(helm, [
-    'template',
-    'dev',
-    path.join(root, 'charts', 'ide-cloud'),
-    '--show-only',
-    'templates/app-definitions.yaml',
-    '--set',
-    `appDefinitions.apps.${WARM}.minInstances=2`,
-  ]);
+  const args = ['template', 'dev', path.join(root, 'charts', 'ide-cloud'), '--show-only', `templates/${template}`];
+  const { stdout } = await run(helm, [...args, ...set.flatMap((value) => ['--set', value])]);
+  return stdout;
+}
+
+async function chartAppDefinitions(): Promise<AppDefinitionSpecInput[]> {
+  const stdout = await renderChart('app-definitions.yaml', `appDefinitions.apps.${WARM}.minInstances=2`);
   return YAML.parseAllDocuments(stdout)
     .map((doc) => doc.toJS() as { spec: AppDefinitionSpecInput } | null)
     .filter((doc) => doc !== null)
     .map((doc) => doc!.spec);
 }
 
+async function chartLandingApps(): Promise<LandingApp[]> {
+  const config = YAML.parse(await renderChart('landing-page-config.yaml')) as { data: Record<string, string> };
+  return JSON.parse(config.data['apps.json']!) as LandingApp[];
+}
+
 try {
-  const [state, definitions] = await Promise.all([startControlPlane(dir), chartAppDefinitions()]);
+  const [state, definitions, landingApps] = await Promise.all([
+    startControlPlane(dir),
+    chartAppDefinitions(),
+    chartLandingApps(),
+  ]);
   cleanups.push(() => stopControlPlane(dir));
 
   const kc = loadKubeConfig(state.kubeconfig);
@@ -83,11 +91,32 @@ try {
   );
   cleanups.push(() => service.close());
 
+  const landing = await startLandingPage(
+    parseLandingConfig({
+      serviceUrl: service.url,
+      serviceAuthToken,
+      apps: landingApps,
+      port: Number(process.env.LANDING_PORT ?? port + 1),
+      host: '127.0.0.1',
+    }),
+  );
+  cleanups.push(() => landing.close());
+  const example = deepLink(`${landing.url}/`, {
+    appDef: WARM,
+    gitUri: 'https://git.example.org/course/exercise.git',
+    gitUser: 'student',
+    gitMail: 'student@example.org',
+    platformToken: 'example-token',
+    user: 'student@example.org',
+  });
+
   console.log(`\nIDE Cloud runs in namespace ${namespace} (anonymous mode; ${WARM} keeps a warm pool of 2).`);
   console.log(`KUBECONFIG=${state.kubeconfig}`);
   console.log(`SERVICE_URL=${service.url}`);
   console.log(`SERVICE_AUTH_TOKEN=${serviceAuthToken}`);
   console.log(`ADMIN_API_TOKEN=${adminApiToken}`);
+  console.log(`LANDING_PAGE_URL=${landing.url}`);
+  console.log(`Try a deep link: ${example}`);
   console.log('Ctrl-C stops everything.');
 } catch (error) {
   console.error(error instanceof Error ? error.message : error);
