@@ -217,7 +217,7 @@ describe('Helm chart', function () {
       ['service', 'create', 'ide.cloud', 'sessions', undefined, undefined, true],
       ['service', 'patch', 'ide.cloud', 'appdefinitions', undefined, undefined, true],
       ['service', 'patch', 'ide.cloud', 'sessions', undefined, 'status', true],
-      ['service', 'get', 'metrics.k8s.io', 'pods', undefined, undefined, true],
+      ['service', 'list', 'metrics.k8s.io', 'pods', undefined, undefined, true],
       ['service', 'create', 'apps', 'deployments', undefined, undefined, false],
       ['service', 'get', '', 'secrets', undefined, undefined, false],
       ['service', 'list', '', 'secrets', '', undefined, false],
