@@ -173,6 +173,7 @@ describe('operator: warm pool and eager start', function () {
     const d = await apps.readNamespacedDeployment({ name, namespace });
     const volume = d.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace');
     assert.equal(volume?.persistentVolumeClaim?.claimName, 'ws-gina');
+    await Promise.all(bridges.splice(0).map((b) => b.close()));
     const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${name},${LABELS.session}=ws-eager`);
     const bridge = await startBridge(ip, 16281);
     bridges.push(bridge);
@@ -189,6 +190,8 @@ describe('operator: warm pool and eager start', function () {
   });
 
   it('falls back to the lazy path when the pool is exhausted', async () => {
+    // Bridges of earlier tests go: a restarted pod may get a former pod's address.
+    await Promise.all(bridges.splice(0).map((b) => b.close()));
     for (const n of [1, 2, 3]) await createSession(r, `pool-${n}`, { user: `u${n}@example.com`, appDefinition: APP });
     const sessions = await Promise.all([1, 2, 3].map((n) => waitForSession(r, `pool-${n}`, running)));
     const strategies = sessions.map((s) => s.status?.startStrategy).sort();
