@@ -11,7 +11,9 @@ import { ensureBinaries } from '../../scripts/cluster/control-plane.js';
 import { ideCloudResources } from '../../server/src/kube/resources.js';
 import { parseServiceConfig, startService } from '../../server/src/service/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
+import { testOperator } from '../support/operator.js';
+import { call, SERVICE_AUTH_TOKEN, startTestService } from '../support/service-harness.js';
+import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -194,7 +196,67 @@ describe('Helm chart', function () {
 
   describe('RBAC of the service accounts', () => {
     before(async () => {
-      await helm('install', 'rbac', chart, '--namespace', namespace, '--set', 'imagePreloading.enabled=false');
+      await helm(
+        'install',
+        'rbac',
+        chart,
+        '--namespace',
+        namespace,
+        '--set',
+        'imagePreloading.enabled=false',
+        '--set',
+        'appDefinitions.apps.python-latest.minInstances=1',
+      );
+    });
+
+    /** A client that authenticates as the chart's service account, with a token from the TokenRequest API. */
+    async function asServiceAccount(account: string): Promise<k8s.KubeConfig> {
+      const name = `rbac-ide-cloud-${account}`;
+      const request = await cluster.kc.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccountToken({
+        name,
+        namespace,
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      });
+      const kc = new k8s.KubeConfig();
+      kc.loadFromOptions({
+        clusters: [cluster.kc.getCurrentCluster()!],
+        users: [{ name, token: request.status!.token }],
+        contexts: [{ name, cluster: cluster.kc.getCurrentCluster()!.name, user: name }],
+        currentContext: name,
+      });
+      return kc;
+    }
+
+    it('is enough for the real operator and service: eager and lazy launches end to end under the accounts', async () => {
+      const operator = await testOperator(await asServiceAccount('operator'), namespace, { eagerStart: true });
+      const service = await startTestService(await asServiceAccount('service'), namespace);
+      try {
+        // The warm pool fills under the operator's account first.
+        const { appDefinitions } = ideCloudResources(cluster.kc, namespace);
+        await eventually(async () => {
+          assert.equal((await appDefinitions.get('python-latest')).status?.pool?.ready, 1);
+        }, 60_000);
+        for (const [user, appDefinition] of [
+          ['ada@example.org', 'python-latest'],
+          ['bob@example.org', 'rust-latest'],
+        ]) {
+          const launch = await call(service.url, 'POST', '/service', {
+            body: { appId: SERVICE_AUTH_TOKEN, user, appDefinition, ephemeral: true, timeout: 1 },
+          });
+          assert.equal(launch.status, 200, launch.text);
+          assert.match(launch.text, /^https?:\/\//);
+          const sessions = await call(service.url, 'GET', `/service/session/${SERVICE_AUTH_TOKEN}/${user}`);
+          const [session] = sessions.json as Array<{ name: string; startStrategy: string }>;
+          assert.equal(session?.startStrategy, appDefinition === 'python-latest' ? 'eager' : 'lazy-fallback');
+          const stop = await call(service.url, 'DELETE', '/service/session', {
+            body: { appId: SERVICE_AUTH_TOKEN, user, sessionName: session!.name },
+          });
+          assert.equal(stop.status, 200, stop.text);
+        }
+      } finally {
+        await service.close();
+        await operator.stop();
+      }
     });
     after(async () => {
       await helm('uninstall', 'rbac', '--namespace', namespace).catch(() => undefined);
