@@ -174,6 +174,26 @@ describe('Helm chart', function () {
     const after = await core.readNamespacedSecret({ name: 'rel-ide-cloud-tokens', namespace });
     assert.deepEqual(after.data, tokens.data, 'tokens survive the upgrade');
     const apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+
+    // Removing an entry removes its AppDefinition (no new sessions of it); a running session stays.
+    const { sessions } = ideCloudResources(cluster.kc, namespace);
+    await sessions.create({
+      metadata: { name: 'running-ocaml' },
+      spec: { user: 'ada@example.org', appDefinition: 'ocaml-latest' },
+    });
+    await helm(
+      'upgrade',
+      'rel',
+      chart,
+      '--namespace',
+      namespace,
+      '--reuse-values',
+      '--set',
+      'appDefinitions.apps.ocaml-latest=null',
+    );
+    assert.equal(await appDefinitions.find('ocaml-latest'), undefined);
+    assert.ok(await sessions.find('running-ocaml'), 'the running session is left alone');
+    await sessions.delete('running-ocaml');
     assert.equal((await apps.readNamespacedDeployment({ name: 'rel-ide-cloud-service', namespace })).spec?.replicas, 3);
 
     await helm('uninstall', 'rel', '--namespace', namespace, '--wait');
