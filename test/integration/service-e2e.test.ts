@@ -1,7 +1,10 @@
 // The service with the real operator on the local control plane (pods run through kwok): the launch
 // answers the URL the operator reports once the session pod is Ready, end to end.
 import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { ACTIVITY_TOKEN_ENV } from '../../server/src/model/activity-token.js';
+import { LABELS } from '../../server/src/model/api-group.js';
 import { sessionNameFor } from '../../server/src/model/names.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
@@ -52,6 +55,25 @@ describe('service end to end with the operator', function () {
     assert.equal(item?.phase, 'Running');
     assert.equal(item?.url, answer.text);
     assert.equal(item?.startStrategy, 'lazy');
+
+    // The IDE reports activity with the token the operator put into its container (anonymous mode).
+    const pods = await cluster.kc
+      .makeApiClient(k8s.CoreV1Api)
+      .listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=${item.name}` });
+    const ide = pods.items[0]?.spec?.containers.find((c) => c.name === 'python-latest');
+    const token = ide?.env?.find((e) => e.name === ACTIVITY_TOKEN_ENV)?.value;
+    assert.ok(token, 'the IDE container carries its activity token');
+    const refused = await call(service.url, 'PATCH', '/service/session', {
+      body: { appId, sessionName: item.name },
+      headers: { 'x-activity-token': 'f'.repeat(64) },
+    });
+    assert.equal(refused.status, 403, refused.text);
+    const activity = await call(service.url, 'PATCH', '/service/session', {
+      body: { appId, sessionName: item.name },
+      headers: { 'x-activity-token': token },
+    });
+    assert.equal(activity.status, 200, activity.text);
+    assert.ok((await resources.sessions.get(item.name)).status?.lastActivity);
 
     const stopped = await call(service.url, 'DELETE', '/service/session', {
       body: { appId, user, sessionName: item.name },

@@ -2,7 +2,7 @@ import * as k8s from '@kubernetes/client-node';
 import { isNotFound } from '../kube/client.js';
 import type { Session } from '../model/session.js';
 import type { OperatorConfig } from './config.js';
-import { mergeSessionEnvironment } from './env.js';
+import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
 import type { Logger } from './logger.js';
 
 export interface InjectionTarget {
@@ -109,7 +109,10 @@ export class DataInjector {
         throw error;
       }
     }
-    return mergeSessionEnvironment({ envVars: session.spec.envVars, configMaps, secrets });
+    return {
+      ...mergeSessionEnvironment({ envVars: session.spec.envVars, configMaps, secrets }),
+      ...operatorEnvironment(session),
+    };
   }
 
   private async execute(session: Session, target: InjectionTarget, run: Run): Promise<void> {

@@ -4,6 +4,7 @@ import { dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-d
 import { dnsLabel, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
 import type { OperatorConfig } from './config.js';
+import { operatorEnvironment } from './env.js';
 
 export const MANAGED_BY = 'ide-cloud-operator';
 export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
@@ -115,7 +116,8 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
 
 /** Env of a lazy session's IDE container: spec.envVars as plain env. */
 export function lazyEnv(session: Session): k8s.V1EnvVar[] {
-  return Object.entries(session.spec.envVars ?? {}).map(([name, value]) => ({ name, value }));
+  const values = { ...session.spec.envVars, ...operatorEnvironment(session) };
+  return Object.entries(values).map(([name, value]) => ({ name, value }));
 }
 
 export function lazyEnvFrom(session: Session): k8s.V1EnvFromSource[] {
