@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { LABELS } from './api-group.js';
 
 /** Longest DNS-1123 label (RFC 1123), the limit for names of Services, labels values and our CRs. */
 export const DNS_LABEL_MAX = 63;
@@ -102,4 +103,25 @@ export function configStoreName(sessionName: string): string {
 /** Value of the `app` label of a session's pod: `<sessionName>-<sessionUID>` as one DNS label. */
 export function sessionPodAppLabel(session: { metadata: { name: string; uid?: string } }): string {
   return dnsLabel([session.metadata.name, session.metadata.uid ?? '']);
+}
+
+/** Name of the warm pool instance `id` of an app definition (its Deployment and Service). */
+export function poolInstanceName(appDefinition: string, id: number): string {
+  return dnsLabel([appDefinition, 'pool', String(id)]);
+}
+
+/**
+ * Label selector of the pods that serve a session: its own pods (lazy), or those of the warm pool
+ * instance reserved for it (eager), which keep the instance's labels.
+ */
+export function sessionPodSelector(session: {
+  metadata: { name: string; uid?: string };
+  spec: { appDefinition: string };
+  status?: { startStrategy?: string; instanceId?: string };
+}): string {
+  const instanceId = Number(session.status?.instanceId);
+  if (session.status?.startStrategy === 'eager' && Number.isInteger(instanceId)) {
+    return `${LABELS.poolInstance}=${poolInstanceName(session.spec.appDefinition, instanceId)}`;
+  }
+  return `app=${sessionPodAppLabel(session)}`;
 }

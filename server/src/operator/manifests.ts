@@ -1,7 +1,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { ANNOTATIONS, LABELS } from '../model/api-group.js';
 import { dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-definition.js';
-import { dnsLabel, sessionPodAppLabel } from '../model/names.js';
+import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
 import type { OperatorConfig } from './config.js';
 import { operatorEnvironment } from './env.js';
@@ -29,9 +29,7 @@ export function ownerReference(owner: Owner, controller = true): k8s.V1OwnerRefe
 }
 
 /** Name of warm pool instance `id` of an app definition (Deployment and Service). */
-export function poolInstanceName(appDefinition: string, id: number): string {
-  return dnsLabel([appDefinition, 'pool', String(id)]);
-}
+export { poolInstanceName };
 
 /** `app=<sessionName>-<sessionUID>`, the pod label of a lazy session (cut with a hash to stay a label value). */
 export function sessionPodApp(session: Pick<Session, 'metadata'>): string {

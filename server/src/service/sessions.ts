@@ -1,6 +1,6 @@
 import * as k8s from '@kubernetes/client-node';
 import { ErrorCode } from '../model/error-codes.js';
-import { configStoreName, sessionPodAppLabel } from '../model/names.js';
+import { configStoreName, sessionPodSelector } from '../model/names.js';
 import type { Performance, SessionItem } from '../model/requests.js';
 import type { Session } from '../model/session.js';
 import { apiStatus, isNotFound } from '../kube/client.js';
@@ -100,7 +100,7 @@ export class SessionService {
    */
   async performance(session: Session): Promise<Performance> {
     const unavailable = (reason: string) => new ApiError(ErrorCode.metricsUnavailable, reason);
-    const selector = `app=${sessionPodAppLabel(session)}`;
+    const selector = sessionPodSelector(session);
     let list: { items?: PodMetrics[] };
     try {
       list = (await this.custom.listNamespacedCustomObject({

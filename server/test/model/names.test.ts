@@ -7,6 +7,7 @@ import {
   landingWorkspaceName,
   repositoryName,
   sessionNameFor,
+  sessionPodSelector,
   stringHash32,
   stripCredentials,
 } from '../../src/model/names.js';
@@ -122,5 +123,25 @@ describe('names', () => {
         }),
       );
     });
+  });
+});
+
+describe('sessionPodSelector', () => {
+  const metadata = { name: 'session-a', uid: '0f8fad5b-d9cb-469f-a165-70867728950e' };
+  it('selects a lazy session by its own app label', () => {
+    assert.equal(
+      sessionPodSelector({ metadata, spec: { appDefinition: 'python-latest' }, status: { startStrategy: 'lazy' } }),
+      'app=session-a-0f8fad5b-d9cb-469f-a165-70867728950e',
+    );
+  });
+  it('selects an eager session by the pool instance reserved for it', () => {
+    assert.equal(
+      sessionPodSelector({
+        metadata,
+        spec: { appDefinition: 'python-latest' },
+        status: { startStrategy: 'eager', instanceId: '3' },
+      }),
+      'ide-cloud.io/pool-instance=python-latest-pool-3',
+    );
   });
 });
