@@ -1,0 +1,405 @@
+// What the benchmark runs on: its own control plane in a temporary directory, the operator and the
+// REST service as child processes (so their RSS and CPU can be read from /proc), a data-bridge
+// stand-in on 0.0.0.0:<port> (every kwok pod IP is a loopback address), and watches that time what
+// the operator writes. Everything is stopped again by stop(), also on Ctrl-C or error.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
+import { LABELS } from '../../server/src/model/api-group.js';
+import type { AppDefinitionSpecInput } from '../../server/src/model/app-definition.js';
+import { userLabelValue } from '../../server/src/model/names.js';
+import type { Session } from '../../server/src/model/session.js';
+import { OPERATOR_ENV, type OperatorConfigInput } from '../../server/src/operator/config.js';
+import { WatchSource } from '../../server/src/operator/watch-source.js';
+import {
+  killControlPlaneSync,
+  startControlPlane,
+  stopControlPlane,
+  type ControlPlaneState,
+} from '../cluster/control-plane.js';
+import { sleep, until } from './util.js';
+
+export const NAMESPACE = 'bench';
+
+/** Operator settings of the run: defaults, except a faster data-bridge health poll (default 1000 ms). */
+export const OPERATOR_SETTINGS: Partial<OperatorConfigInput> = {
+  eagerStart: true,
+  bridgeHealthAttempts: 300,
+  bridgeHealthIntervalMs: 200,
+  bridgeRequestTimeoutMs: 2000,
+};
+
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Per session: when this process's watch first saw each step (Date.now() ms). */
+export interface SessionTimes {
+  added?: number;
+  firstStatus?: number;
+  strategy?: string;
+  reserved?: number;
+  running?: number;
+  envInjected?: number;
+  /** lastTransitionTime of EnvInjected=True (1 s granularity). */
+  envInjectedTransition?: string;
+  deleted?: number;
+}
+
+/** Per pool-instance pod: when its Ready=True was first seen, and its session label. */
+export interface PodTimes {
+  session?: string;
+  ready?: number;
+  readyTransition?: string;
+}
+
+export class Bench {
+  readonly root: string;
+  dir = '';
+  state?: ControlPlaneState;
+  kc = new k8s.KubeConfig();
+  resources!: IdeCloudResources;
+  core!: k8s.CoreV1Api;
+  apps!: k8s.AppsV1Api;
+  operator?: ChildProcess;
+  service?: ChildProcess;
+  serviceUrl = '';
+  readonly appId = randomBytes(12).toString('hex');
+  bridgePort = 0;
+  bridgeRequests = { health: 0, data: 0 };
+  private bridge?: http.Server;
+  private readonly sources: WatchSource[] = [];
+  readonly sessions = new Map<string, SessionTimes>();
+  readonly pods = new Map<string, PodTimes>();
+  deployments!: WatchSource<k8s.V1Deployment>;
+  sessionSource!: WatchSource<Session>;
+  private stopped = false;
+
+  constructor(root: string) {
+    this.root = root;
+  }
+
+  async start(log: (line: string) => void): Promise<void> {
+    this.dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-bench-'));
+    log(`control plane in ${this.dir}`);
+    this.state = await startControlPlane(path.join(this.dir, 'cluster'));
+    this.kc.loadFromFile(this.state.kubeconfig);
+    this.resources = ideCloudResources(this.kc, NAMESPACE);
+    this.core = this.kc.makeApiClient(k8s.CoreV1Api);
+    this.apps = this.kc.makeApiClient(k8s.AppsV1Api);
+    await this.core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
+    // The default service account must exist before pods can be created in the namespace.
+    await until(
+      'the default service account',
+      async () =>
+        this.core.readNamespacedServiceAccount({ name: 'default', namespace: NAMESPACE }).then(
+          () => true,
+          () => false,
+        ),
+      60_000,
+      200,
+    );
+    await this.startBridge();
+    this.startWatches();
+    await this.startOperator();
+    await this.startService();
+  }
+
+  private childLog(name: string): number {
+    return openSync(path.join(this.dir, `${name}.log`), 'a');
+  }
+
+  logTail(name: string, lines = 20): string {
+    try {
+      return readFileSync(path.join(this.dir, `${name}.log`), 'utf8')
+        .trim()
+        .split('\n')
+        .slice(-lines)
+        .join('\n');
+    } catch {
+      return '';
+    }
+  }
+
+  private spawnChild(name: string, entry: string, env: Record<string, string>): ChildProcess {
+    const fd = this.childLog(name);
+    // node --import tsx (not the tsx CLI, which would put a wrapper process between us and the operator):
+    // the PID is the operator's own, so /proc/<pid> shows its memory and CPU.
+    const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+      cwd: this.root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', fd, fd],
+    });
+    closeSync(fd);
+    child.on('exit', (code, signal) => {
+      if (!this.stopped) process.stderr.write(`\n${name} exited (${code ?? signal}):\n${this.logTail(name)}\n`);
+    });
+    return child;
+  }
+
+  private async startOperator(): Promise<void> {
+    const env: Record<string, string> = {
+      [OPERATOR_ENV.namespace]: NAMESPACE,
+      [OPERATOR_ENV.kubeconfig]: this.state!.kubeconfig,
+      IDE_CLOUD_LOG_LEVEL: 'warn',
+    };
+    for (const [key, value] of Object.entries(OPERATOR_SETTINGS)) {
+      env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] = String(value);
+    }
+    this.operator = this.spawnChild('operator', 'server/src/operator/main.ts', env);
+  }
+
+  private async startService(): Promise<void> {
+    const port = await freePort();
+    this.service = this.spawnChild('service', 'server/src/service/main.ts', {
+      SERVICE_AUTH_TOKEN: this.appId,
+      ADMIN_API_TOKEN: randomBytes(12).toString('hex'),
+      IDE_CLOUD_NAMESPACE: NAMESPACE,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      KUBECONFIG: this.state!.kubeconfig,
+    });
+    this.serviceUrl = `http://127.0.0.1:${port}`;
+    await until(
+      'the service',
+      async () =>
+        fetch(`${this.serviceUrl}/q/health`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      60_000,
+      200,
+    );
+  }
+
+  /** Answers GET /health and POST /data of every pod (pod IPs are loopback addresses). */
+  private async startBridge(): Promise<void> {
+    this.bridgePort = await freePort('0.0.0.0');
+    this.bridge = http.createServer((req, res) => {
+      if (req.method === 'GET' && req.url === '/health') {
+        this.bridgeRequests.health++;
+        res.writeHead(200).end('ok');
+      } else if (req.method === 'POST' && req.url === '/data') {
+        req.resume();
+        req.on('end', () => {
+          this.bridgeRequests.data++;
+          res.writeHead(200).end();
+        });
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.bridge!.once('error', reject);
+      this.bridge!.listen(this.bridgePort, '0.0.0.0', () => resolve());
+    });
+  }
+
+  private startWatches(): void {
+    const base = { namespace: NAMESPACE, resyncIntervalMs: 3_600_000 };
+    this.sessionSource = new WatchSource<Session>(this.kc, {
+      ...base,
+      path: this.resources.sessions.path,
+      apiVersion: 'ide.cloud/v1beta10',
+      kind: 'Session',
+    }).on((type, s) => this.onSession(type, s));
+    this.deployments = new WatchSource<k8s.V1Deployment>(this.kc, {
+      ...base,
+      path: `/apis/apps/v1/namespaces/${NAMESPACE}/deployments`,
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      labelSelector: `${LABELS.component}=pool-instance`,
+    });
+    const pods = new WatchSource<k8s.V1Pod>(this.kc, {
+      ...base,
+      path: `/api/v1/namespaces/${NAMESPACE}/pods`,
+      apiVersion: 'v1',
+      kind: 'Pod',
+      labelSelector: `${LABELS.component}=pool-instance`,
+    }).on((_type, p) => this.onPod(p));
+    this.sources.push(this.sessionSource as unknown as WatchSource, this.deployments as unknown as WatchSource);
+    this.sources.push(pods as unknown as WatchSource);
+    for (const s of this.sources) s.start();
+  }
+
+  private onSession(type: string, s: Session): void {
+    const now = Date.now();
+    const name = s.metadata.name;
+    let t = this.sessions.get(name);
+    if (!t) this.sessions.set(name, (t = {}));
+    t.added ??= now;
+    if (type === 'DELETED') {
+      t.deleted ??= now;
+      return;
+    }
+    const status = s.status;
+    if (status && (status.phase || status.conditions?.length)) t.firstStatus ??= now;
+    if (status?.startStrategy && !t.strategy) {
+      t.strategy = status.startStrategy;
+      t.reserved = now;
+    }
+    if (status?.phase === 'Running' && status.url) t.running ??= now;
+    const injected = status?.conditions?.find((c) => c.type === 'EnvInjected' && c.status === 'True');
+    if (injected && t.envInjected === undefined) {
+      t.envInjected = now;
+      t.envInjectedTransition = injected.lastTransitionTime;
+    }
+  }
+
+  private onPod(p: k8s.V1Pod): void {
+    const name = p.metadata?.name ?? '';
+    let t = this.pods.get(name);
+    if (!t) this.pods.set(name, (t = {}));
+    t.session ??= p.metadata?.labels?.[LABELS.session];
+    const ready = p.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True');
+    if (ready && t.ready === undefined) {
+      t.ready = Date.now();
+      t.readyTransition = ready.lastTransitionTime ? new Date(ready.lastTransitionTime).toISOString() : undefined;
+    }
+  }
+
+  async applyAppDefinition(spec: AppDefinitionSpecInput): Promise<void> {
+    await this.resources.appDefinitions.apply(spec.name, { spec });
+  }
+
+  /** Pool instances of `app` that exist, run ready and are not reserved. */
+  freeReadyInstances(app: string): number {
+    return this.deployments
+      .list()
+      .filter(
+        (d) =>
+          d.metadata?.labels?.[LABELS.appDefinition] === app &&
+          !d.metadata?.labels?.[LABELS.session] &&
+          !d.metadata?.deletionTimestamp &&
+          deploymentReady(d),
+      ).length;
+  }
+
+  sessionsOf(app: string): Session[] {
+    return this.sessionSource.list().filter((s) => s.spec.appDefinition === app);
+  }
+
+  /** POST /service; returns the client-side latency in ms and the URL. */
+  async launch(
+    user: string,
+    appDefinition: string,
+    extra: { ephemeral?: boolean; workspaceName?: string } = { ephemeral: true },
+  ): Promise<{ ms: number; url: string; sentAt: number }> {
+    const sentAt = Date.now();
+    const t0 = performance.now();
+    const response = await fetch(`${this.serviceUrl}/service`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ appId: this.appId, user, appDefinition, ...extra }),
+    });
+    const text = await response.text();
+    const ms = performance.now() - t0;
+    if (response.status !== 200) throw new Error(`launch for ${user}: HTTP ${response.status} ${text.slice(0, 300)}`);
+    return { ms, url: text, sentAt };
+  }
+
+  /** GET /service/session/{appId}/{user}; returns the latency in ms. */
+  async listSessions(user: string): Promise<number> {
+    const t0 = performance.now();
+    const response = await fetch(`${this.serviceUrl}/service/session/${this.appId}/${encodeURIComponent(user)}`);
+    await response.arrayBuffer();
+    const ms = performance.now() - t0;
+    if (response.status !== 200) throw new Error(`list for ${user}: HTTP ${response.status}`);
+    return ms;
+  }
+
+  /** Creates a Session the way the service does (labels and spec), directly through the API. */
+  async createSession(name: string, user: string, appDefinition: string): Promise<void> {
+    await this.resources.sessions.create({
+      metadata: {
+        name,
+        labels: { [LABELS.user]: userLabelValue(user), [LABELS.appDefinition]: appDefinition },
+      },
+      spec: { user, appDefinition, sessionSecret: randomBytes(16).toString('hex') },
+    });
+  }
+
+  /** Deletes every session of `app` and waits until the operator has let them go. */
+  async deleteSessionsOf(app: string, timeoutMs = 300_000): Promise<void> {
+    const custom = this.kc.makeApiClient(k8s.CustomObjectsApi);
+    await custom.deleteCollectionNamespacedCustomObject({
+      group: 'ide.cloud',
+      version: 'v1beta10',
+      namespace: NAMESPACE,
+      plural: 'sessions',
+      labelSelector: `${LABELS.appDefinition}=${app}`,
+    });
+    await until(`sessions of ${app} to be gone`, () => this.sessionsOf(app).length === 0, timeoutMs, 100);
+  }
+
+  operatorPid(): number {
+    return this.operator!.pid!;
+  }
+
+  servicePid(): number {
+    return this.service!.pid!;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await Promise.all(this.sources.map((s) => s.stop().catch(() => undefined)));
+    await Promise.all([this.operator, this.service].map((c) => stopChild(c)));
+    await new Promise<void>((resolve) => (this.bridge ? this.bridge.close(() => resolve()) : resolve()));
+    this.bridge?.closeAllConnections();
+    if (this.dir) {
+      await stopControlPlane(path.join(this.dir, 'cluster')).catch(() => undefined);
+      await rm(this.dir, { recursive: true, force: true });
+    }
+  }
+
+  /** Last resort at process exit, where nothing asynchronous runs any more. */
+  killSync(): void {
+    for (const child of [this.operator, this.service]) {
+      if (child?.pid && child.exitCode === null) {
+        try {
+          process.kill(child.pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+    }
+    if (this.state) killControlPlaneSync(this.state);
+  }
+}
+
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const result = await Promise.race([exited.then(() => 'exited'), sleep(10_000).then(() => 'timeout')]);
+  if (result === 'timeout') {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/** The same test as the operator's: the current template runs ready. */
+export function deploymentReady(d: k8s.V1Deployment): boolean {
+  if (!d.status) return false;
+  const generation = d.metadata?.generation ?? 0;
+  return (
+    (d.status.observedGeneration ?? 0) >= generation &&
+    (d.status.updatedReplicas ?? 0) >= 1 &&
+    (d.status.readyReplicas ?? 0) >= 1 &&
+    (d.status.replicas ?? 0) === (d.status.updatedReplicas ?? 0)
+  );
+}

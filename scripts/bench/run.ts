@@ -1,0 +1,473 @@
+// npm run bench: launch latency, claim throughput, cost per launch, scale and injection delay of IDE
+// Cloud on its own local control plane (real etcd and kube-apiserver; kwok fakes the nodes, so pod
+// start-up is not measured). Prints a Markdown table on stdout and writes BENCHMARKS.json and
+// BENCHMARKS.md at the repository root. BENCH_SCALE=0.1 shrinks every size for a quick smoke run.
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ApiMetrics, diff, perLaunch, type ApiDelta, type ApiSnapshot } from './apimetrics.js';
+import { Bench, OPERATOR_SETTINGS } from './harness.js';
+import { writeReports, type Results } from './report.js';
+import { Progress, machine, pool, processStats, sleep, summarize, until } from './util.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+// ---- Sizes of the scenarios (BENCH_SCALE multiplies them; 1 = the full run) ----
+const SCALE = Number(process.env.BENCH_SCALE ?? '1');
+const n = (full: number, min = 2) => Math.max(min, Math.round(full * SCALE));
+const SIZES = {
+  eagerSequential: n(200),
+  eagerConcurrent: n(100),
+  lazySequential: n(100),
+  lazyConcurrent: n(100),
+  costLaunches: n(20),
+  burstConcurrency: 50,
+  injectionLaunches: n(20),
+  scaleLevels: [100, 250, 500, 1000].map((x) => n(x, 10)),
+  scaleLaunches: n(10),
+  scaleListCalls: n(200),
+  scaleProbes: n(10),
+  fillConcurrency: 20,
+  idleWindowMs: Math.max(5000, Math.round(30_000 * Math.min(1, SCALE))),
+};
+/**
+ * One warm pool serves every eager scenario; the sessions end (and the pool refills) between the
+ * sequential launches, the concurrent and cost launches, and the throughput burst.
+ */
+const POOL = Math.max(SIZES.eagerSequential, SIZES.eagerConcurrent + SIZES.costLaunches) + 10;
+const EAGER = 'bench-eager';
+const LAZY = 'bench-lazy';
+const FILLER = 'bench-filler';
+
+const progress = new Progress();
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+function appDefinition(name: string, minInstances: number, bridgePort: number, maxInstances: number | null = 5000) {
+  return {
+    name,
+    image: `ide-cloud/session-${name}:latest`,
+    port: 3000,
+    ingressname: 'ide-cloud-sessions',
+    minInstances,
+    maxInstances,
+    options: { dataBridgeEnabled: 'true', dataBridgePort: String(bridgePort) },
+  };
+}
+
+async function main(): Promise<void> {
+  const bench = new Bench(root);
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () => (cleaning ??= bench.stop());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`\n${signal}: stopping everything the benchmark started…`);
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
+  process.once('exit', () => bench.killSync());
+
+  const started = Date.now();
+  const machineBefore = machine();
+  const results: Results = {
+    commit: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root }).toString().trim(),
+    date: new Date().toISOString(),
+    machine: { ...machineBefore, nproc: Number(execFileSync('nproc').toString().trim()) },
+    benchScale: SCALE,
+    sizes: { ...SIZES, pool: POOL },
+    operatorSettings: OPERATOR_SETTINGS as Record<string, unknown>,
+  };
+  // Weights of the progress bar: roughly the share of the run's time each step takes.
+  const weights = { start: 10, pool: 8, seq: 8, conc: 3, cost: 3, refill: 6, burst: 4, lazy: 14, inject: 4, scale: 40 };
+  progress.plan(Object.values(weights).reduce((a, b) => a + b, 0));
+  try {
+    progress.step('starting control plane, operator and service');
+    await bench.start((line) => progress.note(line));
+    const api = new ApiMetrics(bench.kc);
+    progress.advance(weights.start);
+    const opStats = () => processStats(bench.operatorPid());
+    await sleep(3000);
+    results.operatorAtStart = { rssMb: opStats().rssMb, serviceRssMb: processStats(bench.servicePid()).rssMb };
+
+    // ---- warm pool ----
+    progress.step(`filling the warm pool (${POOL} instances)`);
+    const poolStart = Date.now();
+    await bench.applyAppDefinition(appDefinition(EAGER, POOL, bench.bridgePort));
+    await bench.applyAppDefinition(appDefinition(LAZY, 0, bench.bridgePort));
+    await bench.applyAppDefinition(appDefinition(FILLER, 0, bench.bridgePort, null));
+    await waitPool(bench, EAGER, POOL, 900_000);
+    results.poolFill = { instances: POOL, initialFillMs: Date.now() - poolStart };
+    progress.advance(weights.pool);
+
+    // ---- 1. eager launches ----
+    progress.step(`1 eager launch, ${SIZES.eagerSequential} sequential`);
+    const seq: number[] = [];
+    for (let i = 0; i < SIZES.eagerSequential; i++) {
+      seq.push((await bench.launch(`eager-seq-${i}`, EAGER)).ms);
+      progress.advance(weights.seq / SIZES.eagerSequential, `${i + 1}/${SIZES.eagerSequential}`);
+    }
+    results.eagerSequential = {
+      ...summarize(seq),
+      ...strategies(bench, 'eager-seq-'),
+      ...breakdown(bench, 'eager-seq-'),
+    };
+    results.injectionEphemeral = injectionFromReservation(bench, ['eager-seq-']);
+    progress.step(`3 ending ${SIZES.eagerSequential} eager sessions, pool refill`);
+    const refill1 = await endAndRefill(bench);
+    progress.advance(weights.refill / 3);
+
+    progress.step(`1 eager launch, ${SIZES.eagerConcurrent} concurrent`);
+    const concStart = performance.now();
+    const conc = await Promise.all(
+      Array.from({ length: SIZES.eagerConcurrent }, (_, i) => bench.launch(`eager-conc-${i}`, EAGER).then((r) => r.ms)),
+    );
+    results.eagerConcurrent = {
+      ...summarize(conc),
+      wallMs: Math.round(performance.now() - concStart),
+      ...strategies(bench, 'eager-conc-'),
+      ...breakdown(bench, 'eager-conc-'),
+    };
+    progress.advance(weights.conc);
+
+    // ---- 4. cost per eager launch ----
+    progress.step(`4 API requests per eager launch (${SIZES.costLaunches} launches)`);
+    results.costEager = await cost(api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
+      bench.launch(`eager-cost-${i}`, EAGER),
+    );
+    progress.advance(weights.cost);
+
+    // ---- 3. pool refill, then claim throughput until the pool is exhausted, then refill again ----
+    progress.step(`3 ending ${SIZES.eagerConcurrent + SIZES.costLaunches} eager sessions, pool refill`);
+    const refill2 = await endAndRefill(bench);
+    progress.advance(weights.refill / 3);
+    progress.step(`3 claim throughput: ${POOL} launches, ${SIZES.burstConcurrency} in flight`);
+    const burstStart = performance.now();
+    const cpuBefore = opStats().cpuSeconds;
+    const burstLatencies = await pool(POOL, SIZES.burstConcurrency, async (i) => {
+      const r = await bench.launch(`burst-${i}`, EAGER);
+      progress.advance(weights.burst / POOL, `${i + 1}/${POOL}`);
+      return r.ms;
+    });
+    const burstSeconds = (performance.now() - burstStart) / 1000;
+    const burstStrategies = strategies(bench, 'burst-');
+    const reservations = bench.sessionSource
+      .list()
+      .filter((s) => s.spec.user.startsWith('burst-'))
+      .map((s) => bench.sessions.get(s.metadata.name))
+      .filter((t) => t?.strategy === 'eager' && t.reserved)
+      .map((t) => t!.reserved!)
+      .sort((a, b) => a - b);
+    const reservationSpan = (reservations.at(-1)! - reservations[0]!) / 1000;
+    results.claimThroughput = {
+      launches: POOL,
+      concurrency: SIZES.burstConcurrency,
+      launchesPerSec: round(POOL / burstSeconds),
+      claimsPerSecOperator: round(reservations.length / Math.max(reservationSpan, 0.001)),
+      ...prefix('latency', summarize(burstLatencies)),
+      operatorCpuSecondsPerLaunch: round((opStats().cpuSeconds - cpuBefore) / POOL, 4),
+      ...burstStrategies,
+      refillAfterSequentialMs: refill1,
+      refillAfterConcurrentMs: refill2,
+    };
+    progress.step(`3 ending ${POOL} sessions, pool refill`);
+    results.claimThroughput.refillMs = await endAndRefill(bench);
+    progress.advance(weights.refill / 3);
+
+    // ---- 2. lazy launches ----
+    progress.step(`2 lazy launch, ${SIZES.lazySequential} sequential`);
+    const lazySeq: number[] = [];
+    for (let i = 0; i < SIZES.lazySequential; i++) {
+      lazySeq.push((await bench.launch(`lazy-seq-${i}`, LAZY)).ms);
+      progress.advance((weights.lazy * 0.6) / SIZES.lazySequential, `${i + 1}/${SIZES.lazySequential}`);
+    }
+    results.lazySequential = {
+      ...summarize(lazySeq),
+      ...strategies(bench, 'lazy-seq-'),
+      ...breakdown(bench, 'lazy-seq-'),
+    };
+    progress.step(`2 lazy launch, ${SIZES.lazyConcurrent} concurrent`);
+    const lazyConcStart = performance.now();
+    const lazyConc = await Promise.all(
+      Array.from({ length: SIZES.lazyConcurrent }, (_, i) => bench.launch(`lazy-conc-${i}`, LAZY).then((r) => r.ms)),
+    );
+    results.lazyConcurrent = {
+      ...summarize(lazyConc),
+      wallMs: Math.round(performance.now() - lazyConcStart),
+      ...strategies(bench, 'lazy-conc-'),
+    };
+    progress.advance(weights.lazy * 0.2);
+    progress.step(`4 API requests per lazy launch (${SIZES.costLaunches} launches)`);
+    results.costLazy = await cost(api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
+      bench.launch(`lazy-cost-${i}`, LAZY),
+    );
+    await bench.deleteSessionsOf(LAZY);
+    progress.advance(weights.lazy * 0.2);
+
+    // ---- 6b. injection after the pod restarts with a workspace claim ----
+    progress.step(`6 injection delay, ${SIZES.injectionLaunches} workspace-backed eager launches`);
+    results.injectionWorkspace = await injectionAfterRestart(bench);
+    progress.advance(weights.inject);
+
+    // ---- 5. scale ----
+    results.scale = [];
+    let fillers = 0;
+    const levelWeight = weights.scale / SIZES.scaleLevels.length;
+    for (const level of SIZES.scaleLevels) {
+      progress.step(`5 scale: ${level} sessions`);
+      const create = Math.max(0, level - bench.sessionSource.list().length - SIZES.scaleProbes);
+      const fillStart = Date.now();
+      const cpu0 = opStats().cpuSeconds;
+      const names = Array.from({ length: create }, (_, k) => `fill-${fillers + k}`);
+      fillers += create;
+      await pool(create, SIZES.fillConcurrency, (k) => bench.createSession(names[k]!, names[k]!, FILLER));
+      await until(
+        `${create} filler sessions running`,
+        () => {
+          const running = names.filter((x) => bench.sessions.get(x)?.running).length;
+          progress.note(`${running}/${create} new sessions running`);
+          return running === create;
+        },
+        900_000,
+        250,
+      );
+      const fillMs = Date.now() - fillStart;
+      const fillCpu = opStats().cpuSeconds - cpu0;
+      const burstReconcile = names.map((x) => bench.sessions.get(x)!).map((t) => t.firstStatus! - t.added!);
+      progress.advance(levelWeight * 0.4);
+
+      // Reconcile latency proxy: one session at a time, create → first status write (watch timestamps).
+      const probes: number[] = [];
+      for (let j = 0; j < SIZES.scaleProbes; j++) {
+        const name = `probe-${level}-${j}`;
+        await bench.createSession(name, name, FILLER);
+        await until(`probe ${name}`, () => !!bench.sessions.get(name)?.running, 300_000, 20);
+        const t = bench.sessions.get(name)!;
+        probes.push(t.firstStatus! - t.added!);
+      }
+
+      // Idle window: steady-state CPU, memory and background API traffic (includes the operator's resync).
+      progress.note('idle window');
+      const idleApi0 = await api.snapshot();
+      const idleCpu0 = opStats().cpuSeconds;
+      await sleep(SIZES.idleWindowMs);
+      const idleApi1 = await api.snapshot();
+      const idle = opStats();
+      const background = { delta: diff(idleApi0, idleApi1), seconds: (idleApi1.at - idleApi0.at) / 1000 };
+      progress.advance(levelWeight * 0.3);
+
+      // A new eager launch at this size, with its API cost net of the background.
+      progress.note('eager launches');
+      const launchApi0 = await api.snapshot();
+      const launches: number[] = [];
+      for (let j = 0; j < SIZES.scaleLaunches; j++)
+        launches.push((await bench.launch(`scale-${level}-${j}`, EAGER)).ms);
+      const launchApi1 = await api.snapshot();
+      const launchCost = perLaunch(
+        diff(launchApi0, launchApi1),
+        SIZES.scaleLaunches,
+        background,
+        (launchApi1.at - launchApi0.at) / 1000,
+      );
+
+      // GET /service/session/{appId}/{user} for users that each hold one session.
+      progress.note('list calls');
+      const list: number[] = [];
+      for (let j = 0; j < SIZES.scaleListCalls; j++)
+        list.push(await bench.listSessions(`fill-${j % Math.max(1, fillers)}`));
+      const status = await readHwm(bench.operatorPid());
+      results.scale.push({
+        sessions: bench.sessionSource.list().length,
+        operatorRssMb: idle.rssMb,
+        operatorPeakRssMb: status,
+        operatorIdleCpuPercent: round(((idle.cpuSeconds - idleCpu0) / background.seconds) * 100, 1),
+        operatorFillCpuMsPerSession: create ? round((fillCpu / create) * 1000, 1) : null,
+        fillSessionsPerSec: create ? round(create / (fillMs / 1000)) : null,
+        backgroundRequestsPerSec: round((background.delta.reads + background.delta.writes) / background.seconds),
+        ...prefix('reconcileProbe', summarize(probes)),
+        ...prefix('reconcileBurst', summarize(burstReconcile)),
+        ...prefix('eagerLaunch', summarize(launches)),
+        ...prefix('list', summarize(list)),
+        apiReadsPerLaunch: launchCost.reads,
+        apiWritesPerLaunch: launchCost.writes,
+        apiIdeCloudWritesPerLaunch: launchCost.ownWrites,
+        apiReadKiBPerLaunch: launchCost.readKiB,
+        serviceRssMb: processStats(bench.servicePid()).rssMb,
+      });
+      progress.advance(levelWeight * 0.3);
+    }
+    results.bridgeRequests = { ...bench.bridgeRequests };
+    results.runSeconds = Math.round((Date.now() - started) / 1000);
+    results.machine.loadAverage1mEnd = machine().loadAverage1m;
+    progress.finish();
+  } catch (error) {
+    progress.finish();
+    log(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    log(`operator log (tail):\n${bench.logTail('operator')}\nservice log (tail):\n${bench.logTail('service')}`);
+    await cleanup();
+    process.exit(1);
+  }
+  log('stopping everything the benchmark started…');
+  await cleanup();
+  const table = await writeReports(root, results);
+  process.stdout.write(`${table}\n`);
+  log('wrote BENCHMARKS.json and BENCHMARKS.md');
+}
+
+function round(x: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+function prefix<T extends object>(name: string, summary: T): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(summary).map(([k, v]) => [`${name}${k[0]!.toUpperCase()}${k.slice(1)}`, v as number]),
+  );
+}
+
+async function readHwm(pid: number): Promise<number> {
+  const { readFile } = await import('node:fs/promises');
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Math.round((Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024) * 10) / 10;
+}
+
+async function waitPool(bench: Bench, app: string, size: number, timeoutMs: number): Promise<void> {
+  await until(
+    `${size} free ready instances of ${app}`,
+    () => {
+      const free = bench.freeReadyInstances(app);
+      progress.note(`${free}/${size} free and ready`);
+      return free >= size;
+    },
+    timeoutMs,
+    100,
+  );
+}
+
+/** Start strategies the sessions of users starting with `userPrefix` ended up with. */
+function strategies(bench: Bench, userPrefix: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const s of bench.sessionSource.list()) {
+    if (!s.spec.user.startsWith(userPrefix)) continue;
+    const key = `strategy_${s.status?.startStrategy ?? 'none'}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** Ends every eager session and times the pool's return to full strength. */
+async function endAndRefill(bench: Bench): Promise<number> {
+  const t0 = Date.now();
+  await bench.deleteSessionsOf(EAGER);
+  await waitPool(bench, EAGER, POOL, 900_000);
+  return Date.now() - t0;
+}
+
+/** API requests of `launches` sequential launches, net of the background measured just before. */
+async function cost(
+  api: ApiMetrics,
+  launches: number,
+  idleMs: number,
+  launch: (i: number) => Promise<unknown>,
+): Promise<Record<string, unknown>> {
+  await sleep(1000);
+  const idle0 = await api.snapshot();
+  await sleep(idleMs);
+  const idle1 = await api.snapshot();
+  const background = { delta: diff(idle0, idle1), seconds: (idle1.at - idle0.at) / 1000 };
+  const before: ApiSnapshot = await api.snapshot();
+  for (let i = 0; i < launches; i++) await launch(i);
+  // Work a launch sets off after its answer (injection, events, pool status) belongs to it too.
+  await sleep(2000);
+  const after = await api.snapshot();
+  const delta: ApiDelta = diff(before, after);
+  const net = perLaunch(delta, launches, background, (after.at - before.at) / 1000);
+  return {
+    launches,
+    readsPerLaunch: net.reads,
+    writesPerLaunch: net.writes,
+    ideCloudWritesPerLaunch: net.ownWrites,
+    readKiBPerLaunch: net.readKiB,
+    rawReadsPerLaunch: round(delta.reads / launches, 1),
+    rawWritesPerLaunch: round(delta.writes / launches, 1),
+    backgroundRequestsPerSec: round((background.delta.reads + background.delta.writes) / background.seconds),
+    perLaunchByVerbAndResource: net.byKey,
+  };
+}
+
+/**
+ * Where a launch's time goes, from this process's session watch: created → first status write by the
+ * operator, created → Running with URL; the rest of the client latency is the service's own work.
+ */
+function breakdown(bench: Bench, userPrefix: string): Record<string, number> {
+  const first: number[] = [];
+  const running: number[] = [];
+  for (const s of bench.sessionSource.list()) {
+    if (!s.spec.user.startsWith(userPrefix)) continue;
+    const t = bench.sessions.get(s.metadata.name);
+    if (t?.added && t.firstStatus) first.push(t.firstStatus - t.added);
+    if (t?.added && t.running) running.push(t.running - t.added);
+  }
+  const a = summarize(first);
+  const b = summarize(running);
+  return {
+    createdToFirstStatusP50Ms: a.p50Ms,
+    createdToFirstStatusP99Ms: a.p99Ms,
+    createdToRunningP50Ms: b.p50Ms,
+    createdToRunningP99Ms: b.p99Ms,
+  };
+}
+
+/** Eager sessions whose pod was already running: reservation seen → EnvInjected=True seen. */
+function injectionFromReservation(bench: Bench, userPrefixes: string[]): Record<string, number> {
+  const delays: number[] = [];
+  for (const s of bench.sessionSource.list()) {
+    if (!userPrefixes.some((p) => s.spec.user.startsWith(p))) continue;
+    const t = bench.sessions.get(s.metadata.name);
+    if (t?.reserved && t.envInjected) delays.push(t.envInjected - t.reserved);
+  }
+  return { ...prefix('reservedToInjected', summarize(delays)) };
+}
+
+/**
+ * Workspace-backed eager launches: the claim is mounted, so the instance's pod restarts; the delay is
+ * from the new pod's Ready (first seen by this process's pod watch) to EnvInjected=True (first seen by
+ * its session watch), and the same from the Kubernetes timestamps (1 s granularity).
+ */
+async function injectionAfterRestart(bench: Bench): Promise<Record<string, number>> {
+  const sessions: string[] = [];
+  const latencies: number[] = [];
+  for (let i = 0; i < SIZES.injectionLaunches; i++) {
+    const user = `inject-${i}`;
+    const r = await bench.launch(user, EAGER, { workspaceName: `ws-inject-${i}` });
+    latencies.push(r.ms);
+    const session = bench.sessionSource.list().find((s) => s.spec.user === user);
+    if (session) sessions.push(session.metadata.name);
+    progress.advance(0, `${i + 1}/${SIZES.injectionLaunches}`);
+  }
+  await until(
+    'EnvInjected on the workspace-backed sessions',
+    () => sessions.every((name) => bench.sessions.get(name)?.envInjected),
+    120_000,
+    100,
+  );
+  const watched: number[] = [];
+  const k8sTimes: number[] = [];
+  for (const name of sessions) {
+    const t = bench.sessions.get(name)!;
+    const pod = [...bench.pods.values()].find((p) => p.session === name && p.ready);
+    if (!pod?.ready) continue;
+    watched.push(t.envInjected! - pod.ready);
+    if (pod.readyTransition && t.envInjectedTransition) {
+      k8sTimes.push(new Date(t.envInjectedTransition).getTime() - new Date(pod.readyTransition).getTime());
+    }
+  }
+  // Back to the pool for the scale scenario: end these sessions and their workspaces.
+  await bench.deleteSessionsOf(EAGER);
+  for (let i = 0; i < SIZES.injectionLaunches; i++) await bench.resources.workspaces.delete(`ws-inject-${i}`);
+  return {
+    ...prefix('podReadyToInjected', summarize(watched)),
+    ...prefix('podReadyToInjectedK8sTimestamps', summarize(k8sTimes)),
+    ...prefix('launch', summarize(latencies)),
+  };
+}
+
+await main();
