@@ -280,7 +280,7 @@ describe('service API on the real kube-apiserver', function () {
   });
 
   describe('machine-facing extras', () => {
-    it('serves an OpenAPI 3.1 description of all 16 endpoints, generated from the models', async () => {
+    it('serves an OpenAPI 3.1 description of all 16 endpoints and the progress stream, generated from the models', async () => {
       const answer = await call(service.url, 'GET', '/openapi.json');
       const document = answer.json as {
         openapi: string;
@@ -294,7 +294,9 @@ describe('service API on the real kube-apiserver', function () {
       const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
         Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`),
       );
-      assert.equal(operations.length, 16);
+      // The spec's 16 endpoints and the landing page's progress stream.
+      assert.equal(operations.length, 16 + 1);
+      assert.ok(operations.includes('GET /service/session/events/{appId}/{user}/{workspaceName}'), operations.join());
       const ref = document.paths['/service']!.post!.requestBody!.content['application/json']!.schema.$ref;
       assert.equal(ref, '#/components/schemas/LaunchRequest');
       const launch = document.components.schemas.LaunchRequest!;
