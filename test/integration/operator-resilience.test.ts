@@ -40,6 +40,9 @@ async function assertNoDoubleReservation(apps: k8s.AppsV1Api, r: IdeCloudResourc
   return { eager: eager.length, total: sessions.length };
 }
 
+/** Concurrent launches against the pool of 10 (the issue's load test). */
+const LAUNCHES = 50;
+
 describe('operator: concurrency, restarts and dropped watches', function () {
   this.timeout(300_000);
   let cluster: TestCluster;
@@ -62,13 +65,13 @@ describe('operator: concurrency, restarts and dropped watches', function () {
     await cleanUpSuite(cluster.kc, namespace, [operator]);
   });
 
-  it('40 concurrent launches against a pool of 10: no instance reserved twice, every session Running, every route kept', async () => {
+  it(`${LAUNCHES} concurrent launches against a pool of 10: no instance reserved twice, every session Running, every route kept`, async () => {
     await eventually(async () => assert.equal((await r.appDefinitions.get(APP)).status?.pool?.ready, 10), 90_000, 300);
-    const names = Array.from({ length: 40 }, (_, i) => `load-${i}`);
+    const names = Array.from({ length: LAUNCHES }, (_, i) => `load-${i}`);
     await Promise.all(names.map((n) => createSession(r, n, { user: `${n}@example.com`, appDefinition: APP })));
     await Promise.all(names.map((n) => waitForSession(r, n, running, 240_000)));
     const { eager, total } = await assertNoDoubleReservation(apps, r, namespace);
-    assert.equal(total, 40);
+    assert.equal(total, LAUNCHES);
     assert.equal(eager, 10);
     const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path)).sort();
