@@ -129,8 +129,16 @@ function schedulerConfigYaml(kubeconfig: string): string {
   ].join('\n');
 }
 
+export interface ControlPlaneOptions {
+  /**
+   * Range of Service ClusterIPs (never contacted: nothing routes them here). There is one Service per
+   * session and per warm instance, so the default /16 leaves room for a whole test run or benchmark.
+   */
+  serviceClusterIpRange?: string;
+}
+
 /** Starts every component in `dir` (created fresh) and returns once the API server is ready with CRDs installed. */
-export async function startControlPlane(dir: string): Promise<ControlPlaneState> {
+export async function startControlPlane(dir: string, options: ControlPlaneOptions = {}): Promise<ControlPlaneState> {
   const bin = await ensureBinaries('k8s');
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.join(dir, 'logs'), { recursive: true });
@@ -178,7 +186,7 @@ export async function startControlPlane(dir: string): Promise<ControlPlaneState>
       '--advertise-address=127.0.0.1',
       `--secure-port=${apiPort}`,
       `--cert-dir=${certDir}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
+      `--service-cluster-ip-range=${options.serviceClusterIpRange ?? '10.0.0.0/16'}`,
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${saPub}`,
       `--service-account-signing-key-file=${saKey}`,

@@ -53,7 +53,8 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.e
   });
 }
 
-async function ensureAptPackages(): Promise<void> {
+/** Installs the Debian packages the hosts need (code-server's build deps and chromium) when missing. */
+export async function ensureAptPackages(): Promise<void> {
   const missing = missingAptPackages();
   if (missing.length === 0) {
     log(`apt packages present: ${APT_PACKAGES.join(', ')}`);

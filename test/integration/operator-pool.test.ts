@@ -11,6 +11,7 @@ import {
   cleanUpSuite,
   createAppDefinition,
   createSession,
+  FAST,
   ideCloudResources,
   readyPodIp,
   running,
@@ -206,7 +207,8 @@ describe('operator: warm pool and eager start', function () {
     );
     const condition = failed.status!.conditions!.find((c) => c.type === 'EnvInjected')!;
     assert.equal(condition.reason, 'InjectionFailed');
-    assert.match(condition.message ?? '', /health checks 60\/60, posts 0, last error: /);
+    const attempts = FAST.bridgeHealthAttempts;
+    assert.match(condition.message ?? '', new RegExp(`health checks ${attempts}/${attempts}, posts 0, last error: `));
     assert.equal(failed.status?.phase, 'Running');
     assert.deepEqual(
       new Set(sessions.filter((s) => s.status?.startStrategy === 'eager').map((s) => s.status?.instanceId)),

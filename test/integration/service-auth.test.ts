@@ -161,7 +161,7 @@ describe('service auth matrix (oidc-provider + kube-apiserver)', function () {
       alice: { email: ALICE },
       bob: { email: 'bob@example.com' },
       root: { email: 'root@example.com', groups: ['admin'] },
-      brief: { email: ALICE, ttlSeconds: 1 },
+      brief: { email: ALICE, ttlSeconds: 3 },
     });
     for (const client of ['alice', 'bob', 'root']) tokens[client] = await idp.token(client);
     identity = await startTestService(cluster.kc, namespace, {
@@ -254,7 +254,7 @@ describe('service auth matrix (oidc-provider + kube-apiserver)', function () {
         (await call(identity.url, 'GET', list, { headers: { authorization: `Bearer ${short}` } })).status,
         200,
       );
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      await new Promise((resolve) => setTimeout(resolve, 4100));
       const answer = await call(identity.url, 'GET', list, { headers: { authorization: `Bearer ${short}` } });
       assert.equal(answer.status, 401);
       assert.deepEqual(answer.json, { code: 401, reason: 'bearer token expired' });

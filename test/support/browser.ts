@@ -6,7 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { CHROMIUM_PATH } from '../../scripts/vscode-host/install.js';
+import { CHROMIUM_PATH, ensureAptPackages } from '../../scripts/vscode-host/install.js';
 import { CHROMIUM_ARGS } from './vscode-host.js';
 
 export const ARTIFACTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-artifacts');
@@ -22,9 +22,8 @@ export function isLoopback(url: string): boolean {
 }
 
 export async function launchBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`${CHROMIUM_PATH} is missing: install the Debian package chromium (installVscodeHost() does)`);
-  }
+  // Any suite may be the first to need a browser: install Debian's chromium when it is missing.
+  if (!existsSync(CHROMIUM_PATH)) await ensureAptPackages();
   return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });
 }
 

@@ -26,6 +26,13 @@ async function start(): Promise<TestCluster> {
     state = await startControlPlane(dir);
     const started = state;
     process.once('exit', () => killControlPlaneSync(started));
+    // A cancelled run (SIGINT/SIGTERM) skips 'exit' handlers: the detached processes must go too.
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => {
+        killControlPlaneSync(started);
+        process.exit(130);
+      });
+    }
     kubeconfig = state.kubeconfig;
   }
   const kc = new k8s.KubeConfig();

@@ -12,7 +12,8 @@ import { startOperator, type OperatorConfigInput, type RunningOperator } from '.
 import { eventually } from './kube.js';
 
 export const FAST: Partial<OperatorConfigInput> = {
-  bridgeHealthAttempts: 60,
+  // 30 s of health checks: room for a restarted pod to get its address and the test its bridge.
+  bridgeHealthAttempts: 300,
   bridgeHealthIntervalMs: 100,
   bridgePostAttempts: 5,
   bridgeRequestTimeoutMs: 1000,

@@ -39,3 +39,19 @@ export function isNotFound(error: unknown): boolean {
 export function isConflict(error: unknown): boolean {
   return apiStatus(error) === 409;
 }
+
+/**
+ * What may be logged about a failed Kubernetes API call: its status and reason, never its message or
+ * body, which can quote the object sent (env values, tokens).
+ */
+export function describeKubernetesError(error: k8s.ApiException<unknown>): Record<string, unknown> {
+  let body: unknown = error.body;
+  if (typeof body === 'string') {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      body = undefined;
+    }
+  }
+  return { kubernetesStatus: error.code, kubernetesReason: (body as { reason?: unknown } | undefined)?.reason };
+}

@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { loadKubeConfig } from '../kube/client.js';
+import { describeKubernetesError, loadKubeConfig } from '../kube/client.js';
 import { API_VERSION, LABELS } from '../model/api-group.js';
 import type { AppDefinition } from '../model/app-definition.js';
 import type { Session } from '../model/session.js';
@@ -46,7 +46,19 @@ class Controllers {
   constructor(private readonly ctx: OperatorContext) {
     const { config, log, namespace, kc } = ctx;
     const onError = (what: string) => (key: string, error: unknown) =>
-      log.warn({ key, err: error instanceof Error ? error.message : String(error) }, `${what} reconcile failed`);
+      log.warn(
+        {
+          key,
+          // An API answer's message can quote the object sent: log its status and reason only.
+          err:
+            error instanceof k8s.ApiException
+              ? describeKubernetesError(error)
+              : error instanceof Error
+                ? error.message
+                : String(error),
+        },
+        `${what} reconcile failed`,
+      );
     const sessionQueue = new WorkQueue((key) => sessions.reconcile(key), {
       workers: config.workers,
       onError: onError('session'),

@@ -207,7 +207,16 @@ export class SessionReconciler {
       pass.events.push(['Normal', 'Routed', `route ${routePath(name)} added to ingress ${ingressName}`]);
 
     // 5. Environment: in the pod spec (lazy) or pushed to the data bridge (eager, asynchronous).
-    if (eager) this.injectionStep(session, appDefinition, backend, claimName, pass);
+    // Eager: only once the reserved instance's current pod serves. A recycled instance can still show
+    // its previous pod, another user's, which must never receive these values.
+    if (eager && deploymentReady(workload)) this.injectionStep(session, appDefinition, backend, claimName, pass);
+    else if (eager)
+      pass.condition({
+        type: SessionCondition.envInjected,
+        status: 'Unknown',
+        reason: 'WaitingForInstance',
+        message: 'the reserved instance is not ready yet',
+      });
     else
       pass.condition({
         type: SessionCondition.envInjected,

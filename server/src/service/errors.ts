@@ -2,6 +2,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { z } from 'zod';
 import { ErrorCode } from '../model/error-codes.js';
 import type { ErrorBody } from '../model/requests.js';
+import { describeKubernetesError } from '../kube/client.js';
 
 /**
  * The one error type of the service. The HTTP status equals `code` (DESIGN.md). `reason` is shown to
@@ -57,18 +58,7 @@ export function fromKubernetes(error: unknown, what: string): ApiError {
 /** What may be logged about any error: never a message that could quote request values. */
 export function describeError(error: unknown): Record<string, unknown> {
   if (error instanceof ApiError) return { code: error.code, reason: error.reason };
-  if (error instanceof k8s.ApiException) {
-    const body = typeof error.body === 'string' ? safeJson(error.body) : error.body;
-    return { kubernetesStatus: error.code, kubernetesReason: (body as { reason?: unknown } | undefined)?.reason };
-  }
+  if (error instanceof k8s.ApiException) return describeKubernetesError(error);
   if (error instanceof Error) return { errorName: error.name, code: (error as { code?: unknown }).code };
   return { errorType: typeof error };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
