@@ -45,6 +45,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       eagerStart: false,
       sessionsPerUser: 2,
       activityIntervalMs: 300,
+      ingressClassName: 'nginx',
     });
   });
   after(async () => {
@@ -103,6 +104,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       rule.http!.paths.map((p) => [rule.host, p.path, p.backend.service?.name]),
     );
     assert.deepEqual(paths, [['ide.localtest.me', '/session-alice-1/', 'session-alice-1']]);
+    assert.equal(ingress.spec!.ingressClassName, 'nginx');
 
     const events = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=session-alice-1` });
     const reasons = events.items.map((e) => e.reason);

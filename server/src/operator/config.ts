@@ -19,6 +19,8 @@ export const OperatorConfigSchema = z
     sessionsPerUser: int(1).default(1),
     sessionHost: z.string().min(1).default('ide.localtest.me'),
     sessionScheme: z.enum(['http', 'https']).default('http'),
+    /** IngressClass of the shared session Ingress; unset: the cluster's default class. */
+    ingressClassName: z.string().min(1).optional(),
     /** Image of the authentication proxy sidecar of every session pod. */
     authProxyImage: z.string().min(1).default('quay.io/oauth2-proxy/oauth2-proxy:v7.6.0'),
     authProxyPort: int(1).default(8080),
@@ -72,6 +74,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   sessionsPerUser: 'IDE_CLOUD_SESSIONS_PER_USER',
   sessionHost: 'IDE_CLOUD_SESSION_HOST',
   sessionScheme: 'IDE_CLOUD_SESSION_SCHEME',
+  ingressClassName: 'IDE_CLOUD_INGRESS_CLASS_NAME',
   authProxyImage: 'IDE_CLOUD_AUTH_PROXY_IMAGE',
   authProxyPort: 'IDE_CLOUD_AUTH_PROXY_PORT',
   workspaceMountPath: 'IDE_CLOUD_WORKSPACE_MOUNT_PATH',

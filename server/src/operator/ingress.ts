@@ -54,6 +54,7 @@ export async function setRoute(
   ingressName: string,
   entry: RouteEntry,
   present: boolean,
+  ingressClassName?: string,
 ): Promise<void> {
   for (let attempt = 0; attempt < 50; attempt++) {
     let current: k8s.V1Ingress | undefined;
@@ -65,7 +66,7 @@ export async function setRoute(
     try {
       if (!current) {
         if (!present) return;
-        const spec = withRoute(undefined, entry, true);
+        const spec = { ...withRoute(undefined, entry, true), ...(ingressClassName ? { ingressClassName } : {}) };
         await net.createNamespacedIngress({
           namespace,
           body: {

@@ -196,6 +196,7 @@ export class SessionReconciler {
       ingressName,
       { host: ctx.config.sessionHost, path: routePath(name), serviceName: backend },
       true,
+      ctx.config.ingressClassName,
     );
     pass.condition({
       type: SessionCondition.routed,
