@@ -96,7 +96,8 @@ export class Bench {
   async start(log: (line: string) => void): Promise<void> {
     this.dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-bench-'));
     log(`control plane in ${this.dir}`);
-    this.state = await startControlPlane(path.join(this.dir, 'cluster'));
+    // One Service per session and per warm instance: more than the default /24 of ClusterIPs holds.
+    this.state = await startControlPlane(path.join(this.dir, 'cluster'), { serviceClusterIpRange: '10.0.0.0/16' });
     this.kc.loadFromFile(this.state.kubeconfig);
     this.resources = ideCloudResources(this.kc, NAMESPACE);
     this.core = this.kc.makeApiClient(k8s.CoreV1Api);

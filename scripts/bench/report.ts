@@ -27,6 +27,8 @@ export interface Results {
   injectionEphemeral?: Figures;
   injectionWorkspace?: Figures;
   scale?: Figures[];
+  /** The first scale step not reached within the time budget. */
+  scaleStoppedBefore?: number;
   bridgeRequests?: Figures;
 }
 

@@ -29,7 +29,12 @@ const SIZES = {
   scaleProbes: n(10),
   fillConcurrency: 20,
   idleWindowMs: Math.max(5000, Math.round(30_000 * Math.min(1, SCALE))),
+  /** Longest wait for one scale step's sessions to run, and for the whole scale scenario. */
+  levelTimeoutMs: 300_000,
+  scaleBudgetMs: Math.max(120_000, Math.round(480_000 * Math.min(1, SCALE))),
 };
+/** BENCH_ONLY=scale runs the scale scenario alone (for debugging it). */
+const ONLY_SCALE = process.env.BENCH_ONLY === 'scale';
 /**
  * One warm pool serves every eager scenario; the sessions end (and the pool refills) between the
  * sequential launches, the concurrent and cost launches, and the throughput burst.
@@ -40,6 +45,10 @@ const LAZY = 'bench-lazy';
 const FILLER = 'bench-filler';
 
 const progress = new Progress();
+type Weights = Record<
+  'start' | 'pool' | 'seq' | 'conc' | 'cost' | 'refill' | 'burst' | 'lazy' | 'inject' | 'scale',
+  number
+>;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 function appDefinition(name: string, minInstances: number, bridgePort: number, maxInstances: number | null = 5000) {
@@ -50,6 +59,9 @@ function appDefinition(name: string, minInstances: number, bridgePort: number, m
     ingressname: 'ide-cloud-sessions',
     minInstances,
     maxInstances,
+    // The fake node offers 64 CPUs: at the default 200m a request, it would hold about 300 pods.
+    requestsCpu: '10m',
+    requestsMemory: '16M',
     options: { dataBridgeEnabled: 'true', dataBridgePort: String(bridgePort) },
   };
 }
@@ -77,7 +89,18 @@ async function main(): Promise<void> {
     operatorSettings: OPERATOR_SETTINGS as Record<string, unknown>,
   };
   // Weights of the progress bar: roughly the share of the run's time each step takes.
-  const weights = { start: 10, pool: 8, seq: 8, conc: 3, cost: 3, refill: 6, burst: 4, lazy: 14, inject: 4, scale: 40 };
+  const weights: Weights = {
+    start: 10,
+    pool: 8,
+    seq: 8,
+    conc: 3,
+    cost: 3,
+    refill: 6,
+    burst: 4,
+    lazy: 14,
+    inject: 4,
+    scale: 40,
+  };
   progress.plan(Object.values(weights).reduce((a, b) => a + b, 0));
   try {
     progress.step('starting control plane, operator and service');
@@ -98,120 +121,22 @@ async function main(): Promise<void> {
     results.poolFill = { instances: POOL, initialFillMs: Date.now() - poolStart };
     progress.advance(weights.pool);
 
-    // ---- 1. eager launches ----
-    progress.step(`1 eager launch, ${SIZES.eagerSequential} sequential`);
-    const seq: number[] = [];
-    for (let i = 0; i < SIZES.eagerSequential; i++) {
-      seq.push((await bench.launch(`eager-seq-${i}`, EAGER)).ms);
-      progress.advance(weights.seq / SIZES.eagerSequential, `${i + 1}/${SIZES.eagerSequential}`);
-    }
-    results.eagerSequential = {
-      ...summarize(seq),
-      ...strategies(bench, 'eager-seq-'),
-      ...breakdown(bench, 'eager-seq-'),
-    };
-    results.injectionEphemeral = injectionFromReservation(bench, ['eager-seq-']);
-    progress.step(`3 ending ${SIZES.eagerSequential} eager sessions, pool refill`);
-    const refill1 = await endAndRefill(bench);
-    progress.advance(weights.refill / 3);
-
-    progress.step(`1 eager launch, ${SIZES.eagerConcurrent} concurrent`);
-    const concStart = performance.now();
-    const conc = await Promise.all(
-      Array.from({ length: SIZES.eagerConcurrent }, (_, i) => bench.launch(`eager-conc-${i}`, EAGER).then((r) => r.ms)),
-    );
-    results.eagerConcurrent = {
-      ...summarize(conc),
-      wallMs: Math.round(performance.now() - concStart),
-      ...strategies(bench, 'eager-conc-'),
-      ...breakdown(bench, 'eager-conc-'),
-    };
-    progress.advance(weights.conc);
-
-    // ---- 4. cost per eager launch ----
-    progress.step(`4 API requests per eager launch (${SIZES.costLaunches} launches)`);
-    results.costEager = await cost(api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
-      bench.launch(`eager-cost-${i}`, EAGER),
-    );
-    progress.advance(weights.cost);
-
-    // ---- 3. pool refill, then claim throughput until the pool is exhausted, then refill again ----
-    progress.step(`3 ending ${SIZES.eagerConcurrent + SIZES.costLaunches} eager sessions, pool refill`);
-    const refill2 = await endAndRefill(bench);
-    progress.advance(weights.refill / 3);
-    progress.step(`3 claim throughput: ${POOL} launches, ${SIZES.burstConcurrency} in flight`);
-    const burstStart = performance.now();
-    const cpuBefore = opStats().cpuSeconds;
-    const burstLatencies = await pool(POOL, SIZES.burstConcurrency, async (i) => {
-      const r = await bench.launch(`burst-${i}`, EAGER);
-      progress.advance(weights.burst / POOL, `${i + 1}/${POOL}`);
-      return r.ms;
-    });
-    const burstSeconds = (performance.now() - burstStart) / 1000;
-    const burstStrategies = strategies(bench, 'burst-');
-    const reservations = bench.sessionSource
-      .list()
-      .filter((s) => s.spec.user.startsWith('burst-'))
-      .map((s) => bench.sessions.get(s.metadata.name))
-      .filter((t) => t?.strategy === 'eager' && t.reserved)
-      .map((t) => t!.reserved!)
-      .sort((a, b) => a - b);
-    const reservationSpan = (reservations.at(-1)! - reservations[0]!) / 1000;
-    results.claimThroughput = {
-      launches: POOL,
-      concurrency: SIZES.burstConcurrency,
-      launchesPerSec: round(POOL / burstSeconds),
-      claimsPerSecOperator: round(reservations.length / Math.max(reservationSpan, 0.001)),
-      ...prefix('latency', summarize(burstLatencies)),
-      operatorCpuSecondsPerLaunch: round((opStats().cpuSeconds - cpuBefore) / POOL, 4),
-      ...burstStrategies,
-      refillAfterSequentialMs: refill1,
-      refillAfterConcurrentMs: refill2,
-    };
-    progress.step(`3 ending ${POOL} sessions, pool refill`);
-    results.claimThroughput.refillMs = await endAndRefill(bench);
-    progress.advance(weights.refill / 3);
-
-    // ---- 2. lazy launches ----
-    progress.step(`2 lazy launch, ${SIZES.lazySequential} sequential`);
-    const lazySeq: number[] = [];
-    for (let i = 0; i < SIZES.lazySequential; i++) {
-      lazySeq.push((await bench.launch(`lazy-seq-${i}`, LAZY)).ms);
-      progress.advance((weights.lazy * 0.6) / SIZES.lazySequential, `${i + 1}/${SIZES.lazySequential}`);
-    }
-    results.lazySequential = {
-      ...summarize(lazySeq),
-      ...strategies(bench, 'lazy-seq-'),
-      ...breakdown(bench, 'lazy-seq-'),
-    };
-    progress.step(`2 lazy launch, ${SIZES.lazyConcurrent} concurrent`);
-    const lazyConcStart = performance.now();
-    const lazyConc = await Promise.all(
-      Array.from({ length: SIZES.lazyConcurrent }, (_, i) => bench.launch(`lazy-conc-${i}`, LAZY).then((r) => r.ms)),
-    );
-    results.lazyConcurrent = {
-      ...summarize(lazyConc),
-      wallMs: Math.round(performance.now() - lazyConcStart),
-      ...strategies(bench, 'lazy-conc-'),
-    };
-    progress.advance(weights.lazy * 0.2);
-    progress.step(`4 API requests per lazy launch (${SIZES.costLaunches} launches)`);
-    results.costLazy = await cost(api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
-      bench.launch(`lazy-cost-${i}`, LAZY),
-    );
-    await bench.deleteSessionsOf(LAZY);
-    progress.advance(weights.lazy * 0.2);
-
-    // ---- 6b. injection after the pod restarts with a workspace claim ----
-    progress.step(`6 injection delay, ${SIZES.injectionLaunches} workspace-backed eager launches`);
-    results.injectionWorkspace = await injectionAfterRestart(bench);
-    progress.advance(weights.inject);
+    if (!ONLY_SCALE) await launchScenarios(bench, api, results, weights, opStats);
 
     // ---- 5. scale ----
     results.scale = [];
     let fillers = 0;
     const levelWeight = weights.scale / SIZES.scaleLevels.length;
+    const scaleDeadline = Date.now() + SIZES.scaleBudgetMs;
+    const measureMs = SIZES.idleWindowMs + 40_000;
     for (const level of SIZES.scaleLevels) {
+      if (Date.now() + measureMs + 30_000 > scaleDeadline) {
+        log(
+          `\nscale: the time budget of ${SIZES.scaleBudgetMs / 1000} s ends before ${level} sessions; the curve ends here`,
+        );
+        results.scaleStoppedBefore = level;
+        break;
+      }
       progress.step(`5 scale: ${level} sessions`);
       const create = Math.max(0, level - bench.sessionSource.list().length - SIZES.scaleProbes);
       const fillStart = Date.now();
@@ -219,6 +144,9 @@ async function main(): Promise<void> {
       const names = Array.from({ length: create }, (_, k) => `fill-${fillers + k}`);
       fillers += create;
       await pool(create, SIZES.fillConcurrency, (k) => bench.createSession(names[k]!, names[k]!, FILLER));
+      // A level the operator cannot bring to Running within the limit is measured as it stands, and
+      // the curve ends there (the run must stay within its time budget).
+      let fillTimedOut = false;
       await until(
         `${create} filler sessions running`,
         () => {
@@ -226,12 +154,16 @@ async function main(): Promise<void> {
           progress.note(`${running}/${create} new sessions running`);
           return running === create;
         },
-        900_000,
+        Math.min(SIZES.levelTimeoutMs, scaleDeadline - measureMs - Date.now()),
         250,
-      );
+      ).catch(() => (fillTimedOut = true));
       const fillMs = Date.now() - fillStart;
       const fillCpu = opStats().cpuSeconds - cpu0;
-      const burstReconcile = names.map((x) => bench.sessions.get(x)!).map((t) => t.firstStatus! - t.added!);
+      const runningAfterFill = names.filter((x) => bench.sessions.get(x)?.running).length;
+      const burstReconcile = names
+        .map((x) => bench.sessions.get(x))
+        .filter((t) => t?.firstStatus && t.added)
+        .map((t) => t!.firstStatus! - t!.added!);
       progress.advance(levelWeight * 0.4);
 
       // Reconcile latency proxy: one session at a time, create → first status write (watch timestamps).
@@ -239,9 +171,9 @@ async function main(): Promise<void> {
       for (let j = 0; j < SIZES.scaleProbes; j++) {
         const name = `probe-${level}-${j}`;
         await bench.createSession(name, name, FILLER);
-        await until(`probe ${name}`, () => !!bench.sessions.get(name)?.running, 300_000, 20);
-        const t = bench.sessions.get(name)!;
-        probes.push(t.firstStatus! - t.added!);
+        await until(`probe ${name}`, () => !!bench.sessions.get(name)?.firstStatus, 120_000, 20).catch(() => undefined);
+        const t = bench.sessions.get(name);
+        if (t?.firstStatus && t.added) probes.push(t.firstStatus - t.added);
       }
 
       // Idle window: steady-state CPU, memory and background API traffic (includes the operator's resync).
@@ -258,8 +190,14 @@ async function main(): Promise<void> {
       progress.note('eager launches');
       const launchApi0 = await api.snapshot();
       const launches: number[] = [];
-      for (let j = 0; j < SIZES.scaleLaunches; j++)
-        launches.push((await bench.launch(`scale-${level}-${j}`, EAGER)).ms);
+      let launchFailures = 0;
+      for (let j = 0; j < SIZES.scaleLaunches; j++) {
+        try {
+          launches.push((await bench.launch(`scale-${level}-${j}`, EAGER)).ms);
+        } catch {
+          launchFailures++;
+        }
+      }
       const launchApi1 = await api.snapshot();
       const launchCost = perLaunch(
         diff(launchApi0, launchApi1),
@@ -276,6 +214,11 @@ async function main(): Promise<void> {
       const status = await readHwm(bench.operatorPid());
       results.scale.push({
         sessions: bench.sessionSource.list().length,
+        sessionsRunning: bench.sessionSource.list().filter((x) => x.status?.phase === 'Running').length,
+        fillTimedOut,
+        fillCreated: create,
+        fillRunningAtEnd: runningAfterFill,
+        eagerLaunchFailures: launchFailures,
         operatorRssMb: idle.rssMb,
         operatorPeakRssMb: status,
         operatorIdleCpuPercent: round(((idle.cpuSeconds - idleCpu0) / background.seconds) * 100, 1),
@@ -293,6 +236,11 @@ async function main(): Promise<void> {
         serviceRssMb: processStats(bench.servicePid()).rssMb,
       });
       progress.advance(levelWeight * 0.3);
+      if (fillTimedOut) {
+        results.scaleStoppedBefore = SIZES.scaleLevels[SIZES.scaleLevels.indexOf(level) + 1];
+        log(`\nscale: ${runningAfterFill}/${create} new sessions running when the time ran out; the curve ends here`);
+        break;
+      }
     }
     results.bridgeRequests = { ...bench.bridgeRequests };
     results.runSeconds = Math.round((Date.now() - started) / 1000);
@@ -310,6 +258,124 @@ async function main(): Promise<void> {
   const table = await writeReports(root, results);
   process.stdout.write(`${table}\n`);
   log('wrote BENCHMARKS.json and BENCHMARKS.md');
+}
+
+/** Scenarios 1, 2, 3, 4 and 6: launches against the warm pool and without one. */
+async function launchScenarios(
+  bench: Bench,
+  api: ApiMetrics,
+  results: Results,
+  weights: Weights,
+  opStats: () => { rssMb: number; cpuSeconds: number },
+): Promise<void> {
+  // ---- 1. eager launches ----
+  progress.step(`1 eager launch, ${SIZES.eagerSequential} sequential`);
+  const seq: number[] = [];
+  for (let i = 0; i < SIZES.eagerSequential; i++) {
+    seq.push((await bench.launch(`eager-seq-${i}`, EAGER)).ms);
+    progress.advance(weights.seq / SIZES.eagerSequential, `${i + 1}/${SIZES.eagerSequential}`);
+  }
+  results.eagerSequential = {
+    ...summarize(seq),
+    ...strategies(bench, 'eager-seq-'),
+    ...breakdown(bench, 'eager-seq-'),
+  };
+  results.injectionEphemeral = injectionFromReservation(bench, ['eager-seq-']);
+  progress.step(`3 ending ${SIZES.eagerSequential} eager sessions, pool refill`);
+  const refill1 = await endAndRefill(bench);
+  progress.advance(weights.refill / 3);
+
+  progress.step(`1 eager launch, ${SIZES.eagerConcurrent} concurrent`);
+  const concStart = performance.now();
+  const conc = await Promise.all(
+    Array.from({ length: SIZES.eagerConcurrent }, (_, i) => bench.launch(`eager-conc-${i}`, EAGER).then((r) => r.ms)),
+  );
+  results.eagerConcurrent = {
+    ...summarize(conc),
+    wallMs: Math.round(performance.now() - concStart),
+    ...strategies(bench, 'eager-conc-'),
+    ...breakdown(bench, 'eager-conc-'),
+  };
+  progress.advance(weights.conc);
+
+  // ---- 4. cost per eager launch ----
+  progress.step(`4 API requests per eager launch (${SIZES.costLaunches} launches)`);
+  results.costEager = await cost(api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
+    bench.launch(`eager-cost-${i}`, EAGER),
+  );
+  progress.advance(weights.cost);
+
+  // ---- 3. pool refill, then claim throughput until the pool is exhausted, then refill again ----
+  progress.step(`3 ending ${SIZES.eagerConcurrent + SIZES.costLaunches} eager sessions, pool refill`);
+  const refill2 = await endAndRefill(bench);
+  progress.advance(weights.refill / 3);
+  progress.step(`3 claim throughput: ${POOL} launches, ${SIZES.burstConcurrency} in flight`);
+  const burstStart = performance.now();
+  const cpuBefore = opStats().cpuSeconds;
+  const burstLatencies = await pool(POOL, SIZES.burstConcurrency, async (i) => {
+    const r = await bench.launch(`burst-${i}`, EAGER);
+    progress.advance(weights.burst / POOL, `${i + 1}/${POOL}`);
+    return r.ms;
+  });
+  const burstSeconds = (performance.now() - burstStart) / 1000;
+  const burstStrategies = strategies(bench, 'burst-');
+  const reservations = bench.sessionSource
+    .list()
+    .filter((s) => s.spec.user.startsWith('burst-'))
+    .map((s) => bench.sessions.get(s.metadata.name))
+    .filter((t) => t?.strategy === 'eager' && t.reserved)
+    .map((t) => t!.reserved!)
+    .sort((a, b) => a - b);
+  const reservationSpan = (reservations.at(-1)! - reservations[0]!) / 1000;
+  results.claimThroughput = {
+    launches: POOL,
+    concurrency: SIZES.burstConcurrency,
+    launchesPerSec: round(POOL / burstSeconds),
+    claimsPerSecOperator: round(reservations.length / Math.max(reservationSpan, 0.001)),
+    ...prefix('latency', summarize(burstLatencies)),
+    operatorCpuSecondsPerLaunch: round((opStats().cpuSeconds - cpuBefore) / POOL, 4),
+    ...burstStrategies,
+    refillAfterSequentialMs: refill1,
+    refillAfterConcurrentMs: refill2,
+  };
+  progress.step(`3 ending ${POOL} sessions, pool refill`);
+  results.claimThroughput.refillMs = await endAndRefill(bench);
+  progress.advance(weights.refill / 3);
+
+  // ---- 2. lazy launches ----
+  progress.step(`2 lazy launch, ${SIZES.lazySequential} sequential`);
+  const lazySeq: number[] = [];
+  for (let i = 0; i < SIZES.lazySequential; i++) {
+    lazySeq.push((await bench.launch(`lazy-seq-${i}`, LAZY)).ms);
+    progress.advance((weights.lazy * 0.6) / SIZES.lazySequential, `${i + 1}/${SIZES.lazySequential}`);
+  }
+  results.lazySequential = {
+    ...summarize(lazySeq),
+    ...strategies(bench, 'lazy-seq-'),
+    ...breakdown(bench, 'lazy-seq-'),
+  };
+  progress.step(`2 lazy launch, ${SIZES.lazyConcurrent} concurrent`);
+  const lazyConcStart = performance.now();
+  const lazyConc = await Promise.all(
+    Array.from({ length: SIZES.lazyConcurrent }, (_, i) => bench.launch(`lazy-conc-${i}`, LAZY).then((r) => r.ms)),
+  );
+  results.lazyConcurrent = {
+    ...summarize(lazyConc),
+    wallMs: Math.round(performance.now() - lazyConcStart),
+    ...strategies(bench, 'lazy-conc-'),
+  };
+  progress.advance(weights.lazy * 0.2);
+  progress.step(`4 API requests per lazy launch (${SIZES.costLaunches} launches)`);
+  results.costLazy = await cost(api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
+    bench.launch(`lazy-cost-${i}`, LAZY),
+  );
+  await bench.deleteSessionsOf(LAZY);
+  progress.advance(weights.lazy * 0.2);
+
+  // ---- 6b. injection after the pod restarts with a workspace claim ----
+  progress.step(`6 injection delay, ${SIZES.injectionLaunches} workspace-backed eager launches`);
+  results.injectionWorkspace = await injectionAfterRestart(bench);
+  progress.advance(weights.inject);
 }
 
 function round(x: number, digits = 2): number {

@@ -73,7 +73,7 @@ export class Progress {
     if (this.label) this.print(true);
     this.label = label;
     this.detail = '';
-    this.print(false);
+    this.print(true, false);
   }
 
   advance(weight: number, detail = ''): void {
@@ -92,7 +92,8 @@ export class Progress {
     this.print(true);
   }
 
-  private print(final: boolean): void {
+  /** `final` ends the line (and always prints); `newline` false keeps a TTY's line open. */
+  private print(final: boolean, newline = final): void {
     const now = Date.now();
     if (!final && now - this.lastPrint < 200) return;
     this.lastPrint = now;
@@ -101,8 +102,8 @@ export class Progress {
     const filled = Math.round(share * width);
     const elapsed = Math.round((now - this.started) / 1000);
     const line = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(Math.round(share * 100)).padStart(3)}% ${String(elapsed).padStart(4)}s  ${this.label}${this.detail ? `: ${this.detail}` : ''}`;
-    if (this.tty) process.stderr.write(`\r\x1b[2K${line}${final ? '\n' : ''}`);
-    else if (final || this.detail === '') process.stderr.write(`${line}\n`);
+    if (this.tty) process.stderr.write(`\r\x1b[2K${line}${newline ? '\n' : ''}`);
+    else if (final) process.stderr.write(`${line}\n`);
   }
 }
 
