@@ -46,6 +46,7 @@ describe('operator: warm pool and eager start', function () {
     return (await r.appDefinitions.get(APP)).status?.pool;
   }
 
+  const operatorLogs: string[] = [];
   before(async () => {
     cluster = await useCluster();
     namespace = await createTestNamespace(cluster.kc, 'op-pool');
@@ -54,7 +55,7 @@ describe('operator: warm pool and eager start', function () {
     core = cluster.kc.makeApiClient(k8s.CoreV1Api);
     net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
     await createAppDefinition(r, APP, { minInstances: 2, maxInstances: 20 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 10 });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 10 }, operatorLogs);
   });
   after(async () => {
     await cleanUpSuite(cluster.kc, namespace, [operator]);
@@ -137,6 +138,8 @@ describe('operator: warm pool and eager start', function () {
     for (const reason of ['Reserved', 'Routed', 'Injected', 'Ready'])
       assert.ok(reasons.includes(reason), `${reason} in ${reasons}`);
     assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('tok-123'));
+    assert.ok(operatorLogs.length > 0, 'the operator logged');
+    assert.ok(!operatorLogs.join('').includes('tok-123'), 'the injected token is not in the operator logs');
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 1, reserved: 1 }));
   });
 

@@ -23,15 +23,20 @@ export const FAST: Partial<OperatorConfigInput> = {
   leaseRenewIntervalMs: 300,
 };
 
+/**
+ * The operator as main.ts starts it. With `logs`, every line it logs (at debug level) is captured
+ * there, for the assertions that secrets never reach the logs.
+ */
 export function testOperator(
   kc: k8s.KubeConfig,
   namespace: string,
   overrides: Partial<OperatorConfigInput> = {},
+  logs?: string[],
 ): Promise<RunningOperator> {
-  return startOperator(
-    { namespace, ...FAST, ...overrides },
-    { kubeConfig: kc, logger: pino({ level: process.env.IDE_CLOUD_TEST_LOG ?? 'silent' }) },
-  );
+  const logger = logs
+    ? pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) })
+    : pino({ level: process.env.IDE_CLOUD_TEST_LOG ?? 'silent' });
+  return startOperator({ namespace, ...FAST, ...overrides }, { kubeConfig: kc, logger });
 }
 
 export function appDefinitionSpec(name: string, extra: Partial<AppDefinitionSpecInput> = {}): AppDefinitionSpecInput {
