@@ -108,6 +108,34 @@ describe('service launch (the test plays the operator)', function () {
     );
   });
 
+  it('replaces a failed session of the workspace once it is gone (its finalizer first), then answers the new URL', async () => {
+    const user = newUser();
+    const workspace = 'ws-after-failure';
+    const name = sessionNameFor(workspace);
+    const labels = { [LABELS.user]: userLabelValue(user) };
+    await resources.workspaces.create({
+      metadata: { name: workspace, labels },
+      spec: { user, appDefinition: 'python-latest' },
+    });
+    // A failed session that still holds a finalizer, as the operator's route finalizer would.
+    await resources.sessions.create({
+      metadata: { name, labels, finalizers: ['ide-cloud.io/test-hold'] },
+      spec: { user, appDefinition: 'python-latest', workspace },
+    });
+    await resources.sessions.patchStatus(name, {
+      phase: 'Failed',
+      error: { code: 500, reason: 'the pod could not start' },
+    });
+
+    const answer = launch({ user, appDefinition: 'python-latest', workspaceName: workspace });
+    await eventually(async () => assert.ok((await resources.sessions.get(name)).metadata.deletionTimestamp), 10_000);
+    await resources.sessions.mergePatch(name, { metadata: { finalizers: null } });
+    await operatorFillsStatus(resources, (n) => n === name);
+    const result = await answer;
+    assert.equal(result.status, 200, result.text);
+    assert.equal(result.text, `https://ide.example.test/${name}/`);
+  });
+
   it('waits for a session that another launch is starting, then answers its URL', async () => {
     const user = newUser();
     const request = { user, appDefinition: 'python-latest', workspaceName: 'ws-twice-at-once' };

@@ -14,7 +14,7 @@ import type { AppDefinitionCatalog } from './catalog.js';
 import { ApiError, describeError, fromKubernetes } from './errors.js';
 import type { Logger } from './logger.js';
 import type { LaunchOutcome, ServiceMetrics } from './metrics.js';
-import { waitForSessionUrl } from './session-watch.js';
+import { waitForSessionGone, waitForSessionUrl } from './session-watch.js';
 import type { WorkspaceService } from './workspaces.js';
 
 export interface LaunchInput {
@@ -119,7 +119,7 @@ export class Launcher {
     // 1. A workspace that already has a session: answer that session (idempotent launch).
     if (plan.workspace?.existing) {
       const sessionName = sessionNameFor(plan.workspace.name);
-      const running = await this.findSessionOf(sessionName, plan.workspace.name, input.user);
+      const running = await this.findSessionOf(sessionName, plan.workspace.name, input.user, deadline);
       if (running) return { ...(await this.await(running, deadline)), reused: true };
     }
 
@@ -191,7 +191,7 @@ export class Launcher {
     } catch (error) {
       if (isConflict(error) && workspaceName) {
         // Another launch for the same workspace won the race: answer its session.
-        const existing = await this.findSessionOf(sessionName, workspaceName, input.user);
+        const existing = await this.findSessionOf(sessionName, workspaceName, input.user, deadline);
         if (existing) return { ...(await this.await(existing, deadline)), reused: true };
       }
       if (createdWorkspace) await this.deps.workspaces.deleteQuietly(createdWorkspace);
@@ -213,7 +213,12 @@ export class Launcher {
   }
 
   /** The live session of a workspace, or undefined; a Failed one is removed so a new launch can start. */
-  private async findSessionOf(sessionName: string, workspaceName: string, user: string): Promise<Session | undefined> {
+  private async findSessionOf(
+    sessionName: string,
+    workspaceName: string,
+    user: string,
+    deadline: number,
+  ): Promise<Session | undefined> {
     let session: Session | undefined;
     try {
       session = await this.deps.resources.sessions.find(sessionName);
@@ -224,13 +229,13 @@ export class Launcher {
     if (session.spec.workspace !== workspaceName || session.spec.user !== user) {
       throw new ApiError(409, 'another session holds the name of this workspace session');
     }
-    if (session.metadata.deletionTimestamp) {
-      throw new ApiError(409, 'the session of this workspace is stopping; retry shortly', undefined, {
-        'Retry-After': '2',
-      });
-    }
-    if (session.status?.phase === 'Failed') {
-      await this.deps.resources.sessions.delete(sessionName).catch(() => undefined);
+    if (session.status?.phase === 'Failed' || session.metadata.deletionTimestamp) {
+      // A failed or stopping session makes way for the new one: the launch waits, by watching, until
+      // it is gone (its finalizer runs first) and then starts afresh.
+      if (!session.metadata.deletionTimestamp) {
+        await this.deps.resources.sessions.delete(sessionName).catch(() => undefined);
+      }
+      await waitForSessionGone(this.deps.kc, this.deps.resources.sessions, session, deadline);
       return undefined;
     }
     return session;

@@ -133,3 +133,55 @@ export function waitForSessionUrl(
     void start();
   });
 }
+
+/**
+ * Resolves once the Session is gone, by watching it (from the resourceVersion seen); rejects with 551
+ * at the deadline. Used when a failed or stopping session must make way for a new launch.
+ */
+export function waitForSessionGone(
+  kc: k8s.KubeConfig,
+  sessions: CustomResourceClient<'session'>,
+  initial: Session,
+  deadline: number,
+): Promise<void> {
+  const name = initial.metadata.name;
+  return new Promise<void>((resolve, reject) => {
+    let controller: AbortController | undefined;
+    let finished = false;
+    const finish = (error?: ApiError) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      controller?.abort();
+      if (error) reject(error);
+      else resolve();
+    };
+    const timer = setTimeout(
+      () => finish(new ApiError(ErrorCode.launchTimeout, 'the previous session of this workspace did not end in time')),
+      Math.max(0, deadline - Date.now()),
+    );
+    const start = async (): Promise<void> => {
+      if (finished) return;
+      try {
+        // A read first: the watch then starts from what it saw, so the deletion cannot slip between.
+        const current = await sessions.find(name);
+        if (!current || current.metadata.uid !== initial.metadata.uid) return finish();
+        controller = await new k8s.Watch(kc).watch(
+          sessions.path,
+          {
+            fieldSelector: `metadata.name=${name}`,
+            resourceVersion: current.metadata.resourceVersion,
+          },
+          (type: string) => {
+            if (type === 'DELETED') finish();
+          },
+          () => setTimeout(() => void start(), 100),
+        );
+        if (finished) controller.abort();
+      } catch {
+        setTimeout(() => void start(), 200);
+      }
+    };
+    void start();
+  });
+}
