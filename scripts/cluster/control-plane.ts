@@ -281,8 +281,10 @@ async function registerKwokNode(kc: k8s.KubeConfig): Promise<void> {
         },
       },
       status: {
-        allocatable: { cpu: '64', memory: '512Gi', pods: '2000' },
-        capacity: { cpu: '64', memory: '512Gi', pods: '2000' },
+        // A fake node runs nothing: room for a whole test run's or benchmark's pods (~2000 sessions at
+        // the default requests), yet a pod asking for 1000 CPUs still never fits.
+        allocatable: { cpu: '512', memory: '2Ti', pods: '5000' },
+        capacity: { cpu: '512', memory: '2Ti', pods: '5000' },
       },
     },
   });
