@@ -12,8 +12,8 @@ import { startOperator, type OperatorConfigInput, type RunningOperator } from '.
 import { eventually } from './kube.js';
 
 export const FAST: Partial<OperatorConfigInput> = {
-  // 30 s of health checks: room for a restarted pod to get its address and the test its bridge.
-  bridgeHealthAttempts: 300,
+  // 10 s of health checks (more under load): room for a restarted pod to get its address and the test its bridge.
+  bridgeHealthAttempts: 100,
   bridgeHealthIntervalMs: 100,
   bridgePostAttempts: 5,
   bridgeRequestTimeoutMs: 1000,
