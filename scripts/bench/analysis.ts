@@ -39,8 +39,11 @@ export function ANALYSIS(r: Results): string {
   does; a compiled image would use somewhat less memory.
 - **Launches** are \`POST /service\` with \`ephemeral: true\` (no claim is mounted), timed by the client
   from the request to the URL in the answer. One warm pool of ${v(s, 'pool')} instances serves the
-  eager scenarios; its sessions are ended and the pool refilled between the sequential launches, the
-  concurrent ones and the throughput burst, so it is never exhausted before the burst. Lazy launches
+  eager scenarios: the ${v(s, 'eagerSequential')} sequential launches; then, with those sessions ended
+  and the pool refilled, the ${v(s, 'eagerConcurrent')} concurrent launches (all sent at once), the
+  cost launches, and the throughput burst, which takes the rest of the pool
+  (${v(r.claimThroughput, 'launches')} launches, ${v(s, 'burstConcurrency')} in flight) until it is
+  exhausted. The pool is never exhausted before the burst. Lazy launches
   use an app definition without a warm pool (start strategy \`lazy-fallback\`): the operator creates a
   Deployment and Service and the launch returns once kwok reports the pod Ready.
 - **Timelines** of sessions and pods come from this process's own watches (millisecond timestamps
@@ -55,13 +58,17 @@ export function ANALYSIS(r: Results): string {
   Services, Events); reads are GET/LIST/WATCH, writes POST/PUT/PATCH/APPLY/DELETE.
 - **Scale** (5): sessions are created directly as Session resources, the way the service does
   (${v(s, 'fillConcurrency')} creates in flight), of an app definition without a pool (so each
-  is a lazy session with its own Deployment, Service, pod and Ingress path), in steps ${levels}. At
-  each step, once all are Running: ${v(s, 'scaleProbes')} probe sessions one at a time (reconcile
-  latency proxy: Session seen → first status write seen), an idle window of
-  ${Math.round(Number(s.idleWindowMs) / 1000)} s (operator CPU and RSS, background API rate; the
-  operator's resync interval is the default 30 s), ${v(s, 'scaleLaunches')} new eager launches with
-  their API cost net of that background, and ${v(s, 'scaleListCalls')} calls of
-  \`GET /service/session/{appId}/{user}\` for users holding one session each.
+  is a lazy session with its own Deployment, Service, pod and Ingress path), in steps ${levels},
+  within a time budget of ${Math.round(Number(s.scaleBudgetMs) / 1000)} s for the whole scenario. At
+  each step: a wait of at most ${Math.round(Number(s.scaleSettleMs) / 1000)} s for the new sessions to
+  run (the JSON records how many did: \`fillRunningAfterSettle\`, \`sessionsRunning\`); an idle window
+  of ${Math.round(Number(s.idleWindowMs) / 1000)} s (operator CPU and RSS, background API rate; the
+  operator's resync interval is the default 30 s); ${v(s, 'scaleLaunches')} new eager launches 1 s
+  apart (launch timeout 45 s) with their API cost net of that background;
+  ${v(s, 'scaleProbes')} probe sessions 500 ms apart (reconcile latency proxy: Session seen → first
+  status write seen, which includes the time the key waits in the operator's queue); and
+  ${v(s, 'scaleListCalls')} calls of \`GET /service/session/{appId}/{user}\` for random users holding
+  one session each.
 - **Injection** (6): ${v(s, 'injectionLaunches')} workspace-backed eager launches (the warm instance's
   pod restarts with the workspace claim), timed from the new pod's Ready (first seen) to
   \`EnvInjected=True\` (first seen); the same from Kubernetes timestamps is in the JSON
@@ -155,12 +162,26 @@ of sessions with a label selector; the API server still filters all sessions of 
 its p99 went ${v(first, 'listP99Ms')} → ${v(last, 'listP99Ms')} ms. Fixes: a user index in a service-side
 informer, and counting limits from a cache.
 
-**Injection.** The injector (\`injection.ts\`) polls: it LISTs the instance's pods and calls GET /health
-every ${String(r.operatorSettings.bridgeHealthIntervalMs ?? 1000)} ms until a Ready pod answers, then
-POSTs once; the result reaches the session status through a requeue and a status PATCH. With the
-default interval of 1000 ms the delay after pod Ready would be up to about a second longer.
+**Injection.** Measured from the new pod's Ready: p50 ${v(r.injectionWorkspace, 'podReadyToInjectedP50Ms')} ms,
+p99 ${v(r.injectionWorkspace, 'podReadyToInjectedP99Ms')} ms. The chain after the pod turns Ready: the
+controller manager updates the ReplicaSet and Deployment status; the Deployment event enqueues the
+session; its reconcile sees the instance ready and only then starts the injector (\`injection.ts\`,
+so values never reach a recycled instance's previous pod); the injector LISTs the instance's pods and
+calls GET /health, repeating every ${String(r.operatorSettings.bridgeHealthIntervalMs ?? 1000)} ms
+until a Ready pod answers (1000 ms by default), then POSTs once; each change of its in-memory state
+enqueues the session again, and a reconcile PATCHes the \`EnvInjected\` condition. Every hop is an
+event, not a timer, except the health poll.
 
-**Caveats.** The machine was shared with other work (load average ${r.machine.loadAverage1m} at the
+${
+  r.scaleStoppedBefore
+    ? `**The scale curve ends at ${v(last, 'sessions')} sessions**: the step of ${r.scaleStoppedBefore} sessions did not fit in the scale scenario's time budget on this machine.\n\n`
+    : ''
+}**Caveats.** kwok's loopback pod IPs are invalid in Endpoints and EndpointSlices, so the
+controller manager's endpoint controllers fail and retry for every Service (and record Warning
+events): background API traffic that a real cluster would not have, subtracted from the per-launch
+figures with the rest of the background. The benchmark's app definitions request 10m CPU and 16M
+memory per IDE container, so the one fake node (64 CPUs) holds all pods. The lazy sequential
+scenario has ${v(r.sizes, 'lazySequential')} launches (not 200) to keep the run's length. The machine was shared with other work (load average ${r.machine.loadAverage1m} at the
 start, ${r.machine.loadAverage1mEnd ?? 'n/a'} at the end on ${r.machine.nproc} cores), and the API server,
 etcd, the controllers, the operator, the service and the load generator all ran on the same cores:
 absolute latencies are inflated compared with a dedicated control plane, but the shape (what grows

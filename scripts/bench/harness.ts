@@ -297,7 +297,7 @@ export class Bench {
   async launch(
     user: string,
     appDefinition: string,
-    extra: { ephemeral?: boolean; workspaceName?: string } = { ephemeral: true },
+    extra: { ephemeral?: boolean; workspaceName?: string; timeout?: number } = { ephemeral: true },
   ): Promise<{ ms: number; url: string; sentAt: number }> {
     const sentAt = Date.now();
     const t0 = performance.now();
