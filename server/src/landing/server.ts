@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import express, {
   type ErrorRequestHandler,
@@ -9,18 +8,14 @@ import express, {
 } from 'express';
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { z } from 'zod';
+import { listen, type Listening } from '../http/listen.js';
 import { buildClientBundle } from './bundle.js';
 import type { LandingConfig } from './config.js';
 import { renderPage } from './page.js';
 import { launchEnvironment, readLaunchParameters, templateFor, type LaunchParameters } from './params.js';
 import { launchTarget, ServiceClient, type Forwarded } from './service-client.js';
 
-export interface RunningLandingPage {
-  /** Base URL, e.g. http://127.0.0.1:8081 */
-  url: string;
-  port: number;
-  close(): Promise<void>;
-}
+export type RunningLandingPage = Listening;
 
 export interface LandingOptions {
   /** Where the JSON logs go (default stdout); tests capture them here. */
@@ -273,28 +268,10 @@ export async function startLandingPage(
   const logger = pino({ level: config.logLevel, base: { component: 'landing-page' } }, options.logDestination);
   const script = await buildClientBundle();
   const app = createLandingApp(config, logger, script);
-  const server = app.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
-  // A launch request waits for the service, which blocks up to its launch timeout.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  const { port } = server.address() as AddressInfo;
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const { url, port, close } = await listen(app, config.port, config.host);
   logger.info(
     { port, mode: config.identityProvider ? 'identity-provider' : 'anonymous', apps: config.apps.map((a) => a.name) },
     'landing page listening',
   );
-  return {
-    url,
-    port,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections();
-      }),
-  };
+  return { url, port, close };
 }

@@ -1,6 +1,6 @@
-import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
 import type * as k8s from '@kubernetes/client-node';
+import { listen, type Listening } from '../http/listen.js';
 import { loadKubeConfig } from '../kube/client.js';
 import { ideCloudResources } from '../kube/resources.js';
 import { createApp } from './app.js';
@@ -24,12 +24,7 @@ export interface StartOptions {
   logDestination?: DestinationStream;
 }
 
-export interface RunningService {
-  /** Base URL, e.g. http://127.0.0.1:8080 */
-  url: string;
-  port: number;
-  close(): Promise<void>;
-}
+export type RunningService = Listening;
 
 /** The composition root: builds every collaborator once and wires them into the app. */
 export function createServiceContext(
@@ -64,17 +59,7 @@ export function createServiceContext(
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
   const { context } = createServiceContext(config, options);
   const app = createApp(context);
-  const server = app.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
-  // A launch blocks up to its timeout (at most an hour): keep the socket open that long.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  const { port } = server.address() as AddressInfo;
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const { url, port, close } = await listen(app, config.port, config.host);
   context.logger.info(
     {
       port,
@@ -84,13 +69,5 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     },
     'service listening',
   );
-  return {
-    url,
-    port,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections();
-      }),
-  };
+  return { url, port, close };
 }
