@@ -15,7 +15,7 @@ import { z } from 'zod';
  * | IDENTITY_PROVIDER_ADMIN_GROUP | group that may call the admin ping                          | admin         |
  * | IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS | least time between two key set refetches          | 30            |
  * | IDE_CLOUD_NAMESPACE       | namespace of the AppDefinition, Workspace and Session resources | ide-cloud     |
- * | SESSIONS_PER_USER         | operator.sessionsPerUser: concurrent sessions per user          | 1             |
+ * | IDE_CLOUD_SESSIONS_PER_USER | operator.sessionsPerUser, read by the operator too        | 1             |
  * | LAUNCH_TIMEOUT_MINUTES    | default launch timeout in minutes (fractions allowed)           | 3             |
  * | PORT / HOST               | where the HTTP server listens                                   | 8080 / 0.0.0.0|
  * | BODY_LIMIT                | largest request body                                            | 100kb         |
@@ -49,9 +49,9 @@ const ConfigSchema = z.object({
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'IDE_CLOUD_NAMESPACE must be a namespace name' })
     .default('ide-cloud'),
   sessionsPerUser: z.coerce
-    .number({ error: 'SESSIONS_PER_USER must be a number' })
-    .int({ error: 'SESSIONS_PER_USER must be an integer' })
-    .min(1, { error: 'SESSIONS_PER_USER must be >= 1' })
+    .number({ error: 'IDE_CLOUD_SESSIONS_PER_USER must be a number' })
+    .int({ error: 'IDE_CLOUD_SESSIONS_PER_USER must be an integer' })
+    .min(1, { error: 'IDE_CLOUD_SESSIONS_PER_USER must be >= 1' })
     .default(1),
   launchTimeoutMinutes: z.coerce
     .number({ error: 'LAUNCH_TIMEOUT_MINUTES must be a number' })
@@ -97,7 +97,7 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
           }
         : undefined,
     namespace: get('IDE_CLOUD_NAMESPACE'),
-    sessionsPerUser: get('SESSIONS_PER_USER'),
+    sessionsPerUser: get('IDE_CLOUD_SESSIONS_PER_USER'),
     launchTimeoutMinutes: get('LAUNCH_TIMEOUT_MINUTES'),
     port: get('PORT'),
     host: get('HOST'),

@@ -21,7 +21,7 @@ describe('service configuration from the environment', () => {
       IDENTITY_PROVIDER_AUDIENCE: 'ide-cloud',
       IDENTITY_PROVIDER_ADMIN_CLAIM: 'realm_access.roles',
       IDENTITY_PROVIDER_ADMIN_GROUP: 'ide-admin',
-      SESSIONS_PER_USER: '2',
+      IDE_CLOUD_SESSIONS_PER_USER: '2',
       LAUNCH_TIMEOUT_MINUTES: '0.5',
       PORT: '0',
     });
@@ -43,14 +43,14 @@ describe('service configuration from the environment', () => {
       () =>
         loadServiceConfig({
           ADMIN_API_TOKEN: 'short',
-          SESSIONS_PER_USER: 'many',
+          IDE_CLOUD_SESSIONS_PER_USER: 'many',
           IDENTITY_PROVIDER_ISSUER: 'not a url',
         }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError);
         assert.match(error.message, /SERVICE_AUTH_TOKEN is required/);
         assert.match(error.message, /ADMIN_API_TOKEN must be at least 8 characters/);
-        assert.match(error.message, /SESSIONS_PER_USER must be a number/);
+        assert.match(error.message, /IDE_CLOUD_SESSIONS_PER_USER must be a number/);
         assert.match(error.message, /IDENTITY_PROVIDER_ISSUER must be a URL/);
         assert.ok(!error.message.includes('short'));
         return true;
