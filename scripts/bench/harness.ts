@@ -363,6 +363,8 @@ export class Bench {
     this.bridge?.closeAllConnections();
     if (this.dir) {
       await stopControlPlane(path.join(this.dir, 'cluster')).catch(() => undefined);
+      // Stopped: the exit handler must not signal these PIDs again (they may belong to others by then).
+      this.state = undefined;
       await rm(this.dir, { recursive: true, force: true });
     }
   }
@@ -370,7 +372,7 @@ export class Bench {
   /** Last resort at process exit, where nothing asynchronous runs any more. */
   killSync(): void {
     for (const child of [this.operator, this.service]) {
-      if (child?.pid && child.exitCode === null) {
+      if (child?.pid && child.exitCode === null && child.signalCode === null) {
         try {
           process.kill(child.pid, 'SIGKILL');
         } catch {
