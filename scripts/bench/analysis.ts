@@ -95,6 +95,17 @@ ${WHY(r, first, last, cost)}
 `;
 }
 
+/** The curve in words: how many sessions ran, and where launches and probes stopped answering. */
+function curve(r: Results): string {
+  const steps = r.scale ?? [];
+  const parts = steps.map((x) => {
+    const probes = v(x, 'reconcileProbeP50Ms');
+    const launches = v(x, 'eagerLaunchP50Ms');
+    return `at ${v(x, 'sessions')} sessions (${v(x, 'sessionsRunning')} Running), the probe's first status p50 ${probes === 'n/a' ? `none within 60 s` : `${probes} ms`} and a new eager launch p50 ${launches === 'n/a' ? `none within its 45 s timeout` : `${launches} ms`}`;
+  });
+  return parts.length ? `The curve: ${parts.join('; ')}.` : '';
+}
+
 /** Why the missed targets are missed; written for the code at the measured commit. */
 function WHY(
   r: Results,
@@ -140,27 +151,37 @@ Kubernetes Event each for Reserved, Routed, Ready and Injected (events are write
 Deployment, the Service (a server-side apply on every reconcile, also when nothing changed) and the
 controllers' own writes for the new ReplicaSet and pod: ${cost(r.costLazy)}.
 
-**Scale.** From ${v(first, 'sessions')} to ${v(last, 'sessions')} sessions, operator RSS went from
-${v(first, 'operatorRssMb')} MB to ${v(last, 'operatorRssMb')} MB (at start, before any session:
-${v(r.operatorAtStart, 'rssMb')} MB, much of it the TypeScript loader and the client library), idle
-CPU from ${v(first, 'operatorIdleCpuPercent')} % to ${v(last, 'operatorIdleCpuPercent')} % of one core,
-and the background API traffic from ${v(first, 'backgroundRequestsPerSec')} to
-${v(last, 'backgroundRequestsPerSec')} requests/s. The cause is the resync: every 30 s each
+**Scale.** ${curve(r)} From ${v(first, 'sessions')} to ${v(last, 'sessions')} sessions in place,
+operator RSS went from ${v(first, 'operatorRssMb')} MB to ${v(last, 'operatorRssMb')} MB (peak
+${v(last, 'operatorPeakRssMb')} MB; at start, before any session, ${v(r.operatorAtStart, 'rssMb')} MB,
+much of it the TypeScript loader and the client library), its CPU in the idle window from
+${v(first, 'operatorIdleCpuPercent')} % to ${v(last, 'operatorIdleCpuPercent')} % of one core, and the
+background API traffic (all clients) from ${v(first, 'backgroundRequestsPerSec')} to
+${v(last, 'backgroundRequestsPerSec')} requests/s. ${
+    Number(last?.operatorIdleCpuPercent) < 60
+      ? 'The operator process is far from using a whole core; it mostly waits for the API server, one call after another.'
+      : 'The operator process is busy itself, besides waiting for the API server.'
+  } The cause of the collapse is the resync: every 30 s each
 \`WatchSource\` relists its collection and reports every object as MODIFIED, which enqueues every
-session; each session's reconcile then re-reads the session, the app definition, its Deployment and
-the whole shared Ingress (one path per session, so it grows with the session count), and
-server-side-applies its Service again. The work per resync grows linearly with the sessions, and the
-bytes read per reconcile grow too (the Ingress), so it is quadratic in bytes. The watch caches
-themselves keep every object (with managed fields) in memory. The same LIST of all sessions in the
-service (limits, on every launch) and in the operator (\`checkLimits\` on every new session, and the
-app definition reconcile) makes each launch read more as sessions grow:
-${v(first, 'apiReadKiBPerLaunch')} KiB → ${v(last, 'apiReadKiBPerLaunch')} KiB per eager launch, with
-the request count per launch ${v(first, 'apiReadsPerLaunch')} → ${v(last, 'apiReadsPerLaunch')} reads
-and ${v(first, 'apiWritesPerLaunch')} → ${v(last, 'apiWritesPerLaunch')} writes (net of the background,
-which at the larger sizes is itself noisy). \`GET /service/session/{appId}/{user}\` is one LIST
-of sessions with a label selector; the API server still filters all sessions of the namespace, so
-its p99 went ${v(first, 'listP99Ms')} → ${v(last, 'listP99Ms')} ms. Fixes: a user index in a service-side
-informer, and counting limits from a cache.
+session, and the Deployment relist enqueues them again. Each session's reconcile then re-reads the
+session, the app definition, its Deployment and the whole shared Ingress (one path per session, so it
+grows with the session count) and server-side-applies its Service again: about five sequential
+calls, one of them a write, per session per resync, done by 4 workers. Once a pass over all sessions
+takes longer than the resync interval, the FIFO queue never drains, and a new session (or a new
+launch) waits behind hundreds of resync keys: the reconcile latency proxy and the launch latency are
+queue waits. The watch caches keep every object (with managed fields) in memory, the likely source of the
+RSS growth. The LISTs of all sessions in the service (limits, on every launch) and in the
+operator (\`checkLimits\` on every new session, and every app definition reconcile) make each launch
+read more as sessions grow (${v(first, 'apiReadKiBPerLaunch')} KiB per eager launch at
+${v(first, 'sessions')} sessions; the figures at larger sizes are net of a background that is itself
+large and noisy). \`GET /service/session/{appId}/{user}\` is one LIST of sessions with a label
+selector, which the API server answers by filtering all sessions of the namespace; its p99 per step
+was ${(r.scale ?? []).map((x) => `${v(x, 'listP99Ms')} ms`).join(', ')}: not following the count
+here, but far above 20 ms, because every call queues at an API server kept busy by the operator's
+resync traffic on the same two cores. Fixes: reconcile on real changes only (compare resourceVersions on resync,
+as client-go's informers do), serve the operator's reads from its caches, one route object per
+session instead of one shared Ingress, and a service-side informer with a user index for listings and
+limits.
 
 **Injection.** Measured from the new pod's Ready: p50 ${v(r.injectionWorkspace, 'podReadyToInjectedP50Ms')} ms,
 p99 ${v(r.injectionWorkspace, 'podReadyToInjectedP99Ms')} ms. The chain after the pod turns Ready: the
