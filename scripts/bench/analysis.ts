@@ -141,7 +141,16 @@ Ingress writes), and write the status once per reconcile.
 **API writes per eager launch.** Measured ${v(r.costEager, 'writesPerLaunch')} writes in total
 (${v(r.costEager, 'ideCloudWritesPerLaunch')} by IDE Cloud) and ${v(r.costEager, 'readsPerLaunch')} reads
 (${v(r.costEager, 'readKiBPerLaunch')} KiB) per launch; by verb and resource: ${cost(r.costEager)}.
-Where they come from: the session create; three PATCHes of the session's metadata (finalizer,
+**Read these per-launch figures with care:** they are net of the background measured just before
+(${v(r.costEager, 'backgroundRequestsPerSec')} requests/s in this run: the controller manager's endpoint
+retries on kwok's loopback pod IPs, and trailing work of the preceding launches), and where the
+background was larger than the launches' own traffic for a verb and resource, the net figure is
+clamped to 0 (raw, before subtraction: ${v(r.costEager, 'rawReadsPerLaunch')} reads and
+${v(r.costEager, 'rawWritesPerLaunch')} writes per launch). Counted from the code path instead, an eager
+launch writes at least 13 times: POST session 1, PATCH session metadata 3, PUT instance Deployment 1,
+PUT Ingress 1, PATCH session status 2 or more, PATCH app definition status 1 or more, POST Events 4;
+the figures that survived the subtraction agree (PATCH sessions, PUT deployments, PUT ingresses,
+POST sessions, PATCH appdefinitions/status above). Where they come from: the session create; three PATCHes of the session's metadata (finalizer,
 start-strategy annotations, route annotation) instead of one; two or more status PATCHes (the
 strategy is persisted before anything is created, then the URL; the data injector changes its
 in-memory state per health check and post, and each change is written as a new \`EnvInjected\`
