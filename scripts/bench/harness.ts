@@ -17,7 +17,7 @@ import type { AppDefinitionSpecInput } from '../../server/src/model/app-definiti
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session } from '../../server/src/model/session.js';
 import { OPERATOR_ENV, type OperatorConfigInput } from '../../server/src/operator/config.js';
-import { WatchSource } from '../../server/src/operator/watch-source.js';
+import { Informer } from '../../server/src/kube/informer.js';
 import {
   killControlPlaneSync,
   startControlPlane,
@@ -82,11 +82,11 @@ export class Bench {
   bridgePort = 0;
   bridgeRequests = { health: 0, data: 0 };
   private bridge?: http.Server;
-  private readonly sources: WatchSource[] = [];
+  private readonly sources: Informer[] = [];
   readonly sessions = new Map<string, SessionTimes>();
   readonly pods = new Map<string, PodTimes>();
-  deployments!: WatchSource<k8s.V1Deployment>;
-  sessionSource!: WatchSource<Session>;
+  deployments!: Informer<k8s.V1Deployment>;
+  sessionSource!: Informer<Session>;
   private stopped = false;
 
   constructor(root: string) {
@@ -210,29 +210,29 @@ export class Bench {
   }
 
   private startWatches(): void {
-    const base = { namespace: NAMESPACE, resyncIntervalMs: 3_600_000 };
-    this.sessionSource = new WatchSource<Session>(this.kc, {
+    const base = { namespace: NAMESPACE, rewatchIntervalMs: 3_600_000 };
+    this.sessionSource = new Informer<Session>(this.kc, {
       ...base,
       path: this.resources.sessions.path,
       apiVersion: 'ide.cloud/v1beta10',
       kind: 'Session',
     }).on((type, s) => this.onSession(type, s));
-    this.deployments = new WatchSource<k8s.V1Deployment>(this.kc, {
+    this.deployments = new Informer<k8s.V1Deployment>(this.kc, {
       ...base,
       path: `/apis/apps/v1/namespaces/${NAMESPACE}/deployments`,
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       labelSelector: `${LABELS.component}=pool-instance`,
     });
-    const pods = new WatchSource<k8s.V1Pod>(this.kc, {
+    const pods = new Informer<k8s.V1Pod>(this.kc, {
       ...base,
       path: `/api/v1/namespaces/${NAMESPACE}/pods`,
       apiVersion: 'v1',
       kind: 'Pod',
       labelSelector: `${LABELS.component}=pool-instance`,
     }).on((_type, p) => this.onPod(p));
-    this.sources.push(this.sessionSource as unknown as WatchSource, this.deployments as unknown as WatchSource);
-    this.sources.push(pods as unknown as WatchSource);
+    this.sources.push(this.sessionSource as unknown as Informer, this.deployments as unknown as Informer);
+    this.sources.push(pods as unknown as Informer);
     for (const s of this.sources) s.start();
   }
 

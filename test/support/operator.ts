@@ -17,7 +17,7 @@ export const FAST: Partial<OperatorConfigInput> = {
   bridgeHealthIntervalMs: 100,
   bridgePostAttempts: 5,
   bridgeRequestTimeoutMs: 1000,
-  resyncIntervalMs: 5000,
+  rewatchIntervalMs: 5000,
   activityIntervalMs: 60_000,
   leaseDurationMs: 2000,
   leaseRenewIntervalMs: 300,

@@ -42,8 +42,8 @@ export const OperatorConfigSchema = z
     activityIntervalMs: int(10).default(60_000),
     /** Hard lifetime of a session in minutes; 0: none. */
     maxSessionLifetimeMinutes: int(0).default(0),
-    /** Full relist of every watched kind, because watches can stall silently. */
-    resyncIntervalMs: int(100).default(30_000),
+    /** Watch connections are renewed this often (from the last resourceVersion), because watches can stall silently. */
+    rewatchIntervalMs: int(100).default(300_000),
     /** Workers per reconciler. */
     workers: int(1).default(4),
     /** operator.replicas > 1: elect one leader through a coordination.k8s.io Lease. */
@@ -90,7 +90,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   activityTrackerEnabled: 'IDE_CLOUD_ACTIVITY_TRACKER_ENABLE',
   activityIntervalMs: 'IDE_CLOUD_ACTIVITY_INTERVAL_MS',
   maxSessionLifetimeMinutes: 'IDE_CLOUD_MAX_SESSION_LIFETIME_MINUTES',
-  resyncIntervalMs: 'IDE_CLOUD_RESYNC_INTERVAL_MS',
+  rewatchIntervalMs: 'IDE_CLOUD_REWATCH_INTERVAL_MS',
   workers: 'IDE_CLOUD_OPERATOR_WORKERS',
   leaderElection: 'IDE_CLOUD_LEADER_ELECTION',
   leaseName: 'IDE_CLOUD_LEASE_NAME',

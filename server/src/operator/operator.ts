@@ -13,7 +13,7 @@ import { DataInjector } from './injection.js';
 import { createLogger, type Logger } from './logger.js';
 import { COMPONENT, MANAGED_BY } from './manifests.js';
 import { SessionReconciler } from './session-reconciler.js';
-import { WatchSource } from './watch-source.js';
+import { Informer } from '../kube/informer.js';
 import { WorkQueue } from './work-queue.js';
 import { WorkspaceReconciler } from './workspace-reconciler.js';
 
@@ -38,7 +38,7 @@ export interface RunningOperator {
 
 /** The controllers that run while this instance leads. */
 class Controllers {
-  private readonly sources: WatchSource[] = [];
+  private readonly sources: Informer[] = [];
   private readonly queues: WorkQueue[] = [];
   private readonly injector: DataInjector;
   private readonly activity: ActivityMonitor;
@@ -85,16 +85,16 @@ class Controllers {
       kind: string,
       labelSelector?: string,
     ) => {
-      const s = new WatchSource<T>(kc, {
+      const s = new Informer<T>(kc, {
         path,
         apiVersion,
         kind,
         namespace,
         labelSelector,
-        resyncIntervalMs: config.resyncIntervalMs,
+        rewatchIntervalMs: config.rewatchIntervalMs,
         onError: (error) => log.warn({ path, err: String(error) }, 'watch failed; restarting'),
       });
-      this.sources.push(s as unknown as WatchSource);
+      this.sources.push(s as unknown as Informer);
       return s;
     };
     source<AppDefinition>(`${base}/appdefinitions`, API_VERSION, 'AppDefinition').on((_t, a) =>

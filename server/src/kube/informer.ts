@@ -1,0 +1,239 @@
+import * as k8s from '@kubernetes/client-node';
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+export type Listener<T> = (type: WatchEventType, object: T) => void;
+
+export interface InformerOptions {
+  /** Collection path, e.g. /apis/apps/v1/namespaces/ns/deployments. */
+  path: string;
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  labelSelector?: string;
+  /**
+   * The watch connection is renewed this often, from the last resourceVersion seen: a watch can
+   * stall silently, and a new one resumes where the old one stopped without listing again.
+   */
+  rewatchIntervalMs: number;
+  maxBackoffMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+type Obj = { metadata?: { name?: string; namespace?: string; resourceVersion?: string; managedFields?: unknown } };
+
+/**
+ * List + watch of one collection, in the shape of client-go's reflector and store: a cache of the
+ * objects (without managedFields, which nobody reads and which are most of an object's size), an
+ * event for each change, and restarts with backoff on any error. It lists only when it starts and
+ * when a watch cannot resume (410 Gone or an error); that relist reports what changed while the
+ * watch was down, deletions included, and nothing for objects that did not change.
+ *
+ * The cache is a view that can lag the API server by a watch event: readers act on it and write with
+ * optimistic concurrency (resourceVersion, server-side apply), so a stale read costs a retry, never a
+ * wrong write.
+ */
+export class Informer<T extends Obj = Obj> {
+  private readonly cache = new Map<string, T>();
+  private readonly listeners: Listener<T>[] = [];
+  private stopped = true;
+  private abort?: AbortController;
+  private rewatchTimer?: NodeJS.Timeout;
+  private backoffMs = 0;
+  private loop?: Promise<void>;
+  private wakeLoop?: () => void;
+  private readonly synced: Promise<void>;
+  private markSynced!: () => void;
+  private isSynced = false;
+  private readonly objects: k8s.KubernetesObjectApi;
+
+  constructor(
+    private readonly kc: k8s.KubeConfig,
+    private readonly options: InformerOptions,
+  ) {
+    this.objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+    this.synced = new Promise<void>((resolve) => (this.markSynced = resolve));
+  }
+
+  on(listener: Listener<T>): this {
+    this.listeners.push(listener);
+    return this;
+  }
+
+  /** The cached object of that name in the informer's namespace. */
+  get(name: string): T | undefined {
+    return this.cache.get(`${this.options.namespace}/${name}`);
+  }
+
+  list(): T[] {
+    return [...this.cache.values()];
+  }
+
+  get hasSynced(): boolean {
+    return this.isSynced;
+  }
+
+  /**
+   * Read-your-writes, as client-go's mutation cache: the object a write answered replaces the cached
+   * one unless the cache already holds a newer version, so the writer's next read does not go back in
+   * time while the watch event is on its way. No event is emitted: the watch brings that.
+   */
+  observe(object: T): void {
+    const cached = this.cache.get(keyOf(object));
+    if (cached && !isNewer(object.metadata?.resourceVersion, cached.metadata?.resourceVersion)) return;
+    this.store(object);
+  }
+
+  /** Resolves once the first list has filled the cache. */
+  waitForSync(): Promise<void> {
+    return this.synced;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.rewatchTimer);
+    this.abort?.abort();
+    this.wakeLoop?.();
+    await this.loop;
+  }
+
+  /** Drops the current watch connection (as a network failure would); the informer lists and watches again. */
+  dropConnection(): void {
+    this.abort?.abort();
+  }
+
+  private emit(type: WatchEventType, object: T): void {
+    for (const l of this.listeners) {
+      try {
+        l(type, object);
+      } catch (error) {
+        this.options.onError?.(error);
+      }
+    }
+  }
+
+  private store(object: T): T {
+    if (object.metadata?.managedFields) delete object.metadata.managedFields;
+    this.cache.set(keyOf(object), object);
+    return object;
+  }
+
+  private async listOnce(): Promise<string> {
+    const body = (await this.objects.list(
+      this.options.apiVersion,
+      this.options.kind,
+      this.options.namespace,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      this.options.labelSelector,
+    )) as unknown as { metadata?: { resourceVersion?: string }; items?: T[] };
+    const seen = new Set<string>();
+    for (const item of body.items ?? []) {
+      const key = keyOf(item);
+      seen.add(key);
+      const before = this.cache.get(key);
+      if (before?.metadata?.resourceVersion === item.metadata?.resourceVersion) continue;
+      this.emit(before ? 'MODIFIED' : 'ADDED', this.store(item));
+    }
+    for (const [key, item] of this.cache) {
+      if (!seen.has(key)) {
+        this.cache.delete(key);
+        this.emit('DELETED', item);
+      }
+    }
+    if (!this.isSynced) {
+      this.isSynced = true;
+      this.markSynced();
+    }
+    return body.metadata?.resourceVersion ?? '';
+  }
+
+  private async run(): Promise<void> {
+    let resourceVersion: string | undefined;
+    while (!this.stopped) {
+      try {
+        resourceVersion ??= await this.listOnce();
+        this.backoffMs = 0;
+        // Resolves true when the watch may resume from the last resourceVersion (renewed on time or
+        // closed by the server), false when it was dropped and missed events must be listed again.
+        const resumable = await new Promise<boolean>((resolve, reject) => {
+          let renewing = false;
+          this.wakeLoop = () => resolve(false);
+          new k8s.Watch(this.kc)
+            .watch(
+              this.options.path,
+              {
+                resourceVersion,
+                allowWatchBookmarks: true,
+                ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+              },
+              (phase: string, object: T) => {
+                if (phase === 'ERROR') {
+                  // Typically 410 Gone: history compacted past our resourceVersion.
+                  const reason = (object as { reason?: string })?.reason ?? 'error';
+                  reject(new Error(`watch ${this.options.path}: ${reason}`));
+                  return;
+                }
+                const rv = object?.metadata?.resourceVersion;
+                if (rv) resourceVersion = rv;
+                if (phase === 'BOOKMARK') return;
+                if (phase === 'DELETED') {
+                  this.cache.delete(keyOf(object));
+                  this.emit('DELETED', object);
+                } else {
+                  this.emit(phase as WatchEventType, this.store(object));
+                }
+              },
+              (error: unknown) => {
+                if (renewing || !error) resolve(true);
+                else if (this.stopped || isAbort(error)) resolve(false);
+                else reject(error);
+              },
+            )
+            .then((controller) => {
+              this.abort = controller;
+              if (this.stopped) controller.abort();
+              clearTimeout(this.rewatchTimer);
+              this.rewatchTimer = setTimeout(() => {
+                renewing = true;
+                controller.abort();
+              }, this.options.rewatchIntervalMs);
+            }, reject);
+        });
+        if (!resumable) resourceVersion = undefined;
+      } catch (error) {
+        resourceVersion = undefined;
+        if (this.stopped) return;
+        this.options.onError?.(error);
+        this.backoffMs = Math.min(this.options.maxBackoffMs ?? 10_000, Math.max(200, this.backoffMs * 2));
+        await new Promise<void>((resolve) => {
+          this.wakeLoop = resolve;
+          setTimeout(resolve, this.backoffMs).unref();
+        });
+      } finally {
+        clearTimeout(this.rewatchTimer);
+      }
+    }
+  }
+}
+
+function keyOf(o: Obj): string {
+  return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+}
+
+/** resourceVersions are opaque, but etcd's are integers; anything else counts as newer. */
+function isNewer(a: string | undefined, b: string | undefined): boolean {
+  if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return true;
+  return BigInt(a) > BigInt(b);
+}
+
+function isAbort(error: unknown): boolean {
+  return (error as { name?: string })?.name === 'AbortError' || (error as { type?: string })?.type === 'aborted';
+}
