@@ -67,12 +67,12 @@ export class ActivityMonitor {
   async sweep(idleCheck: boolean): Promise<string[]> {
     const { ctx } = this;
     const definitions = new Map<string, AppDefinition>();
-    for (const a of await ctx.resources.appDefinitions.list()) {
+    for (const a of ctx.cache.appDefinitions.list()) {
       definitions.set(a.metadata.name, a);
       definitions.set(a.spec.name, a);
     }
     const stopped: string[] = [];
-    for (const session of await ctx.resources.sessions.list()) {
+    for (const session of ctx.cache.sessions.list()) {
       if (session.metadata.deletionTimestamp || session.status?.phase === 'Failed') continue;
       const appDefinition = definitions.get(session.spec.appDefinition);
       const reason = stopReason({
@@ -86,7 +86,7 @@ export class ActivityMonitor {
       await ctx.resources.sessions.mergePatch(session.metadata.name, {
         metadata: { annotations: { [ANNOTATIONS.stopReason]: reason } },
       });
-      await ctx.events.record(session, 'Normal', 'Stopped', `session stopped: ${reason}`);
+      ctx.events.record(session, 'Normal', 'Stopped', `session stopped: ${reason}`);
       await ctx.resources.sessions.delete(session.metadata.name);
       ctx.log.info({ session: session.metadata.name, reason }, 'session stopped');
       stopped.push(session.metadata.name);

@@ -37,8 +37,9 @@ export class AppDefinitionReconciler {
 
   async reconcile(name: string): Promise<Reconciled> {
     const { ctx } = this;
-    const appDefinition = await ctx.resources.appDefinitions.find(name);
-    if (!appDefinition || appDefinition.metadata.deletionTimestamp) return;
+    const cached = ctx.cache.appDefinitions.get(name);
+    if (!cached || cached.metadata.deletionTimestamp) return;
+    const appDefinition = cached;
     const generation = appDefinition.metadata.generation ?? 0;
     const status: AppDefinitionStatus = structuredClone(appDefinition.status ?? {});
     status.observedGeneration = generation;
@@ -46,8 +47,8 @@ export class AppDefinitionReconciler {
     try {
       const min = effectiveMinInstances(ctx.config, appDefinition);
       // 1. Instances and the sessions holding them.
-      const instances = await listPoolInstances(ctx, name);
-      const sessions = new Map((await ctx.resources.sessions.list()).map((s) => [s.metadata.name, s]));
+      const instances = listPoolInstances(ctx, name);
+      const sessions = new Map(ctx.cache.sessions.list().map((s) => [s.metadata.name, s]));
       const states: PoolInstanceState[] = instances.map((i) => {
         const reserved = sessionHolds(i, sessions);
         return { id: i.id, generation: i.generation, reserved, released: !!i.reservedBy && !reserved, ready: i.ready };
@@ -84,9 +85,10 @@ export class AppDefinitionReconciler {
       else throw error;
     } finally {
       if (JSON.stringify(status) !== JSON.stringify(appDefinition.status ?? {})) {
-        await ctx.resources.appDefinitions.patchStatus(name, status).catch((error: unknown) => {
+        const updated = await ctx.resources.appDefinitions.patchStatus(name, status).catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
         });
+        if (updated) ctx.cache.appDefinitions.observe(updated);
       }
     }
     return result;

@@ -1,6 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import type { AppDefinition } from '../model/app-definition.js';
+import type { OperatorCache } from './cache.js';
 import type { OperatorConfig } from './config.js';
 import { EventRecorder } from './events.js';
 import type { Logger } from './logger.js';
@@ -11,6 +12,8 @@ export interface OperatorContext {
   config: OperatorConfig;
   namespace: string;
   resources: IdeCloudResources;
+  /** What reconcilers read: informer caches, never lists of the API server. */
+  cache: OperatorCache;
   core: k8s.CoreV1Api;
   apps: k8s.AppsV1Api;
   net: k8s.NetworkingV1Api;
@@ -19,9 +22,15 @@ export interface OperatorContext {
   log: Logger;
 }
 
-export function createContext(kc: k8s.KubeConfig, config: OperatorConfig, log: Logger): OperatorContext {
+export function createContext(
+  kc: k8s.KubeConfig,
+  config: OperatorConfig,
+  log: Logger,
+  cache: OperatorCache,
+): OperatorContext {
   return {
     kc,
+    cache,
     config,
     namespace: config.namespace,
     resources: ideCloudResources(kc, config.namespace),
@@ -35,10 +44,9 @@ export function createContext(kc: k8s.KubeConfig, config: OperatorConfig, log: L
 }
 
 /** The AppDefinition an object names: by resource name, else by spec.name. */
-export async function findAppDefinition(ctx: OperatorContext, name: string): Promise<AppDefinition | undefined> {
-  const direct = await ctx.resources.appDefinitions.find(name);
-  if (direct) return direct;
-  return (await ctx.resources.appDefinitions.list()).find((a) => a.spec.name === name);
+export function findAppDefinition(ctx: OperatorContext, name: string): AppDefinition | undefined {
+  const definitions = ctx.cache.appDefinitions;
+  return definitions.get(name) ?? definitions.list().find((a) => a.spec.name === name);
 }
 
 /** A Deployment whose current template runs ready. */

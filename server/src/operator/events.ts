@@ -11,6 +11,7 @@ export type EventReason =
  */
 export class EventRecorder {
   private readonly core: k8s.CoreV1Api;
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(
     kc: k8s.KubeConfig,
@@ -20,7 +21,26 @@ export class EventRecorder {
     this.core = kc.makeApiClient(k8s.CoreV1Api);
   }
 
-  async record(
+  /**
+   * Records in the background, as client-go's recorder does: an Event is for people reading
+   * `kubectl describe`, so a reconcile pass neither waits for it nor fails with it.
+   */
+  record(
+    object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; uid?: string } },
+    type: 'Normal' | 'Warning',
+    reason: EventReason,
+    message: string,
+  ): void {
+    const sent = this.send(object, type, reason, message).finally(() => this.pending.delete(sent));
+    this.pending.add(sent);
+  }
+
+  /** Waits for the Events still being sent. */
+  async flush(): Promise<void> {
+    await Promise.all([...this.pending]);
+  }
+
+  private async send(
     object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; uid?: string } },
     type: 'Normal' | 'Warning',
     reason: EventReason,

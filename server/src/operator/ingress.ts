@@ -2,6 +2,7 @@ import * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../model/api-group.js';
 import { isConflict, isNotFound } from '../kube/client.js';
 import { MANAGED_BY, SERVICE_PORT } from './manifests.js';
+import type { OperatorContext } from './context.js';
 import { RetryLater } from './errors.js';
 
 export interface RouteEntry {
@@ -43,37 +44,84 @@ export function withRoute(
 }
 
 /**
- * Adds or removes one session's path in the shared Ingress. Read, change, write with the
- * resourceVersion read; on 409 (someone else changed it) read again: concurrent launches never lose
- * each other's rules. The Ingress is created on first use and deleted (with a precondition) when its
- * last path goes.
+ * The JSON patch that appends `entry` to the rule of its host, guarded by a test of that rule's
+ * host: concurrent appends never conflict (the API server applies each to the latest object), and a
+ * rule that moved fails the test instead of receiving the path. Undefined when the host has no rule
+ * yet or the path is there with another backend: those take the read-modify-write way.
+ */
+export function appendRoutePatch(spec: k8s.V1IngressSpec | undefined, entry: RouteEntry): object[] | undefined {
+  const index = (spec?.rules ?? []).findIndex((r) => r.host === entry.host);
+  const rule = spec?.rules?.[index];
+  if (!rule?.http || rule.http.paths.some((p) => p.path === entry.path)) return undefined;
+  return [
+    { op: 'test', path: `/spec/rules/${index}/host`, value: entry.host },
+    {
+      op: 'add',
+      path: `/spec/rules/${index}/http/paths/-`,
+      value: {
+        path: entry.path,
+        pathType: 'Prefix',
+        backend: { service: { name: entry.serviceName, port: { number: SERVICE_PORT } } },
+      },
+    },
+  ];
+}
+
+const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
+
+/**
+ * Adds or removes one session's path in the shared Ingress, reading the operator's cache. An
+ * addition is one JSON patch (see appendRoutePatch). Anything else is read, change, write with the
+ * resourceVersion read, first from the cache, then from the API server after a 409: concurrent
+ * changes never lose each other's paths. The Ingress is created on first use and deleted (with a
+ * precondition) when its last path goes.
  */
 export async function setRoute(
-  net: k8s.NetworkingV1Api,
-  namespace: string,
+  ctx: Pick<OperatorContext, 'net' | 'namespace' | 'cache' | 'config'>,
   ingressName: string,
   entry: RouteEntry,
   present: boolean,
-  ingressClassName?: string,
 ): Promise<void> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    let current: k8s.V1Ingress | undefined;
+  const { net, namespace } = ctx;
+  const ingresses = ctx.cache.ingresses;
+  const cached = ingresses.get(ingressName);
+  if (cached && !withRoute(cached.spec, entry, present)) return;
+  const append = present ? appendRoutePatch(cached?.spec, entry) : undefined;
+  if (append) {
     try {
-      current = await net.readNamespacedIngress({ name: ingressName, namespace });
+      ingresses.observe(await net.patchNamespacedIngress({ name: ingressName, namespace, body: append }, jsonPatch));
+      return;
     } catch (error) {
-      if (!isNotFound(error)) throw error;
+      // The rule moved or the Ingress went: read the API server and change it the long way.
+      if (!(error instanceof k8s.ApiException) || error.code >= 500) throw error;
     }
+  }
+  let current: k8s.V1Ingress | undefined = append ? undefined : cached;
+  let fromCache = current !== undefined;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    if (!fromCache) {
+      current = undefined;
+      try {
+        current = await net.readNamespacedIngress({ name: ingressName, namespace });
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+      }
+    }
+    fromCache = false;
     try {
       if (!current) {
         if (!present) return;
+        const ingressClassName = ctx.config.ingressClassName;
         const spec = { ...withRoute(undefined, entry, true), ...(ingressClassName ? { ingressClassName } : {}) };
-        await net.createNamespacedIngress({
-          namespace,
-          body: {
-            metadata: { name: ingressName, namespace, labels: { [LABELS.managedBy]: MANAGED_BY } },
-            spec,
-          },
-        });
+        ingresses.observe(
+          await net.createNamespacedIngress({
+            namespace,
+            body: {
+              metadata: { name: ingressName, namespace, labels: { [LABELS.managedBy]: MANAGED_BY } },
+              spec,
+            },
+          }),
+        );
         return;
       }
       const spec = withRoute(current.spec, entry, present);
@@ -86,8 +134,8 @@ export async function setRoute(
         });
         return;
       }
-      current.spec = spec;
-      await net.replaceNamespacedIngress({ name: ingressName, namespace, body: current });
+      const next = { ...structuredClone(current), apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', spec };
+      ingresses.observe(await net.replaceNamespacedIngress({ name: ingressName, namespace, body: next }));
       return;
     } catch (error) {
       if (!isConflict(error) && !(isNotFound(error) && current)) throw error;

@@ -72,9 +72,11 @@ export class DataInjector {
     this.runs.clear();
   }
 
+  /** Keeps the state; the reconciler hears only of phase changes, so a waiting injection writes nothing. */
   private update(session: Session, run: Run, patch: Partial<InjectionState>): void {
+    const before = run.state.phase;
     run.state = { ...run.state, ...patch };
-    if (!run.cancelled) this.onChange(session.metadata.name);
+    if (!run.cancelled && run.state.phase !== before) this.onChange(session.metadata.name);
   }
 
   private async podAddress(target: InjectionTarget, namespace: string): Promise<string | undefined> {

@@ -1,19 +1,17 @@
 import * as k8s from '@kubernetes/client-node';
 import { describeKubernetesError, loadKubeConfig } from '../kube/client.js';
-import { API_VERSION, LABELS } from '../model/api-group.js';
-import type { AppDefinition } from '../model/app-definition.js';
-import type { Session } from '../model/session.js';
-import type { Workspace } from '../model/workspace.js';
+import { LABELS } from '../model/api-group.js';
 import { ActivityMonitor } from './activity.js';
 import { AppDefinitionReconciler } from './app-definition-reconciler.js';
 import { parseOperatorConfig, type OperatorConfig, type OperatorConfigInput } from './config.js';
-import { createContext, type OperatorContext } from './context.js';
+import { createCache, informersOf, type OperatorCache } from './cache.js';
+import { createContext } from './context.js';
+import type { EventRecorder } from './events.js';
 import { LeaderElector } from './leader-election.js';
 import { DataInjector } from './injection.js';
 import { createLogger, type Logger } from './logger.js';
-import { COMPONENT, MANAGED_BY } from './manifests.js';
+import { COMPONENT } from './manifests.js';
 import { SessionReconciler } from './session-reconciler.js';
-import { Informer } from '../kube/informer.js';
 import { WorkQueue } from './work-queue.js';
 import { WorkspaceReconciler } from './workspace-reconciler.js';
 
@@ -36,15 +34,23 @@ export interface RunningOperator {
   stop(options?: { releaseLease?: boolean }): Promise<void>;
 }
 
-/** The controllers that run while this instance leads. */
+/** The controllers that run while this instance leads, on caches of their own (filled anew at each start). */
 class Controllers {
-  private readonly sources: Informer[] = [];
+  private readonly cache: OperatorCache;
   private readonly queues: WorkQueue[] = [];
   private readonly injector: DataInjector;
   private readonly activity: ActivityMonitor;
+  private readonly events: EventRecorder;
+  private stopped = false;
 
-  constructor(private readonly ctx: OperatorContext) {
-    const { config, log, namespace, kc } = ctx;
+  constructor(kc: k8s.KubeConfig, config: OperatorConfig, log: Logger) {
+    this.cache = createCache(kc, {
+      namespace: config.namespace,
+      rewatchIntervalMs: config.rewatchIntervalMs,
+      onError: (path, error) => log.warn({ path, err: String(error) }, 'watch failed; restarting'),
+    });
+    const ctx = createContext(kc, config, log, this.cache);
+    this.events = ctx.events;
     const onError = (what: string) => (key: string, error: unknown) =>
       log.warn(
         {
@@ -71,75 +77,59 @@ class Controllers {
       workers: Math.min(2, config.workers),
       onError: onError('workspace'),
     });
+    // Pool counts change with every reservation: one app definition pass per burst, not per launch.
+    const poolChanged = (name: string) => appQueue.addAfter(name, POOL_STATUS_DELAY_MS);
     this.injector = new DataInjector(kc, config, (name) => sessionQueue.add(name), log);
-    const sessions = new SessionReconciler(ctx, this.injector, (name) => appQueue.add(name));
+    const sessions = new SessionReconciler(ctx, this.injector, poolChanged);
     const apps = new AppDefinitionReconciler(ctx);
     const workspaces = new WorkspaceReconciler(ctx);
     this.activity = new ActivityMonitor(ctx);
     this.queues.push(sessionQueue, appQueue, workspaceQueue);
 
-    const base = `/apis/${API_VERSION}/namespaces/${namespace}`;
-    const source = <T extends { metadata?: { name?: string; namespace?: string; resourceVersion?: string } }>(
-      path: string,
-      apiVersion: string,
-      kind: string,
-      labelSelector?: string,
-    ) => {
-      const s = new Informer<T>(kc, {
-        path,
-        apiVersion,
-        kind,
-        namespace,
-        labelSelector,
-        rewatchIntervalMs: config.rewatchIntervalMs,
-        onError: (error) => log.warn({ path, err: String(error) }, 'watch failed; restarting'),
-      });
-      this.sources.push(s as unknown as Informer);
-      return s;
-    };
-    source<AppDefinition>(`${base}/appdefinitions`, API_VERSION, 'AppDefinition').on((_t, a) =>
-      appQueue.add(a.metadata.name),
-    );
-    source<Workspace>(`${base}/workspaces`, API_VERSION, 'Workspace').on((_t, w) =>
-      workspaceQueue.add(w.metadata.name),
-    );
-    source<Session>(`${base}/sessions`, API_VERSION, 'Session').on((type, s) => {
+    this.cache.appDefinitions.on((_t, a) => appQueue.add(a.metadata.name));
+    this.cache.workspaces.on((_t, w) => workspaceQueue.add(w.metadata.name));
+    this.cache.sessions.on((type, s) => {
       sessionQueue.add(s.metadata.name);
+      // An instance to return to the pool, or a lazy session that no longer counts: act at once.
       if (type === 'DELETED' || s.metadata.deletionTimestamp || s.status?.phase === 'Failed')
         appQueue.add(s.spec.appDefinition);
       if (type === 'DELETED') this.injector.forget(s.metadata.uid ?? s.metadata.name);
     });
-    source<k8s.V1Deployment>(
-      `/apis/apps/v1/namespaces/${namespace}/deployments`,
-      'apps/v1',
-      'Deployment',
-      `${LABELS.managedBy}=${MANAGED_BY}`,
-    ).on((_t, d) => {
+    this.cache.deployments.on((_t, d) => {
       const labels = d.metadata?.labels ?? {};
       const session = labels[LABELS.session];
       if (session) sessionQueue.add(session);
       const app = labels[LABELS.appDefinition];
-      if (labels[LABELS.component] === COMPONENT.poolInstance && app) appQueue.add(app);
+      if (labels[LABELS.component] === COMPONENT.poolInstance && app) poolChanged(app);
     });
   }
 
-  start(): void {
+  /** Caches first; workers start once every cache has synced, so no pass acts on a partial view. */
+  async start(): Promise<void> {
+    const informers = informersOf(this.cache);
+    for (const i of informers) i.start();
+    await Promise.all(informers.map((i) => i.waitForSync()));
+    if (this.stopped) return;
     for (const q of this.queues) q.start();
-    for (const s of this.sources) s.start();
     this.activity.start();
   }
 
   dropWatches(): void {
-    for (const s of this.sources) s.dropConnection();
+    for (const i of informersOf(this.cache)) i.dropConnection();
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     await this.activity.stop();
-    await Promise.all(this.sources.map((s) => s.stop()));
+    await Promise.all(informersOf(this.cache).map((i) => i.stop()));
     this.injector.stop();
     await Promise.all(this.queues.map((q) => q.stop()));
+    await this.events.flush();
   }
 }
+
+/** How long pool-count changes wait to be written, so a burst of launches costs one status write. */
+const POOL_STATUS_DELAY_MS = 500;
 
 /**
  * Starts the operator for one namespace: with leader election, it campaigns for the Lease and runs
@@ -152,14 +142,15 @@ export async function startOperator(
   const config = parseOperatorConfig(input);
   const log = options.logger ?? createLogger();
   const kc = options.kubeConfig ?? loadKubeConfig(config.kubeconfig);
-  const ctx = createContext(kc, config, log.child({ namespace: config.namespace, identity: config.identity }));
+  const operatorLog = log.child({ namespace: config.namespace, identity: config.identity });
   let controllers: Controllers | undefined;
   let chain: Promise<void> = Promise.resolve();
   const startControllers = () => {
     chain = chain.then(() => {
       if (controllers) return;
-      controllers = new Controllers(ctx);
-      controllers.start();
+      controllers = new Controllers(kc, config, operatorLog);
+      // Not awaited: the chain must not wait for the caches (a stop may come first).
+      void controllers.start();
     });
     return chain;
   };
@@ -185,13 +176,13 @@ export async function startOperator(
         onStartedLeading: startControllers,
         onStoppedLeading: stopControllers,
       },
-      ctx.log,
+      operatorLog,
     );
     elector.start();
   } else {
     await startControllers();
   }
-  ctx.log.info({ eagerStart: config.eagerStart, leaderElection: config.leaderElection }, 'operator started');
+  operatorLog.info({ eagerStart: config.eagerStart, leaderElection: config.leaderElection }, 'operator started');
 
   return {
     config,
@@ -200,7 +191,7 @@ export async function startOperator(
     async stop(stopOptions = {}) {
       if (elector) await elector.stop(stopOptions);
       await stopControllers();
-      ctx.log.info('operator stopped');
+      operatorLog.info('operator stopped');
     },
   };
 }

@@ -46,30 +46,36 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
   };
 }
 
-export function poolSelector(appDefinitionName: string, extra = ''): string {
-  return `${LABELS.component}=${COMPONENT.poolInstance},${LABELS.appDefinition}=${dnsLabel([appDefinitionName])}${extra}`;
-}
-
-export async function listPoolInstances(
+/** The app definition's warm instances in the cache, optionally only those `matching`, none being deleted. */
+export function listPoolInstances(
   ctx: OperatorContext,
   appDefinitionName: string,
-  extra = '',
-): Promise<PoolInstance[]> {
-  const list = await ctx.apps.listNamespacedDeployment({
-    namespace: ctx.namespace,
-    labelSelector: poolSelector(appDefinitionName, extra),
-  });
-  return list.items.filter((d) => !d.metadata?.deletionTimestamp).map(instanceOf);
+  matching: (labels: Record<string, string>) => boolean = () => true,
+): PoolInstance[] {
+  const app = dnsLabel([appDefinitionName]);
+  return ctx.cache.deployments
+    .list()
+    .filter((d) => {
+      const labels = d.metadata?.labels ?? {};
+      return (
+        labels[LABELS.component] === COMPONENT.poolInstance &&
+        labels[LABELS.appDefinition] === app &&
+        !d.metadata?.deletionTimestamp &&
+        matching(labels)
+      );
+    })
+    .map(instanceOf);
 }
 
 /** The instance reserved for this session, if a reservation was made before (e.g. before a crash). */
-export async function findReservation(
+export function findReservation(
   ctx: OperatorContext,
   appDefinitionName: string,
   session: Session,
-): Promise<PoolInstance | undefined> {
-  const mine = await listPoolInstances(ctx, appDefinitionName, `,${LABELS.session}=${session.metadata.name}`);
-  return mine.find((i) => i.reservedBy?.uid === session.metadata.uid);
+): PoolInstance | undefined {
+  return listPoolInstances(ctx, appDefinitionName, (l) => l[LABELS.session] === session.metadata.name).find(
+    (i) => i.reservedBy?.uid === session.metadata.uid,
+  );
 }
 
 function stableHash(value: string): number {
@@ -79,10 +85,12 @@ function stableHash(value: string): number {
 }
 
 /**
- * Reserves a free instance for the session. The reservation is one update of the instance
- * Deployment carrying the resourceVersion that was read: when another worker, replica or operator
- * generation changed it first, the API server answers 409 and the next candidate is tried. Two
- * sessions can therefore never hold one instance. Returns undefined when no instance is free.
+ * Reserves a free instance for the session, chosen from the cache. The reservation is one update of
+ * the instance Deployment carrying the resourceVersion that was read: when another worker, replica
+ * or operator generation changed it first (or the cache was behind), the API server answers 409 and
+ * the next candidate is tried. Two sessions can therefore never hold one instance. Candidates are
+ * rotated by the session's name, so concurrent reservations rarely aim at the same instance.
+ * Returns undefined when no instance is free.
  */
 export async function reserveInstance(
   ctx: OperatorContext,
@@ -93,7 +101,7 @@ export async function reserveInstance(
 ): Promise<PoolInstance | undefined> {
   const generation = Number(generationOf(appDefinition));
   for (let round = 0; round < 8; round++) {
-    const free = (await listPoolInstances(ctx, appDefinition.metadata.name, `,!${LABELS.session}`)).filter(
+    const free = listPoolInstances(ctx, appDefinition.metadata.name, (l) => !l[LABELS.session]).filter(
       (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
     );
     if (free.length === 0) return undefined;
@@ -129,6 +137,7 @@ export async function reserveInstance(
           namespace: ctx.namespace,
           body: d,
         });
+        ctx.cache.deployments.observe(updated);
         return instanceOf(updated);
       } catch (error) {
         if (isConflict(error) || isNotFound(error)) continue;
@@ -161,10 +170,12 @@ export async function createInstance(ctx: OperatorContext, appDefinition: AppDef
     service({ name, namespace: ctx.namespace, labels, owners, podApp: name, targetPort: ctx.config.authProxyPort }),
   );
   try {
-    await ctx.apps.createNamespacedDeployment({
-      namespace: ctx.namespace,
-      body: poolInstanceDeployment(appDefinition, id, ctx.namespace, ctx.config),
-    });
+    ctx.cache.deployments.observe(
+      await ctx.apps.createNamespacedDeployment({
+        namespace: ctx.namespace,
+        body: poolInstanceDeployment(appDefinition, id, ctx.namespace, ctx.config),
+      }),
+    );
   } catch (error) {
     if (!isConflict(error)) throw error;
   }
@@ -222,7 +233,9 @@ export async function returnToPool(
   meta.ownerReferences = (meta.ownerReferences ?? []).filter((o) => o.kind !== 'Session');
   d.spec!.template = poolInstanceTemplate(appDefinition, instance.id, ctx.config, now.toISOString());
   try {
-    await ctx.apps.replaceNamespacedDeployment({ name: instance.name, namespace: ctx.namespace, body: d });
+    ctx.cache.deployments.observe(
+      await ctx.apps.replaceNamespacedDeployment({ name: instance.name, namespace: ctx.namespace, body: d }),
+    );
   } catch (error) {
     if (isConflict(error)) throw new RetryLater(`instance ${instance.name} changed while being returned`, 100);
     throw error;

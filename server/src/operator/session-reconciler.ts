@@ -6,12 +6,18 @@ import { findCondition, setCondition, type ConditionInput } from '../model/condi
 import { ErrorCode } from '../model/error-codes.js';
 import { checkSessionLimits } from '../model/limits.js';
 import { configStoreName } from '../model/names.js';
-import { SessionCondition, type Session, type SessionStatus } from '../model/session.js';
+import {
+  SessionCondition,
+  StartStrategySchema,
+  type Session,
+  type SessionStatus,
+  type StartStrategy,
+} from '../model/session.js';
 import { workspaceClaimName } from '../model/workspace.js';
 import { deploymentReady, finalizersOf, findAppDefinition, type OperatorContext } from './context.js';
 import { FailObject, RetryLater, outcomeOf } from './errors.js';
 import { setRoute } from './ingress.js';
-import type { DataInjector, InjectionState } from './injection.js';
+import type { DataInjector } from './injection.js';
 import {
   deployment,
   lazyEnv,
@@ -26,7 +32,7 @@ import {
   sessionUrl,
   sidecarObjects,
 } from './manifests.js';
-import { findReservation, reserveInstance } from './pool-instances.js';
+import { findReservation, reserveInstance, type PoolInstance } from './pool-instances.js';
 
 /** Finalizer of a Session: its path in the shared Ingress (not owned by the session) is removed first. */
 export const SESSION_FINALIZER = 'ide-cloud.io/session-route';
@@ -34,6 +40,8 @@ export const SESSION_FINALIZER = 'ide-cloud.io/session-route';
 export const ROUTE_ANNOTATION = 'ide-cloud.io/route';
 
 export type Reconciled = { requeueAfterMs?: number } | void;
+
+const isStartStrategy = (value: unknown): value is StartStrategy => StartStrategySchema.safeParse(value).success;
 
 /** What a pass learnt, written once at the end. */
 class Pass {
@@ -81,12 +89,15 @@ export class SessionReconciler {
   constructor(
     private readonly ctx: OperatorContext,
     private readonly injector: DataInjector,
-    private readonly enqueueAppDefinition: (name: string) => void,
+    /** Tells the pool its counts changed (a reservation); the app definition's pass follows shortly. */
+    private readonly poolChanged: (name: string) => void,
   ) {}
 
   async reconcile(name: string): Promise<Reconciled> {
-    const session = await this.ctx.resources.sessions.find(name);
-    if (!session) return;
+    const cached = this.ctx.cache.sessions.get(name);
+    if (!cached) return;
+    // The pass changes its copy as it writes; the cache stays what the API server said.
+    const session = structuredClone(cached);
     if (session.metadata.deletionTimestamp) return this.finalize(session);
     if (session.status?.phase === 'Failed') return;
 
@@ -107,7 +118,7 @@ export class SessionReconciler {
       throw outcome.error;
     } finally {
       await this.writeStatus(session, pass.status);
-      for (const [type, reason, message] of pass.events) await this.ctx.events.record(session, type, reason, message);
+      for (const [type, reason, message] of pass.events) this.ctx.events.record(session, type, reason, message);
     }
   }
 
@@ -116,20 +127,26 @@ export class SessionReconciler {
     const name = session.metadata.name;
 
     // Guards.
-    const appDefinition = await findAppDefinition(ctx, session.spec.appDefinition);
+    const appDefinition = findAppDefinition(ctx, session.spec.appDefinition);
     if (!appDefinition) {
       throw new FailObject(ErrorCode.unknownAppDefinition, `unknown app definition ${session.spec.appDefinition}`);
     }
     let claimName: string | undefined;
     if (session.spec.workspace) {
-      const workspace = await ctx.resources.workspaces.find(session.spec.workspace);
+      const workspace = ctx.cache.workspaces.get(session.spec.workspace);
       if (!workspace || workspace.metadata.deletionTimestamp) {
         throw new FailObject(ErrorCode.unknownWorkspace, `unknown workspace ${session.spec.workspace}`);
       }
       claimName = workspaceClaimName(workspace);
     }
-    if (!pass.status.startStrategy) await this.checkLimits(session, appDefinition);
-    await this.ensureFinalizer(session);
+    // A decision already made is in the status or, if the pass that made it ended before writing the
+    // status, in the annotations written with the finalizer.
+    const annotations = session.metadata.annotations ?? {};
+    if (!pass.status.startStrategy && isStartStrategy(annotations[ANNOTATIONS.startStrategy])) {
+      pass.status.startStrategy = annotations[ANNOTATIONS.startStrategy] as StartStrategy;
+      if (annotations[ANNOTATIONS.instanceId]) pass.status.instanceId = annotations[ANNOTATIONS.instanceId];
+    }
+    if (!pass.status.startStrategy) this.checkLimits(session, appDefinition);
     if (!pass.status.phase) {
       pass.status.phase = 'Pending';
       for (const type of Object.values(SessionCondition)) {
@@ -138,13 +155,13 @@ export class SessionReconciler {
       }
     }
 
-    // 1. Start strategy: a warm instance when eager start is on and one is free, else lazy.
-    if (!pass.status.startStrategy) {
-      await this.chooseStrategy(session, appDefinition, claimName, pass);
-      // Persist the decision before creating anything for it, so a crash cannot start two paths.
-      await this.writeStatus(session, pass.status);
-      session.status = structuredClone(pass.status);
-    }
+    // 1. Start strategy: a warm instance when eager start is on and one is free, else lazy. The
+    // reservation is written on the instance; the decision, the finalizer and the route's Ingress go
+    // to the session in one write, before anything is created for the lazy path.
+    let reserved: k8s.V1Deployment | undefined;
+    if (!pass.status.startStrategy) reserved = await this.chooseStrategy(session, appDefinition, claimName, pass);
+    const ingressName = appDefinition.spec.ingressname;
+    await this.writeMetadata(session, pass, ingressName);
 
     // 2. Config store, when the app definition asks for one.
     const configStore = appDefinition.spec.options?.configStore === 'true' ? configStoreName(name) : undefined;
@@ -167,12 +184,7 @@ export class SessionReconciler {
     let workload: k8s.V1Deployment | undefined;
     if (eager) {
       const instanceName = poolInstanceName(appDefinition.metadata.name, Number(pass.status.instanceId));
-      workload = await ctx.apps
-        .readNamespacedDeployment({ name: instanceName, namespace: ctx.namespace })
-        .catch((e) => {
-          if (isNotFound(e)) return undefined;
-          throw e;
-        });
+      workload = reserved ?? ctx.cache.deployments.get(instanceName);
       if (!workload || workload.metadata?.labels?.[LABELS.session] !== name) {
         throw new FailObject(
           ErrorCode.internal,
@@ -185,18 +197,19 @@ export class SessionReconciler {
       backend = name;
     }
 
-    // 4. Route in the shared Ingress.
-    const ingressName = appDefinition.spec.ingressname;
-    if (session.metadata.annotations?.[ROUTE_ANNOTATION] !== ingressName) {
-      await ctx.resources.sessions.mergePatch(name, { metadata: { annotations: { [ROUTE_ANNOTATION]: ingressName } } });
-    }
+    // 4. Environment: in the pod spec (lazy) or pushed to the data bridge (eager, in the background,
+    // started before the route so that it usually ends within this pass). Eager: only once the
+    // reserved instance's current pod serves. A recycled instance can still show its previous pod,
+    // another user's, which must never receive these values.
+    const injectNow = eager && deploymentReady(workload);
+    if (injectNow) this.startInjection(session, appDefinition, backend, claimName);
+
+    // 5. Route in the shared Ingress.
     await setRoute(
-      ctx.net,
-      ctx.namespace,
+      ctx,
       ingressName,
       { host: ctx.config.sessionHost, path: routePath(name), serviceName: backend },
       true,
-      ctx.config.ingressClassName,
     );
     pass.condition({
       type: SessionCondition.routed,
@@ -204,13 +217,8 @@ export class SessionReconciler {
       reason: 'RouteAdded',
       message: `path ${routePath(name)} in ingress ${ingressName}`,
     });
-    if (pass.becameTrue(SessionCondition.routed))
-      pass.events.push(['Normal', 'Routed', `route ${routePath(name)} added to ingress ${ingressName}`]);
 
-    // 5. Environment: in the pod spec (lazy) or pushed to the data bridge (eager, asynchronous).
-    // Eager: only once the reserved instance's current pod serves. A recycled instance can still show
-    // its previous pod, another user's, which must never receive these values.
-    if (eager && deploymentReady(workload)) this.injectionStep(session, appDefinition, backend, claimName, pass);
+    if (injectNow) this.recordInjection(session, pass);
     else if (eager)
       pass.condition({
         type: SessionCondition.envInjected,
@@ -236,8 +244,14 @@ export class SessionReconciler {
         reason: 'PodReady',
         message: 'the IDE pod is ready',
       });
-      if (pass.becameTrue(SessionCondition.ready))
-        pass.events.push(['Normal', 'Ready', `session ready at ${pass.status.url}`]);
+      if (pass.becameTrue(SessionCondition.ready)) {
+        const start = eager ? `warm instance ${pass.status.instanceId}` : 'started lazily';
+        pass.events.push([
+          'Normal',
+          'Ready',
+          `session ready at ${pass.status.url} (${start}, route in ${ingressName})`,
+        ]);
+      }
     } else {
       pass.status.phase = 'Starting';
       pass.condition({
@@ -250,8 +264,8 @@ export class SessionReconciler {
     }
   }
 
-  private async checkLimits(session: Session, appDefinition: AppDefinition): Promise<void> {
-    const all = await this.ctx.resources.sessions.list();
+  private checkLimits(session: Session, appDefinition: AppDefinition): void {
+    const all = this.ctx.cache.sessions.list();
     const created = (s: Session) => new Date(s.metadata.creationTimestamp ?? 0).getTime();
     // Only sessions created before this one count: the decision is the same whichever is reconciled first.
     const earlier = all.filter(
@@ -268,16 +282,35 @@ export class SessionReconciler {
     if (refusal) throw new FailObject(refusal.code, refusal.reason);
   }
 
-  private async ensureFinalizer(session: Session): Promise<void> {
+  /**
+   * One write of what the session's metadata must carry: the finalizer (before its route exists),
+   * the start-strategy annotations and the Ingress its route goes to. Nothing when all is there.
+   */
+  private async writeMetadata(session: Session, pass: Pass, ingressName: string): Promise<void> {
     const finalizers = finalizersOf(session);
-    if (finalizers.includes(SESSION_FINALIZER)) return;
+    const wanted: Record<string, string> = {
+      [ANNOTATIONS.startStrategy]: pass.status.startStrategy ?? '',
+      [ROUTE_ANNOTATION]: ingressName,
+      ...(pass.status.instanceId ? { [ANNOTATIONS.instanceId]: pass.status.instanceId } : {}),
+    };
+    const annotations = session.metadata.annotations ?? {};
+    const changed = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => annotations[k] !== v));
+    const needsFinalizer = !finalizers.includes(SESSION_FINALIZER);
+    if (!needsFinalizer && Object.keys(changed).length === 0) return;
     try {
       const updated = await this.ctx.resources.sessions.mergePatch(session.metadata.name, {
-        metadata: { finalizers: [...finalizers, SESSION_FINALIZER], resourceVersion: session.metadata.resourceVersion },
+        metadata: {
+          annotations: changed,
+          // The finalizer list is replaced whole: only against the version read, so no one's is lost.
+          ...(needsFinalizer
+            ? { finalizers: [...finalizers, SESSION_FINALIZER], resourceVersion: session.metadata.resourceVersion }
+            : {}),
+        },
       });
-      session.metadata.resourceVersion = updated.metadata.resourceVersion;
+      this.ctx.cache.sessions.observe(updated);
+      session.metadata = { ...session.metadata, ...updated.metadata };
     } catch (error) {
-      if (isConflict(error)) throw new RetryLater('session changed while adding the finalizer', 50);
+      if (isConflict(error)) throw new RetryLater('session changed while its metadata was written', 50);
       throw error;
     }
   }
@@ -287,13 +320,13 @@ export class SessionReconciler {
     appDefinition: AppDefinition,
     claimName: string | undefined,
     pass: Pass,
-  ): Promise<void> {
+  ): Promise<k8s.V1Deployment | undefined> {
     const { ctx } = this;
-    const name = session.metadata.name;
+    let instance: PoolInstance | undefined;
     if (ctx.config.eagerStart) {
       const minInstances = dataBridgeEnabled(appDefinition.spec) ? appDefinition.spec.minInstances : 0;
-      const instance =
-        (await findReservation(ctx, appDefinition.metadata.name, session)) ??
+      instance =
+        findReservation(ctx, appDefinition.metadata.name, session) ??
         (await reserveInstance(ctx, appDefinition, minInstances, session, claimName));
       if (instance) {
         pass.status.startStrategy = 'eager';
@@ -304,8 +337,7 @@ export class SessionReconciler {
           reason: 'InstanceReserved',
           message: `warm instance ${instance.id}`,
         });
-        pass.events.push(['Normal', 'Reserved', `reserved warm instance ${instance.id} (${instance.name})`]);
-        this.enqueueAppDefinition(appDefinition.metadata.name);
+        this.poolChanged(appDefinition.metadata.name);
       } else {
         pass.status.startStrategy = 'lazy-fallback';
         pass.condition({
@@ -327,9 +359,7 @@ export class SessionReconciler {
       pass.events.push(['Normal', 'LazyStart', 'starting lazily']);
     }
     pass.status.phase = 'Starting';
-    const annotations: Record<string, string> = { [ANNOTATIONS.startStrategy]: pass.status.startStrategy };
-    if (pass.status.instanceId) annotations[ANNOTATIONS.instanceId] = pass.status.instanceId;
-    await ctx.resources.sessions.mergePatch(name, { metadata: { annotations } });
+    return instance?.deployment;
   }
 
   /** Sidecars first (their Service names resolve at IDE start), then the IDE Deployment and Service. */
@@ -354,10 +384,7 @@ export class SessionReconciler {
     });
     // A running session keeps its pods: once its Deployment exists it is not rebuilt from a newer
     // app definition generation (the Deployment is applied in one call, so it exists only whole).
-    const existing = await ctx.apps.readNamespacedDeployment({ name, namespace: ctx.namespace }).catch((e) => {
-      if (isNotFound(e)) return undefined;
-      throw e;
-    });
+    const existing = ctx.cache.deployments.get(name);
     if (existing && !existing.metadata?.deletionTimestamp) {
       await applyObject(ctx.objects, ideService);
       return existing;
@@ -400,27 +427,28 @@ export class SessionReconciler {
     return applied;
   }
 
-  private injectionStep(
+  private startInjection(
     session: Session,
     appDefinition: AppDefinition,
     instanceName: string,
     claimName: string | undefined,
-    pass: Pass,
   ): void {
-    const current = findCondition(pass.status.conditions, SessionCondition.envInjected);
+    const current = findCondition(session.status?.conditions, SessionCondition.envInjected);
     if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed')) return;
     const selector = `${LABELS.poolInstance}=${instanceName}${claimName ? `,${LABELS.session}=${session.metadata.name}` : ''}`;
-    const state = this.injector.ensure(session, { podSelector: selector, port: dataBridgePort(appDefinition.spec) });
-    this.recordInjection(pass, state);
+    this.injector.ensure(session, { podSelector: selector, port: dataBridgePort(appDefinition.spec) });
   }
 
-  private recordInjection(pass: Pass, state: InjectionState): void {
+  /** The injection's state as the EnvInjected condition; counts only in final states, so waiting writes nothing. */
+  private recordInjection(session: Session, pass: Pass): void {
+    const current = findCondition(pass.status.conditions, SessionCondition.envInjected);
+    if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed')) return;
+    const state = this.injector.state(session.metadata.uid ?? session.metadata.name);
+    if (!state) return;
     const max = this.ctx.config.bridgeHealthAttempts;
     const detail = `health checks ${state.attempts}/${max}, posts ${state.postAttempts}${state.lastError ? `, last error: ${state.lastError}` : ''}`;
     if (state.phase === 'Injected') {
       pass.condition({ type: SessionCondition.envInjected, status: 'True', reason: 'Injected', message: detail });
-      if (pass.becameTrue(SessionCondition.envInjected))
-        pass.events.push(['Normal', 'Injected', `session environment injected (${detail})`]);
     } else if (state.phase === 'Failed') {
       pass.condition({
         type: SessionCondition.envInjected,
@@ -430,7 +458,8 @@ export class SessionReconciler {
       });
       pass.events.push(['Warning', 'InjectionFailed', `data injection failed (${detail})`]);
     } else {
-      pass.condition({ type: SessionCondition.envInjected, status: 'Unknown', reason: state.phase, message: detail });
+      const message = state.phase === 'Posting' ? 'sending the values' : 'waiting for the data bridge';
+      pass.condition({ type: SessionCondition.envInjected, status: 'Unknown', reason: state.phase, message });
     }
   }
 
@@ -443,13 +472,7 @@ export class SessionReconciler {
     }
     const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
     if (ingressName) {
-      await setRoute(
-        ctx.net,
-        ctx.namespace,
-        ingressName,
-        { host: ctx.config.sessionHost, path: routePath(name), serviceName: '' },
-        false,
-      );
+      await setRoute(ctx, ingressName, { host: ctx.config.sessionHost, path: routePath(name), serviceName: '' }, false);
     }
     this.injector.forget(session.metadata.uid ?? name);
     try {
@@ -463,7 +486,7 @@ export class SessionReconciler {
       if (isConflict(error)) return { requeueAfterMs: 50 };
       if (!isNotFound(error)) throw error;
     }
-    this.enqueueAppDefinition(session.spec.appDefinition);
+    this.poolChanged(session.spec.appDefinition);
   }
 
   /** Writes what changed; lastActivity belongs to the service and is never written here. */
@@ -474,7 +497,7 @@ export class SessionReconciler {
     void _before;
     if (JSON.stringify(previous) === JSON.stringify(next)) return;
     try {
-      await this.ctx.resources.sessions.patchStatus(session.metadata.name, next);
+      this.ctx.cache.sessions.observe(await this.ctx.resources.sessions.patchStatus(session.metadata.name, next));
     } catch (error) {
       if (isNotFound(error)) return;
       throw error;

@@ -20,7 +20,7 @@ export class WorkspaceReconciler {
 
   async reconcile(name: string): Promise<Reconciled> {
     const { ctx } = this;
-    const workspace = await ctx.resources.workspaces.find(name);
+    const workspace = ctx.cache.workspaces.get(name);
     if (!workspace) return;
     const status: WorkspaceStatus = structuredClone(workspace.status ?? {});
     status.observedGeneration = workspace.metadata.generation;
@@ -69,9 +69,10 @@ export class WorkspaceReconciler {
       return;
     } finally {
       if (JSON.stringify(status) !== JSON.stringify(workspace.status ?? {})) {
-        await ctx.resources.workspaces.patchStatus(name, status).catch((error: unknown) => {
+        const updated = await ctx.resources.workspaces.patchStatus(name, status).catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
         });
+        if (updated) ctx.cache.workspaces.observe(updated);
       }
     }
   }
@@ -85,13 +86,14 @@ export class WorkspaceReconciler {
         resourceVersion: workspace.metadata.resourceVersion,
       },
     });
+    this.ctx.cache.workspaces.observe(updated);
     workspace.metadata.resourceVersion = updated.metadata.resourceVersion;
   }
 
   private async finalize(workspace: Workspace): Promise<Reconciled> {
     const { ctx } = this;
     if (!finalizersOf(workspace).includes(WORKSPACE_FINALIZER)) return;
-    const sessions = (await ctx.resources.sessions.list()).filter((s) => s.spec.workspace === workspace.metadata.name);
+    const sessions = ctx.cache.sessions.list().filter((s) => s.spec.workspace === workspace.metadata.name);
     for (const s of sessions) {
       if (s.metadata.deletionTimestamp) continue;
       const reason = `WorkspaceDeleted: workspace ${workspace.metadata.name} was deleted`;
@@ -100,7 +102,7 @@ export class WorkspaceReconciler {
         .catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
         });
-      await ctx.events.record(s, 'Normal', 'Stopped', `session stopped: ${reason}`);
+      ctx.events.record(s, 'Normal', 'Stopped', `session stopped: ${reason}`);
       await ctx.resources.sessions.delete(s.metadata.name);
     }
     if (sessions.length > 0) return { requeueAfterMs: 300 };

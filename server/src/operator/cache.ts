@@ -1,0 +1,62 @@
+import type * as k8s from '@kubernetes/client-node';
+import { Informer } from '../kube/informer.js';
+import { API_VERSION, LABELS } from '../model/api-group.js';
+import type { AppDefinition } from '../model/app-definition.js';
+import type { Session } from '../model/session.js';
+import type { Workspace } from '../model/workspace.js';
+import { MANAGED_BY } from './manifests.js';
+
+/**
+ * The operator's view of the cluster: one informer per kind it reads, shared by every reconciler
+ * (controller-runtime's cache). Reconcilers read here, never list the API server; what they write
+ * they pass to `observe` so their next read sees it.
+ */
+export interface OperatorCache {
+  sessions: Informer<Session>;
+  appDefinitions: Informer<AppDefinition>;
+  workspaces: Informer<Workspace>;
+  /** Deployments IDE Cloud manages: warm instances, lazy sessions, sidecars. */
+  deployments: Informer<k8s.V1Deployment>;
+  /** The shared session Ingresses. */
+  ingresses: Informer<k8s.V1Ingress>;
+}
+
+export function createCache(
+  kc: k8s.KubeConfig,
+  options: { namespace: string; rewatchIntervalMs: number; onError: (path: string, error: unknown) => void },
+): OperatorCache {
+  const { namespace } = options;
+  const managed = `${LABELS.managedBy}=${MANAGED_BY}`;
+  const informer = <T extends object>(path: string, apiVersion: string, kind: string, labelSelector?: string) =>
+    new Informer<T & { metadata?: { name?: string } }>(kc, {
+      path,
+      apiVersion,
+      kind,
+      namespace,
+      labelSelector,
+      rewatchIntervalMs: options.rewatchIntervalMs,
+      onError: (error) => options.onError(path, error),
+    });
+  const base = `/apis/${API_VERSION}/namespaces/${namespace}`;
+  return {
+    sessions: informer<Session>(`${base}/sessions`, API_VERSION, 'Session'),
+    appDefinitions: informer<AppDefinition>(`${base}/appdefinitions`, API_VERSION, 'AppDefinition'),
+    workspaces: informer<Workspace>(`${base}/workspaces`, API_VERSION, 'Workspace'),
+    deployments: informer<k8s.V1Deployment>(
+      `/apis/apps/v1/namespaces/${namespace}/deployments`,
+      'apps/v1',
+      'Deployment',
+      managed,
+    ),
+    ingresses: informer<k8s.V1Ingress>(
+      `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses`,
+      'networking.k8s.io/v1',
+      'Ingress',
+      managed,
+    ),
+  } as OperatorCache;
+}
+
+export function informersOf(cache: OperatorCache): Informer[] {
+  return Object.values(cache) as Informer[];
+}
