@@ -6,6 +6,25 @@ export function loadKubeConfig(file?: string): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
   if (file) kc.loadFromFile(file);
   else kc.loadFromDefault();
+  return reuseConnections(kc);
+}
+
+const SHARED = Symbol('ide-cloud.sharedAgent');
+type AgentFactory = { createAgent(cluster: unknown, options: Record<string, unknown>): unknown };
+
+/**
+ * client-node 1.x builds a new https.Agent for every request, so every API call pays a TCP and TLS
+ * handshake. This gives the KubeConfig one keep-alive agent, made from the first request's options
+ * (the cluster's CA and client certificate; bearer tokens travel in headers, so a rotated token is
+ * still read per request). Idempotent.
+ */
+export function reuseConnections(kc: k8s.KubeConfig): k8s.KubeConfig {
+  const target = kc as unknown as AgentFactory & { [SHARED]?: boolean };
+  if (target[SHARED]) return kc;
+  target[SHARED] = true;
+  const create = target.createAgent.bind(kc);
+  let agent: unknown;
+  target.createAgent = (cluster, options) => (agent ??= create(cluster, { ...options, keepAlive: true }));
   return kc;
 }
 

@@ -44,8 +44,8 @@ export const OperatorConfigSchema = z
     maxSessionLifetimeMinutes: int(0).default(0),
     /** Watch connections are renewed this often (from the last resourceVersion), because watches can stall silently. */
     rewatchIntervalMs: int(100).default(300_000),
-    /** Workers per reconciler. */
-    workers: int(1).default(4),
+    /** Session reconcile workers (app definitions and workspaces use at most 2): launches wait mostly on API calls, so many run at once. */
+    workers: int(1).default(16),
     /** operator.replicas > 1: elect one leader through a coordination.k8s.io Lease. */
     leaderElection: bool.default(false),
     leaseName: z.string().default('ide-cloud-operator'),

@@ -1,0 +1,120 @@
+// The shared informer (server/src/kube/informer.ts) on the real kube-apiserver: what the operator's
+// and the service's caches rely on.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import { Informer, type WatchEventType } from '../../server/src/kube/informer.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+
+describe('informer on the real kube-apiserver', function () {
+  this.timeout(120_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let core: k8s.CoreV1Api;
+  const informers: Informer[] = [];
+
+  const configMaps = (rewatchIntervalMs = 60_000) => {
+    const informer = new Informer<k8s.V1ConfigMap>(cluster.kc, {
+      path: `/api/v1/namespaces/${namespace}/configmaps`,
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace,
+      labelSelector: 'informer-test=yes',
+      rewatchIntervalMs,
+    });
+    const events: [WatchEventType, string, string | undefined][] = [];
+    informer.on((type, o) => events.push([type, o.metadata!.name!, o.data?.value]));
+    informers.push(informer as unknown as Informer);
+    return { informer, events };
+  };
+  const create = (name: string, value: string) =>
+    core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name, labels: { 'informer-test': 'yes' } }, data: { value } },
+    });
+  const update = (name: string, value: string) =>
+    core.patchNamespacedConfigMap(
+      { name, namespace, body: { data: { value } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'informer');
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+  });
+  afterEach(async () => {
+    await Promise.all(informers.splice(0).map((i) => i.stop()));
+    await core.deleteCollectionNamespacedConfigMap({ namespace, labelSelector: 'informer-test=yes' });
+  });
+  after(async () => deleteTestNamespace(cluster.kc, namespace));
+
+  it('fills its cache from the first list, then follows changes; managedFields are not kept', async () => {
+    await create('a', '1');
+    const { informer, events } = configMaps();
+    informer.start();
+    await informer.waitForSync();
+    assert.equal(informer.get('a')?.data?.value, '1');
+    assert.equal(informer.get('a')?.metadata?.managedFields, undefined);
+    await create('b', '2');
+    await update('a', '3');
+    await core.deleteNamespacedConfigMap({ name: 'b', namespace });
+    await eventually(() => assert.equal(events.filter(([t]) => t === 'DELETED').length, 1));
+    assert.deepEqual(events, [
+      ['ADDED', 'a', '1'],
+      ['ADDED', 'b', '2'],
+      ['MODIFIED', 'a', '3'],
+      ['DELETED', 'b', '2'],
+    ]);
+    assert.deepEqual(
+      informer.list().map((c) => c.metadata!.name),
+      ['a'],
+    );
+  });
+
+  it('renews its watch without reporting unchanged objects again, and misses no change between renewals', async () => {
+    await create('a', '1');
+    const { informer, events } = configMaps(300);
+    informer.start();
+    await informer.waitForSync();
+    // Several renewals pass; a change made between two of them still arrives, once.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await update('a', '2');
+    await eventually(() => assert.equal(informer.get('a')?.data?.value, '2'));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.deepEqual(events, [
+      ['ADDED', 'a', '1'],
+      ['MODIFIED', 'a', '2'],
+    ]);
+  });
+
+  it('after a dropped connection lists again and reports what changed meanwhile, deletions included', async () => {
+    await create('a', '1');
+    await create('b', '1');
+    const { informer, events } = configMaps();
+    informer.start();
+    await informer.waitForSync();
+    await informer.stop(); // nothing is watched now
+    await core.deleteNamespacedConfigMap({ name: 'a', namespace });
+    await update('b', '2');
+    events.length = 0;
+    informer.start();
+    informer.dropConnection();
+    await eventually(() => assert.equal(informer.get('b')?.data?.value, '2'));
+    await eventually(() => assert.equal(informer.get('a'), undefined));
+    assert.deepEqual(events.map(([t, n]) => `${t} ${n}`).sort(), ['DELETED a', 'MODIFIED b']);
+  });
+
+  it('observe() shows a write at once and never goes back to an older version', async () => {
+    await create('a', '1');
+    const { informer } = configMaps();
+    informer.start();
+    await informer.waitForSync();
+    const older = structuredClone(informer.get('a')!);
+    const written = await update('a', '2');
+    informer.observe(written);
+    assert.equal(informer.get('a')?.data?.value, '2', 'the write is visible before its watch event');
+    informer.observe(older);
+    assert.equal(informer.get('a')?.data?.value, '2', 'an older object does not replace a newer one');
+  });
+});
