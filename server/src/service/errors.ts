@@ -39,6 +39,18 @@ export class ApiError extends Error {
 }
 
 /**
+ * A wait that ended because the service is shutting down (its caches stopped). The caller's
+ * connection is being closed, so nobody sees it; a launch that gets it leaves what it created, as a
+ * process that exits would.
+ */
+export class ServiceStopping extends ApiError {
+  constructor() {
+    super(503, 'the service is stopping');
+    this.name = 'ServiceStopping';
+  }
+}
+
+/**
  * Maps a failed Kubernetes call to an ApiError at the boundary. Only the status code and the API
  * server's machine reason are kept: its message may quote the submitted object.
  */

@@ -1,0 +1,301 @@
+import type * as k8s from '@kubernetes/client-node';
+import { Informer } from '../kube/informer.js';
+import type { IdeCloudResources } from '../kube/resources.js';
+import { API_VERSION } from '../model/api-group.js';
+import type { AppDefinition } from '../model/app-definition.js';
+import type { Session } from '../model/session.js';
+import type { Workspace } from '../model/workspace.js';
+import { ServiceStopping } from './errors.js';
+
+/** What the cache needs of an object: its name, uid, version and deletion mark. */
+export interface CachedObject {
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    deletionTimestamp?: string | Date;
+  };
+}
+
+/** The authoritative read of one object by name (a GET), used where the cache may lag a write. */
+export interface ObjectReader<T> {
+  readonly path: string;
+  readonly namespace: string;
+  readonly kind: string;
+  find(name: string): Promise<T | undefined>;
+}
+
+/** How a wait ends: with a value, with an error, or not yet (undefined). */
+export type Decision<R> = { value: R } | { error: Error } | undefined;
+
+export interface WaitOptions<T, R> {
+  /** The object waited on; another object of the same name counts as gone. */
+  uid?: string;
+  /** Called with the cached object on every change of it (and once at the start). */
+  decide: (current: T) => Decision<R>;
+  /** How the wait ends when the object is gone (deleted, or replaced by one with another uid). */
+  gone: () => Decision<R>;
+  /**
+   * Whether "gone" in the cache is checked with one GET first: the cache can lag a write (a relist
+   * that started before a create reports the created object as deleted until the watch brings it).
+   */
+  confirmGone?: boolean;
+  /** Epoch milliseconds. */
+  deadline: number;
+  onDeadline: () => Error;
+}
+
+/** How long the uid of a deleted object is remembered, so a late read-your-writes cannot revive it. */
+const TOMBSTONE_MS = 5 * 60_000;
+
+/**
+ * One kind of resource as the service sees it: an informer's cache of the namespace, waits on one
+ * object's changes (from the informer's events, never by polling or per-request watches) and
+ * read-your-writes after the service's own writes.
+ */
+export class CachedResource<T extends CachedObject> {
+  readonly informer: Informer<T>;
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  /** uid → when its deletion was seen; insertion order is time order. */
+  private readonly deleted = new Map<string, number>();
+  private stopped = false;
+
+  constructor(
+    kc: k8s.KubeConfig,
+    private readonly reader: ObjectReader<T>,
+    options: { rewatchIntervalMs: number; onError: (error: unknown) => void },
+  ) {
+    this.informer = new Informer<T>(kc, {
+      path: reader.path,
+      apiVersion: API_VERSION,
+      kind: reader.kind,
+      namespace: reader.namespace,
+      rewatchIntervalMs: options.rewatchIntervalMs,
+      onError: options.onError,
+    });
+    this.informer.on((type, object) => {
+      if (type === 'DELETED') this.remember(object);
+      this.notify(object.metadata.name);
+    });
+  }
+
+  /** The cached object, or undefined (cache only). */
+  get(name: string): T | undefined {
+    return this.informer.get(name);
+  }
+
+  /**
+   * The object: from the cache; on a miss, one GET (an object another replica or client has just
+   * created may not have reached the cache yet). A miss that the API server confirms is cheap.
+   */
+  async find(name: string): Promise<T | undefined> {
+    const cached = this.informer.get(name);
+    if (cached) return cached;
+    const found = await this.reader.find(name);
+    if (found) this.observe(found);
+    return found;
+  }
+
+  /** Every cached object (a fresh array; the objects are the cache's own: never mutate them). */
+  list(): T[] {
+    return this.informer.list();
+  }
+
+  /** Read-your-writes: the answer of a write replaces an older cached version, unless its object was deleted. */
+  observe(object: T): void {
+    const uid = object.metadata.uid;
+    if (uid && this.deleted.has(uid)) return;
+    this.informer.observe(object);
+  }
+
+  /**
+   * Waits for one object by the cache's events: checks the cached object first, then every change;
+   * rejects with `onDeadline()` at the deadline and with ServiceStopping when the cache stops.
+   */
+  waitFor<R>(name: string, options: WaitOptions<T, R>): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      if (this.stopped) {
+        reject(new ServiceStopping());
+        return;
+      }
+      let finished = false;
+      let confirming = false;
+      let changedWhileConfirming = false;
+      const finish = (decision: NonNullable<Decision<R>>) => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        const set = this.waiters.get(name);
+        set?.delete(waiter);
+        if (set?.size === 0) this.waiters.delete(name);
+        if ('value' in decision) resolve(decision.value);
+        else reject(decision.error);
+      };
+      const decideOn = (current: T) => {
+        let decision: Decision<R>;
+        try {
+          decision = options.decide(current);
+        } catch (error) {
+          decision = { error: error instanceof Error ? error : new Error(String(error)) };
+        }
+        if (decision) finish(decision);
+      };
+      const isGone = (current: T | undefined): current is undefined =>
+        !current || (options.uid !== undefined && current.metadata.uid !== options.uid);
+      const check = () => {
+        if (finished) return;
+        const current = this.informer.get(name);
+        if (!isGone(current)) {
+          decideOn(current);
+          return;
+        }
+        if (!options.confirmGone) {
+          const decision = options.gone();
+          if (decision) finish(decision);
+          return;
+        }
+        if (confirming) {
+          changedWhileConfirming = true;
+          return;
+        }
+        confirming = true;
+        changedWhileConfirming = false;
+        this.reader.find(name).then(
+          (found) => {
+            confirming = false;
+            if (finished) return;
+            if (isGone(found)) {
+              const decision = options.gone();
+              if (decision) finish(decision);
+            } else {
+              // The cache lags: the object is there. Decide on what the API server said; the watch
+              // brings the object into the cache and its next change comes as an event.
+              this.observe(found);
+              decideOn(found);
+              // A change seen while the GET was on its way may be newer than its answer.
+              if (changedWhileConfirming) check();
+            }
+          },
+          () => {
+            // The API server did not answer: the cache's word stands.
+            confirming = false;
+            const decision = options.gone();
+            if (decision) finish(decision);
+          },
+        );
+      };
+      const waiter: Waiter = { check, stop: () => finish({ error: new ServiceStopping() }) };
+      let set = this.waiters.get(name);
+      if (!set) this.waiters.set(name, (set = new Set()));
+      set.add(waiter);
+      const timer = setTimeout(
+        () => finish({ error: options.onDeadline() }),
+        Math.max(0, options.deadline - Date.now()),
+      );
+      check();
+    });
+  }
+
+  /**
+   * Resolves once the cache shows the object deleted or being deleted (after the service deleted it),
+   * so the caller's next listing does not show it as before; gives up quietly after `timeoutMs`.
+   */
+  async reflectsDeletion(name: string, uid: string | undefined, timeoutMs = 10_000): Promise<void> {
+    await this.waitFor(name, {
+      uid,
+      decide: (current) => (current.metadata.deletionTimestamp ? { value: undefined } : undefined),
+      gone: () => ({ value: undefined }),
+      deadline: Date.now() + timeoutMs,
+      onDeadline: () => new Error('the cache did not see the deletion in time'),
+    }).catch(() => undefined);
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.informer.start();
+  }
+
+  /** Stops the informer; pending waits reject with ServiceStopping. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const set of [...this.waiters.values()]) for (const waiter of [...set]) waiter.stop();
+    await this.informer.stop();
+  }
+
+  private notify(name: string): void {
+    const set = this.waiters.get(name);
+    if (!set) return;
+    for (const waiter of [...set]) waiter.check();
+  }
+
+  private remember(object: T): void {
+    const uid = object.metadata.uid;
+    if (!uid) return;
+    const now = Date.now();
+    this.deleted.delete(uid);
+    this.deleted.set(uid, now);
+    for (const [old, at] of this.deleted) {
+      if (now - at < TOMBSTONE_MS) break;
+      this.deleted.delete(old);
+    }
+  }
+}
+
+interface Waiter {
+  check(): void;
+  stop(): void;
+}
+
+/**
+ * The service's caches of its namespace: Sessions, AppDefinitions and Workspaces. Started with the
+ * service, which answers only after their first list (readiness); stopped when it closes.
+ */
+export class ServiceCaches {
+  readonly sessions: CachedResource<Session>;
+  readonly appDefinitions: CachedResource<AppDefinition>;
+  readonly workspaces: CachedResource<Workspace>;
+
+  constructor(
+    kc: k8s.KubeConfig,
+    resources: IdeCloudResources,
+    options: { rewatchIntervalMs: number; onError: (kind: string, error: unknown) => void },
+  ) {
+    const cache = <T extends CachedObject>(reader: ObjectReader<T>) =>
+      new CachedResource<T>(kc, reader, {
+        rewatchIntervalMs: options.rewatchIntervalMs,
+        onError: (error) => options.onError(reader.kind, error),
+      });
+    this.sessions = cache<Session>(resources.sessions);
+    this.appDefinitions = cache<AppDefinition>(resources.appDefinitions);
+    this.workspaces = cache<Workspace>(resources.workspaces);
+  }
+
+  private get all(): CachedResource<CachedObject>[] {
+    return [this.sessions, this.appDefinitions, this.workspaces] as unknown as CachedResource<CachedObject>[];
+  }
+
+  start(): void {
+    for (const cache of this.all) cache.start();
+  }
+
+  /** Resolves once every cache has listed once; rejects after `timeoutMs`. */
+  async synced(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the service's caches did not sync within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([Promise.all(this.all.map((cache) => cache.informer.waitForSync())), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.all.map((cache) => cache.stop()));
+  }
+}
