@@ -13,6 +13,7 @@ import {
   call,
   operatorFillsStatus,
   resourcesOf,
+  serviceSeesSession,
   startTestService,
   type TestService,
 } from '../support/service-harness.js';
@@ -200,6 +201,8 @@ describe('service launch (the test plays the operator)', function () {
       metadata: { name: 'tiny-occupant', labels: { [LABELS.user]: userLabelValue(other) } },
       spec: { user: other, appDefinition: 'tiny' },
     });
+    // The limits check reads the service's session cache: let it see the occupant first.
+    await serviceSeesSession(service, other, 'tiny-occupant');
     const user = newUser();
     const answer = await launch({ user, appDefinition: 'tiny' });
     assert.equal(answer.status, 552);
@@ -213,6 +216,7 @@ describe('service launch (the test plays the operator)', function () {
       metadata: { name: 'already-running', labels: { [LABELS.user]: userLabelValue(user) } },
       spec: { user, appDefinition: 'python-latest' },
     });
+    await serviceSeesSession(service, user, 'already-running');
     const answer = await launch({ user, appDefinition: 'python-latest' });
     assert.equal(answer.status, 553);
     assert.deepEqual(answer.json, { code: 553, reason: 'user is at the limit of 1 concurrent session(s)' });

@@ -121,3 +121,24 @@ export async function operatorFillsStatus(
   await resources.sessions.patchStatus(session.metadata.name, status(session.metadata.name));
   return session.metadata.name;
 }
+
+/**
+ * Waits until the service lists `sessionName` among `user`'s sessions (anonymous mode): the service
+ * reads from its caches, which see a write the test made directly a moment later (a watch event).
+ */
+export async function serviceSeesSession(service: TestService, user: string, sessionName: string): Promise<void> {
+  await eventually(
+    async () => {
+      const listed = await call(
+        service.url,
+        'GET',
+        `/service/session/${SERVICE_AUTH_TOKEN}/${encodeURIComponent(user)}`,
+      );
+      if (!(listed.json as { name: string }[]).some((s) => s.name === sessionName)) {
+        throw new Error(`the service does not list ${sessionName} yet`);
+      }
+    },
+    10_000,
+    20,
+  );
+}

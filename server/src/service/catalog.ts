@@ -3,19 +3,22 @@ import { ErrorCode } from '../model/error-codes.js';
 import { isDnsLabel } from '../model/names.js';
 import type { AppDefinitionUpdateRequest } from '../model/requests.js';
 import type { IdeCloudResources, JsonPatchOperation } from '../kube/resources.js';
+import type { CachedResource } from './cache.js';
 import { ApiError, fromKubernetes } from './errors.js';
 
-/** App definitions: what can be launched, and the admin's scaling knobs. */
+/**
+ * App definitions: what can be launched, and the admin's scaling knobs. Reads come from the app
+ * definition cache (a name it does not hold is looked up once); an admin update is reflected in it
+ * before the answer.
+ */
 export class AppDefinitionCatalog {
-  constructor(private readonly resources: IdeCloudResources) {}
+  constructor(
+    private readonly resources: IdeCloudResources,
+    private readonly cache: CachedResource<AppDefinition>,
+  ) {}
 
-  async list(): Promise<AppDefinition[]> {
-    try {
-      const items = await this.resources.appDefinitions.list();
-      return items.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
-    } catch (error) {
-      throw fromKubernetes(error, 'listing app definitions');
-    }
+  list(): AppDefinition[] {
+    return this.cache.list().sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   }
 
   /** The app definition, or 473 when there is none by that name. */
@@ -24,7 +27,7 @@ export class AppDefinitionCatalog {
     if (!isDnsLabel(name)) throw unknown;
     let found: AppDefinition | undefined;
     try {
-      found = await this.resources.appDefinitions.find(name);
+      found = await this.cache.find(name);
     } catch (error) {
       throw fromKubernetes(error, 'reading the app definition');
     }
@@ -53,7 +56,9 @@ export class AppDefinitionCatalog {
       operations.push({ op: 'add', path: '/spec/maxInstances', value: update.maxInstances });
     }
     try {
-      return await this.resources.appDefinitions.jsonPatch(name, operations);
+      const updated = await this.resources.appDefinitions.jsonPatch(name, operations);
+      this.cache.observe(updated);
+      return updated;
     } catch (error) {
       throw fromKubernetes(error, 'updating the app definition');
     }

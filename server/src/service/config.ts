@@ -17,6 +17,7 @@ import { z } from 'zod';
  * | IDE_CLOUD_NAMESPACE       | namespace of the AppDefinition, Workspace and Session resources | ide-cloud     |
  * | IDE_CLOUD_SESSIONS_PER_USER | operator.sessionsPerUser, read by the operator too        | 1             |
  * | LAUNCH_TIMEOUT_MINUTES    | default launch timeout in minutes (fractions allowed)           | 3             |
+ * | IDE_CLOUD_REWATCH_INTERVAL_MS | the caches renew their watches this often (no relist)       | 300000        |
  * | PORT / HOST               | where the HTTP server listens                                   | 8080 / 0.0.0.0|
  * | BODY_LIMIT                | largest request body                                            | 100kb         |
  * | LOG_LEVEL                 | pino level                                                      | info          |
@@ -57,6 +58,11 @@ const ConfigSchema = z.object({
     .number({ error: 'LAUNCH_TIMEOUT_MINUTES must be a number' })
     .positive({ error: 'LAUNCH_TIMEOUT_MINUTES must be > 0' })
     .default(3),
+  rewatchIntervalMs: z.coerce
+    .number({ error: 'IDE_CLOUD_REWATCH_INTERVAL_MS must be a number' })
+    .int({ error: 'IDE_CLOUD_REWATCH_INTERVAL_MS must be an integer' })
+    .min(100, { error: 'IDE_CLOUD_REWATCH_INTERVAL_MS must be >= 100' })
+    .default(300_000),
   port: z.coerce
     .number({ error: 'PORT must be a number' })
     .int()
@@ -99,6 +105,7 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
     namespace: get('IDE_CLOUD_NAMESPACE'),
     sessionsPerUser: get('IDE_CLOUD_SESSIONS_PER_USER'),
     launchTimeoutMinutes: get('LAUNCH_TIMEOUT_MINUTES'),
+    rewatchIntervalMs: get('IDE_CLOUD_REWATCH_INTERVAL_MS'),
     port: get('PORT'),
     host: get('HOST'),
     bodyLimit: get('BODY_LIMIT'),

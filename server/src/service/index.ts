@@ -5,9 +5,11 @@ import { loadKubeConfig } from '../kube/client.js';
 import { ideCloudResources } from '../kube/resources.js';
 import { createApp } from './app.js';
 import { Authenticator } from './auth.js';
+import { ServiceCaches } from './cache.js';
 import { AppDefinitionCatalog } from './catalog.js';
 import type { ServiceConfig } from './config.js';
 import type { ServiceContext } from './context.js';
+import { describeError } from './errors.js';
 import { Launcher } from './launcher.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
@@ -22,28 +24,39 @@ export interface StartOptions {
   kubeConfig?: k8s.KubeConfig;
   /** Where the JSON logs go (default stdout); tests capture them here. */
   logDestination?: DestinationStream;
+  /** How long start-up waits for the caches' first list before it gives up (default 60 s). */
+  syncTimeoutMs?: number;
 }
 
 export type RunningService = Listening;
 
-/** The composition root: builds every collaborator once and wires them into the app. */
+/**
+ * The composition root: builds every collaborator once and wires them into the app. Reads go to the
+ * caches (informers on the namespace's Sessions, AppDefinitions and Workspaces), writes to the API
+ * server; the caches are started by startService.
+ */
 export function createServiceContext(
   config: ServiceConfig,
   options: StartOptions = {},
 ): {
   context: ServiceContext;
   kc: k8s.KubeConfig;
+  caches: ServiceCaches;
 } {
   const kc = options.kubeConfig ?? loadKubeConfig(config.kubeconfig);
   const logger = createLogger(config.logLevel, options.logDestination);
   const resources = ideCloudResources(kc, config.namespace);
-  const metrics = new ServiceMetrics(resources, logger);
-  const catalog = new AppDefinitionCatalog(resources);
-  const workspaces = new WorkspaceService(resources);
-  const sessions = new SessionService(kc, resources);
+  const caches = new ServiceCaches(kc, resources, {
+    rewatchIntervalMs: config.rewatchIntervalMs,
+    onError: (kind, error) => logger.warn({ kind, err: describeError(error) }, 'cache watch failed; it lists again'),
+  });
+  const metrics = new ServiceMetrics(caches);
+  const catalog = new AppDefinitionCatalog(resources, caches.appDefinitions);
+  const workspaces = new WorkspaceService(resources, caches);
+  const sessions = new SessionService(kc, resources, caches.sessions);
   const launcher = new Launcher({
-    kc,
     resources,
+    sessions: caches.sessions,
     catalog,
     workspaces,
     metrics,
@@ -52,14 +65,25 @@ export function createServiceContext(
   });
   const auth = new Authenticator(config);
   const progress = new SessionProgress(kc, resources, logger);
-  return { context: { config, auth, catalog, workspaces, sessions, launcher, progress, metrics, logger }, kc };
+  return { context: { config, auth, catalog, workspaces, sessions, launcher, progress, metrics, logger }, kc, caches };
 }
 
-/** Starts the REST service; resolves once it listens. */
+/**
+ * Starts the REST service; resolves once it listens, which is after the caches' first list (so it
+ * never answers from an empty cache: readiness). Rejects when they do not sync in time.
+ */
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
-  const { context } = createServiceContext(config, options);
-  const app = createApp(context);
-  const { url, port, close } = await listen(app, config.port, config.host);
+  const { context, caches } = createServiceContext(config, options);
+  caches.start();
+  let listening: Awaited<ReturnType<typeof listen>>;
+  try {
+    await caches.synced(options.syncTimeoutMs ?? 60_000);
+    listening = await listen(createApp(context), config.port, config.host);
+  } catch (error) {
+    await caches.stop();
+    throw error;
+  }
+  const { url, port } = listening;
   context.logger.info(
     {
       port,
@@ -69,5 +93,15 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     },
     'service listening',
   );
-  return { url, port, close };
+  return {
+    url,
+    port,
+    close: async () => {
+      try {
+        await listening.close();
+      } finally {
+        await caches.stop();
+      }
+    },
+  };
 }

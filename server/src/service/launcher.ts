@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../model/api-group.js';
 import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
 import { ErrorCode } from '../model/error-codes.js';
@@ -10,8 +9,9 @@ import type { Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
 import { isConflict } from '../kube/client.js';
 import type { IdeCloudResources } from '../kube/resources.js';
+import type { CachedResource } from './cache.js';
 import type { AppDefinitionCatalog } from './catalog.js';
-import { ApiError, describeError, fromKubernetes } from './errors.js';
+import { ApiError, ServiceStopping, describeError, fromKubernetes } from './errors.js';
 import type { Logger } from './logger.js';
 import type { LaunchOutcome, ServiceMetrics } from './metrics.js';
 import { waitForSessionGone, waitForSessionUrl } from './session-watch.js';
@@ -35,16 +35,20 @@ interface Plan {
 }
 
 /**
- * Launch: turns a request into a Workspace and a Session and waits, by watching, for the URL the
- * operator reports. Creates nothing before every check (app definition, workspace ownership,
- * sidecars, maxInstances, sessionsPerUser) has passed; on timeout or refusal removes what this very
- * call created. A workspace that already has a session answers that session's URL (idempotent).
+ * Launch: turns a request into a Workspace and a Session and waits, on the session cache's events,
+ * for the URL the operator reports. Creates nothing before every check (app definition, workspace
+ * ownership, sidecars, maxInstances, sessionsPerUser) has passed; on timeout or refusal removes what
+ * this very call created. A workspace that already has a session answers that session's URL
+ * (idempotent). Reads come from the service's caches (the limits check lists no Sessions from the API
+ * server); a launch answers once the cache shows its session running, so the caller's next listing
+ * shows it.
  */
 export class Launcher {
   constructor(
     private readonly deps: {
-      kc: k8s.KubeConfig;
       resources: IdeCloudResources;
+      /** The session cache: limits, the wait for the URL, the workspace's session. */
+      sessions: CachedResource<Session>;
       catalog: AppDefinitionCatalog;
       workspaces: WorkspaceService;
       metrics: ServiceMetrics;
@@ -123,17 +127,11 @@ export class Launcher {
       if (running) return { ...(await this.await(running, deadline)), reused: true };
     }
 
-    // 2. Limits, before anything is created.
-    let sessions: Session[];
-    try {
-      sessions = await resources.sessions.list();
-    } catch (error) {
-      throw fromKubernetes(error, 'listing sessions');
-    }
+    // 2. Limits, before anything is created, on the cache (the operator checks again: this races anyway).
     const refusal = checkSessionLimits({
       appDefinition: plan.appDefinition.spec,
       user: input.user,
-      sessions,
+      sessions: this.deps.sessions.list(),
       sessionsPerUser: this.deps.sessionsPerUser,
     });
     if (refusal) throw new ApiError(refusal.code, refusal.reason);
@@ -197,12 +195,18 @@ export class Launcher {
       if (createdWorkspace) await this.deps.workspaces.deleteQuietly(createdWorkspace);
       throw fromKubernetes(error, 'creating the session');
     }
+    // Read-your-writes: the next launch's limits check counts this session even before its watch event.
+    this.deps.sessions.observe(session);
 
     // 5. Wait for the URL; on failure remove what this call created.
     try {
       return { ...(await this.await(session, deadline)), reused: false };
     } catch (error) {
-      await resources.sessions.delete(sessionName).catch(() => undefined);
+      // Shutting down: leave the session, as an exiting process would; nobody hears the answer.
+      if (error instanceof ServiceStopping) throw error;
+      if (await resources.sessions.delete(sessionName).catch(() => false)) {
+        await this.deps.sessions.reflectsDeletion(sessionName, session.metadata.uid);
+      }
       if (createdWorkspace) await this.deps.workspaces.deleteQuietly(createdWorkspace);
       this.deps.logger.info(
         { appDefinition: appDefinitionName, session: sessionName, err: describeError(error) },
@@ -212,7 +216,11 @@ export class Launcher {
     }
   }
 
-  /** The live session of a workspace, or undefined; a Failed one is removed so a new launch can start. */
+  /**
+   * The live session of a workspace, or undefined; a Failed one is removed so a new launch can start.
+   * One GET, not the cache: whether to reuse, wait for or replace the session must not rest on a
+   * status a watch event behind (a session just failed would be answered as running, then fail).
+   */
   private async findSessionOf(
     sessionName: string,
     workspaceName: string,
@@ -225,26 +233,26 @@ export class Launcher {
     } catch (error) {
       throw fromKubernetes(error, 'reading the session');
     }
+    if (session) this.deps.sessions.observe(session);
     if (!session) return undefined;
     if (session.spec.workspace !== workspaceName || session.spec.user !== user) {
       throw new ApiError(409, 'another session holds the name of this workspace session');
     }
     if (session.status?.phase === 'Failed' || session.metadata.deletionTimestamp) {
-      // A failed or stopping session makes way for the new one: the launch waits, by watching, until
-      // it is gone (its finalizer runs first) and then starts afresh.
+      // A failed or stopping session makes way for the new one: the launch waits, on the cache's
+      // events, until it is gone (its finalizer runs first) and then starts afresh.
       if (!session.metadata.deletionTimestamp) {
         await this.deps.resources.sessions.delete(sessionName).catch(() => undefined);
       }
-      await waitForSessionGone(this.deps.kc, this.deps.resources.sessions, session, deadline);
+      await waitForSessionGone(this.deps.sessions, session, deadline);
       return undefined;
     }
     return session;
   }
 
   private async await(session: Session, deadline: number): Promise<{ url: string; name: string; session?: Session }> {
-    const url = await waitForSessionUrl(this.deps.kc, this.deps.resources.sessions, session, deadline);
-    const latest = await this.deps.resources.sessions.find(session.metadata.name).catch(() => undefined);
-    return { url, name: session.metadata.name, session: latest };
+    const url = await waitForSessionUrl(this.deps.sessions, session, deadline);
+    return { url, name: session.metadata.name, session: this.deps.sessions.get(session.metadata.name) ?? session };
   }
 }
 

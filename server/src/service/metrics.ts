@@ -1,15 +1,13 @@
 import client from 'prom-client';
-import type { IdeCloudResources } from '../kube/resources.js';
-import type { Logger } from './logger.js';
-import { describeError } from './errors.js';
+import type { ServiceCaches } from './cache.js';
 
 export type LaunchOutcome = 'success' | 'reused' | 'timeout' | 'refused' | 'failed' | 'error';
 
 /**
  * Prometheus metrics of the service (scraped at /q/metrics). Labels carry only bounded values: route
  * patterns (never raw paths, which may hold the auth token), status codes, app definition names that
- * exist in the cluster, phases and outcomes. Session and pool gauges are read from the API server at
- * scrape time, so every replica reports the same truth without keeping state.
+ * exist in the cluster, phases and outcomes. Session and pool gauges are read from the service's
+ * caches at scrape time (at most a watch event behind the API server), so a scrape lists nothing.
  */
 export class ServiceMetrics {
   readonly registry = new client.Registry();
@@ -17,7 +15,7 @@ export class ServiceMetrics {
   readonly requests: client.Counter<'method' | 'route' | 'status'>;
   readonly requestDuration: client.Histogram<'method' | 'route' | 'status'>;
 
-  constructor(resources: IdeCloudResources, logger: Logger) {
+  constructor(caches: Pick<ServiceCaches, 'sessions' | 'appDefinitions'>) {
     client.collectDefaultMetrics({ register: this.registry, prefix: 'ide_cloud_service_' });
     this.launchDuration = new client.Histogram({
       name: 'ide_cloud_launch_duration_seconds',
@@ -44,14 +42,10 @@ export class ServiceMetrics {
       help: 'Sessions in the namespace by app definition and phase',
       labelNames: ['app_definition', 'phase'],
       registers: [this.registry],
-      async collect() {
+      collect() {
         this.reset();
-        try {
-          for (const session of await resources.sessions.list()) {
-            this.inc({ app_definition: session.spec.appDefinition, phase: session.status?.phase ?? 'Pending' });
-          }
-        } catch (error) {
-          logger.warn({ err: describeError(error) }, 'could not list sessions for metrics');
+        for (const session of caches.sessions.list()) {
+          this.inc({ app_definition: session.spec.appDefinition, phase: session.status?.phase ?? 'Pending' });
         }
       },
     });
@@ -60,18 +54,14 @@ export class ServiceMetrics {
       help: 'Warm pool instances by app definition and state (desired, ready, reserved), as the operator reports them',
       labelNames: ['app_definition', 'state'],
       registers: [this.registry],
-      async collect() {
+      collect() {
         this.reset();
-        try {
-          for (const definition of await resources.appDefinitions.list()) {
-            const pool = definition.status?.pool;
-            const name = definition.metadata.name;
-            this.set({ app_definition: name, state: 'desired' }, pool?.desired ?? definition.spec.minInstances ?? 0);
-            this.set({ app_definition: name, state: 'ready' }, pool?.ready ?? 0);
-            this.set({ app_definition: name, state: 'reserved' }, pool?.reserved ?? 0);
-          }
-        } catch (error) {
-          logger.warn({ err: describeError(error) }, 'could not list app definitions for metrics');
+        for (const definition of caches.appDefinitions.list()) {
+          const pool = definition.status?.pool;
+          const name = definition.metadata.name;
+          this.set({ app_definition: name, state: 'desired' }, pool?.desired ?? definition.spec.minInstances ?? 0);
+          this.set({ app_definition: name, state: 'ready' }, pool?.ready ?? 0);
+          this.set({ app_definition: name, state: 'reserved' }, pool?.reserved ?? 0);
         }
       },
     });

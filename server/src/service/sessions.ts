@@ -5,14 +5,20 @@ import type { Performance, SessionItem } from '../model/requests.js';
 import type { Session } from '../model/session.js';
 import { apiStatus, isNotFound } from '../kube/client.js';
 import type { IdeCloudResources } from '../kube/resources.js';
+import { LABELS } from '../model/api-group.js';
+import { userLabelValue } from '../model/names.js';
+import type { CachedResource } from './cache.js';
 import { ApiError, fromKubernetes } from './errors.js';
 import { toPerformance, toSessionItem, type PodMetrics } from './views.js';
-import { userSelector } from './workspaces.js';
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
-/** Running sessions: listing, stopping, activity, config store and performance. */
+/**
+ * Running sessions: listing, stopping, activity, config store and performance. Reads come from the
+ * session cache (a name it does not hold is looked up once); writes go to the API server and are
+ * reflected in the cache before the answer, so a listing right after a stop does not show it as before.
+ */
 export class SessionService {
   private readonly core: k8s.CoreV1Api;
   private readonly custom: k8s.CustomObjectsApi;
@@ -20,6 +26,7 @@ export class SessionService {
   constructor(
     kc: k8s.KubeConfig,
     private readonly resources: IdeCloudResources,
+    private readonly cache: CachedResource<Session>,
     private readonly clock: () => Date = () => new Date(),
   ) {
     this.core = kc.makeApiClient(k8s.CoreV1Api);
@@ -30,23 +37,21 @@ export class SessionService {
     return this.resources.sessions.namespace;
   }
 
-  async listOf(user: string): Promise<SessionItem[]> {
-    try {
-      const sessions = await this.resources.sessions.list(userSelector(user));
-      return sessions
-        .filter((s) => s.spec.user === user)
-        .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
-        .map(toSessionItem);
-    } catch (error) {
-      throw fromKubernetes(error, 'listing sessions');
-    }
+  /** The user's sessions (labelled with the user and naming them in spec), from the cache. */
+  listOf(user: string): SessionItem[] {
+    const label = userLabelValue(user);
+    return this.cache
+      .list()
+      .filter((s) => s.metadata.labels?.[LABELS.user] === label && s.spec.user === user)
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+      .map(toSessionItem);
   }
 
   /** The session, or undefined; 474 for a name that cannot exist. */
   async find(name: string): Promise<Session | undefined> {
     if (name.length > 253 || !NAME.test(name)) throw new ApiError(ErrorCode.unknownSession, 'invalid session name');
     try {
-      return await this.resources.sessions.find(name);
+      return await this.cache.find(name);
     } catch (error) {
       throw fromKubernetes(error, 'reading the session');
     }
@@ -63,18 +68,20 @@ export class SessionService {
     const session = await this.find(name);
     if (!session) return true;
     if (session.spec.user !== user) throw new ApiError(ErrorCode.forbidden, 'the session belongs to another user');
+    let deleted: boolean;
     try {
-      await this.resources.sessions.delete(name);
-      return true;
+      deleted = await this.resources.sessions.delete(name);
     } catch (error) {
       throw fromKubernetes(error, 'deleting the session');
     }
+    if (deleted) await this.cache.reflectsDeletion(name, session.metadata.uid);
+    return true;
   }
 
   /** Records activity: status.lastActivity = now, through the status subresource. */
   async recordActivity(name: string): Promise<void> {
     try {
-      await this.resources.sessions.patchStatus(name, { lastActivity: this.clock().toISOString() });
+      this.cache.observe(await this.resources.sessions.patchStatus(name, { lastActivity: this.clock().toISOString() }));
     } catch (error) {
       if (isNotFound(error)) throw new ApiError(ErrorCode.unknownSession, 'unknown session');
       throw fromKubernetes(error, 'recording activity');

@@ -6,34 +6,39 @@ import type { WorkspaceItem } from '../model/requests.js';
 import type { Workspace } from '../model/workspace.js';
 import { isConflict } from '../kube/client.js';
 import type { IdeCloudResources } from '../kube/resources.js';
+import type { Session } from '../model/session.js';
+import type { CachedResource } from './cache.js';
 import { ApiError, fromKubernetes } from './errors.js';
 import { toWorkspaceItem } from './views.js';
 
-export function userSelector(user: string): string {
-  return `${LABELS.user}=${userLabelValue(user)}`;
+/** Whether the object carries the user's label and names the user in its spec (what listings show). */
+function ownedBy(object: { metadata: { labels?: Record<string, string> }; spec: { user: string } }, user: string) {
+  return object.metadata.labels?.[LABELS.user] === userLabelValue(user) && object.spec.user === user;
 }
 
-/** Workspaces: a user's durable contexts. Users see and touch only their own. */
+/**
+ * Workspaces: a user's durable contexts. Users see and touch only their own. Reads come from the
+ * workspace and session caches (a name the cache does not hold is looked up once); the service's own
+ * writes are reflected in the caches before it answers.
+ */
 export class WorkspaceService {
-  constructor(private readonly resources: IdeCloudResources) {}
+  constructor(
+    private readonly resources: IdeCloudResources,
+    private readonly caches: { workspaces: CachedResource<Workspace>; sessions: CachedResource<Session> },
+  ) {}
 
-  async listOf(user: string): Promise<WorkspaceItem[]> {
-    try {
-      const selector = userSelector(user);
-      const [workspaces, sessions] = await Promise.all([
-        this.resources.workspaces.list(selector),
-        this.resources.sessions.list(selector),
-      ]);
-      const active = new Set(
-        sessions.filter((s) => s.spec.user === user && !s.metadata.deletionTimestamp).map((s) => s.spec.workspace),
-      );
-      return workspaces
-        .filter((w) => w.spec.user === user)
-        .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
-        .map((w) => toWorkspaceItem(w, active.has(w.metadata.name)));
-    } catch (error) {
-      throw fromKubernetes(error, 'listing workspaces');
-    }
+  listOf(user: string): WorkspaceItem[] {
+    const active = new Set(
+      this.caches.sessions
+        .list()
+        .filter((s) => ownedBy(s, user) && !s.metadata.deletionTimestamp)
+        .map((s) => s.spec.workspace),
+    );
+    return this.caches.workspaces
+      .list()
+      .filter((w) => ownedBy(w, user))
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+      .map((w) => toWorkspaceItem(w, active.has(w.metadata.name)));
   }
 
   /** The user's workspace by name: 471 when unknown or invalid, 403 when it belongs to someone else. */
@@ -41,7 +46,7 @@ export class WorkspaceService {
     if (!isDnsLabel(name)) throw new ApiError(ErrorCode.unknownWorkspace, 'invalid workspace name');
     let workspace: Workspace | undefined;
     try {
-      workspace = await this.resources.workspaces.find(name);
+      workspace = await this.caches.workspaces.find(name);
     } catch (error) {
       throw fromKubernetes(error, 'reading the workspace');
     }
@@ -68,7 +73,7 @@ export class WorkspaceService {
   }): Promise<Workspace | undefined> {
     const name = input.name ?? generatedWorkspaceName(input.appDefinition ?? 'workspace', input.user, randomUUID());
     try {
-      return await this.resources.workspaces.create({
+      const created = await this.resources.workspaces.create({
         metadata: {
           name,
           labels: {
@@ -82,6 +87,8 @@ export class WorkspaceService {
           ...(input.label !== undefined ? { label: input.label } : {}),
         },
       });
+      this.caches.workspaces.observe(created);
+      return created;
     } catch (error) {
       if (isConflict(error)) return undefined;
       throw fromKubernetes(error, 'creating the workspace');
@@ -90,25 +97,36 @@ export class WorkspaceService {
 
   /** Deletes the user's workspace and ends its session first (a session without its claim breaks). */
   async delete(user: string, name: string): Promise<boolean> {
-    await this.getOwned(user, name);
+    const workspace = await this.getOwned(user, name);
+    const deleted: Promise<void>[] = [];
     try {
-      const [labelled, byName] = await Promise.all([
-        this.resources.sessions.list(`${LABELS.workspace}=${name}`),
-        this.resources.sessions.find(sessionNameFor(name)),
-      ]);
-      const names = new Set(
-        [...labelled, ...(byName ? [byName] : [])].filter((s) => s.spec.workspace === name).map((s) => s.metadata.name),
+      const labelled = this.caches.sessions.list().filter((s) => s.metadata.labels?.[LABELS.workspace] === name);
+      const byName = await this.caches.sessions.find(sessionNameFor(name));
+      const sessions = new Map(
+        [...labelled, ...(byName ? [byName] : [])]
+          .filter((s) => s.spec.workspace === name)
+          .map((s) => [s.metadata.name, s] as const),
       );
-      for (const session of names) await this.resources.sessions.delete(session);
-      await this.resources.workspaces.delete(name);
-      return true;
+      for (const [sessionName, session] of sessions) {
+        if (await this.resources.sessions.delete(sessionName)) {
+          deleted.push(this.caches.sessions.reflectsDeletion(sessionName, session.metadata.uid));
+        }
+      }
+      if (await this.resources.workspaces.delete(name)) {
+        deleted.push(this.caches.workspaces.reflectsDeletion(name, workspace.metadata.uid));
+      }
     } catch (error) {
       throw fromKubernetes(error, 'deleting the workspace');
     }
+    await Promise.all(deleted);
+    return true;
   }
 
   /** Removes a workspace this very request created (cleanup after a failed launch). */
   async deleteQuietly(name: string): Promise<void> {
-    await this.resources.workspaces.delete(name).catch(() => undefined);
+    const uid = this.caches.workspaces.get(name)?.metadata.uid;
+    if (await this.resources.workspaces.delete(name).catch(() => false)) {
+      await this.caches.workspaces.reflectsDeletion(name, uid);
+    }
   }
 }

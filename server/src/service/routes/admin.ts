@@ -10,7 +10,7 @@ export function adminRouter({ auth, catalog }: ServiceContext): Router {
 
   router.get('/service/admin/appdefinition', async (req, res) => {
     auth.requireAdminToken(req);
-    res.json((await catalog.list()).map(toAdminItem));
+    res.json(catalog.list().map(toAdminItem));
   });
 
   router.get('/service/admin/appdefinition/:appDefinitionName', async (req, res) => {

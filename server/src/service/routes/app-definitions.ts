@@ -8,7 +8,7 @@ export function appDefinitionsRouter({ auth, catalog }: ServiceContext): Router 
   const router = Router();
   router.get('/service/appdefinition/:appId', async (req, res) => {
     auth.checkAppId(param(req.params.appId));
-    res.json((await catalog.list()).map(toAppDefinitionItem));
+    res.json(catalog.list().map(toAppDefinitionItem));
   });
   return router;
 }

@@ -23,7 +23,7 @@ export function sessionsRouter({ auth, sessions, launcher, config }: ServiceCont
   router.get('/service/session/:appId/:user', async (req, res) => {
     auth.checkAppId(param(req.params.appId));
     const user = await auth.resolveUser(req, param(req.params.user));
-    res.json(await sessions.listOf(user));
+    res.json(sessions.listOf(user));
   });
 
   router.post('/service/session', async (req, res) => {

@@ -12,7 +12,7 @@ export function workspacesRouter({ auth, catalog, workspaces }: ServiceContext):
   router.get('/service/workspace/:appId/:user', async (req, res) => {
     auth.checkAppId(param(req.params.appId));
     const user = await auth.resolveUser(req, param(req.params.user));
-    res.json(await workspaces.listOf(user));
+    res.json(workspaces.listOf(user));
   });
 
   router.post('/service/workspace', async (req, res) => {
