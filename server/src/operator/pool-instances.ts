@@ -41,7 +41,19 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
     name: d.metadata?.name ?? '',
     generation: Number(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration] ?? '0'),
     ready: deploymentReady(d),
-    ...(session ? { reservedBy: { name: session, uid: d.metadata?.annotations?.[SESSION_UID_ANNOTATION] } } : {}),
+    // The session's uid is in its ownerReference: an annotation would bump the Deployment's generation
+    // (its annotations are copied to ReplicaSets), and the instance would look not ready until the
+    // deployment controller caught up. Instances reserved by an earlier operator carry the annotation.
+    ...(session
+      ? {
+          reservedBy: {
+            name: session,
+            uid:
+              d.metadata?.ownerReferences?.find((o) => o.kind === 'Session' && o.name === session)?.uid ??
+              d.metadata?.annotations?.[SESSION_UID_ANNOTATION],
+          },
+        }
+      : {}),
     deployment: d,
   };
 }
@@ -114,10 +126,6 @@ export async function reserveInstance(
       d.kind = 'Deployment';
       d.metadata ??= {};
       d.metadata.labels = { ...d.metadata.labels, [LABELS.session]: session.metadata.name };
-      d.metadata.annotations = {
-        ...d.metadata.annotations,
-        [SESSION_UID_ANNOTATION]: session.metadata.uid ?? '',
-      };
       d.metadata.ownerReferences = [
         ...(d.metadata.ownerReferences ?? []),
         ownerReference(session as Parameters<typeof ownerReference>[0], false),
