@@ -114,6 +114,8 @@ describe('operator: warm pool and eager start', function () {
 
     const instance = await apps.readNamespacedDeployment({ name: `${APP}-pool-${id}`, namespace });
     assert.equal(instance.metadata?.labels?.[LABELS.session], 'eager-1');
+    // Metadata only: no new generation, so no rollout and no wait for the deployment controller.
+    assert.equal(instance.metadata?.generation, 1);
     assert.ok(instance.metadata?.ownerReferences?.some((o) => o.kind === 'Session' && o.uid === created.metadata.uid));
     const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) =>
