@@ -31,12 +31,7 @@ export function ANALYSIS(r: Results): string {
   start-up (image pull, container start, IDE boot) is not measured**: every figure is the control
   plane's part. kwok gives pods loopback addresses, so one HTTP server on \`0.0.0.0:<port>\` plays
   the data bridge of every pod (GET /health 200, POST /data 200).
-- **Processes.** The operator runs as a child process (\`node --import tsx server/src/operator/main.ts\`,
-  configured through the \`OPERATOR_ENV\` variables: eager start on, defaults otherwise except a
-  faster data-bridge health poll: ${settings}); the REST service runs as a second child process
-  (\`server/src/service/main.ts\`, anonymous mode, \`sessionsPerUser\` 1, so every launch has its own
-  user). Their RSS and CPU come from \`/proc/<pid>\`. Both run TypeScript through tsx, as \`npm start\`
-  does; a compiled image would use somewhat less memory.
+${processes(r, settings)}
 - **Launches** are \`POST /service\` with \`ephemeral: true\` (no claim is mounted), timed by the client
   from the request to the URL in the answer. One warm pool of ${v(s, 'pool')} instances serves the
   eager scenarios: the ${v(s, 'eagerSequential')} sequential launches; then, with those sessions ended
@@ -62,8 +57,11 @@ export function ANALYSIS(r: Results): string {
   within a time budget of ${Math.round(Number(s.scaleBudgetMs) / 1000)} s for the whole scenario. At
   each step: a wait of at most ${Math.round(Number(s.scaleSettleMs) / 1000)} s for the new sessions to
   run (the JSON records how many did: \`fillRunningAfterSettle\`, \`sessionsRunning\`); an idle window
-  of ${Math.round(Number(s.idleWindowMs) / 1000)} s (operator CPU and RSS, background API rate; the
-  operator's resync interval is the default 30 s); ${v(s, 'scaleLaunches')} new eager launches 1 s
+  of ${Math.round(Number(s.idleWindowMs) / 1000)} s (operator CPU and RSS, background API rate; ${
+    r.runtime
+      ? 'the operator renews its watches from the last resourceVersion every `rewatchIntervalMs`, its default, without relisting'
+      : "the\n  operator's resync interval is the default 30 s"
+  }); ${v(s, 'scaleLaunches')} new eager launches 1 s
   apart (launch timeout 45 s) with their API cost net of that background;
   ${v(s, 'scaleProbes')} probe sessions 500 ms apart (reconcile latency proxy: Session seen → first
   status write seen, which includes the time the key waits in the operator's queue); and
@@ -95,6 +93,54 @@ ${WHY(r, first, last, cost)}
 `;
 }
 
+/**
+ * The commit whose code the explanations of WHY describe: the previous full run's. Runs of later
+ * commits print them under a note, until they are rewritten from the next full run.
+ */
+const EXPLAINED_COMMIT = 'e06cbd39cacd42a88ca11055b784d2629618be94';
+
+function staleNote(r: Results): string {
+  if (r.commit === EXPLAINED_COMMIT) return '';
+  return `> **This section describes the previous run** (commit \`${EXPLAINED_COMMIT.slice(0, 7)}\`) **and its code**; it
+> will be rewritten after the next full run. The figures quoted in it are this run's, but the causes it
+> names are those of the code then: since then the operator's \`WatchSource\` has become
+> \`server/src/kube/informer.ts\`, which no longer relists every 30 s and requeues everything (it lists
+> only to start or recover, resumes watches from the last resourceVersion, reports only changed objects
+> and keeps no managed fields).${
+    r.runtime ? ' This run ran the compiled operator and service, that one ran them through tsx.' : ''
+  }
+
+`;
+}
+
+/** Method: which processes ran, and how. */
+function processes(r: Results, settings: string): string {
+  const rt = r.runtime;
+  if (!rt) {
+    // Runs before the benchmark built the server ran TypeScript through tsx.
+    return `- **Processes.** The operator runs as a child process (\`node --import tsx server/src/operator/main.ts\`,
+  configured through the \`OPERATOR_ENV\` variables: eager start on, defaults otherwise except a
+  faster data-bridge health poll: ${settings}); the REST service runs as a second child process
+  (\`server/src/service/main.ts\`, anonymous mode, \`sessionsPerUser\` 1, so every launch has its own
+  user). Their RSS and CPU come from \`/proc/<pid>\`. Both run TypeScript through tsx, as \`npm start\`
+  does; a compiled image would use somewhat less memory.`;
+  }
+  const uncommitted = rt.uncommittedServerFiles.length
+    ? ` The build included uncommitted changes to ${rt.uncommittedServerFiles.length} server file(s) (listed in the JSON, \`runtime.uncommittedServerFiles\`).`
+    : '';
+  return `- **Processes.** The operator and the REST service run compiled, as the image does
+  (\`images/server/Dockerfile\`): each run deletes \`server/dist\` and builds it again
+  (\`${rt.command}\`, ${Math.round(rt.buildMs / 1000)} s), then starts the operator as
+  \`${rt.commandLines.operator ?? `node ${rt.entryPoints.operator}`}\` and the service as
+  \`${rt.commandLines.service ?? `node ${rt.entryPoints.service}`}\` (command lines read from
+  \`/proc/<pid>/cmdline\`), Node ${rt.nodeVersion}, \`NODE_ENV=${rt.nodeEnv}\`, ${
+    rt.nodeFlags.length ? `node flags \`${rt.nodeFlags.join(' ')}\`` : 'no node flags (V8 heap defaults)'
+  }.${uncommitted} The operator is configured through the \`OPERATOR_ENV\` variables: eager start on,
+  defaults otherwise except a faster data-bridge health poll: ${settings}. The service runs in
+  anonymous mode, \`sessionsPerUser\` 1, so every launch has its own user. Their RSS and CPU come
+  from \`/proc/<pid>\`.`;
+}
+
 /** The curve in words: how many sessions ran, and where launches and probes stopped answering. */
 function curve(r: Results): string {
   const steps = r.scale ?? [];
@@ -115,7 +161,7 @@ function WHY(
 ): string {
   return `## Why the missed targets are missed
 
-**Launch latency and throughput.** A new eager session takes one reconcile of about a dozen
+${staleNote(r)}**Launch latency and throughput.** A new eager session takes one reconcile of about a dozen
 *sequential* API calls before its URL is written (\`server/src/operator/session-reconciler.ts\`):
 read the session, read the app definition, LIST all sessions for the limits
 (\`checkLimits\`), PATCH the finalizer, LIST the pool's Deployments twice (\`findReservation\`, then
@@ -163,7 +209,7 @@ controllers' own writes for the new ReplicaSet and pod: ${cost(r.costLazy)}.
 **Scale.** ${curve(r)} From ${v(first, 'sessions')} to ${v(last, 'sessions')} sessions in place,
 operator RSS went from ${v(first, 'operatorRssMb')} MB to ${v(last, 'operatorRssMb')} MB (peak
 ${v(last, 'operatorPeakRssMb')} MB; at start, before any session, ${v(r.operatorAtStart, 'rssMb')} MB,
-much of it the TypeScript loader and the client library), its CPU in the idle window from
+much of it ${r.runtime ? 'the Kubernetes client library' : 'the TypeScript loader and the client library'}), its CPU in the idle window from
 ${v(first, 'operatorIdleCpuPercent')} % to ${v(last, 'operatorIdleCpuPercent')} % of one core, and the
 background API traffic (all clients) from ${v(first, 'backgroundRequestsPerSec')} to
 ${v(last, 'backgroundRequestsPerSec')} requests/s. ${

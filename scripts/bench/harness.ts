@@ -1,10 +1,11 @@
 // What the benchmark runs on: its own control plane in a temporary directory, the operator and the
-// REST service as child processes (so their RSS and CPU can be read from /proc), a data-bridge
+// REST service as child processes running the tsc output as the image does (so their RSS and CPU, read
+// from /proc, are those of production's processes), a data-bridge
 // stand-in on 0.0.0.0:<port> (every kwok pod IP is a loopback address), and watches that time what
 // the operator writes. Everything is stopped again by stop(), also on Ctrl-C or error.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -35,6 +36,68 @@ export const OPERATOR_SETTINGS: Partial<OperatorConfigInput> = {
   bridgeHealthIntervalMs: 200,
   bridgeRequestTimeoutMs: 2000,
 };
+
+/**
+ * What runs, as in images/server/Dockerfile (`CMD ["node", "server/dist/<part>/main.js"]`, NODE_ENV
+ * production, no node flags): the output of the server workspace's build, never TypeScript through
+ * tsx (idle, the operator through tsx holds about 60 MB more RSS than compiled).
+ */
+export const ENTRY_POINTS = {
+  operator: 'server/dist/operator/main.js',
+  service: 'server/dist/service/main.js',
+} as const;
+/** The image's NODE_ENV, and its node flags: none (V8's heap defaults), as the chart sets no NODE_OPTIONS. */
+export const NODE_ENV = 'production';
+export const NODE_FLAGS: readonly string[] = [];
+export const SERVER_DIST = 'server/dist';
+export const BUILD_COMMAND = ['npm', 'run', 'build', '--workspace', 'server'] as const;
+
+export interface ServerBuild {
+  command: string;
+  buildMs: number;
+  nodeVersion: string;
+  /** Server files that differ from the commit (git status): the build, and so the run, includes them. */
+  uncommittedServerFiles: string[];
+}
+
+/**
+ * Deletes server/dist and builds it again (`npm run build --workspace server`, i.e. tsc -p
+ * server/tsconfig.json) on every run, so the processes measured always run this checkout's code:
+ * never a stale build, never files of deleted sources. Throws, with tsc's output, if the build fails.
+ */
+export function buildServer(root: string): ServerBuild {
+  const t0 = Date.now();
+  rmSync(path.join(root, SERVER_DIST), { recursive: true, force: true });
+  const [command, ...args] = BUILD_COMMAND;
+  const build = spawnSync(command, args, { cwd: root, encoding: 'utf8' });
+  if (build.error) throw new Error(`${BUILD_COMMAND.join(' ')}: ${build.error.message}`);
+  if (build.status !== 0) {
+    const output = `${build.stdout}${build.stderr}`.trim().split('\n').slice(-40).join('\n');
+    throw new Error(`${BUILD_COMMAND.join(' ')} failed (exit ${build.status ?? build.signal}):\n${output}`);
+  }
+  for (const entry of Object.values(ENTRY_POINTS)) {
+    if (!existsSync(path.join(root, entry))) throw new Error(`the server build did not produce ${entry}`);
+  }
+  const status = spawnSync('git', ['status', '--porcelain', '--untracked-files=all', '--', 'server'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  return {
+    command: BUILD_COMMAND.join(' '),
+    buildMs: Date.now() - t0,
+    nodeVersion: process.version,
+    uncommittedServerFiles: status.stdout.split('\n').filter(Boolean),
+  };
+}
+
+/** The command line of a running process, from /proc, with node's path shortened to `node`. */
+export function commandLine(pid: number): string {
+  return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    .split('\0')
+    .filter(Boolean)
+    .map((arg) => (arg === process.execPath ? 'node' : arg))
+    .join(' ');
+}
 
 export async function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -138,11 +201,13 @@ export class Bench {
 
   private spawnChild(name: string, entry: string, env: Record<string, string>): ChildProcess {
     const fd = this.childLog(name);
-    // node --import tsx (not the tsx CLI, which would put a wrapper process between us and the operator):
-    // the PID is the operator's own, so /proc/<pid> shows its memory and CPU.
-    const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    // `node <entry>` directly (no npm or shell in between): the PID is the process's own, so
+    // /proc/<pid> shows its memory and CPU. As in the image: NODE_ENV production and no node flags,
+    // so a NODE_OPTIONS of the caller's shell is not passed on.
+    const { NODE_OPTIONS: _ignored, ...inherited } = process.env;
+    const child = spawn(process.execPath, [...NODE_FLAGS, entry], {
       cwd: this.root,
-      env: { ...process.env, ...env },
+      env: { ...inherited, NODE_ENV, ...env },
       stdio: ['ignore', fd, fd],
     });
     closeSync(fd);
@@ -161,12 +226,12 @@ export class Bench {
     for (const [key, value] of Object.entries(OPERATOR_SETTINGS)) {
       env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] = String(value);
     }
-    this.operator = this.spawnChild('operator', 'server/src/operator/main.ts', env);
+    this.operator = this.spawnChild('operator', ENTRY_POINTS.operator, env);
   }
 
   private async startService(): Promise<void> {
     const port = await freePort();
-    this.service = this.spawnChild('service', 'server/src/service/main.ts', {
+    this.service = this.spawnChild('service', ENTRY_POINTS.service, {
       SERVICE_AUTH_TOKEN: this.appId,
       ADMIN_API_TOKEN: randomBytes(12).toString('hex'),
       IDE_CLOUD_NAMESPACE: NAMESPACE,

@@ -14,6 +14,8 @@ export interface Results {
   benchScale: number;
   sizes: Figures;
   operatorSettings: Figures;
+  /** How the operator and service ran (absent in runs before they ran compiled: those used tsx). */
+  runtime?: Runtime;
   runSeconds?: number;
   poolFill?: Figures;
   operatorAtStart?: Figures;
@@ -30,6 +32,19 @@ export interface Results {
   /** The first scale step not reached within the time budget. */
   scaleStoppedBefore?: number;
   bridgeRequests?: Figures;
+}
+
+export interface Runtime {
+  /** The build at the start of the run, e.g. npm run build --workspace server. */
+  command: string;
+  buildMs: number;
+  nodeVersion: string;
+  uncommittedServerFiles: string[];
+  nodeEnv: string;
+  nodeFlags: string[];
+  entryPoints: { operator: string; service: string };
+  /** Read from /proc/<pid>/cmdline of the measured processes. */
+  commandLines: { operator?: string; service?: string };
 }
 
 interface Target {

@@ -2,11 +2,22 @@
 // Cloud on its own local control plane (real etcd and kube-apiserver; kwok fakes the nodes, so pod
 // start-up is not measured). Prints a Markdown table on stdout and writes BENCHMARKS.json and
 // BENCHMARKS.md at the repository root. BENCH_SCALE=0.1 shrinks every size for a quick smoke run.
+// It first builds the server (npm run build --workspace server) and runs the compiled operator and
+// service (node server/dist/<part>/main.js), as the image does.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiMetrics, diff, perLaunch, type ApiDelta, type ApiSnapshot } from './apimetrics.js';
-import { Bench, OPERATOR_SETTINGS } from './harness.js';
+import {
+  Bench,
+  ENTRY_POINTS,
+  NODE_ENV,
+  NODE_FLAGS,
+  OPERATOR_SETTINGS,
+  buildServer,
+  commandLine,
+  type ServerBuild,
+} from './harness.js';
 import { writeReports, type Results } from './report.js';
 import { Progress, machine, pool, processStats, sleep, summarize, until } from './util.js';
 
@@ -68,6 +79,19 @@ function appDefinition(name: string, minInstances: number, bridgePort: number, m
 }
 
 async function main(): Promise<void> {
+  // Built anew on every run (server/dist deleted first), so a stale build is never measured.
+  log('building the server: npm run build --workspace server');
+  let build: ServerBuild;
+  try {
+    build = buildServer(root);
+  } catch (error) {
+    log(`benchmark failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  }
+  log(`built in ${(build.buildMs / 1000).toFixed(1)} s`);
+  if (build.uncommittedServerFiles.length) {
+    log(`the build includes uncommitted server changes:\n  ${build.uncommittedServerFiles.join('\n  ')}`);
+  }
   const bench = new Bench(root);
   let cleaning: Promise<void> | undefined;
   const cleanup = () => (cleaning ??= bench.stop());
@@ -88,6 +112,13 @@ async function main(): Promise<void> {
     benchScale: SCALE,
     sizes: { ...SIZES, pool: POOL },
     operatorSettings: OPERATOR_SETTINGS as Record<string, unknown>,
+    runtime: {
+      ...build,
+      nodeEnv: NODE_ENV,
+      nodeFlags: [...NODE_FLAGS],
+      entryPoints: { ...ENTRY_POINTS },
+      commandLines: {},
+    },
   };
   // Weights of the progress bar: roughly the share of the run's time each step takes.
   const weights: Weights = {
@@ -107,6 +138,11 @@ async function main(): Promise<void> {
     progress.step('starting control plane, operator and service');
     await bench.start((line) => progress.note(line));
     const api = new ApiMetrics(bench.kc);
+    // What the measured PIDs run, from /proc: the compiled entry points, not TypeScript.
+    results.runtime!.commandLines = {
+      operator: commandLine(bench.operatorPid()),
+      service: commandLine(bench.servicePid()),
+    };
     progress.advance(weights.start);
     const opStats = () => processStats(bench.operatorPid());
     await sleep(3000);
