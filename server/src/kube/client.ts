@@ -6,25 +6,43 @@ export function loadKubeConfig(file?: string): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
   if (file) kc.loadFromFile(file);
   else kc.loadFromDefault();
-  return reuseConnections(kc);
+  return kc;
 }
 
-const SHARED = Symbol('ide-cloud.sharedAgent');
-type AgentFactory = { createAgent(cluster: unknown, options: Record<string, unknown>): unknown };
+const CONFIGURED = Symbol('ide-cloud.configured');
+type Hooks = {
+  createAgent(cluster: unknown, options: Record<string, unknown>): unknown;
+  applySecurityAuthentication(context: { setHeaderParam(key: string, value: string): void }): Promise<void>;
+  applyToFetchOptions(options: unknown): Promise<{ headers: { set(key: string, value: string): void } }>;
+};
 
 /**
- * client-node 1.x builds a new https.Agent for every request, so every API call pays a TCP and TLS
- * handshake. This gives the KubeConfig one keep-alive agent, made from the first request's options
- * (the cluster's CA and client certificate; bearer tokens travel in headers, so a rotated token is
- * still read per request). Idempotent.
+ * Makes a KubeConfig fit for a long-running client, once (later calls change nothing):
+ * - one keep-alive agent: client-node 1.x builds a new https.Agent for every request, so every API
+ *   call would pay a TCP and TLS handshake. The agent is made from the first request's options (the
+ *   cluster's CA and client certificate; bearer tokens travel in headers, so a rotated token is
+ *   still read per request);
+ * - a User-Agent naming the component, as client-go's clients do, so the API server's audit log and
+ *   request metrics tell IDE Cloud's requests from everyone else's.
  */
-export function reuseConnections(kc: k8s.KubeConfig): k8s.KubeConfig {
-  const target = kc as unknown as AgentFactory & { [SHARED]?: boolean };
-  if (target[SHARED]) return kc;
-  target[SHARED] = true;
-  const create = target.createAgent.bind(kc);
+export function configureClient(kc: k8s.KubeConfig, userAgent: string): k8s.KubeConfig {
+  const target = kc as unknown as Hooks & { [CONFIGURED]?: boolean };
+  if (target[CONFIGURED]) return kc;
+  target[CONFIGURED] = true;
+  const createAgent = target.createAgent.bind(kc);
   let agent: unknown;
-  target.createAgent = (cluster, options) => (agent ??= create(cluster, { ...options, keepAlive: true }));
+  target.createAgent = (cluster, options) => (agent ??= createAgent(cluster, { ...options, keepAlive: true }));
+  const authenticate = target.applySecurityAuthentication.bind(kc);
+  target.applySecurityAuthentication = async (context) => {
+    await authenticate(context);
+    context.setHeaderParam('User-Agent', userAgent);
+  };
+  const fetchOptions = target.applyToFetchOptions.bind(kc);
+  target.applyToFetchOptions = async (options) => {
+    const result = await fetchOptions(options);
+    result.headers.set('User-Agent', userAgent);
+    return result;
+  };
   return kc;
 }
 

@@ -79,7 +79,7 @@ export class Informer<T extends Obj = Obj> {
    */
   observe(object: T): void {
     const cached = this.cache.get(keyOf(object));
-    if (cached && !isNewer(object.metadata?.resourceVersion, cached.metadata?.resourceVersion)) return;
+    if (cached && compareVersions(object.metadata?.resourceVersion, cached.metadata?.resourceVersion) <= 0) return;
     this.store(object);
   }
 
@@ -188,7 +188,10 @@ export class Informer<T extends Obj = Obj> {
                   this.cache.delete(keyOf(object));
                   this.emit('DELETED', object);
                 } else {
-                  this.emit(phase as WatchEventType, this.store(object));
+                  // A write's answer passed to observe() can be newer than this event: keep it.
+                  const cached = this.cache.get(keyOf(object));
+                  const newer = cached && compareVersions(cached.metadata?.resourceVersion, rv) > 0;
+                  this.emit(phase as WatchEventType, newer ? cached : this.store(object));
                 }
               },
               (error: unknown) => {
@@ -228,10 +231,14 @@ function keyOf(o: Obj): string {
   return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 }
 
-/** resourceVersions are opaque, but etcd's are integers; anything else counts as newer. */
-function isNewer(a: string | undefined, b: string | undefined): boolean {
-  if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return true;
-  return BigInt(a) > BigInt(b);
+/**
+ * Orders two resourceVersions: they are opaque, but etcd's are integers. Anything else compares as
+ * NaN, so neither side wins: observe() then stores the write's answer and a watch event replaces it.
+ */
+function compareVersions(a: string | undefined, b: string | undefined): number {
+  if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return Number.NaN;
+  const d = BigInt(a) - BigInt(b);
+  return d > 0n ? 1 : d < 0n ? -1 : 0;
 }
 
 function isAbort(error: unknown): boolean {

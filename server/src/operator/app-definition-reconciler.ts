@@ -2,7 +2,7 @@ import { isNotFound } from '../kube/client.js';
 import { dataBridgeEnabled, type AppDefinition, type AppDefinitionStatus } from '../model/app-definition.js';
 import { setCondition } from '../model/conditions.js';
 import type { Session } from '../model/session.js';
-import type { OperatorContext } from './context.js';
+import { sameStatus, type OperatorContext } from './context.js';
 import { outcomeOf } from './errors.js';
 import {
   createInstance,
@@ -84,7 +84,7 @@ export class AppDefinitionReconciler {
       if (outcome.kind === 'requeue') result = { requeueAfterMs: outcome.afterMs };
       else throw error;
     } finally {
-      if (JSON.stringify(status) !== JSON.stringify(appDefinition.status ?? {})) {
+      if (!sameStatus(status, appDefinition.status)) {
         const updated = await ctx.resources.appDefinitions.patchStatus(name, status).catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
         });

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import type { AppDefinition } from '../model/app-definition.js';
@@ -64,4 +65,13 @@ export function deploymentReady(d: k8s.V1Deployment | undefined): boolean {
 export function finalizersOf(object: { metadata: object }): string[] {
   const f = (object.metadata as { finalizers?: unknown }).finalizers;
   return Array.isArray(f) ? f.filter((x): x is string => typeof x === 'string') : [];
+}
+
+/**
+ * Whether two statuses say the same: as JSON (undefined fields dropped), whatever the key order. The
+ * API server answers with sorted keys, so comparing serialised text would see a change on every pass
+ * and write the status again.
+ */
+export function sameStatus(a: unknown, b: unknown): boolean {
+  return isDeepStrictEqual(JSON.parse(JSON.stringify(a ?? {})), JSON.parse(JSON.stringify(b ?? {})));
 }

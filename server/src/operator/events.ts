@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from './logger.js';
 
-export type EventReason =
-  'Reserved' | 'LazyStart' | 'Routed' | 'Injected' | 'InjectionFailed' | 'Ready' | 'Failed' | 'Stopped';
+export type EventReason = 'LazyStart' | 'InjectionFailed' | 'Failed' | 'Stopped';
 
 /**
- * Kubernetes Events on IDE Cloud objects, so `kubectl describe session` tells the story. Messages
- * are written by the operator from names and counts only: never values of the session environment.
+ * Kubernetes Events on IDE Cloud objects, for what a person may want explained: a lazy start (why it
+ * took longer), failures, stops. A warm launch that goes as planned is told by the session's
+ * conditions alone: every Event is an API write, and a launch should cost few. Messages are written
+ * by the operator from names and counts only: never values of the session environment.
  */
 export class EventRecorder {
   private readonly core: k8s.CoreV1Api;

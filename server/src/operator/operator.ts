@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { describeKubernetesError, loadKubeConfig, reuseConnections } from '../kube/client.js';
+import { describeKubernetesError, loadKubeConfig, configureClient } from '../kube/client.js';
 import { LABELS } from '../model/api-group.js';
 import { ActivityMonitor } from './activity.js';
 import { AppDefinitionReconciler } from './app-definition-reconciler.js';
@@ -141,7 +141,7 @@ export async function startOperator(
 ): Promise<RunningOperator> {
   const config = parseOperatorConfig(input);
   const log = options.logger ?? createLogger();
-  const kc = reuseConnections(options.kubeConfig ?? loadKubeConfig(config.kubeconfig));
+  const kc = configureClient(options.kubeConfig ?? loadKubeConfig(config.kubeconfig), 'ide-cloud-operator');
   const operatorLog = log.child({ namespace: config.namespace, identity: config.identity });
   let controllers: Controllers | undefined;
   let chain: Promise<void> = Promise.resolve();

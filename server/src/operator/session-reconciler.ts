@@ -14,7 +14,7 @@ import {
   type StartStrategy,
 } from '../model/session.js';
 import { workspaceClaimName } from '../model/workspace.js';
-import { deploymentReady, finalizersOf, findAppDefinition, type OperatorContext } from './context.js';
+import { deploymentReady, finalizersOf, findAppDefinition, sameStatus, type OperatorContext } from './context.js';
 import { FailObject, RetryLater, outcomeOf } from './errors.js';
 import { setRoute } from './ingress.js';
 import type { DataInjector } from './injection.js';
@@ -65,13 +65,6 @@ class Pass {
       observedGeneration: this.session.metadata.generation,
     });
     return void before;
-  }
-
-  becameTrue(type: string): boolean {
-    return (
-      findCondition(this.status.conditions, type)?.status === 'True' &&
-      findCondition(this.session.status?.conditions, type)?.status !== 'True'
-    );
   }
 
   requeue(ms: number): void {
@@ -244,14 +237,6 @@ export class SessionReconciler {
         reason: 'PodReady',
         message: 'the IDE pod is ready',
       });
-      if (pass.becameTrue(SessionCondition.ready)) {
-        const start = eager ? `warm instance ${pass.status.instanceId}` : 'started lazily';
-        pass.events.push([
-          'Normal',
-          'Ready',
-          `session ready at ${pass.status.url} (${start}, route in ${ingressName})`,
-        ]);
-      }
     } else {
       pass.status.phase = 'Starting';
       pass.condition({
@@ -458,8 +443,13 @@ export class SessionReconciler {
       });
       pass.events.push(['Warning', 'InjectionFailed', `data injection failed (${detail})`]);
     } else {
-      const message = state.phase === 'Posting' ? 'sending the values' : 'waiting for the data bridge';
-      pass.condition({ type: SessionCondition.envInjected, status: 'Unknown', reason: state.phase, message });
+      // One condition for every step before the end, so the steps cost no status write.
+      pass.condition({
+        type: SessionCondition.envInjected,
+        status: 'Unknown',
+        reason: 'Injecting',
+        message: 'sending the values to the data bridge',
+      });
     }
   }
 
@@ -495,7 +485,7 @@ export class SessionReconciler {
     const { lastActivity: _before, ...previous } = session.status ?? {};
     void _ignored;
     void _before;
-    if (JSON.stringify(previous) === JSON.stringify(next)) return;
+    if (sameStatus(previous, next)) return;
     try {
       this.ctx.cache.sessions.observe(await this.ctx.resources.sessions.patchStatus(session.metadata.name, next));
     } catch (error) {

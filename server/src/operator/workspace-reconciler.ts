@@ -3,7 +3,7 @@ import { applyObject, isConflict, isNotFound } from '../kube/client.js';
 import { ANNOTATIONS, LABELS } from '../model/api-group.js';
 import { setCondition } from '../model/conditions.js';
 import { workspaceClaimName, type Workspace, type WorkspaceStatus } from '../model/workspace.js';
-import { finalizersOf, type OperatorContext } from './context.js';
+import { finalizersOf, sameStatus, type OperatorContext } from './context.js';
 import { MANAGED_BY, ownerReference } from './manifests.js';
 import type { Reconciled } from './session-reconciler.js';
 
@@ -68,7 +68,7 @@ export class WorkspaceReconciler {
       });
       return;
     } finally {
-      if (JSON.stringify(status) !== JSON.stringify(workspace.status ?? {})) {
+      if (!sameStatus(status, workspace.status)) {
         const updated = await ctx.resources.workspaces.patchStatus(name, status).catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
         });

@@ -1,7 +1,7 @@
 import type { DestinationStream } from 'pino';
 import type * as k8s from '@kubernetes/client-node';
 import { listen, type Listening } from '../http/listen.js';
-import { loadKubeConfig, reuseConnections } from '../kube/client.js';
+import { loadKubeConfig, configureClient } from '../kube/client.js';
 import { ideCloudResources } from '../kube/resources.js';
 import { createApp } from './app.js';
 import { Authenticator } from './auth.js';
@@ -44,7 +44,7 @@ export function createServiceContext(
   caches: ServiceCaches;
 } {
   // One keep-alive connection pool for every API call (as the operator does), not a handshake each.
-  const kc = reuseConnections(options.kubeConfig ?? loadKubeConfig(config.kubeconfig));
+  const kc = configureClient(options.kubeConfig ?? loadKubeConfig(config.kubeconfig), 'ide-cloud-service');
   const logger = createLogger(config.logLevel, options.logDestination);
   const resources = ideCloudResources(kc, config.namespace);
   const caches = new ServiceCaches(kc, resources, {
