@@ -219,7 +219,10 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       '--use-service-account-credentials=false',
       // kwok posts node status about once a minute and keeps no node lease, so the node lifecycle
       // controller would mark the node NotReady between posts and flip every pod's Ready condition.
-      '--controllers=*,-node-lifecycle-controller',
+      // kwok's pods have loopback addresses, which the API server refuses as endpoints: the endpoint
+      // controllers would retry every Service forever (Warning events, ~100 writes/s of load). Nothing
+      // here routes through Services, so they are off.
+      '--controllers=*,-node-lifecycle-controller,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller',
       '--concurrent-deployment-syncs=10',
       '--concurrent-replicaset-syncs=10',
       '--concurrent-gc-syncs=20',
