@@ -5,6 +5,7 @@ import type { AppDefinition } from '../model/app-definition.js';
 import type { OperatorCache } from './cache.js';
 import type { OperatorConfig } from './config.js';
 import { EventRecorder } from './events.js';
+import { RouteAppender } from './ingress.js';
 import type { Logger } from './logger.js';
 
 /** The collaborators every reconciler uses; built once by the composition root (operator.ts). */
@@ -20,6 +21,8 @@ export interface OperatorContext {
   net: k8s.NetworkingV1Api;
   objects: k8s.KubernetesObjectApi;
   events: EventRecorder;
+  /** Batches path additions to the shared Ingresses. */
+  routes: RouteAppender;
   log: Logger;
 }
 
@@ -29,7 +32,7 @@ export function createContext(
   log: Logger,
   cache: OperatorCache,
 ): OperatorContext {
-  return {
+  const ctx: Omit<OperatorContext, 'routes'> = {
     kc,
     cache,
     config,
@@ -42,6 +45,7 @@ export function createContext(
     events: new EventRecorder(kc, 'ide-cloud-operator', log),
     log,
   };
+  return { ...ctx, routes: new RouteAppender(ctx) };
 }
 
 /** The AppDefinition an object names: by resource name, else by spec.name. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendRoutePatch, withRoute } from '../../src/operator/ingress.js';
+import { appendRoutesPatch, withRoute } from '../../src/operator/ingress.js';
 
 const entry = { host: 'ide.example.org', path: '/s-1/', serviceName: 's-1' };
 const spec = {
@@ -13,21 +13,33 @@ const spec = {
 };
 
 describe('shared Ingress route changes', () => {
-  it('appends a path to its host rule with a test of that rule', () => {
-    assert.deepEqual(appendRoutePatch(spec, entry), [
-      { op: 'test', path: '/spec/rules/1/host', value: 'ide.example.org' },
-      {
-        op: 'add',
-        path: '/spec/rules/1/http/paths/-',
-        value: { path: '/s-1/', pathType: 'Prefix', backend: { service: { name: 's-1', port: { number: 80 } } } },
-      },
-    ]);
+  it('appends paths to their host rule, testing the rule once', () => {
+    const second = { ...entry, path: '/s-2/', serviceName: 's-2' };
+    const backend = (name: string) => ({ service: { name, port: { number: 80 } } });
+    assert.deepEqual(appendRoutesPatch(spec, [entry, second]), {
+      patch: [
+        { op: 'test', path: '/spec/rules/1/host', value: 'ide.example.org' },
+        {
+          op: 'add',
+          path: '/spec/rules/1/http/paths/-',
+          value: { path: '/s-1/', pathType: 'Prefix', backend: backend('s-1') },
+        },
+        {
+          op: 'add',
+          path: '/spec/rules/1/http/paths/-',
+          value: { path: '/s-2/', pathType: 'Prefix', backend: backend('s-2') },
+        },
+      ],
+      appended: [entry, second],
+    });
   });
 
-  it('leaves a missing host rule and an existing path to read-modify-write', () => {
-    assert.equal(appendRoutePatch({ rules: [] }, entry), undefined);
-    assert.equal(appendRoutePatch(undefined, entry), undefined);
-    assert.equal(appendRoutePatch(spec, { ...entry, path: '/s-0/' }), undefined);
+  it('leaves a missing host rule, an existing path and a repeated path to read-modify-write', () => {
+    const none = { patch: [], appended: [] };
+    assert.deepEqual(appendRoutesPatch({ rules: [] }, [entry]), none);
+    assert.deepEqual(appendRoutesPatch(undefined, [entry]), none);
+    assert.deepEqual(appendRoutesPatch(spec, [{ ...entry, path: '/s-0/' }]), none);
+    assert.deepEqual(appendRoutesPatch(spec, [entry, entry]).appended, [entry]);
   });
 
   it('reports no change when the path is there with its backend, and removes only that path', () => {
