@@ -13,8 +13,9 @@ describe('informer on the real kube-apiserver', function () {
   let core: k8s.CoreV1Api;
   const informers: Informer[] = [];
 
-  const configMaps = (rewatchIntervalMs = 60_000) => {
+  const configMaps = (rewatchIntervalMs = 60_000, transform?: (c: k8s.V1ConfigMap) => k8s.V1ConfigMap) => {
     const informer = new Informer<k8s.V1ConfigMap>(cluster.kc, {
+      transform,
       path: `/api/v1/namespaces/${namespace}/configmaps`,
       apiVersion: 'v1',
       kind: 'ConfigMap',
@@ -116,5 +117,20 @@ describe('informer on the real kube-apiserver', function () {
     assert.equal(informer.get('a')?.data?.value, '2', 'the write is visible before its watch event');
     informer.observe(older);
     assert.equal(informer.get('a')?.data?.value, '2', 'an older object does not replace a newer one');
+  });
+
+  it('keeps what its transform returns, for listed, watched and observed objects alike', async () => {
+    await create('a', '1');
+    const { informer, events } = configMaps(60_000, (c) => ({ ...c, data: { kept: 'only this' } }));
+    informer.start();
+    await informer.waitForSync();
+    await create('b', '2');
+    await eventually(() => assert.ok(informer.get('b')));
+    informer.observe(await update('a', '3'));
+    for (const name of ['a', 'b']) assert.deepEqual(informer.get(name)?.data, { kept: 'only this' });
+    assert.ok(
+      events.every(([, , value]) => value === undefined),
+      'listeners get the transformed objects',
+    );
   });
 });

@@ -3,7 +3,8 @@ import * as k8s from '@kubernetes/client-node';
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export type Listener<T> = (type: WatchEventType, object: T) => void;
 
-export interface InformerOptions {
+type Obj = { metadata?: { name?: string; namespace?: string; resourceVersion?: string; managedFields?: unknown } };
+export interface InformerOptions<T extends Obj = Obj> {
   /** Collection path, e.g. /apis/apps/v1/namespaces/ns/deployments. */
   path: string;
   apiVersion: string;
@@ -17,9 +18,12 @@ export interface InformerOptions {
   rewatchIntervalMs: number;
   maxBackoffMs?: number;
   onError?: (error: unknown) => void;
+  /**
+   * What the cache keeps of each object (client-go's SetTransform): drop what no reader uses, so
+   * memory follows what the cache is for, not the objects' size.
+   */
+  transform?: (object: T) => T;
 }
-
-type Obj = { metadata?: { name?: string; namespace?: string; resourceVersion?: string; managedFields?: unknown } };
 
 /**
  * List + watch of one collection, in the shape of client-go's reflector and store: a cache of the
@@ -48,7 +52,7 @@ export class Informer<T extends Obj = Obj> {
 
   constructor(
     private readonly kc: k8s.KubeConfig,
-    private readonly options: InformerOptions,
+    private readonly options: InformerOptions<T>,
   ) {
     this.objects = k8s.KubernetesObjectApi.makeApiClient(kc);
     this.synced = new Promise<void>((resolve) => (this.markSynced = resolve));
@@ -119,8 +123,9 @@ export class Informer<T extends Obj = Obj> {
 
   private store(object: T): T {
     if (object.metadata?.managedFields) delete object.metadata.managedFields;
-    this.cache.set(keyOf(object), object);
-    return object;
+    const kept = this.options.transform ? this.options.transform(object) : object;
+    this.cache.set(keyOf(kept), kept);
+    return kept;
   }
 
   private async listOnce(): Promise<string> {

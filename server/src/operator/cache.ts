@@ -4,7 +4,7 @@ import { API_VERSION, LABELS } from '../model/api-group.js';
 import type { AppDefinition } from '../model/app-definition.js';
 import type { Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
-import { MANAGED_BY } from './manifests.js';
+import { COMPONENT, MANAGED_BY } from './manifests.js';
 
 /**
  * The operator's view of the cluster: one informer per kind it reads, shared by every reconciler
@@ -27,7 +27,13 @@ export function createCache(
 ): OperatorCache {
   const { namespace } = options;
   const managed = `${LABELS.managedBy}=${MANAGED_BY}`;
-  const informer = <T extends object>(path: string, apiVersion: string, kind: string, labelSelector?: string) =>
+  const informer = <T extends object>(
+    path: string,
+    apiVersion: string,
+    kind: string,
+    labelSelector?: string,
+    transform?: (object: T) => T,
+  ) =>
     new Informer<T & { metadata?: { name?: string } }>(kc, {
       path,
       apiVersion,
@@ -36,6 +42,8 @@ export function createCache(
       labelSelector,
       rewatchIntervalMs: options.rewatchIntervalMs,
       onError: (error) => options.onError(path, error),
+      transform: transform as
+        ((object: T & { metadata?: { name?: string } }) => T & { metadata?: { name?: string } }) | undefined,
     });
   const base = `/apis/${API_VERSION}/namespaces/${namespace}`;
   return {
@@ -47,6 +55,7 @@ export function createCache(
       'apps/v1',
       'Deployment',
       managed,
+      withoutTemplateUnlessPoolInstance,
     ),
     ingresses: informer<k8s.V1Ingress>(
       `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses`,
@@ -59,4 +68,16 @@ export function createCache(
 
 export function informersOf(cache: OperatorCache): Informer[] {
   return Object.values(cache) as Informer[];
+}
+
+/**
+ * A warm instance's Deployment is kept whole (its reservation is an update of the object read); of
+ * any other (a lazy session's, a sidecar's) the operator reads only metadata and status, so its pod
+ * template, most of its size, is not kept.
+ */
+function withoutTemplateUnlessPoolInstance(d: k8s.V1Deployment): k8s.V1Deployment {
+  if (d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance || !d.spec) return d;
+  const { template: _template, ...spec } = d.spec;
+  void _template;
+  return { ...d, spec: spec as k8s.V1DeploymentSpec };
 }
