@@ -189,6 +189,25 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     await r.sessions.delete('frank-2');
   });
 
+  it('a session created right after its workspace starts (the cache may not have the workspace yet)', async () => {
+    for (const n of [1, 2, 3]) {
+      await r.workspaces.create({
+        metadata: { name: `ws-gus-${n}` },
+        spec: { user: `gus${n}@example.com`, appDefinition: 'python-latest' },
+      });
+      await createSession(r, `gus-${n}`, {
+        user: `gus${n}@example.com`,
+        appDefinition: 'python-latest',
+        workspace: `ws-gus-${n}`,
+      });
+    }
+    for (const n of [1, 2, 3]) {
+      const session = await waitForSession(r, `gus-${n}`, (s) => running(s) || s.status?.phase === 'Failed');
+      assert.equal(session.status?.phase, 'Running', JSON.stringify(session.status?.error));
+      await r.sessions.delete(`gus-${n}`);
+    }
+  });
+
   it('fails a session for an unknown app definition (473) or workspace (471)', async () => {
     await createSession(r, 'dave-1', { user: 'dave@example.com', appDefinition: 'no-such-app' });
     await createSession(r, 'dave-2', {

@@ -14,7 +14,14 @@ import {
   type StartStrategy,
 } from '../model/session.js';
 import { workspaceClaimName } from '../model/workspace.js';
-import { deploymentReady, finalizersOf, findAppDefinition, sameStatus, type OperatorContext } from './context.js';
+import {
+  confirmMissing,
+  deploymentReady,
+  finalizersOf,
+  findAppDefinition,
+  sameStatus,
+  type OperatorContext,
+} from './context.js';
 import { FailObject, RetryLater, outcomeOf } from './errors.js';
 import { setRoute } from './ingress.js';
 import type { DataInjector } from './injection.js';
@@ -120,13 +127,17 @@ export class SessionReconciler {
     const name = session.metadata.name;
 
     // Guards.
-    const appDefinition = findAppDefinition(ctx, session.spec.appDefinition);
+    const appDefinition = await findAppDefinition(ctx, session.spec.appDefinition);
     if (!appDefinition) {
       throw new FailObject(ErrorCode.unknownAppDefinition, `unknown app definition ${session.spec.appDefinition}`);
     }
     let claimName: string | undefined;
     if (session.spec.workspace) {
-      const workspace = ctx.cache.workspaces.get(session.spec.workspace);
+      // The service creates the workspace just before the session, and the two come by different
+      // watches: a cache miss is confirmed with the API server before the session fails on it.
+      const workspace =
+        ctx.cache.workspaces.get(session.spec.workspace) ??
+        (await confirmMissing(ctx.resources.workspaces, ctx.cache.workspaces, session.spec.workspace));
       if (!workspace || workspace.metadata.deletionTimestamp) {
         throw new FailObject(ErrorCode.unknownWorkspace, `unknown workspace ${session.spec.workspace}`);
       }
