@@ -18,11 +18,7 @@ export function ANALYSIS(r: Results): string {
   const settings = Object.entries(r.operatorSettings)
     .map(([k, x]) => `${k}=${String(x)}`)
     .join(', ');
-  const cost = (c: Figures | undefined) =>
-    Object.entries((c?.perLaunchByVerbAndResource as Record<string, number> | undefined) ?? {})
-      .slice(0, 14)
-      .map(([k, x]) => `${k} ${x}`)
-      .join(', ');
+  const cost = (c: Figures | undefined) => breakdown(c?.perLaunchByVerbAndResource, 14);
   return `## Method
 
 - **Cluster.** The benchmark starts its own control plane in a temporary directory
@@ -32,6 +28,7 @@ export function ANALYSIS(r: Results): string {
   plane's part. kwok gives pods loopback addresses, so one HTTP server on \`0.0.0.0:<port>\` plays
   the data bridge of every pod (GET /health 200, POST /data 200).
 ${processes(r, settings)}
+${memoryAtStart(r)}
 - **Launches** are \`POST /service\` with \`ephemeral: true\` (no claim is mounted), timed by the client
   from the request to the URL in the answer. One warm pool of ${v(s, 'pool')} instances serves the
   eager scenarios: the ${v(s, 'eagerSequential')} sequential launches; then, with those sessions ended
@@ -43,26 +40,49 @@ ${processes(r, settings)}
   Deployment and Service and the launch returns once kwok reports the pod Ready.
 - **Timelines** of sessions and pods come from this process's own watches (millisecond timestamps
   when each change is first seen), not from Kubernetes timestamps, which have 1 s granularity.
-- **Cost per launch** (4) is the difference of kube-apiserver's own \`apiserver_request_total\`
-  (and \`apiserver_response_sizes_sum\` for bytes read) before and after ${v(s, 'costLaunches')}
-  sequential launches, plus 2 s for the work a launch sets off after its answer (injection, events,
-  pool status), minus the background rate measured in an idle window just before. It counts
-  **every client**: the operator, the service, the controller manager, the scheduler, kwok and this
-  benchmark's watches. \`ideCloudWritesPerLaunch\` keeps only writes to IDE Cloud's resources and the
-  objects it creates (sessions, app definitions, workspaces, the shared Ingress, Deployments,
-  Services, Events); reads are GET/LIST/WATCH, writes POST/PUT/PATCH/APPLY/DELETE.
+- **Cost per launch** (4) is counted in the window from just before ${v(s, 'costLaunches')}
+  sequential launches to 2 s after the last one answered (for the work a launch sets off after its
+  answer: injection, events, pool status), in two ways. **IDE Cloud's own requests**
+  (\`ideCloud*PerLaunch\`, the target's figure) come from kube-apiserver's audit log, which the
+  benchmark turns on (\`startControlPlane\` with \`auditLog\`: level Metadata for every request,
+  RequestReceived stage omitted, JSON lines, batch mode): only the requests whose \`userAgent\` starts
+  with \`ide-cloud-operator\` or \`ide-cloud-service\` (each component names itself on every request,
+  watches included), so the service's Session create counts, and the controller manager's, the
+  scheduler's, kwok's and this benchmark's requests do not. Reads are get/list/watch, writes
+  create/update/patch/delete/deletecollection, subresources included; a watch counts once, when it
+  starts. The window is cut in the log itself: each snapshot's \`GET /metrics\` carries a User-Agent of
+  its own, and the requests between the two snapshots' log entries are counted (none twice, none
+  missed; an audit event lost to a full buffer would show in \`apiserver_audit_error_total\`, recorded
+  as \`auditEventsLost\`: ${lost(r)}). The JSON breaks them down per \`verb resource[/subresource]\`
+  (\`ideCloudWritesPerLaunchByVerbAndResource\`), per component and by failed write. Work a launch sets
+  off later than 2 s after the last answer (e.g. a reconcile requeued for 5 s) is not counted. The idle
+  window (${Math.round(Math.min(10_000, Number(s.idleWindowMs)) / 1000)} s, just before the launches)
+  starts once the operator and the service have made no request for ${v(s, 'quietMs')} ms (the trailing
+  work of the preceding scenario is over; at most 60 s of waiting); their own requests in it are
+  measured the same way and subtracted, scaled to the launch window's length, per component, verb and
+  resource and clamped at 0, the totals being the sums (${v(r.costEager, 'ideCloudBackgroundReadsPerSec')}
+  reads/s and ${v(r.costEager, 'ideCloudBackgroundWritesPerSec')} writes/s before the eager launches,
+  ${v(r.costLazy, 'ideCloudBackgroundReadsPerSec')} and ${v(r.costLazy, 'ideCloudBackgroundWritesPerSec')}
+  before the lazy ones; the JSON has them by verb and resource, and the figures before subtraction as
+  \`ideCloudRaw*\`). **All clients together**
+  come from the difference of kube-apiserver's \`apiserver_request_total\` (and
+  \`apiserver_response_sizes_sum\` for bytes read) over the same window, minus the background rate of
+  the idle window (reads GET/LIST/WATCH, writes POST/PUT/PATCH/APPLY/DELETE).
 - **Scale** (5): sessions are created directly as Session resources, the way the service does
   (${v(s, 'fillConcurrency')} creates in flight), of an app definition without a pool (so each
   is a lazy session with its own Deployment, Service, pod and Ingress path), in steps ${levels},
-  within a time budget of ${Math.round(Number(s.scaleBudgetMs) / 1000)} s for the whole scenario. At
+  within a time budget of ${Math.round(Number(s.scaleBudgetMs) / 1000)} s for the whole scenario (not
+  counting the waits for quiet before the idle windows). At
   each step: a wait of at most ${Math.round(Number(s.scaleSettleMs) / 1000)} s for the new sessions to
   run (the JSON records how many did: \`fillRunningAfterSettle\`, \`sessionsRunning\`); an idle window
-  of ${Math.round(Number(s.idleWindowMs) / 1000)} s (operator CPU and RSS, background API rate; ${
+  of ${Math.round(Number(s.idleWindowMs) / 1000)} s, once IDE Cloud has made no request for ${v(s, 'quietMs')} ms
+  or after at most 15 s of waiting for that (\`quietBeforeIdleReached\`) (operator CPU and RSS, background API rate; ${
     r.runtime
       ? 'the operator renews its watches from the last resourceVersion every `rewatchIntervalMs`, its default, without relisting'
       : "the\n  operator's resync interval is the default 30 s"
   }); ${v(s, 'scaleLaunches')} new eager launches 1 s
-  apart (launch timeout 45 s) with their API cost net of that background;
+  apart (launch timeout 45 s) with their API cost net of that background (IDE Cloud's own from the
+  audit log, as in 4);
   ${v(s, 'scaleProbes')} probe sessions 500 ms apart (reconcile latency proxy: Session seen → first
   status write seen, which includes the time the key waits in the operator's queue); and
   ${v(s, 'scaleListCalls')} calls of \`GET /service/session/{appId}/{user}\` for random users holding
@@ -114,6 +134,47 @@ function staleNote(r: Results): string {
 }
 
 /** Method: which processes ran, and how. */
+/** `verb resource count` pairs of a breakdown, largest first. */
+function breakdown(map: unknown, limit = 40): string {
+  const entries = Object.entries((map as Record<string, number> | undefined) ?? {}).slice(0, limit);
+  return entries.length ? entries.map(([k, x]) => `${k} ${x}`).join(', ') : 'none';
+}
+
+/** Method: when the operator's memory "at start" is read. */
+function memoryAtStart(r: Results): string {
+  const a = r.operatorAtStart;
+  if (typeof a?.quietReached !== 'boolean') {
+    return `- **Memory at start** (operator and service RSS) was read 3 s after they started, before the
+  warm pool was created: it includes the operator's start-up peak.`;
+  }
+  return `- **Memory at start** (operator and service RSS) is read once the operator is idle after start:
+  its caches synced and the warm pool of ${v(r.poolFill, 'instances')} instances filled (no session yet),
+  then no API request of the operator's or the service's in the audit log and the operator under 1 % of a core (from \`/proc\`) for
+  ${v(r.sizes, 'quietMs')} ms: ${
+    a.quietReached === true
+      ? `reached ${v(a, 'msAfterPoolFilled')} ms after the pool was full`
+      : `**not reached within ${v(a, 'msAfterPoolFilled')} ms after the pool was full; read then**`
+  }. Not the start-up peak, which a reading seconds after start catches.`;
+}
+
+/** Audit events lost in the cost windows, in words. */
+function lost(r: Results): string {
+  const n = [r.costEager, r.costLazy, ...(r.scale ?? [])].reduce(
+    (sum, f) => sum + (typeof f?.auditEventsLost === 'number' ? f.auditEventsLost : 0),
+    0,
+  );
+  return n ? `**${n} in this run, so IDE Cloud's figures are lower bounds**` : 'none in this run';
+}
+
+/** IDE Cloud's own requests per launch of a cost scenario, in words. */
+function own(c: Figures | undefined): string {
+  const byClient = (c?.ideCloudPerLaunchByClient ?? {}) as Record<string, { reads: number; writes: number }>;
+  const op = byClient['ide-cloud-operator'];
+  const svc = byClient['ide-cloud-service'];
+  const failed = breakdown(c?.ideCloudFailedWritesPerLaunch);
+  return `${v(c, 'ideCloudWritesPerLaunch')} writes and ${v(c, 'ideCloudReadsPerLaunch')} reads per launch (operator ${v(op, 'writes')} writes, ${v(op, 'reads')} reads; service ${v(svc, 'writes')} writes, ${v(svc, 'reads')} reads); the writes by verb and resource: ${breakdown(c?.ideCloudWritesPerLaunchByVerbAndResource)}${failed === 'none' ? '' : ` (answered with an error: ${failed})`}`;
+}
+
 function processes(r: Results, settings: string): string {
   const rt = r.runtime;
   if (!rt) {
@@ -184,31 +245,33 @@ PATCHes the pool status. The usual fixes: serve the reads from the informer cach
 one server-side apply, keep one route object per session instead of one shared Ingress (or batch the
 Ingress writes), and write the status once per reconcile.
 
-**API writes per eager launch.** Measured ${v(r.costEager, 'writesPerLaunch')} writes in total
-(${v(r.costEager, 'ideCloudWritesPerLaunch')} by IDE Cloud) and ${v(r.costEager, 'readsPerLaunch')} reads
-(${v(r.costEager, 'readKiBPerLaunch')} KiB) per launch; by verb and resource: ${cost(r.costEager)}.
-**Read these per-launch figures with care:** they are net of the background measured just before
-(${v(r.costEager, 'backgroundRequestsPerSec')} requests/s in this run: the controller manager's endpoint
-retries on kwok's loopback pod IPs, and trailing work of the preceding launches), and where the
-background was larger than the launches' own traffic for a verb and resource, the net figure is
-clamped to 0 (raw, before subtraction: ${v(r.costEager, 'rawReadsPerLaunch')} reads and
-${v(r.costEager, 'rawWritesPerLaunch')} writes per launch). Counted from the code path instead, an eager
-launch writes at least 13 times: POST session 1, PATCH session metadata 3, PUT instance Deployment 1,
-PUT Ingress 1, PATCH session status 2 or more, PATCH app definition status 1 or more, POST Events 4;
-the figures that survived the subtraction agree (PATCH sessions, PUT deployments, PUT ingresses,
-POST sessions, PATCH appdefinitions/status above). Where they come from: the session create; three PATCHes of the session's metadata (finalizer,
-start-strategy annotations, route annotation) instead of one; two or more status PATCHes (the
-strategy is persisted before anything is created, then the URL; the data injector changes its
-in-memory state per health check and post, and each change is written as a new \`EnvInjected\`
-message); the reservation PUT; the Ingress PUT; the app definition's pool status PATCH; and one
-Kubernetes Event each for Reserved, Routed, Ready and Injected (events are writes too). Lazy launches
-(${v(r.costLazy, 'writesPerLaunch')} writes, ${v(r.costLazy, 'readsPerLaunch')} reads) add the
-Deployment, the Service (a server-side apply on every reconcile, also when nothing changed) and the
-controllers' own writes for the new ReplicaSet and pod: ${cost(r.costLazy)}.
+**API writes per eager launch.** IDE Cloud's own requests, from the audit log: ${own(r.costEager)}.
+All clients together (\`apiserver_request_total\`, including the controllers' and kwok's work for the
+launches) made ${v(r.costEager, 'writesPerLaunch')} writes and ${v(r.costEager, 'readsPerLaunch')} reads
+(${v(r.costEager, 'readKiBPerLaunch')} KiB) per launch, by verb and resource: ${cost(r.costEager)}. These
+all-client figures are net of the background measured just before
+(${v(r.costEager, 'backgroundRequestsPerSec')} requests/s in this run, of every client: the controllers,
+kwok, this benchmark's watches), clamped to 0 per verb and resource where the background was
+larger (raw, before subtraction: ${v(r.costEager, 'rawReadsPerLaunch')} reads and
+${v(r.costEager, 'rawWritesPerLaunch')} writes per launch); IDE Cloud's own figures do not depend on that
+background. In the code the rest of this section describes, an eager launch wrote at least 13 times:
+POST session 1, PATCH session metadata 3, PUT instance Deployment 1, PUT Ingress 1, PATCH session
+status 2 or more, PATCH app definition status 1 or more, POST Events 4. Where they came from: the
+session create; three PATCHes of the session's metadata (finalizer, start-strategy annotations,
+route annotation) instead of one; two or more status PATCHes (the strategy is persisted before
+anything is created, then the URL; the data injector changes its in-memory state per health check
+and post, and each change is written as a new \`EnvInjected\` message); the reservation PUT; the
+Ingress PUT; the app definition's pool status PATCH; and one Kubernetes Event each for Reserved,
+Routed, Ready and Injected (events are writes too). Lazy launches add the Deployment and the Service
+(a server-side apply on every reconcile, also when nothing changed); IDE Cloud's own: ${own(r.costLazy)}.
+All clients, with the controllers' writes for the new ReplicaSet and pod:
+${v(r.costLazy, 'writesPerLaunch')} writes, ${v(r.costLazy, 'readsPerLaunch')} reads per launch:
+${cost(r.costLazy)}.
 
 **Scale.** ${curve(r)} From ${v(first, 'sessions')} to ${v(last, 'sessions')} sessions in place,
 operator RSS went from ${v(first, 'operatorRssMb')} MB to ${v(last, 'operatorRssMb')} MB (peak
-${v(last, 'operatorPeakRssMb')} MB; at start, before any session, ${v(r.operatorAtStart, 'rssMb')} MB,
+${v(last, 'operatorPeakRssMb')} MB; idle after start, with the warm pool of ${v(r.poolFill, 'instances')} filled
+and no session, ${v(r.operatorAtStart, 'rssMb')} MB,
 much of it ${r.runtime ? 'the Kubernetes client library' : 'the TypeScript loader and the client library'}), its CPU in the idle window from
 ${v(first, 'operatorIdleCpuPercent')} % to ${v(last, 'operatorIdleCpuPercent')} % of one core, and the
 background API traffic (all clients) from ${v(first, 'backgroundRequestsPerSec')} to
@@ -252,10 +315,9 @@ ${
   r.scaleStoppedBefore
     ? `**The scale curve ends at ${v(last, 'sessions')} sessions**: the step of ${r.scaleStoppedBefore} sessions did not fit in the scale scenario's time budget on this machine.\n\n`
     : ''
-}**Caveats.** kwok's loopback pod IPs are invalid in Endpoints and EndpointSlices, so the
-controller manager's endpoint controllers fail and retry for every Service (and record Warning
-events): background API traffic that a real cluster would not have, subtracted from the per-launch
-figures with the rest of the background. The benchmark's app definitions request 10m CPU and 16M
+}**Caveats.** The all-client per-launch figures are net of a background (the controllers, kwok, the
+benchmark's watches) that a real cluster would have in another shape; IDE Cloud's own figures are
+counted by User-Agent from the audit log and do not depend on it. The benchmark's app definitions request 10m CPU and 16M
 memory per IDE container, so the one fake node (64 CPUs) holds all pods. The lazy sequential
 scenario has ${v(r.sizes, 'lazySequential')} launches (not 200) to keep the run's length. The machine was shared with other work (load average ${r.machine.loadAverage1m} at the
 start, ${r.machine.loadAverage1mEnd ?? 'n/a'} at the end on ${r.machine.nproc} cores), and the API server,

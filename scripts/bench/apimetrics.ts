@@ -1,9 +1,12 @@
 // kube-apiserver's own request counters (apiserver_request_total) and response sizes, read from its
 // /metrics endpoint with the admin token of the kubeconfig. They count every client: the operator, the
-// service, the controller manager, the scheduler, kwok and this benchmark's own watches.
+// service, the controller manager, the scheduler, kwok and this benchmark's own watches. With an
+// audit log, each snapshot also holds IDE Cloud's own requests up to the same point (auditlog.ts):
+// the GET /metrics of the snapshot is the marker that cuts the log.
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
+import { MARKER_AGENT, OWN_CLIENTS, diffOwn, type AuditCounts, type AuditLog, type OwnDelta } from './auditlog.js';
 
 const READS = new Set(['GET', 'LIST', 'WATCH']);
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'APPLY', 'DELETE', 'DELETECOLLECTION']);
@@ -13,6 +16,10 @@ export interface ApiSnapshot {
   at: number;
   requests: Map<string, number>;
   responseBytes: Map<string, number>;
+  /** apiserver_audit_error_total, all plugins: audit events lost (e.g. a full buffer). */
+  auditErrors: number;
+  /** IDE Cloud's requests in the audit log up to this snapshot's GET /metrics. */
+  own?: AuditCounts;
 }
 
 export interface ApiDelta {
@@ -22,6 +29,9 @@ export interface ApiDelta {
   byKey: Record<string, number>;
   /** Bytes of GET and LIST answers (apiserver_response_sizes). */
   readBytes: number;
+  auditErrors: number;
+  /** IDE Cloud's own requests (operator and service), from the audit log. */
+  own?: OwnDelta;
 }
 
 function parseLabels(text: string): Record<string, string> {
@@ -34,19 +44,23 @@ export class ApiMetrics {
   private readonly server: string;
   private readonly token: string;
   private readonly ca?: Buffer;
+  private marker = 0;
 
-  constructor(kc: k8s.KubeConfig) {
+  constructor(
+    kc: k8s.KubeConfig,
+    private readonly audit?: AuditLog,
+  ) {
     const cluster = kc.getCurrentCluster()!;
     this.server = cluster.server;
     this.token = kc.getCurrentUser()?.token ?? '';
     this.ca = cluster.caFile ? readFileSync(cluster.caFile) : undefined;
   }
 
-  private fetchText(): Promise<string> {
+  private fetchText(userAgent: string): Promise<string> {
     return new Promise((resolve, reject) => {
       const request = https.get(
         `${this.server}/metrics`,
-        { headers: { Authorization: `Bearer ${this.token}` }, ca: this.ca },
+        { headers: { Authorization: `Bearer ${this.token}`, 'User-Agent': userAgent }, ca: this.ca },
         (response) => {
           let body = '';
           response.setEncoding('utf8');
@@ -61,10 +75,14 @@ export class ApiMetrics {
   }
 
   async snapshot(): Promise<ApiSnapshot> {
-    const text = await this.fetchText();
+    const agent = `${MARKER_AGENT}${++this.marker}`;
+    const text = await this.fetchText(agent);
+    const at = Date.now();
     const requests = new Map<string, number>();
     const responseBytes = new Map<string, number>();
+    let auditErrors = 0;
     for (const line of text.split('\n')) {
+      if (line.startsWith('apiserver_audit_error_total')) auditErrors += Number(line.slice(line.lastIndexOf(' ') + 1));
       let target: Map<string, number> | undefined;
       let rest: string | undefined;
       if (line.startsWith('apiserver_request_total{')) {
@@ -82,7 +100,8 @@ export class ApiMetrics {
       const key = `${labels.verb} ${resource}`;
       target.set(key, (target.get(key) ?? 0) + value);
     }
-    return { at: Date.now(), requests, responseBytes };
+    const own = this.audit ? await this.audit.at(agent) : undefined;
+    return { at, requests, responseBytes, auditErrors, own };
   }
 }
 
@@ -104,7 +123,32 @@ export function diff(before: ApiSnapshot, after: ApiSnapshot): ApiDelta {
     if (verb === 'GET' || verb === 'LIST') readBytes += value - (before.responseBytes.get(key) ?? 0);
   }
   const sorted = Object.fromEntries(Object.entries(byKey).sort((a, b) => b[1] - a[1]));
-  return { reads, writes, byKey: sorted, readBytes };
+  const own = before.own && after.own ? diffOwn(before.own, after.own) : undefined;
+  return { reads, writes, byKey: sorted, readBytes, auditErrors: after.auditErrors - before.auditErrors, own };
+}
+
+export interface PerLaunch {
+  /** All clients (apiserver_request_total), net of the background. */
+  reads: number;
+  writes: number;
+  readKiB: number;
+  byKey: Record<string, number>;
+  /** IDE Cloud's own requests (audit log), net of IDE Cloud's own background; absent without the log. */
+  own?: {
+    reads: number;
+    writes: number;
+    byClient: Record<string, { reads: number; writes: number }>;
+    writesByKey: Record<string, number>;
+    readsByKey: Record<string, number>;
+    failedWritesByKey: Record<string, number>;
+    /** The operator's and service's own requests per second in the idle window (subtracted). */
+    backgroundReadsPerSec: number;
+    backgroundWritesPerSec: number;
+    backgroundWritesPerSecByVerbAndResource: Record<string, number>;
+    backgroundReadsPerSecByVerbAndResource: Record<string, number>;
+    /** Audit events lost in the window (apiserver_audit_error_total): the figures are then lower bounds. */
+    auditEventsLost: number;
+  };
 }
 
 /** `delta` per launch, minus what the idle background would have done in the same time. */
@@ -113,40 +157,72 @@ export function perLaunch(
   launches: number,
   background: { delta: ApiDelta; seconds: number } | undefined,
   seconds: number,
-): { reads: number; writes: number; ownWrites: number; readKiB: number; byKey: Record<string, number> } {
+): PerLaunch {
   const scale = background ? seconds / background.seconds : 0;
   const net = (value: number, bg: number) => Math.max(0, (value - bg * scale) / launches);
-  const round = (x: number) => Math.round(x * 10) / 10;
+  const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
   const byKey: Record<string, number> = {};
   for (const [key, value] of Object.entries(delta.byKey)) {
     const v = round(net(value, background?.delta.byKey[key] ?? 0));
     if (v >= 0.1) byKey[key] = v;
   }
-  const ownWrites = Object.entries(byKey)
-    .filter(([key]) => isOwnWrite(key))
-    .reduce((sum, [, v]) => sum + v, 0);
-  return {
-    ownWrites: round(ownWrites),
+  const result: PerLaunch = {
     reads: round(net(delta.reads, background?.delta.reads ?? 0)),
     writes: round(net(delta.writes, background?.delta.writes ?? 0)),
     readKiB: round(net(delta.readBytes, background?.delta.readBytes ?? 0) / 1024),
     byKey,
   };
-}
-
-/**
- * Writes IDE Cloud's operator and service make themselves: its custom resources, the shared Ingress,
- * the objects it creates (Deployments, Services, ConfigMaps, claims, but not their status, which the
- * controllers write) and Events (on a lazy launch the controllers record a few Events too).
- */
-export function isOwnWrite(key: string): boolean {
-  const [verb, resource = ''] = key.split(' ');
-  if (!WRITES.has(verb!)) return false;
-  const [kind, sub] = resource.split('/');
-  if (['sessions', 'appdefinitions', 'workspaces'].includes(kind!)) return true;
-  if (sub) return false;
-  return (
-    ['ingresses', 'deployments', 'services', 'configmaps', 'persistentvolumeclaims', 'events'].includes(kind!) &&
-    verb !== 'DELETE'
-  );
+  const own = delta.own;
+  if (own) {
+    const bg = background?.delta.own;
+    // Net per client, verb and resource (clamped at 0); the totals are the sums of these, so they
+    // match the breakdowns. Two decimals: with no background, n launches give multiples of 1/n.
+    const netKeys = (map: Record<string, number>, bgMap: Record<string, number> | undefined) =>
+      Object.entries(map).map(([key, value]) => [key, net(value, bgMap?.[key] ?? 0)] as const);
+    const reads = netKeys(own.readsByClientKey, bg?.readsByClientKey);
+    const writes = netKeys(own.writesByClientKey, bg?.writesByClientKey);
+    const sum = (entries: (readonly [string, number])[]) =>
+      round(
+        entries.reduce((a, [, x]) => a + x, 0),
+        2,
+      );
+    const rounded = (map: Record<string, number>) =>
+      Object.fromEntries(
+        Object.entries(map)
+          .map(([k, x]) => [k, round(x, 2)] as const)
+          .filter(([, x]) => x > 0)
+          .sort((a, b) => b[1] - a[1]),
+      );
+    const byVerbAndResource = (entries: (readonly [string, number])[]) => {
+      const out: Record<string, number> = {};
+      for (const [key, x] of entries) {
+        const name = key.slice(key.indexOf(' ') + 1);
+        out[name] = (out[name] ?? 0) + x;
+      }
+      return rounded(out);
+    };
+    const byClient: Record<string, { reads: number; writes: number }> = {};
+    for (const client of OWN_CLIENTS) {
+      const mine = (entries: (readonly [string, number])[]) => entries.filter(([k]) => k.startsWith(`${client} `));
+      byClient[client] = { reads: sum(mine(reads)), writes: sum(mine(writes)) };
+    }
+    const perSecond = (map: Record<string, number> | undefined) =>
+      Object.fromEntries(
+        Object.entries(map ?? {}).map(([k, x]) => [k, round(x / (background?.seconds ?? 1), 2)] as const),
+      );
+    result.own = {
+      reads: sum(reads),
+      writes: sum(writes),
+      byClient,
+      writesByKey: byVerbAndResource(writes),
+      readsByKey: byVerbAndResource(reads),
+      failedWritesByKey: rounded(Object.fromEntries(netKeys(own.failedWritesByKey, bg?.failedWritesByKey))),
+      backgroundReadsPerSec: background && bg ? round(bg.reads / background.seconds, 2) : 0,
+      backgroundWritesPerSec: background && bg ? round(bg.writes / background.seconds, 2) : 0,
+      backgroundWritesPerSecByVerbAndResource: background && bg ? perSecond(bg.writesByKey) : {},
+      backgroundReadsPerSecByVerbAndResource: background && bg ? perSecond(bg.readsByKey) : {},
+      auditEventsLost: delta.auditErrors + (background?.delta.auditErrors ?? 0),
+    };
+  }
+  return result;
 }

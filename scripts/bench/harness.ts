@@ -25,6 +25,7 @@ import {
   stopControlPlane,
   type ControlPlaneState,
 } from '../cluster/control-plane.js';
+import { AuditLog } from './auditlog.js';
 import { sleep, until } from './util.js';
 
 export const NAMESPACE = 'bench';
@@ -149,6 +150,8 @@ export class Bench {
   readonly sessions = new Map<string, SessionTimes>();
   readonly pods = new Map<string, PodTimes>();
   deployments!: Informer<k8s.V1Deployment>;
+  /** kube-apiserver's audit log, read for IDE Cloud's own requests. */
+  audit!: AuditLog;
   sessionSource!: Informer<Session>;
   private stopped = false;
 
@@ -160,7 +163,13 @@ export class Bench {
     this.dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-bench-'));
     log(`control plane in ${this.dir}`);
     // One Service per session and per warm instance: more than the default /24 of ClusterIPs holds.
-    this.state = await startControlPlane(path.join(this.dir, 'cluster'), { serviceClusterIpRange: '10.0.0.0/16' });
+    // The audit log tells IDE Cloud's own requests from every other client's (auditlog.ts).
+    this.state = await startControlPlane(path.join(this.dir, 'cluster'), {
+      serviceClusterIpRange: '10.0.0.0/16',
+      auditLog: true,
+    });
+    if (!this.state.auditLog) throw new Error('the control plane started without an audit log');
+    this.audit = new AuditLog(this.state.auditLog);
     this.kc.loadFromFile(this.state.kubeconfig);
     this.resources = ideCloudResources(this.kc, NAMESPACE);
     this.core = this.kc.makeApiClient(k8s.CoreV1Api);
@@ -424,6 +433,7 @@ export class Bench {
     this.stopped = true;
     await Promise.all(this.sources.map((s) => s.stop().catch(() => undefined)));
     await Promise.all([this.operator, this.service].map((c) => stopChild(c)));
+    await this.audit?.close().catch(() => undefined);
     await new Promise<void>((resolve) => (this.bridge ? this.bridge.close(() => resolve()) : resolve()));
     this.bridge?.closeAllConnections();
     if (this.dir) {

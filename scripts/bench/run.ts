@@ -45,6 +45,11 @@ const SIZES = {
   scaleSettleMs: Math.max(10_000, Math.round(30_000 * Math.min(1, SCALE))),
   scaleLevelMinMs: 90_000,
 };
+/**
+ * How long IDE Cloud must have been quiet before an idle reading: longer than the operator's 5 s
+ * requeue of a session whose pod is not ready yet, the last trailing work of a launch.
+ */
+const QUIET_MS = 6000;
 /** BENCH_ONLY=scale runs the scale scenario alone (for debugging it). */
 const ONLY_SCALE = process.env.BENCH_ONLY === 'scale';
 /**
@@ -110,7 +115,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: { ...machineBefore, nproc: Number(execFileSync('nproc').toString().trim()) },
     benchScale: SCALE,
-    sizes: { ...SIZES, pool: POOL },
+    sizes: { ...SIZES, pool: POOL, quietMs: QUIET_MS },
     operatorSettings: OPERATOR_SETTINGS as Record<string, unknown>,
     runtime: {
       ...build,
@@ -137,7 +142,7 @@ async function main(): Promise<void> {
   try {
     progress.step('starting control plane, operator and service');
     await bench.start((line) => progress.note(line));
-    const api = new ApiMetrics(bench.kc);
+    const api = new ApiMetrics(bench.kc, bench.audit);
     // What the measured PIDs run, from /proc: the compiled entry points, not TypeScript.
     results.runtime!.commandLines = {
       operator: commandLine(bench.operatorPid()),
@@ -145,8 +150,6 @@ async function main(): Promise<void> {
     };
     progress.advance(weights.start);
     const opStats = () => processStats(bench.operatorPid());
-    await sleep(3000);
-    results.operatorAtStart = { rssMb: opStats().rssMb, serviceRssMb: processStats(bench.servicePid()).rssMb };
 
     // ---- warm pool ----
     progress.step(`filling the warm pool (${POOL} instances)`);
@@ -156,6 +159,16 @@ async function main(): Promise<void> {
     await bench.applyAppDefinition(appDefinition(FILLER, 0, bench.bridgePort, null));
     await waitPool(bench, EAGER, POOL, 900_000);
     results.poolFill = { instances: POOL, initialFillMs: Date.now() - poolStart };
+    // The operator's memory once idle: caches synced, the pool filled, then quiet (not the start-up peak).
+    progress.note('operator idle?');
+    const quiet = await waitQuiet(bench, { quietMs: QUIET_MS, timeoutMs: 60_000, cpu: true });
+    results.operatorAtStart = {
+      rssMb: opStats().rssMb,
+      serviceRssMb: processStats(bench.servicePid()).rssMb,
+      poolInstances: POOL,
+      quietReached: quiet.reached,
+      msAfterPoolFilled: quiet.waitedMs,
+    };
     progress.advance(weights.pool);
 
     if (!ONLY_SCALE) await launchScenarios(bench, api, results, weights, opStats);
@@ -166,7 +179,8 @@ async function main(): Promise<void> {
     results.scale = [];
     let fillers = 0;
     const levelWeight = weights.scale / SIZES.scaleLevels.length;
-    const scaleDeadline = Date.now() + SIZES.scaleBudgetMs;
+    // The budget does not count the waits for quiet before the idle windows (added to it as they pass).
+    let scaleDeadline = Date.now() + SIZES.scaleBudgetMs;
     const fillerNames: string[] = [];
     for (const level of SIZES.scaleLevels) {
       if (Date.now() + SIZES.scaleLevelMinMs > scaleDeadline) {
@@ -201,7 +215,11 @@ async function main(): Promise<void> {
       const runningAfterFill = names.filter((x) => bench.sessions.get(x)?.running).length;
       progress.advance(levelWeight * 0.3);
 
-      // Idle window: steady-state CPU, memory and background API traffic (includes the operator's resync).
+      // Idle window: steady-state CPU, memory and background API traffic, once the trailing work of the
+      // fill is over (IDE Cloud quiet for QUIET_MS), or after at most 15 s of waiting for that.
+      progress.note('waiting for quiet');
+      const quiet = await waitQuiet(bench, { quietMs: QUIET_MS, timeoutMs: 15_000, cpu: false });
+      scaleDeadline += quiet.waitedMs;
       progress.note('idle window');
       const idleApi0 = await api.snapshot();
       const idleCpu0 = opStats().cpuSeconds;
@@ -238,6 +256,7 @@ async function main(): Promise<void> {
         background,
         (launchApi1.at - launchApi0.at) / 1000,
       );
+      const ownCost = launchCost.own!;
 
       // Reconcile latency proxy: Session seen → first status write seen (this process's watch), for
       // probe sessions created 500 ms apart.
@@ -286,8 +305,19 @@ async function main(): Promise<void> {
         ...prefix('list', summarize(list)),
         apiReadsPerLaunch: launchCost.reads,
         apiWritesPerLaunch: launchCost.writes,
-        apiIdeCloudWritesPerLaunch: launchCost.ownWrites,
         apiReadKiBPerLaunch: launchCost.readKiB,
+        // IDE Cloud's own (operator and service, audit log), net of their own idle background.
+        apiIdeCloudReadsPerLaunch: ownCost.reads,
+        apiIdeCloudWritesPerLaunch: ownCost.writes,
+        apiIdeCloudPerLaunchByClient: ownCost.byClient,
+        apiIdeCloudWritesPerLaunchByVerbAndResource: ownCost.writesByKey,
+        apiIdeCloudFailedWritesPerLaunch: ownCost.failedWritesByKey,
+        apiIdeCloudBackgroundReadsPerSec: ownCost.backgroundReadsPerSec,
+        apiIdeCloudBackgroundWritesPerSec: ownCost.backgroundWritesPerSec,
+        apiIdeCloudBackgroundWritesPerSecByVerbAndResource: ownCost.backgroundWritesPerSecByVerbAndResource,
+        auditEventsLost: ownCost.auditEventsLost,
+        quietBeforeIdleReached: quiet.reached,
+        quietBeforeIdleWaitMs: quiet.waitedMs,
         serviceRssMb: processStats(bench.servicePid()).rssMb,
       });
       progress.advance(levelWeight * 0.4);
@@ -350,7 +380,7 @@ async function launchScenarios(
 
   // ---- 4. cost per eager launch ----
   progress.step(`4 API requests per eager launch (${SIZES.costLaunches} launches)`);
-  results.costEager = await cost(api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
+  results.costEager = await cost(bench, api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
     bench.launch(`eager-cost-${i}`, EAGER),
   );
   progress.advance(weights.cost);
@@ -414,7 +444,7 @@ async function launchScenarios(
   };
   progress.advance(weights.lazy * 0.2);
   progress.step(`4 API requests per lazy launch (${SIZES.costLaunches} launches)`);
-  results.costLazy = await cost(api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
+  results.costLazy = await cost(bench, api, SIZES.costLaunches, Math.min(10_000, SIZES.idleWindowMs), (i) =>
     bench.launch(`lazy-cost-${i}`, LAZY),
   );
   await bench.deleteSessionsOf(LAZY);
@@ -477,12 +507,15 @@ async function endAndRefill(bench: Bench): Promise<number> {
 
 /** API requests of `launches` sequential launches, net of the background measured just before. */
 async function cost(
+  bench: Bench,
   api: ApiMetrics,
   launches: number,
   idleMs: number,
   launch: (i: number) => Promise<unknown>,
 ): Promise<Record<string, unknown>> {
-  await sleep(1000);
+  // The idle window starts once the trailing work of the preceding launches is over, so that what it
+  // measures (and what is subtracted) is the background, not their last reconciles.
+  const quiet = await waitQuiet(bench, { quietMs: QUIET_MS, timeoutMs: 60_000, cpu: false });
   const idle0 = await api.snapshot();
   await sleep(idleMs);
   const idle1 = await api.snapshot();
@@ -494,17 +527,62 @@ async function cost(
   const after = await api.snapshot();
   const delta: ApiDelta = diff(before, after);
   const net = perLaunch(delta, launches, background, (after.at - before.at) / 1000);
+  const own = net.own!;
   return {
     launches,
+    // All clients (apiserver_request_total), net of the background.
     readsPerLaunch: net.reads,
     writesPerLaunch: net.writes,
-    ideCloudWritesPerLaunch: net.ownWrites,
     readKiBPerLaunch: net.readKiB,
     rawReadsPerLaunch: round(delta.reads / launches, 1),
     rawWritesPerLaunch: round(delta.writes / launches, 1),
     backgroundRequestsPerSec: round((background.delta.reads + background.delta.writes) / background.seconds),
     perLaunchByVerbAndResource: net.byKey,
+    // IDE Cloud's own: the operator's and the service's requests in the audit log (by User-Agent),
+    // net of their own requests in the idle window just before (per client, verb and resource).
+    ideCloudReadsPerLaunch: own.reads,
+    ideCloudWritesPerLaunch: own.writes,
+    ideCloudRawReadsPerLaunch: round((delta.own?.reads ?? 0) / launches, 2),
+    ideCloudRawWritesPerLaunch: round((delta.own?.writes ?? 0) / launches, 2),
+    ideCloudPerLaunchByClient: own.byClient,
+    ideCloudWritesPerLaunchByVerbAndResource: own.writesByKey,
+    ideCloudReadsPerLaunchByVerbAndResource: own.readsByKey,
+    ideCloudFailedWritesPerLaunch: own.failedWritesByKey,
+    ideCloudBackgroundReadsPerSec: own.backgroundReadsPerSec,
+    ideCloudBackgroundWritesPerSec: own.backgroundWritesPerSec,
+    ideCloudBackgroundWritesPerSecByVerbAndResource: own.backgroundWritesPerSecByVerbAndResource,
+    ideCloudBackgroundReadsPerSecByVerbAndResource: own.backgroundReadsPerSecByVerbAndResource,
+    auditEventsLost: own.auditEventsLost,
+    quietBeforeIdleReached: quiet.reached,
+    quietBeforeIdleWaitMs: quiet.waitedMs,
   };
+}
+
+/**
+ * Waits until neither the operator nor the service has made an API request for `quietMs` (their
+ * requests in the audit log) and, with `cpu`, the operator has used under 1 % of a core in that time
+ * (from /proc); at most `timeoutMs`.
+ */
+async function waitQuiet(
+  bench: Bench,
+  options: { quietMs: number; timeoutMs: number; cpu: boolean },
+): Promise<{ reached: boolean; waitedMs: number }> {
+  const { quietMs, timeoutMs } = options;
+  const t0 = Date.now();
+  const cpu: { at: number; seconds: number }[] = [];
+  for (;;) {
+    await bench.audit.poll();
+    const now = Date.now();
+    const seconds = processStats(bench.operatorPid()).cpuSeconds;
+    cpu.push({ at: now, seconds });
+    const base = cpu.findLast((x) => now - x.at >= quietMs);
+    const noRequests = Object.values(bench.audit.lastRequestAt).every((at) => now - at >= quietMs);
+    // /proc counts in 10 ms ticks: allow one tick besides the 1 %.
+    const cpuQuiet = !options.cpu || (base !== undefined && seconds - base.seconds <= (0.01 * quietMs) / 1000 + 0.01);
+    if (noRequests && cpuQuiet) return { reached: true, waitedMs: now - t0 };
+    if (now - t0 > timeoutMs) return { reached: false, waitedMs: now - t0 };
+    await sleep(250);
+  }
 }
 
 /**

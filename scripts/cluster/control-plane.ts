@@ -22,6 +22,8 @@ export interface ControlPlaneState {
   kubeconfig: string;
   server: string;
   pids: Partial<Record<Component, number>>;
+  /** kube-apiserver's audit log (JSON lines), when started with `auditLog`. */
+  auditLog?: string;
 }
 
 export const KWOK_NODE = 'kwok-node-0';
@@ -135,7 +137,27 @@ export interface ControlPlaneOptions {
    * session and per warm instance, so the default /16 leaves room for a whole test run or benchmark.
    */
   serviceClusterIpRange?: string;
+  /**
+   * Off by default. When set, kube-apiserver writes an audit log, `<dir>/logs/kube-apiserver-audit.log`
+   * (path in the state's `auditLog`): one JSON line per request and stage, at level Metadata for every
+   * request (who, verb, resource, user agent, response code; no bodies), the RequestReceived stage
+   * omitted (so one line per request, two for a long-running one such as a watch: ResponseStarted
+   * and ResponseComplete). Kept cheap: the batch mode takes the file write off the request path
+   * (the log backend writes each event as it comes, in one goroutine); the file is never rotated.
+   */
+  auditLog?: boolean;
 }
+
+/** The audit policy of `auditLog`: metadata of every request, from its response on. */
+const AUDIT_POLICY_YAML = [
+  'apiVersion: audit.k8s.io/v1',
+  'kind: Policy',
+  'omitStages:',
+  '- RequestReceived',
+  'rules:',
+  '- level: Metadata',
+  '',
+].join('\n');
 
 /** Starts every component in `dir` (created fresh) and returns once the API server is ready with CRDs installed. */
 export async function startControlPlane(dir: string, options: ControlPlaneOptions = {}): Promise<ControlPlaneState> {
@@ -180,6 +202,22 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
     log('starting kube-apiserver');
     const certDir = path.join(dir, 'certs', 'apiserver');
     state.server = `https://127.0.0.1:${apiPort}`;
+    const auditArgs: string[] = [];
+    if (options.auditLog) {
+      const policy = path.join(dir, 'audit-policy.yaml');
+      await writeFile(policy, AUDIT_POLICY_YAML);
+      state.auditLog = path.join(dir, 'logs', 'kube-apiserver-audit.log');
+      auditArgs.push(
+        `--audit-policy-file=${policy}`,
+        `--audit-log-path=${state.auditLog}`,
+        '--audit-log-format=json',
+        // Asynchronous: requests only queue their events (a buffer of 10000; an event that finds it
+        // full is dropped and counted in apiserver_audit_error_total).
+        '--audit-log-mode=batch',
+        // No rotation: 0 would mean lumberjack's default of 100 MB; this is 1 TB.
+        '--audit-log-maxsize=1048576',
+      );
+    }
     state.pids['kube-apiserver'] = startProcess(dir, 'kube-apiserver', bin, [
       `--etcd-servers=http://127.0.0.1:${etcdClient}`,
       '--bind-address=127.0.0.1',
@@ -196,6 +234,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       '--endpoint-reconciler-type=none',
       '--enable-priority-and-fairness=false',
       '--profiling=false',
+      ...auditArgs,
     ]);
     await saveState();
     await waitFor(
