@@ -19,6 +19,8 @@ export interface OperatorCache {
   deployments: Informer<k8s.V1Deployment>;
   /** The shared session Ingresses. */
   ingresses: Informer<k8s.V1Ingress>;
+  /** Services IDE Cloud manages (a lazy session's is applied again only when it is gone). */
+  services: Informer<k8s.V1Service>;
 }
 
 export function createCache(
@@ -57,6 +59,7 @@ export function createCache(
       managed,
       withoutTemplateUnlessPoolInstance,
     ),
+    services: informer<k8s.V1Service>(`/api/v1/namespaces/${namespace}/services`, 'v1', 'Service', managed),
     ingresses: informer<k8s.V1Ingress>(
       `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses`,
       'networking.k8s.io/v1',

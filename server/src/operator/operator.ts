@@ -128,8 +128,8 @@ class Controllers {
   }
 }
 
-/** How long pool-count changes wait to be written, so a burst of launches costs one status write. */
-const POOL_STATUS_DELAY_MS = 500;
+/** How long pool-count changes wait to be written: launches within it share one status write. */
+const POOL_STATUS_DELAY_MS = 2000;
 
 /**
  * Starts the operator for one namespace: with leader election, it campaigns for the Lease and runs

@@ -382,7 +382,8 @@ export class SessionReconciler {
     // app definition generation (the Deployment is applied in one call, so it exists only whole).
     const existing = ctx.cache.deployments.get(name);
     if (existing && !existing.metadata?.deletionTimestamp) {
-      await applyObject(ctx.objects, ideService);
+      // Level-triggered, but not a write per pass: the Service is applied again only when it is gone.
+      if (!ctx.cache.services.get(name)) ctx.cache.services.observe(await applyObject(ctx.objects, ideService));
       return existing;
     }
     for (const sidecar of appDefinition.spec.sidecars ?? []) {
@@ -419,7 +420,7 @@ export class SessionReconciler {
         }),
       }),
     );
-    await applyObject(ctx.objects, ideService);
+    ctx.cache.services.observe(await applyObject(ctx.objects, ideService));
     return applied;
   }
 
