@@ -106,30 +106,10 @@ ${memoryAtStart(r)}
 
 The published figures come from other hardware and include a real node; ours exclude pod start-up
 but ran on ${r.machine.nproc} shared cores with the whole control plane, the operator, the service and
-the load generator on them. The service never polls: it watches the one Session and answers as soon
+the load generator on them. The service never polls: it answers on its Session cache's event as soon
 as the operator writes the URL, so there is no 0.5 s step.
 
 ${WHY(r, first, last, cost)}
-`;
-}
-
-/**
- * The commit whose code the explanations of WHY describe: the previous full run's. Runs of later
- * commits print them under a note, until they are rewritten from the next full run.
- */
-const EXPLAINED_COMMIT = 'e06cbd39cacd42a88ca11055b784d2629618be94';
-
-function staleNote(r: Results): string {
-  if (r.commit === EXPLAINED_COMMIT) return '';
-  return `> **This section describes the previous run** (commit \`${EXPLAINED_COMMIT.slice(0, 7)}\`) **and its code**; it
-> will be rewritten after the next full run. The figures quoted in it are this run's, but the causes it
-> names are those of the code then: since then the operator's \`WatchSource\` has become
-> \`server/src/kube/informer.ts\`, which no longer relists every 30 s and requeues everything (it lists
-> only to start or recover, resumes watches from the last resourceVersion, reports only changed objects
-> and keeps no managed fields).${
-    r.runtime ? ' This run ran the compiled operator and service, that one ran them through tsx.' : ''
-  }
-
 `;
 }
 
@@ -213,103 +193,85 @@ function curve(r: Results): string {
   return parts.length ? `The curve: ${parts.join('; ')}.` : '';
 }
 
-/** Why the missed targets are missed; written for the code at the measured commit. */
+/** Where the targets stand and why; written for the code at the measured commit. */
 function WHY(
   r: Results,
   first: Figures | undefined,
   last: Figures | undefined,
   cost: (c: Figures | undefined) => string,
 ): string {
-  return `## Why the missed targets are missed
+  const busy = Number(last?.operatorIdleCpuPercent) >= 60;
+  return `## Where the targets stand, and why
 
-${staleNote(r)}**Launch latency and throughput.** A new eager session takes one reconcile of about a dozen
-*sequential* API calls before its URL is written (\`server/src/operator/session-reconciler.ts\`):
-read the session, read the app definition, LIST all sessions for the limits
-(\`checkLimits\`), PATCH the finalizer, LIST the pool's Deployments twice (\`findReservation\`, then
-\`reserveInstance\` in \`pool-instances.ts\`), PUT the instance Deployment (the reservation), PATCH the
-status (strategy), PATCH the annotations, GET the Deployment again, PATCH the route annotation, GET
-and PUT the shared Ingress (\`ingress.ts\`, read-modify-write, 409 and a random back-off of up to
-500 ms when two workers add paths at once), and PATCH the status again. Every read goes to the API
-server; the watch caches (\`watch-source.ts\`) are used only as triggers. The service adds a GET of the
-app definition, a LIST of all sessions (limits), the create, a watch and a final GET. From this
-run's watches: created → first status write p50 ${v(r.eagerSequential, 'createdToFirstStatusP50Ms')} ms,
-created → Running p50 ${v(r.eagerSequential, 'createdToRunningP50Ms')} ms for sequential launches, and
+**What a warm launch costs now.** The service checks the request against its informer caches (app
+definition, limits), creates the Session (its only API call of the launch) and waits for the URL on its
+Session cache's events. The operator's informer brings the Session to a worker (16 by default), which
+reads everything from the operator's caches (\`server/src/operator/cache.ts\`) and makes four sequential
+writes before the URL is known: the reservation (\`PUT\` of the warm instance's Deployment with the
+resourceVersion it read; candidates are rotated by session name, so concurrent launches rarely collide),
+one metadata patch of the Session (finalizer and the spec's start-strategy annotations), the route (a
+JSON patch appending the path to the shared Ingress; paths asked for while one patch is on its way go
+together in the next), and the status with the URL. The data injection starts before the route and
+usually ends after the status write, so a second status write records \`EnvInjected\`. Pool counts in the
+app definition's status are written at most every 2 s. From this run's watches: created → first
+status write p50 ${v(r.eagerSequential, 'createdToFirstStatusP50Ms')} ms, created → Running p50
+${v(r.eagerSequential, 'createdToRunningP50Ms')} ms for sequential launches, and
 ${v(r.eagerConcurrent, 'createdToRunningP50Ms')} ms (p99 ${v(r.eagerConcurrent, 'createdToRunningP99Ms')} ms)
-for concurrent ones. With ${String(r.operatorSettings.workers ?? 4)} session workers (the default) and
-the reservations of a burst contending for the same free instances (409 on the Deployment PUT, next
-candidate) and for the one Ingress, the operator tops out at
-${v(r.claimThroughput, 'claimsPerSecOperator')} reservations/s here, which bounds throughput, and a
-burst's launches queue behind each other (p50 ${v(r.claimThroughput, 'latencyP50Ms')} ms). Each
-reservation also enqueues the app definition, whose reconcile LISTs the pool and all sessions and
-PATCHes the pool status. The usual fixes: serve the reads from the informer caches, reserve with
-one server-side apply, keep one route object per session instead of one shared Ingress (or batch the
-Ingress writes), and write the status once per reconcile.
+for ${v(r.sizes, 'eagerConcurrent')} concurrent ones.
+
+**Latency at 100 concurrent and claims per second.** Neither the operator nor the service is the
+bottleneck here: the operator's process is mostly idle during a burst (a CPU profile of the operator over a
+scratch run with a burst of 100 launches found it idle 87 % of the time), while kube-apiserver uses
+more than one of the machine's two cores. A burst of ${v(r.sizes, 'eagerConcurrent')} launches needs about
+${v(r.sizes, 'eagerConcurrent')} × ${v(r.costEager, 'ideCloudWritesPerLaunch')} writes of IDE Cloud's, plus the
+reads and writes of the controllers and kwok that the same changes set off, all through one API server
+and one etcd on two shared cores, which also run the controller manager, kwok, the operator, the
+service and the load generator. A p50 of 50 ms at 100 concurrent would need those several hundred
+writes to be done in about 100 ms; this machine does a few hundred per second. The same bound limits the
+sustained claims: ${v(r.claimThroughput, 'launchesPerSec')} launches/s answered to the client and
+${v(r.claimThroughput, 'claimsPerSecOperator')} reservations/s in the operator. What would move it
+further is fewer writes on the critical path (e.g. the service creating the Session with its finalizer
+and route annotation, so the operator's metadata patch could go in parallel with the route) and,
+above all, a control plane with its own cores.
 
 **API writes per eager launch.** IDE Cloud's own requests, from the audit log: ${own(r.costEager)}.
-All clients together (\`apiserver_request_total\`, including the controllers' and kwok's work for the
-launches) made ${v(r.costEager, 'writesPerLaunch')} writes and ${v(r.costEager, 'readsPerLaunch')} reads
-(${v(r.costEager, 'readKiBPerLaunch')} KiB) per launch, by verb and resource: ${cost(r.costEager)}. These
-all-client figures are net of the background measured just before
-(${v(r.costEager, 'backgroundRequestsPerSec')} requests/s in this run, of every client: the controllers,
-kwok, this benchmark's watches), clamped to 0 per verb and resource where the background was
-larger (raw, before subtraction: ${v(r.costEager, 'rawReadsPerLaunch')} reads and
-${v(r.costEager, 'rawWritesPerLaunch')} writes per launch); IDE Cloud's own figures do not depend on that
-background. In the code the rest of this section describes, an eager launch wrote at least 13 times:
-POST session 1, PATCH session metadata 3, PUT instance Deployment 1, PUT Ingress 1, PATCH session
-status 2 or more, PATCH app definition status 1 or more, POST Events 4. Where they came from: the
-session create; three PATCHes of the session's metadata (finalizer, start-strategy annotations,
-route annotation) instead of one; two or more status PATCHes (the strategy is persisted before
-anything is created, then the URL; the data injector changes its in-memory state per health check
-and post, and each change is written as a new \`EnvInjected\` message); the reservation PUT; the
-Ingress PUT; the app definition's pool status PATCH; and one Kubernetes Event each for Reserved,
-Routed, Ready and Injected (events are writes too). Lazy launches add the Deployment and the Service
-(a server-side apply on every reconcile, also when nothing changed); IDE Cloud's own: ${own(r.costLazy)}.
-All clients, with the controllers' writes for the new ReplicaSet and pod:
-${v(r.costLazy, 'writesPerLaunch')} writes, ${v(r.costLazy, 'readsPerLaunch')} reads per launch:
-${cost(r.costLazy)}.
+The five writes every warm launch needs are the Session create, the reservation, the metadata patch,
+the route and the status with the URL; the sixth is the \`EnvInjected\` status once the data bridge has
+the values; anything above six is the pool-count write, shared by the launches of its 2 s. A launch that
+goes as planned records no Event. All clients together (\`apiserver_request_total\`, including the
+controllers' and kwok's work for the launches) made ${v(r.costEager, 'writesPerLaunch')} writes and
+${v(r.costEager, 'readsPerLaunch')} reads (${v(r.costEager, 'readKiBPerLaunch')} KiB) per launch, net of
+the background of ${v(r.costEager, 'backgroundRequestsPerSec')} requests/s measured just before: ${cost(r.costEager)}.
+Lazy launches add the Deployment and the Service (applied once; again only when the cache lacks it),
+the \`LazyStart\` Event and a status write while the pod starts; IDE Cloud's own: ${own(r.costLazy)}.
+All clients: ${v(r.costLazy, 'writesPerLaunch')} writes, ${v(r.costLazy, 'readsPerLaunch')} reads per
+launch: ${cost(r.costLazy)}.
 
 **Scale.** ${curve(r)} From ${v(first, 'sessions')} to ${v(last, 'sessions')} sessions in place,
 operator RSS went from ${v(first, 'operatorRssMb')} MB to ${v(last, 'operatorRssMb')} MB (peak
 ${v(last, 'operatorPeakRssMb')} MB; idle after start, with the warm pool of ${v(r.poolFill, 'instances')} filled
-and no session, ${v(r.operatorAtStart, 'rssMb')} MB,
-much of it ${r.runtime ? 'the Kubernetes client library' : 'the TypeScript loader and the client library'}), its CPU in the idle window from
-${v(first, 'operatorIdleCpuPercent')} % to ${v(last, 'operatorIdleCpuPercent')} % of one core, and the
-background API traffic (all clients) from ${v(first, 'backgroundRequestsPerSec')} to
-${v(last, 'backgroundRequestsPerSec')} requests/s. ${
-    Number(last?.operatorIdleCpuPercent) < 60
-      ? 'The operator process is far from using a whole core; it mostly waits for the API server, one call after another.'
-      : 'The operator process is busy itself, besides waiting for the API server.'
-  } The cause of the collapse is the resync: every 30 s each
-\`WatchSource\` relists its collection and reports every object as MODIFIED, which enqueues every
-session, and the Deployment relist enqueues them again. Each session's reconcile then re-reads the
-session, the app definition, its Deployment and the whole shared Ingress (one path per session, so it
-grows with the session count) and server-side-applies its Service again: about five sequential
-calls, one of them a write, per session per resync, done by 4 workers. Once a pass over all sessions
-takes longer than the resync interval, the FIFO queue never drains, and a new session (or a new
-launch) waits behind hundreds of resync keys: the reconcile latency proxy and the launch latency are
-queue waits. The watch caches keep every object (with managed fields) in memory, the likely source of the
-RSS growth. The LISTs of all sessions in the service (limits, on every launch) and in the
-operator (\`checkLimits\` on every new session, and every app definition reconcile) make each launch
-read more as sessions grow (${v(first, 'apiReadKiBPerLaunch')} KiB per eager launch at
-${v(first, 'sessions')} sessions; the figures at larger sizes are net of a background that is itself
-large and noisy). \`GET /service/session/{appId}/{user}\` is one LIST of sessions with a label
-selector, which the API server answers by filtering all sessions of the namespace; its p99 per step
-was ${(r.scale ?? []).map((x) => `${v(x, 'listP99Ms')} ms`).join(', ')}: not following the count
-here, but far above 20 ms, because every call queues at an API server kept busy by the operator's
-resync traffic on the same two cores. Fixes: reconcile on real changes only (compare resourceVersions on resync,
-as client-go's informers do), serve the operator's reads from its caches, one route object per
-session instead of one shared Ingress, and a service-side informer with a user index for listings and
-limits.
+and no session, ${v(r.operatorAtStart, 'rssMb')} MB, of which the Kubernetes client library alone
+is about 70 MB over a bare Node process's 40 MB), its CPU in the idle window from
+${v(first, 'operatorIdleCpuPercent')} % to ${v(last, 'operatorIdleCpuPercent')} % of one core${
+    busy ? " (busy: the idle window still catches the filler sessions' trailing work)" : ''
+  }. The caches hold every Session, AppDefinition, Workspace and the managed Deployments, Services and
+Ingresses, without managed fields; of Deployments other than warm instances only metadata and status
+are kept. Nothing is relisted while the watches hold, so an idle operator makes no API request and a
+new launch does not queue behind periodic work. The launch's own cost does not depend on the number of
+sessions (every read is a cache read; its writes are the same few objects), with one exception: the
+shared Ingress holds one path per session, so each route patch rewrites an object that grows with the
+sessions (the spec names one shared route per app definition). \`GET /service/session/{appId}/{user}\` is
+answered from the service's Session cache; its p99 per step was
+${(r.scale ?? []).map((x) => `${v(x, 'listP99Ms')} ms`).join(', ')}.
 
 **Injection.** Measured from the new pod's Ready: p50 ${v(r.injectionWorkspace, 'podReadyToInjectedP50Ms')} ms,
 p99 ${v(r.injectionWorkspace, 'podReadyToInjectedP99Ms')} ms. The chain after the pod turns Ready: the
 controller manager updates the ReplicaSet and Deployment status; the Deployment event enqueues the
 session; its reconcile sees the instance ready and only then starts the injector (\`injection.ts\`,
-so values never reach a recycled instance's previous pod); the injector LISTs the instance's pods and
+so values never reach a recycled instance's previous pod); the injector lists the instance's pods and
 calls GET /health, repeating every ${String(r.operatorSettings.bridgeHealthIntervalMs ?? 1000)} ms
-until a Ready pod answers (1000 ms by default), then POSTs once; each change of its in-memory state
-enqueues the session again, and a reconcile PATCHes the \`EnvInjected\` condition. Every hop is an
-event, not a timer, except the health poll.
+until a Ready pod answers (1000 ms by default), then POSTs once; the end enqueues the session, and a
+reconcile writes the \`EnvInjected\` condition. Every hop is an event, not a timer, except the health poll.
 
 ${
   r.scaleStoppedBefore
