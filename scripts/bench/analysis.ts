@@ -174,9 +174,8 @@ function processes(r: Results, settings: string): string {
   (\`${rt.command}\`, ${Math.round(rt.buildMs / 1000)} s), then starts the operator as
   \`${rt.commandLines.operator ?? `node ${rt.entryPoints.operator}`}\` and the service as
   \`${rt.commandLines.service ?? `node ${rt.entryPoints.service}`}\` (command lines read from
-  \`/proc/<pid>/cmdline\`), Node ${rt.nodeVersion}, \`NODE_ENV=${rt.nodeEnv}\`, ${
-    rt.nodeFlags.length ? `node flags \`${rt.nodeFlags.join(' ')}\`` : 'no node flags (V8 heap defaults)'
-  }.${uncommitted} The operator is configured through the \`OPERATOR_ENV\` variables: eager start on,
+  \`/proc/<pid>/cmdline\`; each is the \`CMD\` of its stage in the Dockerfile, node flags included, read from
+  the Dockerfile by the benchmark), Node ${rt.nodeVersion}, \`NODE_ENV=${rt.nodeEnv}\`.${uncommitted} The operator is configured through the \`OPERATOR_ENV\` variables: eager start on,
   defaults otherwise except a faster data-bridge health poll: ${settings}. The service runs in
   anonymous mode, \`sessionsPerUser\` 1, so every launch has its own user. Their RSS and CPU come
   from \`/proc/<pid>\`.`;

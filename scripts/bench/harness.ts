@@ -39,17 +39,20 @@ export const OPERATOR_SETTINGS: Partial<OperatorConfigInput> = {
 };
 
 /**
- * What runs, as in images/server/Dockerfile (`CMD ["node", "server/dist/<part>/main.js"]`, NODE_ENV
- * production, no node flags): the output of the server workspace's build, never TypeScript through
- * tsx (idle, the operator through tsx holds about 60 MB more RSS than compiled).
+ * What runs is what the image runs: the command of the operator's and the service's stage of
+ * images/server/Dockerfile (`CMD ["node", <node flags>, "server/dist/<part>/main.js"]`), read from the
+ * Dockerfile itself, with NODE_ENV production: the output of the server workspace's build, never
+ * TypeScript through tsx (idle, the operator through tsx holds about 60 MB more RSS than compiled).
  */
-export const ENTRY_POINTS = {
-  operator: 'server/dist/operator/main.js',
-  service: 'server/dist/service/main.js',
-} as const;
-/** The image's NODE_ENV, and its node flags: none (V8's heap defaults), as the chart sets no NODE_OPTIONS. */
+export function imageCommand(root: string, stage: 'operator' | 'service'): { nodeFlags: string[]; entry: string } {
+  const dockerfile = readFileSync(path.join(root, 'images/server/Dockerfile'), 'utf8');
+  const from = dockerfile.search(new RegExp(`^FROM \\S+ AS ${stage}$`, 'm'));
+  const cmd = from < 0 ? null : /^CMD (\[.*\])$/m.exec(dockerfile.slice(from));
+  const argv = cmd ? (JSON.parse(cmd[1]!) as string[]) : [];
+  if (argv[0] !== 'node' || argv.length < 2) throw new Error(`images/server/Dockerfile: no node CMD for ${stage}`);
+  return { nodeFlags: argv.slice(1, -1), entry: argv.at(-1)! };
+}
 export const NODE_ENV = 'production';
-export const NODE_FLAGS: readonly string[] = [];
 export const SERVER_DIST = 'server/dist';
 export const BUILD_COMMAND = ['npm', 'run', 'build', '--workspace', 'server'] as const;
 
@@ -76,7 +79,7 @@ export function buildServer(root: string): ServerBuild {
     const output = `${build.stdout}${build.stderr}`.trim().split('\n').slice(-40).join('\n');
     throw new Error(`${BUILD_COMMAND.join(' ')} failed (exit ${build.status ?? build.signal}):\n${output}`);
   }
-  for (const entry of Object.values(ENTRY_POINTS)) {
+  for (const { entry } of [imageCommand(root, 'operator'), imageCommand(root, 'service')]) {
     if (!existsSync(path.join(root, entry))) throw new Error(`the server build did not produce ${entry}`);
   }
   const status = spawnSync('git', ['status', '--porcelain', '--untracked-files=all', '--', 'server'], {
@@ -208,13 +211,14 @@ export class Bench {
     }
   }
 
-  private spawnChild(name: string, entry: string, env: Record<string, string>): ChildProcess {
+  private spawnChild(name: 'operator' | 'service', env: Record<string, string>): ChildProcess {
+    const { nodeFlags, entry } = imageCommand(this.root, name);
     const fd = this.childLog(name);
     // `node <entry>` directly (no npm or shell in between): the PID is the process's own, so
-    // /proc/<pid> shows its memory and CPU. As in the image: NODE_ENV production and no node flags,
+    // /proc/<pid> shows its memory and CPU. As in the image: its node flags and NODE_ENV production,
     // so a NODE_OPTIONS of the caller's shell is not passed on.
     const { NODE_OPTIONS: _ignored, ...inherited } = process.env;
-    const child = spawn(process.execPath, [...NODE_FLAGS, entry], {
+    const child = spawn(process.execPath, [...nodeFlags, entry], {
       cwd: this.root,
       env: { ...inherited, NODE_ENV, ...env },
       stdio: ['ignore', fd, fd],
@@ -235,12 +239,12 @@ export class Bench {
     for (const [key, value] of Object.entries(OPERATOR_SETTINGS)) {
       env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] = String(value);
     }
-    this.operator = this.spawnChild('operator', ENTRY_POINTS.operator, env);
+    this.operator = this.spawnChild('operator', env);
   }
 
   private async startService(): Promise<void> {
     const port = await freePort();
-    this.service = this.spawnChild('service', ENTRY_POINTS.service, {
+    this.service = this.spawnChild('service', {
       SERVICE_AUTH_TOKEN: this.appId,
       ADMIN_API_TOKEN: randomBytes(12).toString('hex'),
       IDE_CLOUD_NAMESPACE: NAMESPACE,

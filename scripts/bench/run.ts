@@ -10,9 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { ApiMetrics, diff, perLaunch, type ApiDelta, type ApiSnapshot } from './apimetrics.js';
 import {
   Bench,
-  ENTRY_POINTS,
   NODE_ENV,
-  NODE_FLAGS,
+  imageCommand,
   OPERATOR_SETTINGS,
   buildServer,
   commandLine,
@@ -120,8 +119,9 @@ async function main(): Promise<void> {
     runtime: {
       ...build,
       nodeEnv: NODE_ENV,
-      nodeFlags: [...NODE_FLAGS],
-      entryPoints: { ...ENTRY_POINTS },
+      // The operator's node flags (the service's are in its command line).
+      nodeFlags: imageCommand(root, 'operator').nodeFlags,
+      entryPoints: { operator: imageCommand(root, 'operator').entry, service: imageCommand(root, 'service').entry },
       commandLines: {},
     },
   };
