@@ -197,9 +197,14 @@ describe('operator: warm pool and eager start', function () {
     );
     assert.deepEqual(bridge.received, [{ environment: { GIT_USER: 'gina' } }]);
     await r.sessions.delete('ws-eager');
+    // The instance itself, not the pool counts: those are written at most every 2 s and can still show
+    // the state from before the reservation.
+    await eventually(async () => {
+      const back = await apps.readNamespacedDeployment({ name, namespace });
+      assert.equal(back.metadata?.labels?.[LABELS.session], undefined, 'reservation dropped');
+      assert.ok(back.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.emptyDir, 'claim detached');
+    }, 30_000);
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
-    const back = await apps.readNamespacedDeployment({ name, namespace });
-    assert.ok(back.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.emptyDir, 'claim detached');
   });
 
   it('falls back to the lazy path when the pool is exhausted', async () => {
