@@ -31,7 +31,9 @@ export function configureClient(kc: k8s.KubeConfig, userAgent: string): k8s.Kube
   target[CONFIGURED] = true;
   const createAgent = target.createAgent.bind(kc);
   let agent: unknown;
-  target.createAgent = (cluster, options) => (agent ??= createAgent(cluster, { ...options, keepAlive: true }));
+  // Idle sockets beyond a few are closed: a burst does not leave hundreds open.
+  target.createAgent = (cluster, options) =>
+    (agent ??= createAgent(cluster, { ...options, keepAlive: true, maxFreeSockets: 16 }));
   const authenticate = target.applySecurityAuthentication.bind(kc);
   target.applySecurityAuthentication = async (context) => {
     await authenticate(context);

@@ -139,16 +139,19 @@ export class Informer<T extends Obj = Obj> {
       undefined,
       this.options.labelSelector,
     )) as unknown as { metadata?: { resourceVersion?: string }; items?: T[] };
+    const listed = body.metadata?.resourceVersion;
     const seen = new Set<string>();
     for (const item of body.items ?? []) {
       const key = keyOf(item);
       seen.add(key);
       const before = this.cache.get(key);
-      if (before?.metadata?.resourceVersion === item.metadata?.resourceVersion) continue;
+      // Unchanged, or a write's answer (observe) newer than the list: keep what the cache has.
+      if (before && compareVersions(before.metadata?.resourceVersion, item.metadata?.resourceVersion) >= 0) continue;
       this.emit(before ? 'MODIFIED' : 'ADDED', this.store(item));
     }
     for (const [key, item] of this.cache) {
-      if (!seen.has(key)) {
+      // An object written after the list was taken is not missing from it.
+      if (!seen.has(key) && !(compareVersions(item.metadata?.resourceVersion, listed) > 0)) {
         this.cache.delete(key);
         this.emit('DELETED', item);
       }
@@ -207,7 +210,10 @@ export class Informer<T extends Obj = Obj> {
             )
             .then((controller) => {
               this.abort = controller;
-              if (this.stopped) controller.abort();
+              if (this.stopped) {
+                controller.abort();
+                return;
+              }
               clearTimeout(this.rewatchTimer);
               this.rewatchTimer = setTimeout(() => {
                 renewing = true;

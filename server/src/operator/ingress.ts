@@ -38,7 +38,8 @@ export function withRoute(
     else rule.http.paths.push(next);
   } else {
     if (!existing || !rule?.http) return undefined;
-    rule.http.paths.splice(index, 1);
+    // Every copy: a path appended twice (a cache that missed the first append) must not outlive its session.
+    rule.http.paths = rule.http.paths.filter((p) => p.path !== entry.path);
   }
   return { ...spec, rules: rules.filter((r) => (r.http?.paths.length ?? 0) > 0) };
 }

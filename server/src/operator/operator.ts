@@ -121,9 +121,10 @@ class Controllers {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.activity.stop();
-    await Promise.all(informersOf(this.cache).map((i) => i.stop()));
-    this.injector.stop();
+    // Workers first: a non-leader must not go on reconciling while a list in progress ends.
     await Promise.all(this.queues.map((q) => q.stop()));
+    this.injector.stop();
+    await Promise.all(informersOf(this.cache).map((i) => i.stop()));
     await this.events.flush();
   }
 }

@@ -470,7 +470,12 @@ export class SessionReconciler {
     const name = session.metadata.name;
     if (!finalizersOf(session).includes(SESSION_FINALIZER)) return;
     if (session.status?.phase !== 'Stopping' && session.status?.phase !== 'Failed') {
-      await ctx.resources.sessions.patchStatus(name, { phase: 'Stopping' }).catch(() => undefined);
+      // The answer's resourceVersion is the one the finalizer's removal below must carry.
+      const stopping = await ctx.resources.sessions.patchStatus(name, { phase: 'Stopping' }).catch(() => undefined);
+      if (stopping) {
+        ctx.cache.sessions.observe(stopping);
+        session.metadata.resourceVersion = stopping.metadata.resourceVersion;
+      }
     }
     const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
     if (ingressName) {

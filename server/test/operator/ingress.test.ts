@@ -51,4 +51,15 @@ describe('shared Ingress route changes', () => {
       ['/s-0/'],
     );
   });
+
+  it('removes every copy of a path that was appended twice', () => {
+    const twice = withRoute(withRoute(spec, entry, true), { ...entry, path: '/s-x/' }, true)!;
+    const rule = twice.rules!.find((r) => r.host === entry.host)!;
+    rule.http!.paths.push(structuredClone(rule.http!.paths.find((p) => p.path === entry.path)!));
+    const removed = withRoute(twice, entry, false)!;
+    assert.deepEqual(
+      removed.rules!.flatMap((r) => r.http!.paths.map((p) => p.path)),
+      ['/s-0/', '/s-x/'],
+    );
+  });
 });
