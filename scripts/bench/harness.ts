@@ -18,6 +18,7 @@ import type { AppDefinitionSpecInput } from '../../server/src/model/app-definiti
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session } from '../../server/src/model/session.js';
 import { OPERATOR_ENV, type OperatorConfigInput } from '../../server/src/operator/config.js';
+import { deploymentReady } from '../../server/src/operator/context.js';
 import { Informer } from '../../server/src/kube/informer.js';
 import {
   killControlPlaneSync,
@@ -472,16 +473,4 @@ async function stopChild(child: ChildProcess | undefined): Promise<void> {
     child.kill('SIGKILL');
     await exited;
   }
-}
-
-/** The same test as the operator's: the current template runs ready. */
-export function deploymentReady(d: k8s.V1Deployment): boolean {
-  if (!d.status) return false;
-  const generation = d.metadata?.generation ?? 0;
-  return (
-    (d.status.observedGeneration ?? 0) >= generation &&
-    (d.status.updatedReplicas ?? 0) >= 1 &&
-    (d.status.readyReplicas ?? 0) >= 1 &&
-    (d.status.replicas ?? 0) === (d.status.updatedReplicas ?? 0)
-  );
 }

@@ -117,6 +117,10 @@ describe('informer on the real kube-apiserver', function () {
     assert.equal(informer.get('a')?.data?.value, '2', 'the write is visible before its watch event');
     informer.observe(older);
     assert.equal(informer.get('a')?.data?.value, '2', 'an older object does not replace a newer one');
+    await core.deleteNamespacedConfigMap({ name: 'a', namespace });
+    await eventually(() => assert.equal(informer.get('a'), undefined));
+    informer.observe(written);
+    assert.equal(informer.get('a'), undefined, 'a write answered before the deletion does not bring it back');
   });
 
   it('keeps what its transform returns, for listed, watched and observed objects alike', async () => {

@@ -3,7 +3,9 @@ import * as k8s from '@kubernetes/client-node';
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export type Listener<T> = (type: WatchEventType, object: T) => void;
 
-type Obj = { metadata?: { name?: string; namespace?: string; resourceVersion?: string; managedFields?: unknown } };
+type Obj = {
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; managedFields?: unknown };
+};
 export interface InformerOptions<T extends Obj = Obj> {
   /** Collection path, e.g. /apis/apps/v1/namespaces/ns/deployments. */
   path: string;
@@ -38,6 +40,8 @@ export interface InformerOptions<T extends Obj = Obj> {
  */
 export class Informer<T extends Obj = Obj> {
   private readonly cache = new Map<string, T>();
+  /** uid → when its deletion was seen (insertion order is time order), so observe() cannot revive it. */
+  private readonly deleted = new Map<string, number>();
   private readonly listeners: Listener<T>[] = [];
   private stopped = true;
   private abort?: AbortController;
@@ -79,9 +83,12 @@ export class Informer<T extends Obj = Obj> {
   /**
    * Read-your-writes, as client-go's mutation cache: the object a write answered replaces the cached
    * one unless the cache already holds a newer version, so the writer's next read does not go back in
-   * time while the watch event is on its way. No event is emitted: the watch brings that.
+   * time while the watch event is on its way. An object whose deletion was seen is not brought back.
+   * No event is emitted: the watch brings that.
    */
   observe(object: T): void {
+    const uid = object.metadata?.uid;
+    if (uid && this.deleted.has(uid)) return;
     const cached = this.cache.get(keyOf(object));
     if (cached && compareVersions(object.metadata?.resourceVersion, cached.metadata?.resourceVersion) <= 0) return;
     this.store(object);
@@ -128,6 +135,22 @@ export class Informer<T extends Obj = Obj> {
     return kept;
   }
 
+  /** Drops a deleted object and keeps its tombstone a while (TOMBSTONE_MS). */
+  private remove(object: T): void {
+    this.cache.delete(keyOf(object));
+    const uid = object.metadata?.uid;
+    if (uid) {
+      const now = Date.now();
+      this.deleted.delete(uid);
+      this.deleted.set(uid, now);
+      for (const [old, at] of this.deleted) {
+        if (now - at < TOMBSTONE_MS) break;
+        this.deleted.delete(old);
+      }
+    }
+    this.emit('DELETED', object);
+  }
+
   private async listOnce(): Promise<string> {
     const body = (await this.objects.list(
       this.options.apiVersion,
@@ -151,10 +174,7 @@ export class Informer<T extends Obj = Obj> {
     }
     for (const [key, item] of this.cache) {
       // An object written after the list was taken is not missing from it.
-      if (!seen.has(key) && !(compareVersions(item.metadata?.resourceVersion, listed) > 0)) {
-        this.cache.delete(key);
-        this.emit('DELETED', item);
-      }
+      if (!seen.has(key) && !(compareVersions(item.metadata?.resourceVersion, listed) > 0)) this.remove(item);
     }
     if (!this.isSynced) {
       this.isSynced = true;
@@ -193,8 +213,7 @@ export class Informer<T extends Obj = Obj> {
                 if (rv) resourceVersion = rv;
                 if (phase === 'BOOKMARK') return;
                 if (phase === 'DELETED') {
-                  this.cache.delete(keyOf(object));
-                  this.emit('DELETED', object);
+                  this.remove(object);
                 } else {
                   // A write's answer passed to observe() can be newer than this event: keep it.
                   const cached = this.cache.get(keyOf(object));
@@ -237,6 +256,9 @@ export class Informer<T extends Obj = Obj> {
     }
   }
 }
+
+/** How long the uid of a deleted object is remembered, so a late write's answer cannot revive it. */
+const TOMBSTONE_MS = 5 * 60_000;
 
 function keyOf(o: Obj): string {
   return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;

@@ -156,23 +156,25 @@ export async function reserveInstance(
   throw new RetryLater('warm pool: every free instance was taken concurrently, trying again', 100);
 }
 
+/** Applies the app definition's sidecars of one owner (a lazy session or a warm instance): Service, then Deployment. */
+export async function applySidecars(
+  ctx: OperatorContext,
+  appDefinition: AppDefinition,
+  owner: Pick<Parameters<typeof sidecarObjects>[0], 'ownerName' | 'labels' | 'owners' | 'claimName'>,
+): Promise<void> {
+  for (const sidecar of appDefinition.spec.sidecars ?? []) {
+    const objects = sidecarObjects({ sidecar, namespace: ctx.namespace, config: ctx.config, ...owner });
+    if (objects.service) await applyObject(ctx.objects, objects.service);
+    await applyObject(ctx.objects, objects.deployment);
+  }
+}
+
 /** Creates the warm instance `id`: sidecars first (their DNS names exist at IDE start), Service, Deployment. */
 export async function createInstance(ctx: OperatorContext, appDefinition: AppDefinition, id: number): Promise<void> {
   const name = poolInstanceName(appDefinition.metadata.name, id);
   const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
   const labels = poolInstanceLabels(appDefinition, id);
-  for (const sidecar of appDefinition.spec.sidecars ?? []) {
-    const objects = sidecarObjects({
-      sidecar,
-      ownerName: name,
-      namespace: ctx.namespace,
-      labels,
-      owners,
-      config: ctx.config,
-    });
-    if (objects.service) await applyObject(ctx.objects, objects.service);
-    await applyObject(ctx.objects, objects.deployment);
-  }
+  await applySidecars(ctx, appDefinition, { ownerName: name, labels, owners });
   await applyObject(
     ctx.objects,
     service({ name, namespace: ctx.namespace, labels, owners, podApp: name, targetPort: ctx.config.authProxyPort }),

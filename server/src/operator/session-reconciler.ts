@@ -37,9 +37,8 @@ import {
   sessionPodApp,
   sessionPodTemplate,
   sessionUrl,
-  sidecarObjects,
 } from './manifests.js';
-import { findReservation, reserveInstance, type PoolInstance } from './pool-instances.js';
+import { applySidecars, findReservation, reserveInstance, type PoolInstance } from './pool-instances.js';
 
 /** Finalizer of a Session: its path in the shared Ingress (not owned by the session) is removed first. */
 export const SESSION_FINALIZER = 'ide-cloud.io/session-route';
@@ -66,12 +65,10 @@ class Pass {
   }
 
   condition(next: Omit<ConditionInput, 'observedGeneration'>): void {
-    const before = findCondition(this.status.conditions, next.type);
     this.status.conditions = setCondition(this.status.conditions, {
       ...next,
       observedGeneration: this.session.metadata.generation,
     });
-    return void before;
   }
 
   requeue(ms: number): void {
@@ -386,19 +383,7 @@ export class SessionReconciler {
       if (!ctx.cache.services.get(name)) ctx.cache.services.observe(await applyObject(ctx.objects, ideService));
       return existing;
     }
-    for (const sidecar of appDefinition.spec.sidecars ?? []) {
-      const objects = sidecarObjects({
-        sidecar,
-        ownerName: name,
-        namespace: ctx.namespace,
-        labels,
-        owners,
-        claimName,
-        config: ctx.config,
-      });
-      if (objects.service) await applyObject(ctx.objects, objects.service);
-      await applyObject(ctx.objects, objects.deployment);
-    }
+    await applySidecars(ctx, appDefinition, { ownerName: name, labels, owners, claimName });
     const applied = await applyObject(
       ctx.objects,
       deployment({

@@ -46,9 +46,6 @@ export interface WaitOptions<T, R> {
   onDeadline: () => Error;
 }
 
-/** How long the uid of a deleted object is remembered, so a late read-your-writes cannot revive it. */
-const TOMBSTONE_MS = 5 * 60_000;
-
 /**
  * One kind of resource as the service sees it: an informer's cache of the namespace, waits on one
  * object's changes (from the informer's events, never by polling or per-request watches) and
@@ -57,8 +54,6 @@ const TOMBSTONE_MS = 5 * 60_000;
 export class CachedResource<T extends CachedObject> {
   readonly informer: Informer<T>;
   private readonly waiters = new Map<string, Set<Waiter>>();
-  /** uid → when its deletion was seen; insertion order is time order. */
-  private readonly deleted = new Map<string, number>();
   private stopped = false;
 
   constructor(
@@ -74,10 +69,7 @@ export class CachedResource<T extends CachedObject> {
       rewatchIntervalMs: options.rewatchIntervalMs,
       onError: options.onError,
     });
-    this.informer.on((type, object) => {
-      if (type === 'DELETED') this.remember(object);
-      this.notify(object.metadata.name);
-    });
+    this.informer.on((_type, object) => this.notify(object.metadata.name));
   }
 
   /** The cached object, or undefined (cache only). */
@@ -104,8 +96,6 @@ export class CachedResource<T extends CachedObject> {
 
   /** Read-your-writes: the answer of a write replaces an older cached version, unless its object was deleted. */
   observe(object: T): void {
-    const uid = object.metadata.uid;
-    if (uid && this.deleted.has(uid)) return;
     this.informer.observe(object);
   }
 
@@ -227,18 +217,6 @@ export class CachedResource<T extends CachedObject> {
     const set = this.waiters.get(name);
     if (!set) return;
     for (const waiter of [...set]) waiter.check();
-  }
-
-  private remember(object: T): void {
-    const uid = object.metadata.uid;
-    if (!uid) return;
-    const now = Date.now();
-    this.deleted.delete(uid);
-    this.deleted.set(uid, now);
-    for (const [old, at] of this.deleted) {
-      if (now - at < TOMBSTONE_MS) break;
-      this.deleted.delete(old);
-    }
   }
 }
 
