@@ -136,9 +136,12 @@ describe('service: session progress stream (Server-Sent Events)', function () {
             phase: 'Running',
             url: `http://ide.example.test/${sessionName}/`,
           });
-          // wait until the stream has seen Running before deleting, so the order is fixed
+          // Wait until the stream has seen Running and the Event before deleting, so the order is fixed:
+          // Sessions and Events come on two watches, and the Event's watch can lag behind the Session's.
           const deadline = Date.now() + 10_000;
-          while (!seen.some((m) => m.data.phase === 'Running') && Date.now() < deadline) {
+          const seenBoth = () =>
+            seen.some((m) => m.data.phase === 'Running') && seen.some((m) => m.data.reason === 'LazyStart');
+          while (!seenBoth() && Date.now() < deadline) {
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
           await r.sessions.delete(sessionName);
