@@ -169,7 +169,7 @@ function processes(r: Results, settings: string): string {
   const uncommitted = rt.uncommittedServerFiles.length
     ? ` The build included uncommitted changes to ${rt.uncommittedServerFiles.length} server file(s) (listed in the JSON, \`runtime.uncommittedServerFiles\`).`
     : '';
-  return `- **Processes.** The operator and the REST service run compiled, as the image does
+  return `- **Processes.** The operator and the REST service run built, as the image runs them
   (\`images/server/Dockerfile\`): each run deletes \`server/dist\` and builds it again
   (\`${rt.command}\`, ${Math.round(rt.buildMs / 1000)} s), then starts the operator as
   \`${rt.commandLines.operator ?? `node ${rt.entryPoints.operator}`}\` and the service as

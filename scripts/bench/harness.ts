@@ -1,6 +1,6 @@
 // What the benchmark runs on: its own control plane in a temporary directory, the operator and the
-// REST service as child processes running the tsc output as the image does (so their RSS and CPU, read
-// from /proc, are those of production's processes), a data-bridge
+// REST service as child processes running the server build's bundles as the image does (so their RSS
+// and CPU, read from /proc, are those of production's processes), a data-bridge
 // stand-in on 0.0.0.0:<port> (every kwok pod IP is a loopback address), and watches that time what
 // the operator writes. Everything is stopped again by stop(), also on Ctrl-C or error.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -41,8 +41,8 @@ export const OPERATOR_SETTINGS: Partial<OperatorConfigInput> = {
 
 /**
  * What runs is what the image runs: the command of the operator's and the service's stage of
- * images/server/Dockerfile (`CMD ["node", <node flags>, "server/dist/<part>/main.js"]`), read from the
- * Dockerfile itself, with NODE_ENV production: the output of the server workspace's build, never
+ * images/server/Dockerfile (`CMD ["node", <node flags>, "server/dist/bundle/<part>.mjs"]`), read from
+ * the Dockerfile itself, with NODE_ENV production: the output of the server workspace's build, never
  * TypeScript through tsx (idle, the operator through tsx holds about 60 MB more RSS than compiled).
  */
 export function imageCommand(root: string, stage: 'operator' | 'service'): { nodeFlags: string[]; entry: string } {
@@ -66,8 +66,8 @@ export interface ServerBuild {
 }
 
 /**
- * Deletes server/dist and builds it again (`npm run build --workspace server`, i.e. tsc -p
- * server/tsconfig.json) on every run, so the processes measured always run this checkout's code:
+ * Deletes server/dist and builds it again (`npm run build --workspace server`: tsc, then the
+ * bundles of server/src/build/bundle.ts) on every run, so the processes measured always run this checkout's code:
  * never a stale build, never files of deleted sources. Throws, with tsc's output, if the build fails.
  */
 export function buildServer(root: string): ServerBuild {

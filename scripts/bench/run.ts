@@ -2,8 +2,8 @@
 // Cloud on its own local control plane (real etcd and kube-apiserver; kwok fakes the nodes, so pod
 // start-up is not measured). Prints a Markdown table on stdout and writes BENCHMARKS.json and
 // BENCHMARKS.md at the repository root. BENCH_SCALE=0.1 shrinks every size for a quick smoke run.
-// It first builds the server (npm run build --workspace server) and runs the compiled operator and
-// service (node server/dist/<part>/main.js), as the image does.
+// It first builds the server (npm run build --workspace server) and runs the operator and the service
+// as the image does (its Dockerfile's CMD: node server/dist/bundle/<part>.mjs).
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -143,7 +143,7 @@ async function main(): Promise<void> {
     progress.step('starting control plane, operator and service');
     await bench.start((line) => progress.note(line));
     const api = new ApiMetrics(bench.kc, bench.audit);
-    // What the measured PIDs run, from /proc: the compiled entry points, not TypeScript.
+    // What the measured PIDs run, from /proc: the built entry points, not TypeScript.
     results.runtime!.commandLines = {
       operator: commandLine(bench.operatorPid()),
       service: commandLine(bench.servicePid()),
