@@ -48,9 +48,9 @@ ${memoryAtStart(r)}
   RequestReceived stage omitted, JSON lines, batch mode): only the requests whose \`userAgent\` starts
   with \`ide-cloud-operator\` or \`ide-cloud-service\` (each component names itself on every request,
   watches included), so the service's Session create counts, and the controller manager's, the
-  scheduler's, kwok's and this benchmark's requests do not. Reads are get/list/watch, writes
-  create/update/patch/delete/deletecollection, subresources included; a watch counts once, when it
-  starts. The window is cut in the log itself: each snapshot's \`GET /metrics\` carries a User-Agent of
+  scheduler's, kwok's and this benchmark's requests do not. Reads are get/list, writes
+  create/update/patch/delete/deletecollection, subresources included; watches are counted apart (a
+  launch opens none, and the informers renew theirs every few minutes whatever happens). The window is cut in the log itself: each snapshot's \`GET /metrics\` carries a User-Agent of
   its own, and the requests between the two snapshots' log entries are counted (none twice, none
   missed; an audit event lost to a full buffer would show in \`apiserver_audit_error_total\`, recorded
   as \`auditEventsLost\`: ${lost(r)}). The JSON breaks them down per \`verb resource[/subresource]\`

@@ -18,7 +18,9 @@ export type OwnClient = (typeof OWN_CLIENTS)[number];
 /** User-Agent prefix of the benchmark's marker requests (its GET /metrics snapshots). */
 export const MARKER_AGENT = 'ide-cloud-bench-mark/';
 
-const READ_VERBS = new Set(['get', 'list', 'watch']);
+// A watch is not a launch's read: launches wait on cache events, and the informers' watches are
+// renewed every few minutes whatever happens; they are counted apart, as `watches`.
+const READ_VERBS = new Set(['get', 'list']);
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 const SEP = '\t';
 
@@ -42,6 +44,8 @@ export type AuditCounts = ReadonlyMap<string, number>;
 export interface OwnDelta {
   reads: number;
   writes: number;
+  /** Watches started or renewed (not in `reads`). */
+  watches: number;
   byClient: Record<OwnClient, { reads: number; writes: number }>;
   /** Per `verb resource[/subresource]`, largest first. */
   writesByKey: Record<string, number>;
@@ -147,6 +151,7 @@ export function diffOwn(before: AuditCounts, after: AuditCounts): OwnDelta {
   const delta: OwnDelta = {
     reads: 0,
     writes: 0,
+    watches: 0,
     byClient: {
       'ide-cloud-operator': { reads: 0, writes: 0 },
       'ide-cloud-service': { reads: 0, writes: 0 },
@@ -163,7 +168,9 @@ export function diffOwn(before: AuditCounts, after: AuditCounts): OwnDelta {
     if (d <= 0) continue;
     const [client, verb, resource, code] = key.split(SEP) as [OwnClient, string, string, string];
     const name = `${verb} ${resource}`;
-    if (READ_VERBS.has(verb)) {
+    if (verb === 'watch') {
+      delta.watches += d;
+    } else if (READ_VERBS.has(verb)) {
       delta.reads += d;
       delta.byClient[client].reads += d;
       add(delta.readsByKey, name, d);
