@@ -77,7 +77,11 @@ export function targets(r: Results): Target[] {
     value,
     target: `≤ ${limit}${unit}`,
     met: value === undefined ? undefined : value <= limit,
-    by: value !== undefined && value > limit ? `${fmt(value - limit, unit)} over (×${fmt(value / limit)})` : undefined,
+    by:
+      value !== undefined && value > limit
+        ? // A small excess keeps two decimals, not rounded to "0 over".
+          `${value - limit < 0.1 ? (value - limit).toFixed(2) + unit : fmt(value - limit, unit)} over (×${fmt(value / limit)})`
+        : undefined,
   });
   const atLeast = (what: string, figure: string, value: number | undefined, limit: number, unit: string): Target => ({
     what,

@@ -1,7 +1,7 @@
 // The operator's and the service's images run one bundled, minified file each (built here with
 // esbuild, run by `npm run build`), not the tsc output with node_modules. @kubernetes/client-node
 // loads its whole generated API (thousands of modules, megabytes of source that V8 keeps); the
-// bundle keeps only what is used, which halves the processes' memory at start.
+// bundle keeps only what is used, about half of what the library costs in memory (BENCHMARKS.md).
 // The landing page stays unbundled: it runs esbuild itself at start (landing/bundle.ts).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,9 +38,10 @@ export async function bundleServer(outdir: string = BUNDLE_DIR): Promise<Record<
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    minify: true,
-    // Error and class names stay readable in logs.
-    keepNames: true,
+    // Whitespace and syntax only: identifiers keep their names, so error and class names stay
+    // readable in logs without esbuild's keepNames, which renames every function as it is created.
+    minifyWhitespace: true,
+    minifySyntax: true,
     sourcemap: 'linked',
     logLevel: 'warning',
     metafile: true,
