@@ -255,7 +255,7 @@ ${v(first, 'operatorIdleCpuPercent')} % to ${v(last, 'operatorIdleCpuPercent')} 
   }. Two things keep the memory down. The operator runs as one bundled file
 (\`server/src/build/bundle.ts\`): the Kubernetes client library, imported whole, loads its entire
 generated API, thousands of modules whose source V8 keeps (importing it and making three API clients:
-116 MB RSS, 31 MB of heap; from a bundle: 63 MB, 12 MB). And it runs with smaller semi-spaces
+119 MB RSS, 31 MB of heap; from a bundle: 69 MB, 12 MB). And it runs with smaller semi-spaces
 (\`--max-semi-space-size\` in its image's command, above): a burst grows V8's young generation to its
 default 2 × 16 MB, which stays committed while the idle operator has a few MB in it. The caches hold every Session, AppDefinition, Workspace and the managed Deployments, Services and
 Ingresses, without managed fields; of Deployments other than warm instances only metadata and status
