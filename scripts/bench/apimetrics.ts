@@ -134,13 +134,7 @@ export interface PerLaunch {
   readKiB: number;
   byKey: Record<string, number>;
   /** IDE Cloud's own requests (audit log), net of IDE Cloud's own background; absent without the log. */
-  own?: {
-    reads: number;
-    writes: number;
-    byClient: Record<string, { reads: number; writes: number }>;
-    writesByKey: Record<string, number>;
-    readsByKey: Record<string, number>;
-    failedWritesByKey: Record<string, number>;
+  own?: Pick<OwnDelta, 'reads' | 'writes' | 'byClient' | 'writesByKey' | 'readsByKey' | 'failedWritesByKey'> & {
     /** The operator's and service's own requests per second in the idle window (subtracted). */
     backgroundReadsPerSec: number;
     backgroundWritesPerSec: number;
@@ -201,7 +195,7 @@ export function perLaunch(
       }
       return rounded(out);
     };
-    const byClient: Record<string, { reads: number; writes: number }> = {};
+    const byClient = {} as OwnDelta['byClient'];
     for (const client of OWN_CLIENTS) {
       const mine = (entries: (readonly [string, number])[]) => entries.filter(([k]) => k.startsWith(`${client} `));
       byClient[client] = { reads: sum(mine(reads)), writes: sum(mine(writes)) };

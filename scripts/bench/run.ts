@@ -109,6 +109,7 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const machineBefore = machine();
+  const operatorImage = imageCommand(root, 'operator');
   const results: Results = {
     commit: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root }).toString().trim(),
     date: new Date().toISOString(),
@@ -120,8 +121,8 @@ async function main(): Promise<void> {
       ...build,
       nodeEnv: NODE_ENV,
       // The operator's node flags (the service's are in its command line).
-      nodeFlags: imageCommand(root, 'operator').nodeFlags,
-      entryPoints: { operator: imageCommand(root, 'operator').entry, service: imageCommand(root, 'service').entry },
+      nodeFlags: operatorImage.nodeFlags,
+      entryPoints: { operator: operatorImage.entry, service: imageCommand(root, 'service').entry },
       commandLines: {},
     },
   };
