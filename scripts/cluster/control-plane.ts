@@ -42,7 +42,8 @@ export async function ensureBinaries(what: 'k8s' | 'helm' = 'k8s'): Promise<stri
   return out.trim().split('\n').pop()!;
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 right now. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();

@@ -7,9 +7,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../../scripts/cluster/control-plane.js';
 import {
   bundlePath,
   bundleServer,
@@ -22,14 +22,6 @@ import { createTestNamespace, deleteTestNamespace, eventually } from '../support
 import { applyAppDefinitions, call, resourcesOf } from '../support/service-harness.js';
 
 const APP_ID = 'bundle-app-id-for-tests-7d41';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 interface Child {
   process: ChildProcess;

@@ -72,6 +72,18 @@ export class Informer<T extends Obj = Obj> {
     return this.cache.get(`${this.options.namespace}/${name}`);
   }
 
+  /**
+   * The cached object or, on a miss, what `read` answers (kept in the cache): a miss is not proof of
+   * absence, since an object created an instant ago may still be on its way in the watch.
+   */
+  async find(name: string, read: (name: string) => Promise<T | undefined>): Promise<T | undefined> {
+    const cached = this.get(name);
+    if (cached) return cached;
+    const found = await read(name);
+    if (found) this.observe(found);
+    return found;
+  }
+
   list(): T[] {
     return [...this.cache.values()];
   }

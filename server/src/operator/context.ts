@@ -2,7 +2,6 @@ import { isDeepStrictEqual } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import type { AppDefinition } from '../model/app-definition.js';
-import type { Informer } from '../kube/informer.js';
 import type { OperatorCache } from './cache.js';
 import type { OperatorConfig } from './config.js';
 import { EventRecorder } from './events.js';
@@ -49,28 +48,9 @@ export function createContext(
   return { ...ctx, routes: new RouteAppender(ctx) };
 }
 
-/**
- * The object the cache lacks, read from the API server (and put into the cache): a cache miss is
- * not proof of absence, since an object created an instant ago may still be on its way.
- */
-export async function confirmMissing<T extends { metadata: { name: string } }>(
-  client: { find(name: string): Promise<T | undefined> },
-  cache: Informer<T>,
-  name: string,
-): Promise<T | undefined> {
-  const found = await client.find(name);
-  if (found) cache.observe(found);
-  return found;
-}
-
-/** The AppDefinition an object names: by resource name, else by spec.name; a miss is confirmed. */
-export async function findAppDefinition(ctx: OperatorContext, name: string): Promise<AppDefinition | undefined> {
-  const definitions = ctx.cache.appDefinitions;
-  return (
-    definitions.get(name) ??
-    definitions.list().find((a) => a.spec.name === name) ??
-    (await confirmMissing(ctx.resources.appDefinitions, definitions, name))
-  );
+/** The AppDefinition an object names (its spec.name equals its resource name, a CRD rule); a miss is confirmed. */
+export function findAppDefinition(ctx: OperatorContext, name: string): Promise<AppDefinition | undefined> {
+  return ctx.cache.appDefinitions.find(name, (n) => ctx.resources.appDefinitions.find(n));
 }
 
 /** A Deployment whose current template runs ready. */

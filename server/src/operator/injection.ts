@@ -72,11 +72,15 @@ export class DataInjector {
     this.runs.clear();
   }
 
-  /** Keeps the state; the reconciler hears only of phase changes, so a waiting injection writes nothing. */
+  /**
+   * Keeps the state; the reconciler hears only of the end (Injected or Failed): every step before it
+   * shows as the same condition, so waking it for them would write nothing.
+   */
   private update(session: Session, run: Run, patch: Partial<InjectionState>): void {
     const before = run.state.phase;
     run.state = { ...run.state, ...patch };
-    if (!run.cancelled && run.state.phase !== before) this.onChange(session.metadata.name);
+    const ended = run.state.phase === 'Injected' || run.state.phase === 'Failed';
+    if (!run.cancelled && ended && run.state.phase !== before) this.onChange(session.metadata.name);
   }
 
   private async podAddress(target: InjectionTarget, namespace: string): Promise<string | undefined> {

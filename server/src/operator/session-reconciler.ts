@@ -14,14 +14,7 @@ import {
   type StartStrategy,
 } from '../model/session.js';
 import { workspaceClaimName } from '../model/workspace.js';
-import {
-  confirmMissing,
-  deploymentReady,
-  finalizersOf,
-  findAppDefinition,
-  sameStatus,
-  type OperatorContext,
-} from './context.js';
+import { deploymentReady, finalizersOf, findAppDefinition, sameStatus, type OperatorContext } from './context.js';
 import { FailObject, RetryLater, outcomeOf } from './errors.js';
 import { setRoute } from './ingress.js';
 import type { DataInjector } from './injection.js';
@@ -132,9 +125,9 @@ export class SessionReconciler {
     if (session.spec.workspace) {
       // The service creates the workspace just before the session, and the two come by different
       // watches: a cache miss is confirmed with the API server before the session fails on it.
-      const workspace =
-        ctx.cache.workspaces.get(session.spec.workspace) ??
-        (await confirmMissing(ctx.resources.workspaces, ctx.cache.workspaces, session.spec.workspace));
+      const workspace = await ctx.cache.workspaces.find(session.spec.workspace, (n) =>
+        ctx.resources.workspaces.find(n),
+      );
       if (!workspace || workspace.metadata.deletionTimestamp) {
         throw new FailObject(ErrorCode.unknownWorkspace, `unknown workspace ${session.spec.workspace}`);
       }

@@ -81,12 +81,8 @@ export class CachedResource<T extends CachedObject> {
    * The object: from the cache; on a miss, one GET (an object another replica or client has just
    * created may not have reached the cache yet). A miss that the API server confirms is cheap.
    */
-  async find(name: string): Promise<T | undefined> {
-    const cached = this.informer.get(name);
-    if (cached) return cached;
-    const found = await this.reader.find(name);
-    if (found) this.observe(found);
-    return found;
+  find(name: string): Promise<T | undefined> {
+    return this.informer.find(name, (n) => this.reader.find(n));
   }
 
   /** Every cached object (a fresh array; the objects are the cache's own: never mutate them). */
