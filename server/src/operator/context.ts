@@ -2,11 +2,11 @@ import { isDeepStrictEqual } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import type { AppDefinition } from '../model/app-definition.js';
-import type { OperatorCache } from './cache.js';
+import type { OperatorCache } from './runtime/cache.js';
 import type { OperatorConfig } from './config.js';
-import { EventRecorder } from './events.js';
-import { RouteAppender } from './ingress.js';
-import type { Logger } from './logger.js';
+import { EventRecorder } from './runtime/events.js';
+import { RouteAppender } from './routes/ingress.js';
+import type { Logger } from './runtime/logger.js';
 
 /** The collaborators every reconciler uses; built once by the composition root (operator.ts). */
 export interface OperatorContext {

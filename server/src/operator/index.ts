@@ -7,5 +7,5 @@ export {
   type OperatorConfig,
   type OperatorConfigInput,
 } from './config.js';
-export { SESSION_FINALIZER } from './session-reconciler.js';
+export { SESSION_FINALIZER } from './session/reconciler.js';
 export { poolInstanceName, sessionUrl, sessionPodApp } from './manifests.js';

@@ -4,7 +4,7 @@ import { dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-d
 import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
 import type { OperatorConfig } from './config.js';
-import { operatorEnvironment } from './env.js';
+import { operatorEnvironment } from './session/env.js';
 
 export const MANAGED_BY = 'ide-cloud-operator';
 export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;

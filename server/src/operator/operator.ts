@@ -1,19 +1,19 @@
 import * as k8s from '@kubernetes/client-node';
 import { describeKubernetesError, loadKubeConfig, configureClient } from '../kube/client.js';
 import { LABELS } from '../model/api-group.js';
-import { ActivityMonitor } from './activity.js';
-import { AppDefinitionReconciler } from './app-definition-reconciler.js';
+import { ActivityMonitor } from './session/activity.js';
+import { AppDefinitionReconciler } from './pool/reconciler.js';
 import { parseOperatorConfig, type OperatorConfig, type OperatorConfigInput } from './config.js';
-import { createCache, informersOf, type OperatorCache } from './cache.js';
+import { createCache, informersOf, type OperatorCache } from './runtime/cache.js';
 import { createContext } from './context.js';
-import type { EventRecorder } from './events.js';
-import { LeaderElector } from './leader-election.js';
-import { DataInjector } from './injection.js';
-import { createLogger, type Logger } from './logger.js';
+import type { EventRecorder } from './runtime/events.js';
+import { LeaderElector } from './runtime/leader-election.js';
+import { DataInjector } from './session/injection.js';
+import { createLogger, type Logger } from './runtime/logger.js';
 import { COMPONENT } from './manifests.js';
-import { SessionReconciler } from './session-reconciler.js';
-import { WorkQueue } from './work-queue.js';
-import { WorkspaceReconciler } from './workspace-reconciler.js';
+import { SessionReconciler } from './session/reconciler.js';
+import { WorkQueue } from './runtime/work-queue.js';
+import { WorkspaceReconciler } from './workspace/reconciler.js';
 
 export interface OperatorOptions {
   /** A kubeconfig to use instead of config.kubeconfig / $KUBECONFIG / in-cluster. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mergeSessionEnvironment } from '../../src/operator/env.js';
+import { mergeSessionEnvironment } from '../../src/operator/session/env.js';
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendRoutesPatch, withRoute } from '../../src/operator/ingress.js';
+import { appendRoutesPatch, withRoute } from '../../src/operator/routes/ingress.js';
 
 const entry = { host: 'ide.example.org', path: '/s-1/', serviceName: 's-1' };
 const spec = {

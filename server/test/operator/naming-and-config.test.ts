@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { isDnsLabel } from '../../src/model/names.js';
-import { stopReason } from '../../src/operator/activity.js';
+import { stopReason } from '../../src/operator/session/activity.js';
 import { loadOperatorConfig } from '../../src/operator/config.js';
-import { withRoute } from '../../src/operator/ingress.js';
+import { withRoute } from '../../src/operator/routes/ingress.js';
 import { poolInstanceName, routePath, sessionPodApp, sessionUrl, sidecarName } from '../../src/operator/manifests.js';
 
 describe('operator names, routes, configuration and stop reasons', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { planPool, poolStatus, reservationOrder, type PoolInstanceState } from '../../src/operator/pool.js';
+import { planPool, poolStatus, reservationOrder, type PoolInstanceState } from '../../src/operator/pool/plan.js';
 
 const free = (id: number, generation = 1, ready = true): PoolInstanceState => ({
   id,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { WorkQueue } from '../../src/operator/work-queue.js';
+import { WorkQueue } from '../../src/operator/runtime/work-queue.js';
 
 async function until(check: () => boolean, ms = 2000): Promise<void> {
   const deadline = Date.now() + ms;

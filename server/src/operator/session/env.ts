@@ -1,5 +1,5 @@
-import { ACTIVITY_TOKEN_ENV, activityToken } from '../model/activity-token.js';
-import type { Session } from '../model/session.js';
+import { ACTIVITY_TOKEN_ENV, activityToken } from '../../model/activity-token.js';
+import type { Session } from '../../model/session.js';
 
 /**
  * The session environment sent to the data bridge: spec.envVars, then the data of each config map

@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { isConflict, isNotFound } from '../kube/client.js';
+import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Logger } from './logger.js';
 
 const group = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };

@@ -1,10 +1,10 @@
 import type * as k8s from '@kubernetes/client-node';
-import { Informer } from '../kube/informer.js';
-import { API_VERSION, LABELS } from '../model/api-group.js';
-import type { AppDefinition } from '../model/app-definition.js';
-import type { Session } from '../model/session.js';
-import type { Workspace } from '../model/workspace.js';
-import { COMPONENT, MANAGED_BY } from './manifests.js';
+import { Informer } from '../../kube/informer.js';
+import { API_VERSION, LABELS } from '../../model/api-group.js';
+import type { AppDefinition } from '../../model/app-definition.js';
+import type { Session } from '../../model/session.js';
+import type { Workspace } from '../../model/workspace.js';
+import { COMPONENT, MANAGED_BY } from '../manifests.js';
 
 /**
  * The operator's view of the cluster: one informer per kind it reads, shared by every reconciler

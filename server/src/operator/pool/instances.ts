@@ -1,12 +1,12 @@
 import type * as k8s from '@kubernetes/client-node';
-import { applyObject, isConflict, isNotFound } from '../kube/client.js';
-import { ANNOTATIONS, LABELS } from '../model/api-group.js';
-import type { AppDefinition } from '../model/app-definition.js';
-import { dnsLabel } from '../model/names.js';
-import type { Session } from '../model/session.js';
-import type { OperatorContext } from './context.js';
-import { deploymentReady } from './context.js';
-import { RetryLater } from './errors.js';
+import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
+import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
+import type { AppDefinition } from '../../model/app-definition.js';
+import { dnsLabel } from '../../model/names.js';
+import type { Session } from '../../model/session.js';
+import type { OperatorContext } from '../context.js';
+import { deploymentReady } from '../context.js';
+import { RetryLater } from '../runtime/outcome.js';
 import {
   COMPONENT,
   RECYCLED_ANNOTATION,
@@ -20,8 +20,8 @@ import {
   sidecarName,
   sidecarObjects,
   poolInstanceLabels,
-} from './manifests.js';
-import { reservationOrder } from './pool.js';
+} from '../manifests.js';
+import { reservationOrder } from './plan.js';
 
 /** One warm instance as read from its Deployment. */
 export interface PoolInstance {

@@ -1,11 +1,11 @@
 import type * as k8s from '@kubernetes/client-node';
-import { applyObject, isConflict, isNotFound } from '../kube/client.js';
-import { ANNOTATIONS, LABELS } from '../model/api-group.js';
-import { setCondition } from '../model/conditions.js';
-import { workspaceClaimName, type Workspace, type WorkspaceStatus } from '../model/workspace.js';
-import { finalizersOf, sameStatus, type OperatorContext } from './context.js';
-import { MANAGED_BY, ownerReference } from './manifests.js';
-import type { Reconciled } from './session-reconciler.js';
+import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
+import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
+import { setCondition } from '../../model/conditions.js';
+import { workspaceClaimName, type Workspace, type WorkspaceStatus } from '../../model/workspace.js';
+import { finalizersOf, sameStatus, type OperatorContext } from '../context.js';
+import { MANAGED_BY, ownerReference } from '../manifests.js';
+import type { Reconciled } from '../session/reconciler.js';
 
 /** Finalizer of a Workspace: its sessions end before its claim goes. */
 export const WORKSPACE_FINALIZER = 'ide-cloud.io/workspace-sessions';

@@ -1,22 +1,22 @@
 import type * as k8s from '@kubernetes/client-node';
-import { applyObject, isConflict, isNotFound } from '../kube/client.js';
-import { ANNOTATIONS, LABELS } from '../model/api-group.js';
-import { dataBridgeEnabled, dataBridgePort, type AppDefinition } from '../model/app-definition.js';
-import { findCondition, setCondition, type ConditionInput } from '../model/conditions.js';
-import { ErrorCode } from '../model/error-codes.js';
-import { checkSessionLimits } from '../model/limits.js';
-import { configStoreName } from '../model/names.js';
+import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
+import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
+import { dataBridgeEnabled, dataBridgePort, type AppDefinition } from '../../model/app-definition.js';
+import { findCondition, setCondition, type ConditionInput } from '../../model/conditions.js';
+import { ErrorCode } from '../../model/error-codes.js';
+import { checkSessionLimits } from '../../model/limits.js';
+import { configStoreName } from '../../model/names.js';
 import {
   SessionCondition,
   StartStrategySchema,
   type Session,
   type SessionStatus,
   type StartStrategy,
-} from '../model/session.js';
-import { workspaceClaimName } from '../model/workspace.js';
-import { deploymentReady, finalizersOf, findAppDefinition, sameStatus, type OperatorContext } from './context.js';
-import { FailObject, RetryLater, outcomeOf } from './errors.js';
-import { setRoute } from './ingress.js';
+} from '../../model/session.js';
+import { workspaceClaimName } from '../../model/workspace.js';
+import { deploymentReady, finalizersOf, findAppDefinition, sameStatus, type OperatorContext } from '../context.js';
+import { FailObject, RetryLater, outcomeOf } from '../runtime/outcome.js';
+import { setRoute } from '../routes/ingress.js';
 import type { DataInjector } from './injection.js';
 import {
   deployment,
@@ -30,8 +30,8 @@ import {
   sessionPodApp,
   sessionPodTemplate,
   sessionUrl,
-} from './manifests.js';
-import { applySidecars, findReservation, reserveInstance, type PoolInstance } from './pool-instances.js';
+} from '../manifests.js';
+import { applySidecars, findReservation, reserveInstance, type PoolInstance } from '../pool/instances.js';
 
 /** Finalizer of a Session: its path in the shared Ingress (not owned by the session) is removed first. */
 export const SESSION_FINALIZER = 'ide-cloud.io/session-route';

@@ -1,9 +1,9 @@
 import * as k8s from '@kubernetes/client-node';
-import { LABELS } from '../model/api-group.js';
-import { isConflict, isNotFound } from '../kube/client.js';
-import { MANAGED_BY, SERVICE_PORT } from './manifests.js';
-import type { OperatorContext } from './context.js';
-import { RetryLater } from './errors.js';
+import { LABELS } from '../../model/api-group.js';
+import { isConflict, isNotFound } from '../../kube/client.js';
+import { MANAGED_BY, SERVICE_PORT } from '../manifests.js';
+import type { OperatorContext } from '../context.js';
+import { RetryLater } from '../runtime/outcome.js';
 
 export interface RouteEntry {
   host: string;

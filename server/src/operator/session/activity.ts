@@ -1,7 +1,7 @@
-import { ANNOTATIONS } from '../model/api-group.js';
-import type { AppDefinition } from '../model/app-definition.js';
-import type { Session } from '../model/session.js';
-import type { OperatorContext } from './context.js';
+import { ANNOTATIONS } from '../../model/api-group.js';
+import type { AppDefinition } from '../../model/app-definition.js';
+import type { Session } from '../../model/session.js';
+import type { OperatorContext } from '../context.js';
 
 /** Minutes of inactivity after which a session of this app definition stops; 0: never. */
 export function idleTimeoutMinutes(appDefinition: AppDefinition): number {

@@ -1,9 +1,9 @@
 import * as k8s from '@kubernetes/client-node';
-import { isNotFound } from '../kube/client.js';
-import type { Session } from '../model/session.js';
-import type { OperatorConfig } from './config.js';
+import { isNotFound } from '../../kube/client.js';
+import type { Session } from '../../model/session.js';
+import type { OperatorConfig } from '../config.js';
 import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../runtime/logger.js';
 
 export interface InjectionTarget {
   /** Label selector of the pods of the instance. */

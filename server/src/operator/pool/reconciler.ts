@@ -1,18 +1,12 @@
-import { isNotFound } from '../kube/client.js';
-import { dataBridgeEnabled, type AppDefinition, type AppDefinitionStatus } from '../model/app-definition.js';
-import { setCondition } from '../model/conditions.js';
-import type { Session } from '../model/session.js';
-import { sameStatus, type OperatorContext } from './context.js';
-import { outcomeOf } from './errors.js';
-import {
-  createInstance,
-  deleteInstance,
-  listPoolInstances,
-  returnToPool,
-  type PoolInstance,
-} from './pool-instances.js';
-import { planPool, poolStatus, type PoolInstanceState } from './pool.js';
-import type { Reconciled } from './session-reconciler.js';
+import { isNotFound } from '../../kube/client.js';
+import { dataBridgeEnabled, type AppDefinition, type AppDefinitionStatus } from '../../model/app-definition.js';
+import { setCondition } from '../../model/conditions.js';
+import type { Session } from '../../model/session.js';
+import { sameStatus, type OperatorContext } from '../context.js';
+import { outcomeOf } from '../runtime/outcome.js';
+import { createInstance, deleteInstance, listPoolInstances, returnToPool, type PoolInstance } from './instances.js';
+import { planPool, poolStatus, type PoolInstanceState } from './plan.js';
+import type { Reconciled } from '../session/reconciler.js';
 
 /** Size of the warm pool the operator keeps: none with eager start off or without the data bridge. */
 export function effectiveMinInstances(config: { eagerStart: boolean }, appDefinition: AppDefinition): number {
