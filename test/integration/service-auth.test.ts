@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { generateKeyPair, SignJWT } from 'jose';
 import { LABELS } from '../../server/src/model/api-group.js';
-import { activityToken } from '../../server/src/model/activity-token.js';
 import { configStoreName, userLabelValue } from '../../server/src/model/names.js';
 import * as k8s from '@kubernetes/client-node';
 import { useCluster, type TestCluster } from '../support/cluster.js';
@@ -193,9 +192,6 @@ describe('service auth matrix (oidc-provider + kube-apiserver)', function () {
       }
     }
     if (column === 'anonymous' && endpoint.kind === 'adminPing') headers['x-admin-api-token'] = ADMIN_API_TOKEN;
-    if (column === 'anonymous' && endpoint.method === 'PATCH' && endpoint.kind === 'owner') {
-      headers['x-activity-token'] = activityToken(SECRET, SESSION);
-    }
     return { path: endpoint.path(appId), body: endpoint.body?.(appId), headers };
   }
 

@@ -35,7 +35,7 @@ describe('service end to end with the operator', function () {
     resources = resourcesOf(cluster.kc, namespace);
     await applyAppDefinitions(resources, [{}]);
     operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 1 });
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 1 });
+    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 1, activityRequiresToken: true });
   });
   after(async () => {
     await service?.close();
@@ -56,7 +56,8 @@ describe('service end to end with the operator', function () {
     assert.equal(item?.url, answer.text);
     assert.equal(item?.startStrategy, 'lazy');
 
-    // The IDE reports activity with the token the operator put into its container (anonymous mode).
+    // The IDE reports activity with the token the operator put into its container (anonymous mode,
+    // hardened with service.activity.requireToken).
     const pods = await cluster.kc
       .makeApiClient(k8s.CoreV1Api)
       .listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=${item.name}` });

@@ -40,7 +40,8 @@ describe('service launch (the test plays the operator)', function () {
       { name: 'tiny', maxInstances: 1 },
       { name: 'java-17-latest' },
     ]);
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 1 });
+    // Activity reports need the IDE's activity token here: the hardening an installation can turn on.
+    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 1, activityRequiresToken: true });
   });
   after(async () => {
     await service?.close();
@@ -331,7 +332,7 @@ describe('service launch (the test plays the operator)', function () {
     const token = activityToken((await resources.sessions.get(sessionName)).spec.sessionSecret!, sessionName);
     const before = Date.now();
     const noSecret = await call(service.url, 'PATCH', '/service/session', { body: { appId, sessionName } });
-    assert.equal(noSecret.status, 401, 'anonymous mode: activity needs the activity token');
+    assert.equal(noSecret.status, 401, 'anonymous mode, hardened: activity needs the activity token');
     const wrongSecret = await call(service.url, 'PATCH', '/service/session', {
       body: { appId, sessionName },
       headers: { 'x-activity-token': 'guess' },

@@ -2,14 +2,54 @@ import { z } from 'zod';
 
 /**
  * Request and response models of the REST service (service spec, "Request models"), and the DESIGN.md
- * shapes for what the spec leaves open. Every request model is strict: unknown fields are refused.
- * The OpenAPI description is generated from these schemas.
+ * shapes for what the spec leaves open. The OpenAPI description is generated from these schemas.
+ *
+ * Requests are read the way the clients in the field write them (tolerant reader): the envelope fields
+ * `kind` and `serviceUrl` are accepted, fields the service does not know are dropped, never refused,
+ * and every known field keeps its validation.
  */
 
 const K8sName = z
   .string()
   .max(253)
   .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Kubernetes object name (lowercase DNS subdomain)');
+
+/** The `kind` each request model carries in the clients' envelope (compared ignoring case). */
+export const RequestKind = {
+  launch: 'launchRequest',
+  workspaceCreation: 'workspaceCreationRequest',
+  workspaceDeletion: 'workspaceDeletionRequest',
+  sessionStart: 'sessionStartRequest',
+  sessionStop: 'sessionStopRequest',
+  sessionActivity: 'sessionActivityRequest',
+  sessionSetConfigValue: 'sessionSetConfigValueRequest',
+  appDefinitionUpdate: 'appDefinitionUpdateRequest',
+} as const;
+type RequestKindName = (typeof RequestKind)[keyof typeof RequestKind];
+const KNOWN_KINDS = new Map(Object.values(RequestKind).map((kind) => [kind.toLowerCase(), kind]));
+
+/** The envelope fields of the model `kind`: a kind naming another model is refused with a clear reason. */
+function envelope(kind: RequestKindName) {
+  return {
+    kind: z
+      .string()
+      .max(256)
+      .optional()
+      .superRefine((given, ctx) => {
+        if (given === undefined || given.toLowerCase() === kind.toLowerCase()) return;
+        // Only a known model's name is quoted back: the reason must not echo arbitrary input.
+        const other = KNOWN_KINDS.get(given.toLowerCase());
+        ctx.addIssue({
+          code: 'custom',
+          message: other
+            ? `kind '${other}' names another model; this endpoint takes '${kind}'`
+            : `kind names no known model; this endpoint takes '${kind}'`,
+        });
+      })
+      .describe(`the model's name, '${kind}'; optional`),
+    serviceUrl: z.string().max(2048).optional().describe('the base URL the client was configured with; not used'),
+  };
+}
 
 export const AppIdSchema = z.string().describe('the shared service auth token');
 const UserSchema = z.string().max(320).describe("user id, usually the user's e-mail");
@@ -30,11 +70,12 @@ export const EnvironmentVarsSchema = z
     fromConfigMaps: z.array(K8sName).max(32).optional().describe('names of existing config maps'),
     fromSecrets: z.array(K8sName).max(32).optional().describe('names of existing secrets'),
   })
-  .strict();
+  .describe('unknown fields are ignored');
 export type EnvironmentVars = z.infer<typeof EnvironmentVarsSchema>;
 
 export const LaunchRequestSchema = z
   .object({
+    ...envelope(RequestKind.launch),
     appId: AppIdSchema,
     user: UserSchema.optional().describe('required in anonymous mode; defaults to the token e-mail otherwise'),
     appDefinition: z.string().min(1).max(253),
@@ -44,29 +85,33 @@ export const LaunchRequestSchema = z
     timeout: TimeoutMinutesSchema.optional(),
     env: EnvironmentVarsSchema.optional(),
   })
-  .strict()
   .meta({ id: 'LaunchRequest' });
 export type LaunchRequest = z.infer<typeof LaunchRequestSchema>;
 
 export const WorkspaceCreationRequestSchema = z
   .object({
+    ...envelope(RequestKind.workspaceCreation),
     appId: AppIdSchema,
     user: UserSchema,
     appDefinition: z.string().min(1).max(253).optional(),
     label: z.string().max(256).optional(),
   })
-  .strict()
   .meta({ id: 'WorkspaceCreationRequest' });
 export type WorkspaceCreationRequest = z.infer<typeof WorkspaceCreationRequestSchema>;
 
 export const WorkspaceDeleteRequestSchema = z
-  .object({ appId: AppIdSchema, user: UserSchema, workspaceName: z.string().max(253) })
-  .strict()
+  .object({
+    ...envelope(RequestKind.workspaceDeletion),
+    appId: AppIdSchema,
+    user: UserSchema,
+    workspaceName: z.string().max(253),
+  })
   .meta({ id: 'WorkspaceDeleteRequest' });
 export type WorkspaceDeleteRequest = z.infer<typeof WorkspaceDeleteRequestSchema>;
 
 export const SessionStartRequestSchema = z
   .object({
+    ...envelope(RequestKind.sessionStart),
     appId: AppIdSchema,
     user: UserSchema,
     appDefinition: z.string().min(1).max(253),
@@ -74,19 +119,21 @@ export const SessionStartRequestSchema = z
     timeout: TimeoutMinutesSchema.optional(),
     env: EnvironmentVarsSchema.optional(),
   })
-  .strict()
   .meta({ id: 'SessionStartRequest' });
 export type SessionStartRequest = z.infer<typeof SessionStartRequestSchema>;
 
 export const SessionStopRequestSchema = z
-  .object({ appId: AppIdSchema, user: UserSchema, sessionName: z.string().max(253) })
-  .strict()
+  .object({
+    ...envelope(RequestKind.sessionStop),
+    appId: AppIdSchema,
+    user: UserSchema,
+    sessionName: z.string().max(253),
+  })
   .meta({ id: 'SessionStopRequest' });
 export type SessionStopRequest = z.infer<typeof SessionStopRequestSchema>;
 
 export const SessionActivityRequestSchema = z
-  .object({ appId: AppIdSchema, sessionName: z.string().max(253) })
-  .strict()
+  .object({ ...envelope(RequestKind.sessionActivity), appId: AppIdSchema, sessionName: z.string().max(253) })
   .meta({ id: 'SessionActivityRequest' });
 export type SessionActivityRequest = z.infer<typeof SessionActivityRequestSchema>;
 
@@ -95,11 +142,11 @@ const Instances = z.number().int().min(0).max(100_000);
 /** Admin scaling update: at least one field; both >= 0; min <= max when both are given; max null = unbounded. */
 export const AppDefinitionUpdateRequestSchema = z
   .object({
+    ...envelope(RequestKind.appDefinitionUpdate),
     appId: AppIdSchema.optional().describe('when given, must be the service auth token'),
     minInstances: Instances.optional(),
     maxInstances: Instances.nullable().optional().describe('null removes the upper bound'),
   })
-  .strict()
   .refine((r) => r.minInstances !== undefined || r.maxInstances !== undefined, {
     message: 'at least one of minInstances and maxInstances is required',
   })
@@ -113,17 +160,17 @@ export const AppDefinitionUpdateRequestSchema = z
   });
 export type AppDefinitionUpdateRequest = z.infer<typeof AppDefinitionUpdateRequestSchema>;
 
-/** A value for a session's config store: a key of a ConfigMap and its value. */
+/** A value for a session's config store: a key of a ConfigMap and its value (null removes the key). */
 export const ConfigValueRequestSchema = z
   .object({
+    ...envelope(RequestKind.sessionSetConfigValue),
     appId: AppIdSchema,
     key: z
       .string()
       .max(253)
       .regex(/^[-._a-zA-Z0-9]+$/, 'must be a config map key'),
-    value: z.string().max(65_536),
+    value: z.string().max(65_536).nullable().describe('null removes the key'),
   })
-  .strict()
   .meta({ id: 'ConfigValueRequest' });
 export type ConfigValueRequest = z.infer<typeof ConfigValueRequestSchema>;
 

@@ -21,97 +21,144 @@ interface Discovery {
   jwks: ReturnType<typeof createRemoteJWKSet>;
 }
 
+interface ActivitySession {
+  metadata: { name: string };
+  spec: { user: string; sessionSecret?: string };
+}
+
 /**
- * The one auth layer of the service (service spec, "Authentication"):
- * - appId must equal the service auth token (470), compared in constant time;
- * - identity-provider mode: a bearer JWT verified against the issuer's discovery document and JWKS
- *   (jose caches the key set and refetches it when a token names an unknown key: rotation works);
- *   the user defaults to the token's e-mail claim, another user is 403, no/invalid/expired token 401;
- * - anonymous mode: the user is mandatory, blank is 400;
- * - admin ping: the admin group claim (anonymous mode: the admin API token instead);
- * - admin app definition calls: X-Admin-Api-Token, 401 missing, 403 wrong.
+ * The one auth layer of the service (service spec, "Authentication"), as two strategies chosen at the
+ * composition root: anonymous mode and identity-provider mode. Both check appId (470, constant time)
+ * and the admin API token (X-Admin-Api-Token: 401 missing, 403 wrong).
  */
-export class Authenticator {
-  private discovery?: Promise<Discovery>;
+export interface Authenticator {
+  checkAppId(appId: unknown): void;
+  /** The user a request acts for: the given one (anonymous) or the token's (identity provider). */
+  resolveUser(req: Request, requested: string | undefined): Promise<string>;
+  /**
+   * Authenticates the caller before anything is looked up (401 first); the check it returns refuses a
+   * resource of another owner (403; anonymous mode has no identity to compare, appId is the credential).
+   */
+  ownerCheck(req: Request): Promise<(owner: string) => void>;
+  /** The same for activity reports (PATCH /service/session): the check takes the reported session. */
+  activityCheck(req: Request): Promise<(session: ActivitySession) => void>;
+  /** Admin ping: the admin group claim (identity provider) or the admin API token (anonymous). */
+  requireAdminIdentity(req: Request): Promise<void>;
+  requireAdminToken(req: Request): void;
+}
 
-  constructor(
-    private readonly config: Pick<ServiceConfig, 'serviceAuthToken' | 'adminApiToken' | 'identityProvider'>,
-  ) {}
+export function createAuthenticator(
+  config: Pick<ServiceConfig, 'serviceAuthToken' | 'adminApiToken' | 'identityProvider' | 'activityRequiresToken'>,
+): Authenticator {
+  return config.identityProvider
+    ? new IdentityProviderAuth(config, config.identityProvider)
+    : new AnonymousAuth(config, config.activityRequiresToken);
+}
 
-  get identityMode(): boolean {
-    return this.config.identityProvider !== undefined;
-  }
+abstract class SharedSecrets {
+  constructor(private readonly secrets: Pick<ServiceConfig, 'serviceAuthToken' | 'adminApiToken'>) {}
 
   checkAppId(appId: unknown): void {
-    if (typeof appId !== 'string' || !secretEquals(appId, this.config.serviceAuthToken)) {
+    if (typeof appId !== 'string' || !secretEquals(appId, this.secrets.serviceAuthToken)) {
       throw new ApiError(ErrorCode.invalidAppId, 'invalid app id');
     }
-  }
-
-  /** The user a request acts for: the given one (anonymous mode) or the token's (identity mode). */
-  async resolveUser(req: Request, requested: string | undefined): Promise<string> {
-    const blank = requested === undefined || requested.trim() === '';
-    if (!this.identityMode) {
-      if (blank) throw ApiError.badRequest('user is required in anonymous mode');
-      return requested;
-    }
-    const tokenUser = await this.tokenUser(req);
-    if (blank) return tokenUser;
-    if (requested !== tokenUser) throw new ApiError(ErrorCode.forbidden, 'user differs from the token user');
-    return requested;
-  }
-
-  /** Identity mode: the verified token's user (401 without a valid token). Anonymous mode: undefined. */
-  async caller(req: Request): Promise<string | undefined> {
-    return this.identityMode ? this.tokenUser(req) : undefined;
-  }
-
-  /** Identity mode: the caller must own the resource (403). Anonymous mode: nothing to compare. */
-  requireOwner(caller: string | undefined, owner: string): void {
-    if (caller !== undefined && caller !== owner) {
-      throw new ApiError(ErrorCode.forbidden, 'the session belongs to another user');
-    }
-  }
-
-  /**
-   * Anonymous mode has no identity to prove ownership, and appId alone would let anyone who knows it
-   * keep any session alive. The IDE client instead proves it is the session with its activity token
-   * (X-Activity-Token, derived from the session secret, see model/activity-token.ts): 401 missing,
-   * 403 wrong.
-   */
-  requireActivityToken(req: Request, session: { metadata: { name: string }; spec: { sessionSecret?: string } }): void {
-    const given = req.get(ACTIVITY_TOKEN_HEADER);
-    if (given === undefined || given === '') throw new ApiError(ErrorCode.unauthorized, 'activity token missing');
-    const secret = session.spec.sessionSecret;
-    if (!secret || !secretEquals(given, activityToken(secret, session.metadata.name))) {
-      throw new ApiError(ErrorCode.forbidden, 'activity token is not valid');
-    }
-  }
-
-  /** Admin ping: a token with the admin group (identity mode) or the admin API token (anonymous mode). */
-  async requireAdminIdentity(req: Request): Promise<void> {
-    const idp = this.config.identityProvider;
-    if (!idp) {
-      this.requireAdminToken(req);
-      return;
-    }
-    const claims = await this.verify(req);
-    const groups = claimAt(claims, idp.adminClaim);
-    const list = Array.isArray(groups) ? groups : typeof groups === 'string' ? groups.split(/[\s,]+/) : [];
-    if (!list.includes(idp.adminGroup)) throw new ApiError(ErrorCode.forbidden, 'not a member of the admin group');
   }
 
   requireAdminToken(req: Request): void {
     const given = req.get(ADMIN_TOKEN_HEADER);
     if (given === undefined || given === '') throw new ApiError(ErrorCode.unauthorized, 'admin API token missing');
-    if (!secretEquals(given, this.config.adminApiToken)) {
+    if (!secretEquals(given, this.secrets.adminApiToken)) {
       throw new ApiError(ErrorCode.forbidden, 'admin API token is not valid');
     }
+  }
+}
+
+/**
+ * Anonymous mode: no identity to prove, so appId is the credential (as for stop and listing) and the
+ * user is mandatory (blank: 400). An installation may harden activity reports: with
+ * `activityRequiresToken` the IDE must prove it is the session with X-Activity-Token, an HMAC of the
+ * session secret that the operator hands it (model/activity-token.ts): 401 missing, 403 wrong.
+ */
+class AnonymousAuth extends SharedSecrets implements Authenticator {
+  constructor(
+    secrets: Pick<ServiceConfig, 'serviceAuthToken' | 'adminApiToken'>,
+    private readonly activityRequiresToken: boolean,
+  ) {
+    super(secrets);
+  }
+
+  async resolveUser(_req: Request, requested: string | undefined): Promise<string> {
+    if (requested === undefined || requested.trim() === '') {
+      throw ApiError.badRequest('user is required in anonymous mode');
+    }
+    return requested;
+  }
+
+  async ownerCheck(): Promise<(owner: string) => void> {
+    return () => undefined;
+  }
+
+  async activityCheck(req: Request): Promise<(session: ActivitySession) => void> {
+    if (!this.activityRequiresToken) return () => undefined;
+    const given = req.get(ACTIVITY_TOKEN_HEADER);
+    if (given === undefined || given === '') throw new ApiError(ErrorCode.unauthorized, 'activity token missing');
+    return (session) => {
+      const secret = session.spec.sessionSecret;
+      if (!secret || !secretEquals(given, activityToken(secret, session.metadata.name))) {
+        throw new ApiError(ErrorCode.forbidden, 'activity token is not valid');
+      }
+    };
+  }
+
+  async requireAdminIdentity(req: Request): Promise<void> {
+    this.requireAdminToken(req);
+  }
+}
+
+/**
+ * Identity-provider mode: a bearer JWT verified against the issuer's discovery document and JWKS (jose
+ * caches the key set and refetches it when a token names an unknown key: rotation works). The user
+ * defaults to the token's user claim; another user is 403; no, invalid or expired token 401.
+ */
+class IdentityProviderAuth extends SharedSecrets implements Authenticator {
+  private discovery?: Promise<Discovery>;
+
+  constructor(
+    secrets: Pick<ServiceConfig, 'serviceAuthToken' | 'adminApiToken'>,
+    private readonly idp: NonNullable<ServiceConfig['identityProvider']>,
+  ) {
+    super(secrets);
+  }
+
+  async resolveUser(req: Request, requested: string | undefined): Promise<string> {
+    const tokenUser = await this.tokenUser(req);
+    if (requested === undefined || requested.trim() === '') return tokenUser;
+    if (requested !== tokenUser) throw new ApiError(ErrorCode.forbidden, 'user differs from the token user');
+    return requested;
+  }
+
+  async ownerCheck(req: Request): Promise<(owner: string) => void> {
+    const caller = await this.tokenUser(req);
+    return (owner) => {
+      if (owner !== caller) throw new ApiError(ErrorCode.forbidden, 'the session belongs to another user');
+    };
+  }
+
+  async activityCheck(req: Request): Promise<(session: ActivitySession) => void> {
+    const ownedByCaller = await this.ownerCheck(req);
+    return (session) => ownedByCaller(session.spec.user);
+  }
+
+  async requireAdminIdentity(req: Request): Promise<void> {
+    const claims = await this.verify(req);
+    const groups = claimAt(claims, this.idp.adminClaim);
+    const list = Array.isArray(groups) ? groups : typeof groups === 'string' ? groups.split(/[\s,]+/) : [];
+    if (!list.includes(this.idp.adminGroup)) throw new ApiError(ErrorCode.forbidden, 'not a member of the admin group');
   }
 
   private async tokenUser(req: Request): Promise<string> {
     const claims = await this.verify(req);
-    const user = claimAt(claims, this.config.identityProvider!.userClaim);
+    const user = claimAt(claims, this.idp.userClaim);
     if (typeof user !== 'string' || user === '') {
       throw new ApiError(ErrorCode.forbidden, 'the token carries no user claim');
     }
@@ -119,7 +166,6 @@ export class Authenticator {
   }
 
   private async verify(req: Request): Promise<JWTPayload> {
-    const idp = this.config.identityProvider!;
     const header = req.get('authorization') ?? '';
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw new ApiError(ErrorCode.unauthorized, 'bearer token missing', undefined, bearerChallenge());
@@ -127,7 +173,7 @@ export class Authenticator {
     try {
       const { payload } = await jwtVerify(match[1]!, jwks, {
         issuer,
-        ...(idp.audience ? { audience: idp.audience } : {}),
+        ...(this.idp.audience ? { audience: this.idp.audience } : {}),
       });
       return payload;
     } catch (error) {
@@ -141,14 +187,14 @@ export class Authenticator {
 
   private loadDiscovery(): Promise<Discovery> {
     this.discovery ??= (async () => {
-      const issuer = this.config.identityProvider!.issuer.replace(/\/+$/, '');
+      const issuer = this.idp.issuer.replace(/\/+$/, '');
       const response = await fetch(`${issuer}/.well-known/openid-configuration`, {
         signal: AbortSignal.timeout(10_000),
       });
       if (!response.ok) throw new Error(`discovery answered ${response.status}`);
       const document = (await response.json()) as { issuer?: string; jwks_uri?: string };
       if (!document.jwks_uri || !document.issuer) throw new Error('discovery document lacks issuer or jwks_uri');
-      const cooldownDuration = (this.config.identityProvider?.jwksCooldownSeconds ?? 30) * 1000;
+      const cooldownDuration = this.idp.jwksCooldownSeconds * 1000;
       return { issuer: document.issuer, jwks: createRemoteJWKSet(new URL(document.jwks_uri), { cooldownDuration }) };
     })();
     return this.discovery.catch(() => {

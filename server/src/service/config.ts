@@ -14,6 +14,7 @@ import { z } from 'zod';
  * | IDENTITY_PROVIDER_ADMIN_CLAIM | claim holding the groups                                    | groups        |
  * | IDENTITY_PROVIDER_ADMIN_GROUP | group that may call the admin ping                          | admin         |
  * | IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS | least time between two key set refetches          | 30            |
+ * | ACTIVITY_REQUIRE_TOKEN    | anonymous mode: activity reports must carry X-Activity-Token    | false         |
  * | IDE_CLOUD_NAMESPACE       | namespace of the AppDefinition, Workspace and Session resources | ide-cloud     |
  * | IDE_CLOUD_SESSIONS_PER_USER | operator.sessionsPerUser, read by the operator too        | 1             |
  * | LAUNCH_TIMEOUT_MINUTES    | default launch timeout in minutes (fractions allowed)           | 3             |
@@ -45,6 +46,11 @@ const ConfigSchema = z.object({
         .default(30),
     })
     .optional(),
+  activityRequiresToken: z
+    .enum(['true', 'false'], { error: 'ACTIVITY_REQUIRE_TOKEN must be true or false' })
+    .transform((value) => value === 'true')
+    .or(z.boolean())
+    .default(false),
   namespace: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'IDE_CLOUD_NAMESPACE must be a namespace name' })
@@ -102,6 +108,7 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
             jwksCooldownSeconds: get('IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS'),
           }
         : undefined,
+    activityRequiresToken: get('ACTIVITY_REQUIRE_TOKEN'),
     namespace: get('IDE_CLOUD_NAMESPACE'),
     sessionsPerUser: get('IDE_CLOUD_SESSIONS_PER_USER'),
     launchTimeoutMinutes: get('LAUNCH_TIMEOUT_MINUTES'),

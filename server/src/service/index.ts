@@ -4,7 +4,7 @@ import { listen, type Listening } from '../http/listen.js';
 import { loadKubeConfig, configureClient } from '../kube/client.js';
 import { ideCloudResources } from '../kube/resources.js';
 import { createApp } from './app.js';
-import { Authenticator } from './auth.js';
+import { createAuthenticator } from './auth.js';
 import { ServiceCaches } from './cache.js';
 import { AppDefinitionCatalog } from './catalog.js';
 import type { ServiceConfig } from './config.js';
@@ -64,7 +64,7 @@ export function createServiceContext(
     logger,
     sessionsPerUser: config.sessionsPerUser,
   });
-  const auth = new Authenticator(config);
+  const auth = createAuthenticator(config);
   const progress = new SessionProgress(kc, resources, logger);
   return { context: { config, auth, catalog, workspaces, sessions, launcher, progress, metrics, logger }, kc, caches };
 }

@@ -198,6 +198,19 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Recor
   return rest;
 }
 
+const TOLERANT =
+  "Fields the service does not know are ignored, never refused; `kind` (this model's name) and `serviceUrl` may wrap any body.";
+
+/** A request model's schema, marked as the tolerant reader it is (see model/requests.ts). */
+function requestSchema(schema: z.ZodType, components: Record<string, Schema>): Schema {
+  const reference = jsonSchema(schema, 'input', components);
+  const id = (schema.meta() as { id?: string } | undefined)?.id;
+  const target = id ? components[id]! : reference;
+  target.additionalProperties = true;
+  target.description = target.description ? `${String(target.description)}. ${TOLERANT}` : TOLERANT;
+  return reference;
+}
+
 function content(schema: Schema) {
   return { 'application/json': { schema } };
 }
@@ -251,7 +264,7 @@ export function buildOpenApi(options: { issuer?: string } = {}): Schema {
       operationId: `${op.method}${op.path.replace(/\{(\w+)\}/g, 'By-$1').replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
       ...(parameters.length ? { parameters } : {}),
       ...(op.request
-        ? { requestBody: { required: true, content: content(jsonSchema(op.request, 'input', components)) } }
+        ? { requestBody: { required: true, content: content(requestSchema(op.request, components)) } }
         : {}),
       responses: { ...ok, ...errors },
       security: op.security.map((s) => ({ [s]: [] })),
@@ -263,7 +276,10 @@ export function buildOpenApi(options: { issuer?: string } = {}): Schema {
       title: 'IDE Cloud service',
       version: '1.0.0',
       description:
-        'Starts and manages browser IDE sessions. Errors answer {code, reason, details?} with the HTTP status equal to code.',
+        'Starts and manages browser IDE sessions. Errors answer {code, reason, details?} with the HTTP status equal to code. ' +
+        'Request bodies are read tolerantly: fields the service does not know are ignored, and the envelope of the ' +
+        "clients in the field (`kind`, the model's name in lowerCamelCase, and `serviceUrl`) is accepted; a `kind` " +
+        "naming another model than the endpoint's is refused with 400.",
     },
     paths,
     components: {

@@ -89,7 +89,7 @@ export class SessionService {
   }
 
   /** Merges one key into the session's config store (a ConfigMap); 580 when the session has none. */
-  async setConfig(session: Session, key: string, value: string): Promise<void> {
+  async setConfig(session: Session, key: string, value: string | null): Promise<void> {
     try {
       await this.core.patchNamespacedConfigMap(
         { name: configStoreName(session.metadata.name), namespace: this.namespace, body: { data: { [key]: value } } },

@@ -23,12 +23,40 @@ describe('request models', () => {
     assert.deepEqual(LaunchRequestSchema.parse(full), full);
   });
 
-  it('is strict: unknown fields and wrong types are refused', () => {
-    assert.equal(LaunchRequestSchema.safeParse({ ...launch, gitToken: 'x' }).success, false);
+  it('is a tolerant reader: unknown fields are dropped, wrong types of known fields refused', () => {
+    assert.deepEqual(LaunchRequestSchema.parse({ ...launch, gitToken: 'x', env: { other: {} } }), {
+      ...launch,
+      env: {},
+    });
     assert.equal(LaunchRequestSchema.safeParse({ ...launch, env: { fromMap: { A: 1 } } }).success, false);
-    assert.equal(LaunchRequestSchema.safeParse({ ...launch, env: { other: {} } }).success, false);
     assert.equal(LaunchRequestSchema.safeParse({ ...launch, ephemeral: 'true' }).success, false);
+    assert.equal(LaunchRequestSchema.safeParse({ ...launch, env: { fromSecrets: ['Not_A_Name'] } }).success, false);
     assert.equal(SessionActivityRequestSchema.safeParse({ appId: 't' }).success, false);
+  });
+
+  it("accepts the clients' envelope: its own kind in any case, and serviceUrl", () => {
+    const envelope = { kind: 'launchRequest', serviceUrl: 'https://ide.example.org' };
+    assert.deepEqual(LaunchRequestSchema.parse({ ...launch, ...envelope }), { ...launch, ...envelope });
+    assert.ok(LaunchRequestSchema.safeParse({ ...launch, kind: 'LaunchRequest' }).success);
+    const models: [{ safeParse(v: unknown): { success: boolean } }, string, Record<string, unknown>][] = [
+      [SessionActivityRequestSchema, 'sessionActivityRequest', { appId: 't', sessionName: 's' }],
+      [ConfigValueRequestSchema, 'sessionSetConfigValueRequest', { appId: 't', key: 'k', value: null }],
+      [AppDefinitionUpdateRequestSchema, 'appDefinitionUpdateRequest', { minInstances: 1 }],
+    ];
+    for (const [schema, kind, body] of models) assert.ok(schema.safeParse({ ...body, kind }).success, kind);
+  });
+
+  it('refuses a kind that names another model, quoting only known model names', () => {
+    const other = LaunchRequestSchema.safeParse({ ...launch, kind: 'sessionStopRequest' });
+    assert.equal(other.success, false);
+    assert.deepEqual(
+      other.error?.issues.map((i) => [i.path.join('.'), i.message]),
+      [['kind', "kind 'sessionStopRequest' names another model; this endpoint takes 'launchRequest'"]],
+    );
+    const unknown = LaunchRequestSchema.safeParse({ ...launch, kind: 'https://user:tok3n@host' });
+    assert.equal(unknown.success, false);
+    assert.ok(!JSON.stringify(unknown.error?.issues).includes('tok3n'));
+    assert.equal(LaunchRequestSchema.safeParse({ ...launch, kind: 7 }).success, false);
   });
 
   it('takes the timeout in minutes: fractions allowed, positive, at most an hour', () => {
@@ -59,7 +87,8 @@ describe('request models', () => {
       [{ maxInstances: -1 }, false, 'negative max'],
       [{ minInstances: 1.5 }, false, 'fraction'],
       [{ minInstances: null }, false, 'null min'],
-      [{ minInstances: 1, extra: true }, false, 'unknown field'],
+      [{ minInstances: 1, extra: true }, true, 'an unknown field (ignored)'],
+      [{ extra: true }, false, 'only an unknown field'],
     ];
     for (const [body, ok, what] of cases) {
       it(`${ok ? 'accepts' : 'refuses'} ${what}`, () => {

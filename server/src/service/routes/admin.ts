@@ -5,7 +5,7 @@ import { param, parseBody } from '../context.js';
 import { toAdminItem, toScaling } from '../views.js';
 
 /** Admin ping (admin group) and the admin app definition calls (X-Admin-Api-Token). */
-export function adminRouter({ auth, catalog }: ServiceContext): Router {
+export function adminRouter({ auth, catalog, logger }: ServiceContext): Router {
   const router = Router();
 
   router.get('/service/admin/appdefinition', async (req, res) => {
@@ -20,7 +20,7 @@ export function adminRouter({ auth, catalog }: ServiceContext): Router {
 
   router.patch('/service/admin/appdefinition/:appDefinitionName', async (req, res) => {
     auth.requireAdminToken(req);
-    const update = parseBody(AppDefinitionUpdateRequestSchema, req.body);
+    const update = parseBody(AppDefinitionUpdateRequestSchema, req.body, logger);
     if (update.appId !== undefined) auth.checkAppId(update.appId);
     res.json(toScaling(await catalog.updateScaling(param(req.params.appDefinitionName), update)));
   });

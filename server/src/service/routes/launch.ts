@@ -1,15 +1,14 @@
 import { Router } from 'express';
 import { LaunchRequestSchema } from '../../model/requests.js';
 import type { ServiceContext } from '../context.js';
-import { parseBody } from '../context.js';
+import { readUserRequest } from '../context.js';
 
 /** POST /service: workspace (reused or created) and session in one step; answers the URL as plain text. */
-export function launchRouter({ auth, launcher, config }: ServiceContext): Router {
+export function launchRouter(context: ServiceContext): Router {
+  const { launcher, config } = context;
   const router = Router();
   router.post('/service', async (req, res) => {
-    const body = parseBody(LaunchRequestSchema, req.body);
-    auth.checkAppId(body.appId);
-    const user = await auth.resolveUser(req, body.user);
+    const { body, user } = await readUserRequest(context, req, LaunchRequestSchema);
     const url = await launcher.launch({
       user,
       appDefinition: body.appDefinition,

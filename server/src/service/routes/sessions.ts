@@ -6,17 +6,18 @@ import {
   SessionStopRequestSchema,
 } from '../../model/requests.js';
 import type { ServiceContext } from '../context.js';
-import { param, parseBody } from '../context.js';
+import { param, readRequest, readUserRequest } from '../context.js';
 
 /** A user's sessions: list, start on an existing workspace (or ephemeral), stop, activity, config, performance. */
-export function sessionsRouter({ auth, sessions, launcher, config }: ServiceContext): Router {
+export function sessionsRouter(context: ServiceContext): Router {
+  const { auth, sessions, launcher, config } = context;
   const router = Router();
 
   router.get('/service/session/performance/:appId/:sessionName', async (req, res) => {
     auth.checkAppId(param(req.params.appId));
-    const caller = await auth.caller(req);
+    const ownedByCaller = await auth.ownerCheck(req);
     const session = await sessions.get(param(req.params.sessionName));
-    auth.requireOwner(caller, session.spec.user);
+    ownedByCaller(session.spec.user);
     res.json(await sessions.performance(session));
   });
 
@@ -27,9 +28,7 @@ export function sessionsRouter({ auth, sessions, launcher, config }: ServiceCont
   });
 
   router.post('/service/session', async (req, res) => {
-    const body = parseBody(SessionStartRequestSchema, req.body);
-    auth.checkAppId(body.appId);
-    const user = await auth.resolveUser(req, body.user);
+    const { body, user } = await readUserRequest(context, req, SessionStartRequestSchema);
     const url = await launcher.launch({
       user,
       appDefinition: body.appDefinition,
@@ -43,29 +42,24 @@ export function sessionsRouter({ auth, sessions, launcher, config }: ServiceCont
   });
 
   router.delete('/service/session', async (req, res) => {
-    const body = parseBody(SessionStopRequestSchema, req.body);
-    auth.checkAppId(body.appId);
-    const user = await auth.resolveUser(req, body.user);
+    const { body, user } = await readUserRequest(context, req, SessionStopRequestSchema);
     res.json(await sessions.stop(user, body.sessionName));
   });
 
   router.patch('/service/session', async (req, res) => {
-    const body = parseBody(SessionActivityRequestSchema, req.body);
-    auth.checkAppId(body.appId);
-    const caller = await auth.caller(req);
+    const body = readRequest(context, req, SessionActivityRequestSchema);
+    const mayReport = await auth.activityCheck(req);
     const session = await sessions.get(body.sessionName);
-    if (auth.identityMode) auth.requireOwner(caller, session.spec.user);
-    else auth.requireActivityToken(req, session);
+    mayReport(session);
     await sessions.recordActivity(session.metadata.name);
     res.json(true);
   });
 
   router.post('/service/session/:session/config', async (req, res) => {
-    const body = parseBody(ConfigValueRequestSchema, req.body);
-    auth.checkAppId(body.appId);
-    const caller = await auth.caller(req);
+    const body = readRequest(context, req, ConfigValueRequestSchema);
+    const ownedByCaller = await auth.ownerCheck(req);
     const session = await sessions.get(param(req.params.session));
-    auth.requireOwner(caller, session.spec.user);
+    ownedByCaller(session.spec.user);
     await sessions.setConfig(session, body.key, body.value);
     res.status(204).end();
   });

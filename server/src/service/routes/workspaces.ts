@@ -1,12 +1,13 @@
 import { Router } from 'express';
 import { WorkspaceCreationRequestSchema, WorkspaceDeleteRequestSchema } from '../../model/requests.js';
 import type { ServiceContext } from '../context.js';
-import { param, parseBody } from '../context.js';
+import { param, readUserRequest } from '../context.js';
 import { ApiError } from '../errors.js';
 import { toWorkspaceItem } from '../views.js';
 
 /** A user's workspaces: list, create, delete (which also ends the workspace's session). */
-export function workspacesRouter({ auth, catalog, workspaces }: ServiceContext): Router {
+export function workspacesRouter(context: ServiceContext): Router {
+  const { auth, catalog, workspaces } = context;
   const router = Router();
 
   router.get('/service/workspace/:appId/:user', async (req, res) => {
@@ -16,9 +17,7 @@ export function workspacesRouter({ auth, catalog, workspaces }: ServiceContext):
   });
 
   router.post('/service/workspace', async (req, res) => {
-    const body = parseBody(WorkspaceCreationRequestSchema, req.body);
-    auth.checkAppId(body.appId);
-    const user = await auth.resolveUser(req, body.user);
+    const { body, user } = await readUserRequest(context, req, WorkspaceCreationRequestSchema);
     if (body.appDefinition !== undefined) await catalog.get(body.appDefinition);
     const created = await workspaces.create({ user, appDefinition: body.appDefinition, label: body.label });
     if (!created) throw new ApiError(409, 'a workspace of that name exists; retry');
@@ -26,9 +25,7 @@ export function workspacesRouter({ auth, catalog, workspaces }: ServiceContext):
   });
 
   router.delete('/service/workspace', async (req, res) => {
-    const body = parseBody(WorkspaceDeleteRequestSchema, req.body);
-    auth.checkAppId(body.appId);
-    const user = await auth.resolveUser(req, body.user);
+    const { body, user } = await readUserRequest(context, req, WorkspaceDeleteRequestSchema);
     res.json(await workspaces.delete(user, body.workspaceName));
   });
   return router;
