@@ -7,5 +7,6 @@ export {
   type OperatorConfig,
   type OperatorConfigInput,
 } from './config.js';
-export { SESSION_FINALIZER } from './session/reconciler.js';
+export { SESSION_FINALIZER } from './session/finalize.js';
+export { deploymentReady } from './runtime/objects.js';
 export { poolInstanceName, sessionUrl, sessionPodApp } from './manifests.js';

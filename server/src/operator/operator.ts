@@ -1,20 +1,27 @@
 import * as k8s from '@kubernetes/client-node';
 import { describeKubernetesError, loadKubeConfig, configureClient } from '../kube/client.js';
+import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import { LABELS } from '../model/api-group.js';
-import { ActivityMonitor } from './session/activity.js';
-import { AppDefinitionReconciler } from './pool/reconciler.js';
 import { parseOperatorConfig, type OperatorConfig, type OperatorConfigInput } from './config.js';
-import { createCache, informersOf, type OperatorCache } from './runtime/cache.js';
-import { createContext } from './context.js';
-import type { EventRecorder } from './runtime/events.js';
-import { LeaderElector } from './runtime/leader-election.js';
-import { DataInjector } from './session/injection.js';
-import { createLogger, type Logger } from './runtime/logger.js';
 import { COMPONENT } from './manifests.js';
-import { SessionReconciler } from './session/reconciler.js';
+import { PoolInstances } from './pool/instances.js';
+import { AppDefinitionReconciler } from './pool/reconciler.js';
+import { Routes } from './routes/routes.js';
+import { createCache, informersOf, type OperatorCache } from './runtime/cache.js';
+import { EventRecorder } from './runtime/events.js';
+import { LeaderElector } from './runtime/leader-election.js';
+import { createLogger, type Logger } from './runtime/logger.js';
+import { Delay } from './runtime/outcome.js';
 import { WorkQueue } from './runtime/work-queue.js';
+import { ActivityMonitor } from './session/activity.js';
+import { DataInjector } from './session/injection.js';
+import { SessionReconciler } from './session/reconciler.js';
 import { WorkspaceReconciler } from './workspace/reconciler.js';
 
+/**
+ * The composition root: one set of API clients and caches, from which every collaborator gets the
+ * narrow part it needs; the work queues, the leader election and the activity monitor are wired here.
+ */
 export interface OperatorOptions {
   /** A kubeconfig to use instead of config.kubeconfig / $KUBECONFIG / in-cluster. */
   kubeConfig?: k8s.KubeConfig;
@@ -34,6 +41,29 @@ export interface RunningOperator {
   stop(options?: { releaseLease?: boolean }): Promise<void>;
 }
 
+/** The clients of the API server, made once from the kubeconfig; every collaborator gets a part. */
+interface ApiClients {
+  kc: k8s.KubeConfig;
+  core: k8s.CoreV1Api;
+  apps: k8s.AppsV1Api;
+  net: k8s.NetworkingV1Api;
+  custom: k8s.CustomObjectsApi;
+  objects: k8s.KubernetesObjectApi;
+  resources: IdeCloudResources;
+}
+
+function apiClients(kc: k8s.KubeConfig, namespace: string): ApiClients {
+  return {
+    kc,
+    core: kc.makeApiClient(k8s.CoreV1Api),
+    apps: kc.makeApiClient(k8s.AppsV1Api),
+    net: kc.makeApiClient(k8s.NetworkingV1Api),
+    custom: kc.makeApiClient(k8s.CustomObjectsApi),
+    objects: k8s.KubernetesObjectApi.makeApiClient(kc),
+    resources: ideCloudResources(kc, namespace),
+  };
+}
+
 /** The controllers that run while this instance leads, on caches of their own (filled anew at each start). */
 class Controllers {
   private readonly cache: OperatorCache;
@@ -43,14 +73,15 @@ class Controllers {
   private readonly events: EventRecorder;
   private stopped = false;
 
-  constructor(kc: k8s.KubeConfig, config: OperatorConfig, log: Logger) {
-    this.cache = createCache(kc, {
-      namespace: config.namespace,
+  constructor(clients: ApiClients, config: OperatorConfig, log: Logger) {
+    const { namespace } = config;
+    const { resources } = clients;
+    const cache = (this.cache = createCache(clients.kc, {
+      namespace,
       rewatchIntervalMs: config.rewatchIntervalMs,
       onError: (path, error) => log.warn({ path, err: String(error) }, 'watch failed; restarting'),
-    });
-    const ctx = createContext(kc, config, log, this.cache);
-    this.events = ctx.events;
+    }));
+    const events = (this.events = new EventRecorder(clients.core, 'ide-cloud-operator', log));
     const onError = (what: string) => (key: string, error: unknown) =>
       log.warn(
         {
@@ -78,24 +109,82 @@ class Controllers {
       onError: onError('workspace'),
     });
     // Pool counts change with every reservation: one app definition pass per burst, not per launch.
-    const poolChanged = (name: string) => appQueue.addAfter(name, POOL_STATUS_DELAY_MS);
-    this.injector = new DataInjector(kc, config, (name) => sessionQueue.add(name), log);
-    const sessions = new SessionReconciler(ctx, this.injector, poolChanged);
-    const apps = new AppDefinitionReconciler(ctx);
-    const workspaces = new WorkspaceReconciler(ctx);
-    this.activity = new ActivityMonitor(ctx);
+    const poolChanged = (name: string) => appQueue.addAfter(name, Delay.poolStatusBatch);
+    // The injector wakes the session's reconciler when an injection ends.
+    this.injector = new DataInjector(clients.core, config, (name) => sessionQueue.add(name), log);
+    const instances = new PoolInstances({
+      namespace,
+      config,
+      apps: clients.apps,
+      core: clients.core,
+      objects: clients.objects,
+      deployments: cache.deployments,
+    });
+    const routes = new Routes({
+      net: clients.net,
+      namespace,
+      ingresses: cache.ingresses,
+      ingressClassName: config.ingressClassName,
+    });
+    const sessions = new SessionReconciler({
+      config,
+      namespace,
+      sessions: cache.sessions,
+      appDefinitions: cache.appDefinitions,
+      workspaces: cache.workspaces,
+      deployments: cache.deployments,
+      services: cache.services,
+      appDefinitionsApi: resources.appDefinitions,
+      workspacesApi: resources.workspaces,
+      sessionsApi: resources.sessions,
+      objects: clients.objects,
+      pool: instances,
+      routes,
+      injector: this.injector,
+      poolChanged,
+      events,
+      log,
+    });
+    const apps = new AppDefinitionReconciler({
+      config,
+      appDefinitions: cache.appDefinitions,
+      sessions: cache.sessions,
+      appDefinitionsApi: resources.appDefinitions,
+      instances,
+      log,
+    });
+    const workspaces = new WorkspaceReconciler({
+      config,
+      namespace,
+      workspaces: cache.workspaces,
+      sessions: cache.sessions,
+      workspacesApi: resources.workspaces,
+      sessionsApi: resources.sessions,
+      objects: clients.objects,
+      core: clients.core,
+      events,
+      log,
+    });
+    this.activity = new ActivityMonitor({
+      config,
+      appDefinitions: cache.appDefinitions,
+      sessions: cache.sessions,
+      sessionsApi: resources.sessions,
+      events,
+      log,
+    });
     this.queues.push(sessionQueue, appQueue, workspaceQueue);
 
-    this.cache.appDefinitions.on((_t, a) => appQueue.add(a.metadata.name));
-    this.cache.workspaces.on((_t, w) => workspaceQueue.add(w.metadata.name));
-    this.cache.sessions.on((type, s) => {
+    cache.appDefinitions.on((_t, a) => appQueue.add(a.metadata.name));
+    cache.workspaces.on((_t, w) => workspaceQueue.add(w.metadata.name));
+    cache.sessions.on((type, s) => {
       sessionQueue.add(s.metadata.name);
       // An instance to return to the pool, or a lazy session that no longer counts: act at once.
       if (type === 'DELETED' || s.metadata.deletionTimestamp || s.status?.phase === 'Failed')
         appQueue.add(s.spec.appDefinition);
       if (type === 'DELETED') this.injector.forget(s.metadata.uid ?? s.metadata.name);
     });
-    this.cache.deployments.on((_t, d) => {
+    cache.deployments.on((_t, d) => {
       const labels = d.metadata?.labels ?? {};
       const session = labels[LABELS.session];
       if (session) sessionQueue.add(session);
@@ -129,9 +218,6 @@ class Controllers {
   }
 }
 
-/** How long pool-count changes wait to be written: launches within it share one status write. */
-const POOL_STATUS_DELAY_MS = 2000;
-
 /**
  * Starts the operator for one namespace: with leader election, it campaigns for the Lease and runs
  * the controllers only while it leads; without, it runs them at once.
@@ -143,13 +229,14 @@ export async function startOperator(
   const config = parseOperatorConfig(input);
   const log = options.logger ?? createLogger();
   const kc = configureClient(options.kubeConfig ?? loadKubeConfig(config.kubeconfig), 'ide-cloud-operator');
+  const clients = apiClients(kc, config.namespace);
   const operatorLog = log.child({ namespace: config.namespace, identity: config.identity });
   let controllers: Controllers | undefined;
   let chain: Promise<void> = Promise.resolve();
   const startControllers = () => {
     chain = chain.then(() => {
       if (controllers) return;
-      controllers = new Controllers(kc, config, operatorLog);
+      controllers = new Controllers(clients, config, operatorLog);
       // Not awaited: the chain must not wait for the caches (a stop may come first).
       void controllers.start();
     });
@@ -167,7 +254,7 @@ export async function startOperator(
   let elector: LeaderElector | undefined;
   if (config.leaderElection) {
     elector = new LeaderElector(
-      kc,
+      clients.custom,
       {
         namespace: config.namespace,
         name: config.leaseName,

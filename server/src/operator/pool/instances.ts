@@ -4,9 +4,10 @@ import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
 import { dnsLabel } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
-import type { OperatorContext } from '../context.js';
-import { deploymentReady } from '../context.js';
-import { RetryLater } from '../runtime/outcome.js';
+import type { Informer } from '../../kube/informer.js';
+import type { OperatorConfig } from '../config.js';
+import { deploymentReady } from '../runtime/objects.js';
+import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
   COMPONENT,
   RECYCLED_ANNOTATION,
@@ -58,211 +59,234 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
   };
 }
 
-/** The app definition's warm instances in the cache, optionally only those `matching`, none being deleted. */
-export function listPoolInstances(
-  ctx: OperatorContext,
-  appDefinitionName: string,
-  matching: (labels: Record<string, string>) => boolean = () => true,
-): PoolInstance[] {
-  const app = dnsLabel([appDefinitionName]);
-  return ctx.cache.deployments
-    .list()
-    .filter((d) => {
-      const labels = d.metadata?.labels ?? {};
-      return (
-        labels[LABELS.component] === COMPONENT.poolInstance &&
-        labels[LABELS.appDefinition] === app &&
-        !d.metadata?.deletionTimestamp &&
-        matching(labels)
-      );
-    })
-    .map(instanceOf);
+/** What the pool's instances are made with: the apps and core APIs, the applier and the Deployment cache. */
+export interface PoolDeps extends SidecarDeps {
+  apps: Pick<
+    k8s.AppsV1Api,
+    'replaceNamespacedDeployment' | 'createNamespacedDeployment' | 'deleteNamespacedDeployment'
+  >;
+  core: Pick<k8s.CoreV1Api, 'deleteNamespacedService'>;
+  /** The cache of the Deployments IDE Cloud manages; every write's answer goes into it. */
+  deployments: Informer<k8s.V1Deployment>;
 }
 
-/** The instance reserved for this session, if a reservation was made before (e.g. before a crash). */
-export function findReservation(
-  ctx: OperatorContext,
-  appDefinitionName: string,
-  session: Session,
-): PoolInstance | undefined {
-  return listPoolInstances(ctx, appDefinitionName, (l) => l[LABELS.session] === session.metadata.name).find(
-    (i) => i.reservedBy?.uid === session.metadata.uid,
-  );
+/** What applying sidecars takes. */
+export interface SidecarDeps {
+  namespace: string;
+  config: OperatorConfig;
+  objects: k8s.KubernetesObjectApi;
+}
+
+/** The warm instances of the app definitions: read from the cache, reserved, created, deleted, returned. */
+export class PoolInstances {
+  constructor(private readonly deps: PoolDeps) {}
+
+  /** The app definition's warm instances in the cache, optionally only those `matching`, none being deleted. */
+  list(appDefinitionName: string, matching: (labels: Record<string, string>) => boolean = () => true): PoolInstance[] {
+    const app = dnsLabel([appDefinitionName]);
+    return this.deps.deployments
+      .list()
+      .filter((d) => {
+        const labels = d.metadata?.labels ?? {};
+        return (
+          labels[LABELS.component] === COMPONENT.poolInstance &&
+          labels[LABELS.appDefinition] === app &&
+          !d.metadata?.deletionTimestamp &&
+          matching(labels)
+        );
+      })
+      .map(instanceOf);
+  }
+
+  /** The instance reserved for this session, if a reservation was made before (e.g. before a crash). */
+  findReservation(appDefinitionName: string, session: Session): PoolInstance | undefined {
+    return this.list(appDefinitionName, (l) => l[LABELS.session] === session.metadata.name).find(
+      (i) => i.reservedBy?.uid === session.metadata.uid,
+    );
+  }
+
+  /**
+   * Reserves a free instance for the session, chosen from the cache. The reservation is one update of
+   * the instance Deployment carrying the resourceVersion that was read: when another worker, replica
+   * or operator generation changed it first (or the cache was behind), the API server answers 409 and
+   * the next candidate is tried. Two sessions can therefore never hold one instance. Candidates are
+   * rotated by the session's name, so concurrent reservations rarely aim at the same instance.
+   * Returns undefined when no instance is free.
+   */
+  async reserve(
+    appDefinition: AppDefinition,
+    minInstances: number,
+    session: Session,
+    claimName: string | undefined,
+  ): Promise<PoolInstance | undefined> {
+    const generation = Number(generationOf(appDefinition));
+    for (let round = 0; round < 8; round++) {
+      const free = this.list(appDefinition.metadata.name, (l) => !l[LABELS.session]).filter(
+        (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
+      );
+      if (free.length === 0) return undefined;
+      const ordered = reservationOrder(free);
+      const offset = stableHash(session.metadata.name) % ordered.length;
+      const rotated = [...ordered.slice(offset), ...ordered.slice(0, offset)];
+      for (const candidate of rotated) {
+        const d = structuredClone(candidate.deployment);
+        d.apiVersion = 'apps/v1';
+        d.kind = 'Deployment';
+        d.metadata ??= {};
+        d.metadata.labels = { ...d.metadata.labels, [LABELS.session]: session.metadata.name };
+        d.metadata.ownerReferences = [
+          ...(d.metadata.ownerReferences ?? []),
+          ownerReference(session as Parameters<typeof ownerReference>[0], false),
+        ];
+        if (claimName && d.spec?.template) {
+          // A persistent workspace is attached by mounting its claim: the pod restarts with it.
+          const template = d.spec.template;
+          template.metadata ??= {};
+          template.metadata.labels = { ...template.metadata.labels, [LABELS.session]: session.metadata.name };
+          template.spec!.volumes = (template.spec?.volumes ?? []).map((v) =>
+            v.name === 'workspace' ? { name: 'workspace', persistentVolumeClaim: { claimName } } : v,
+          );
+        }
+        try {
+          const updated = await this.deps.apps.replaceNamespacedDeployment({
+            name: candidate.name,
+            namespace: this.deps.namespace,
+            body: d,
+          });
+          this.deps.deployments.observe(updated);
+          return instanceOf(updated);
+        } catch (error) {
+          if (isConflict(error) || isNotFound(error)) continue;
+          throw error;
+        }
+      }
+    }
+    throw new RetryLater(
+      'warm pool: every free instance was taken concurrently, trying again',
+      Delay.instanceContention,
+    );
+  }
+
+  /** Creates the warm instance `id`: sidecars first (their DNS names exist at IDE start), Service, Deployment. */
+  async create(appDefinition: AppDefinition, id: number): Promise<void> {
+    const name = poolInstanceName(appDefinition.metadata.name, id);
+    const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
+    const labels = poolInstanceLabels(appDefinition, id);
+    await applySidecars(this.deps, appDefinition, { ownerName: name, labels, owners });
+    await applyObject(
+      this.deps.objects,
+      service({
+        name,
+        namespace: this.deps.namespace,
+        labels,
+        owners,
+        podApp: name,
+        targetPort: this.deps.config.authProxyPort,
+      }),
+    );
+    try {
+      this.deps.deployments.observe(
+        await this.deps.apps.createNamespacedDeployment({
+          namespace: this.deps.namespace,
+          body: poolInstanceDeployment(appDefinition, id, this.deps.namespace, this.deps.config),
+        }),
+      );
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+    }
+  }
+
+  /** Deletes the instance Deployment (only if unchanged since read) and, unless it is recreated, its Service and sidecars. */
+  async delete(appDefinition: AppDefinition, instance: PoolInstance, keepService: boolean): Promise<void> {
+    try {
+      await this.deps.apps.deleteNamespacedDeployment({
+        name: instance.name,
+        namespace: this.deps.namespace,
+        propagationPolicy: 'Background',
+        body: { preconditions: { resourceVersion: instance.deployment.metadata?.resourceVersion } },
+      });
+    } catch (error) {
+      if (isConflict(error))
+        throw new RetryLater(`instance ${instance.name} changed while being deleted`, Delay.instanceContention);
+      if (!isNotFound(error)) throw error;
+    }
+    for (const sidecar of appDefinition.spec.sidecars ?? []) {
+      const name = sidecarName(instance.name, sidecar);
+      await this.deps.apps.deleteNamespacedDeployment({ name, namespace: this.deps.namespace }).catch(ignoreNotFound);
+      if (!keepService)
+        await this.deps.core.deleteNamespacedService({ name, namespace: this.deps.namespace }).catch(ignoreNotFound);
+    }
+    if (!keepService) {
+      await this.deps.core
+        .deleteNamespacedService({ name: instance.name, namespace: this.deps.namespace })
+        .catch(ignoreNotFound);
+    }
+  }
+
+  /**
+   * Returns an instance whose session ended to the pool: reservation and session ownership dropped,
+   * pod template reset (no workspace claim) and stamped, so the pod, and the sidecars, restart clean:
+   * no value of the last session survives in memory or in the IDE's secret storage.
+   */
+  async returnToPool(appDefinition: AppDefinition, instance: PoolInstance, now: Date): Promise<void> {
+    const d = structuredClone(instance.deployment);
+    d.apiVersion = 'apps/v1';
+    d.kind = 'Deployment';
+    const meta = (d.metadata ??= {});
+    const labels = { ...meta.labels };
+    delete labels[LABELS.session];
+    meta.labels = labels;
+    const annotations = { ...meta.annotations };
+    delete annotations[SESSION_UID_ANNOTATION];
+    meta.annotations = annotations;
+    meta.ownerReferences = (meta.ownerReferences ?? []).filter((o) => o.kind !== 'Session');
+    d.spec!.template = poolInstanceTemplate(appDefinition, instance.id, this.deps.config, now.toISOString());
+    try {
+      this.deps.deployments.observe(
+        await this.deps.apps.replaceNamespacedDeployment({
+          name: instance.name,
+          namespace: this.deps.namespace,
+          body: d,
+        }),
+      );
+    } catch (error) {
+      if (isConflict(error))
+        throw new RetryLater(`instance ${instance.name} changed while being returned`, Delay.instanceContention);
+      throw error;
+    }
+    const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
+    for (const sidecar of appDefinition.spec.sidecars ?? []) {
+      const objects = sidecarObjects({
+        sidecar,
+        ownerName: instance.name,
+        namespace: this.deps.namespace,
+        labels: poolInstanceLabels(appDefinition, instance.id),
+        owners,
+        config: this.deps.config,
+        templateAnnotations: { [RECYCLED_ANNOTATION]: now.toISOString() },
+      });
+      await applyObject(this.deps.objects, objects.deployment);
+    }
+  }
+}
+
+/** Applies the app definition's sidecars of one owner (a lazy session or a warm instance): Service, then Deployment. */
+export async function applySidecars(
+  deps: SidecarDeps,
+  appDefinition: AppDefinition,
+  owner: Pick<Parameters<typeof sidecarObjects>[0], 'ownerName' | 'labels' | 'owners' | 'claimName'>,
+): Promise<void> {
+  for (const sidecar of appDefinition.spec.sidecars ?? []) {
+    const objects = sidecarObjects({ sidecar, namespace: deps.namespace, config: deps.config, ...owner });
+    if (objects.service) await applyObject(deps.objects, objects.service);
+    await applyObject(deps.objects, objects.deployment);
+  }
 }
 
 function stableHash(value: string): number {
   let h = 0;
   for (let i = 0; i < value.length; i++) h = (h * 31 + value.charCodeAt(i)) >>> 0;
   return h;
-}
-
-/**
- * Reserves a free instance for the session, chosen from the cache. The reservation is one update of
- * the instance Deployment carrying the resourceVersion that was read: when another worker, replica
- * or operator generation changed it first (or the cache was behind), the API server answers 409 and
- * the next candidate is tried. Two sessions can therefore never hold one instance. Candidates are
- * rotated by the session's name, so concurrent reservations rarely aim at the same instance.
- * Returns undefined when no instance is free.
- */
-export async function reserveInstance(
-  ctx: OperatorContext,
-  appDefinition: AppDefinition,
-  minInstances: number,
-  session: Session,
-  claimName: string | undefined,
-): Promise<PoolInstance | undefined> {
-  const generation = Number(generationOf(appDefinition));
-  for (let round = 0; round < 8; round++) {
-    const free = listPoolInstances(ctx, appDefinition.metadata.name, (l) => !l[LABELS.session]).filter(
-      (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
-    );
-    if (free.length === 0) return undefined;
-    const ordered = reservationOrder(free);
-    const offset = stableHash(session.metadata.name) % ordered.length;
-    const rotated = [...ordered.slice(offset), ...ordered.slice(0, offset)];
-    for (const candidate of rotated) {
-      const d = structuredClone(candidate.deployment);
-      d.apiVersion = 'apps/v1';
-      d.kind = 'Deployment';
-      d.metadata ??= {};
-      d.metadata.labels = { ...d.metadata.labels, [LABELS.session]: session.metadata.name };
-      d.metadata.ownerReferences = [
-        ...(d.metadata.ownerReferences ?? []),
-        ownerReference(session as Parameters<typeof ownerReference>[0], false),
-      ];
-      if (claimName && d.spec?.template) {
-        // A persistent workspace is attached by mounting its claim: the pod restarts with it.
-        const template = d.spec.template;
-        template.metadata ??= {};
-        template.metadata.labels = { ...template.metadata.labels, [LABELS.session]: session.metadata.name };
-        template.spec!.volumes = (template.spec?.volumes ?? []).map((v) =>
-          v.name === 'workspace' ? { name: 'workspace', persistentVolumeClaim: { claimName } } : v,
-        );
-      }
-      try {
-        const updated = await ctx.apps.replaceNamespacedDeployment({
-          name: candidate.name,
-          namespace: ctx.namespace,
-          body: d,
-        });
-        ctx.cache.deployments.observe(updated);
-        return instanceOf(updated);
-      } catch (error) {
-        if (isConflict(error) || isNotFound(error)) continue;
-        throw error;
-      }
-    }
-  }
-  throw new RetryLater('warm pool: every free instance was taken concurrently, trying again', 100);
-}
-
-/** Applies the app definition's sidecars of one owner (a lazy session or a warm instance): Service, then Deployment. */
-export async function applySidecars(
-  ctx: OperatorContext,
-  appDefinition: AppDefinition,
-  owner: Pick<Parameters<typeof sidecarObjects>[0], 'ownerName' | 'labels' | 'owners' | 'claimName'>,
-): Promise<void> {
-  for (const sidecar of appDefinition.spec.sidecars ?? []) {
-    const objects = sidecarObjects({ sidecar, namespace: ctx.namespace, config: ctx.config, ...owner });
-    if (objects.service) await applyObject(ctx.objects, objects.service);
-    await applyObject(ctx.objects, objects.deployment);
-  }
-}
-
-/** Creates the warm instance `id`: sidecars first (their DNS names exist at IDE start), Service, Deployment. */
-export async function createInstance(ctx: OperatorContext, appDefinition: AppDefinition, id: number): Promise<void> {
-  const name = poolInstanceName(appDefinition.metadata.name, id);
-  const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
-  const labels = poolInstanceLabels(appDefinition, id);
-  await applySidecars(ctx, appDefinition, { ownerName: name, labels, owners });
-  await applyObject(
-    ctx.objects,
-    service({ name, namespace: ctx.namespace, labels, owners, podApp: name, targetPort: ctx.config.authProxyPort }),
-  );
-  try {
-    ctx.cache.deployments.observe(
-      await ctx.apps.createNamespacedDeployment({
-        namespace: ctx.namespace,
-        body: poolInstanceDeployment(appDefinition, id, ctx.namespace, ctx.config),
-      }),
-    );
-  } catch (error) {
-    if (!isConflict(error)) throw error;
-  }
-}
-
-/** Deletes the instance Deployment (only if unchanged since read) and, unless it is recreated, its Service and sidecars. */
-export async function deleteInstance(
-  ctx: OperatorContext,
-  appDefinition: AppDefinition,
-  instance: PoolInstance,
-  keepService: boolean,
-): Promise<void> {
-  try {
-    await ctx.apps.deleteNamespacedDeployment({
-      name: instance.name,
-      namespace: ctx.namespace,
-      propagationPolicy: 'Background',
-      body: { preconditions: { resourceVersion: instance.deployment.metadata?.resourceVersion } },
-    });
-  } catch (error) {
-    if (isConflict(error)) throw new RetryLater(`instance ${instance.name} changed while being deleted`, 100);
-    if (!isNotFound(error)) throw error;
-  }
-  for (const sidecar of appDefinition.spec.sidecars ?? []) {
-    const name = sidecarName(instance.name, sidecar);
-    await ctx.apps.deleteNamespacedDeployment({ name, namespace: ctx.namespace }).catch(ignoreNotFound);
-    if (!keepService) await ctx.core.deleteNamespacedService({ name, namespace: ctx.namespace }).catch(ignoreNotFound);
-  }
-  if (!keepService) {
-    await ctx.core.deleteNamespacedService({ name: instance.name, namespace: ctx.namespace }).catch(ignoreNotFound);
-  }
-}
-
-/**
- * Returns an instance whose session ended to the pool: reservation and session ownership dropped,
- * pod template reset (no workspace claim) and stamped, so the pod, and the sidecars, restart clean:
- * no value of the last session survives in memory or in the IDE's secret storage.
- */
-export async function returnToPool(
-  ctx: OperatorContext,
-  appDefinition: AppDefinition,
-  instance: PoolInstance,
-  now: Date,
-): Promise<void> {
-  const d = structuredClone(instance.deployment);
-  d.apiVersion = 'apps/v1';
-  d.kind = 'Deployment';
-  const meta = (d.metadata ??= {});
-  const labels = { ...meta.labels };
-  delete labels[LABELS.session];
-  meta.labels = labels;
-  const annotations = { ...meta.annotations };
-  delete annotations[SESSION_UID_ANNOTATION];
-  meta.annotations = annotations;
-  meta.ownerReferences = (meta.ownerReferences ?? []).filter((o) => o.kind !== 'Session');
-  d.spec!.template = poolInstanceTemplate(appDefinition, instance.id, ctx.config, now.toISOString());
-  try {
-    ctx.cache.deployments.observe(
-      await ctx.apps.replaceNamespacedDeployment({ name: instance.name, namespace: ctx.namespace, body: d }),
-    );
-  } catch (error) {
-    if (isConflict(error)) throw new RetryLater(`instance ${instance.name} changed while being returned`, 100);
-    throw error;
-  }
-  const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
-  for (const sidecar of appDefinition.spec.sidecars ?? []) {
-    const objects = sidecarObjects({
-      sidecar,
-      ownerName: instance.name,
-      namespace: ctx.namespace,
-      labels: poolInstanceLabels(appDefinition, instance.id),
-      owners,
-      config: ctx.config,
-      templateAnnotations: { [RECYCLED_ANNOTATION]: now.toISOString() },
-    });
-    await applyObject(ctx.objects, objects.deployment);
-  }
 }
 
 function ignoreNotFound(error: unknown): void {

@@ -1,12 +1,15 @@
 import { isNotFound } from '../../kube/client.js';
+import type { Informer } from '../../kube/informer.js';
+import type { CustomResourceClient } from '../../kube/resources.js';
 import { dataBridgeEnabled, type AppDefinition, type AppDefinitionStatus } from '../../model/app-definition.js';
 import { setCondition } from '../../model/conditions.js';
 import type { Session } from '../../model/session.js';
-import { sameStatus, type OperatorContext } from '../context.js';
-import { outcomeOf } from '../runtime/outcome.js';
-import { createInstance, deleteInstance, listPoolInstances, returnToPool, type PoolInstance } from './instances.js';
+import type { OperatorConfig } from '../config.js';
+import type { Logger } from '../runtime/logger.js';
+import { sameStatus } from '../runtime/objects.js';
+import { Delay, settle, type Reconciled } from '../runtime/outcome.js';
+import type { PoolInstance, PoolInstances } from './instances.js';
 import { planPool, poolStatus, type PoolInstanceState } from './plan.js';
-import type { Reconciled } from '../session/reconciler.js';
 
 /** Size of the warm pool the operator keeps: none with eager start off or without the data bridge. */
 export function effectiveMinInstances(config: { eagerStart: boolean }, appDefinition: AppDefinition): number {
@@ -21,17 +24,28 @@ function sessionHolds(instance: PoolInstance, sessions: Map<string, Session>): b
   return session.status?.phase !== 'Failed' && session.status?.phase !== 'Stopping';
 }
 
+export interface AppDefinitionReconcilerDeps {
+  config: Pick<OperatorConfig, 'eagerStart'>;
+  /** Caches: the app definitions, and the sessions that hold instances. */
+  appDefinitions: Informer<AppDefinition>;
+  sessions: Pick<Informer<Session>, 'list'>;
+  /** Writes the status. */
+  appDefinitionsApi: Pick<CustomResourceClient<'appDefinition'>, 'patchStatus'>;
+  instances: Pick<PoolInstances, 'list' | 'delete' | 'returnToPool' | 'create'>;
+  log: Logger;
+}
+
 /**
  * Reconciles an AppDefinition's warm pool by the spec's pool table: fetch → gone? (the garbage
  * collector removes the instances it owns) → 1 read instances and their sessions → 2 plan →
  * 3 delete / recreate / return to pool / create → status pool counts, written once.
  */
 export class AppDefinitionReconciler {
-  constructor(private readonly ctx: OperatorContext) {}
+  constructor(private readonly deps: AppDefinitionReconcilerDeps) {}
 
   async reconcile(name: string): Promise<Reconciled> {
-    const { ctx } = this;
-    const cached = ctx.cache.appDefinitions.get(name);
+    const { deps } = this;
+    const cached = deps.appDefinitions.get(name);
     if (!cached || cached.metadata.deletionTimestamp) return;
     const appDefinition = cached;
     const generation = appDefinition.metadata.generation ?? 0;
@@ -39,10 +53,10 @@ export class AppDefinitionReconciler {
     status.observedGeneration = generation;
     let result: Reconciled;
     try {
-      const min = effectiveMinInstances(ctx.config, appDefinition);
+      const min = effectiveMinInstances(deps.config, appDefinition);
       // 1. Instances and the sessions holding them.
-      const instances = listPoolInstances(ctx, name);
-      const sessions = new Map(ctx.cache.sessions.list().map((s) => [s.metadata.name, s]));
+      const instances = deps.instances.list(name);
+      const sessions = new Map(deps.sessions.list().map((s) => [s.metadata.name, s]));
       const states: PoolInstanceState[] = instances.map((i) => {
         const reserved = sessionHolds(i, sessions);
         return { id: i.id, generation: i.generation, reserved, released: !!i.reservedBy && !reserved, ready: i.ready };
@@ -51,10 +65,10 @@ export class AppDefinitionReconciler {
       const plan = planPool({ minInstances: min, generation, instances: states });
       const byId = new Map(instances.map((i) => [i.id, i]));
       // 3. Act.
-      for (const id of plan.delete) await deleteInstance(ctx, appDefinition, byId.get(id)!, false);
-      for (const id of plan.recreate) await deleteInstance(ctx, appDefinition, byId.get(id)!, true);
-      for (const id of plan.returnToPool) await returnToPool(ctx, appDefinition, byId.get(id)!, new Date());
-      for (const id of plan.create) await createInstance(ctx, appDefinition, id);
+      for (const id of plan.delete) await deps.instances.delete(appDefinition, byId.get(id)!, false);
+      for (const id of plan.recreate) await deps.instances.delete(appDefinition, byId.get(id)!, true);
+      for (const id of plan.returnToPool) await deps.instances.returnToPool(appDefinition, byId.get(id)!, new Date());
+      for (const id of plan.create) await deps.instances.create(appDefinition, id);
       const acted = plan.delete.length + plan.recreate.length + plan.returnToPool.length + plan.create.length > 0;
       status.pool = poolStatus(
         min,
@@ -72,17 +86,17 @@ export class AppDefinitionReconciler {
         observedGeneration: generation,
       });
       // Recreated instances are created on the next pass, once the old Deployment is gone.
-      result = acted || plan.recreate.length > 0 ? { requeueAfterMs: 500 } : undefined;
+      result = acted ? { requeueAfterMs: Delay.poolChanging } : undefined;
     } catch (error) {
-      const outcome = outcomeOf(error);
-      if (outcome.kind === 'requeue') result = { requeueAfterMs: outcome.afterMs };
-      else throw error;
+      result = settle(error, {
+        warn: ({ message }) => deps.log.warn({ appDefinition: name, warning: message }, 'app definition warning'),
+      });
     } finally {
       if (!sameStatus(status, appDefinition.status)) {
-        const updated = await ctx.resources.appDefinitions.patchStatus(name, status).catch((error: unknown) => {
+        const updated = await deps.appDefinitionsApi.patchStatus(name, status).catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
         });
-        if (updated) ctx.cache.appDefinitions.observe(updated);
+        if (updated) deps.appDefinitions.observe(updated);
       }
     }
     return result;

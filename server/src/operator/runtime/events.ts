@@ -1,8 +1,20 @@
 import { randomBytes } from 'node:crypto';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from './logger.js';
 
 export type EventReason = 'LazyStart' | 'InjectionFailed' | 'Failed' | 'Stopped';
+
+/** The object an Event is about. */
+export type EventSubject = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; uid?: string };
+};
+
+/** What a reconciler needs of the recorder: record, in the background. */
+export interface EventSink {
+  record(object: EventSubject, type: 'Normal' | 'Warning', reason: EventReason, message: string): void;
+}
 
 /**
  * Kubernetes Events on IDE Cloud objects, for what a person may want explained: a lazy start (why it
@@ -10,28 +22,20 @@ export type EventReason = 'LazyStart' | 'InjectionFailed' | 'Failed' | 'Stopped'
  * conditions alone: every Event is an API write, and a launch should cost few. Messages are written
  * by the operator from names and counts only: never values of the session environment.
  */
-export class EventRecorder {
-  private readonly core: k8s.CoreV1Api;
+export class EventRecorder implements EventSink {
   private readonly pending = new Set<Promise<void>>();
 
   constructor(
-    kc: k8s.KubeConfig,
+    private readonly core: Pick<k8s.CoreV1Api, 'createNamespacedEvent'>,
     private readonly component: string,
     private readonly log: Logger,
-  ) {
-    this.core = kc.makeApiClient(k8s.CoreV1Api);
-  }
+  ) {}
 
   /**
    * Records in the background, as client-go's recorder does: an Event is for people reading
    * `kubectl describe`, so a reconcile pass neither waits for it nor fails with it.
    */
-  record(
-    object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; uid?: string } },
-    type: 'Normal' | 'Warning',
-    reason: EventReason,
-    message: string,
-  ): void {
+  record(object: EventSubject, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
     const sent = this.send(object, type, reason, message).finally(() => this.pending.delete(sent));
     this.pending.add(sent);
   }
@@ -42,7 +46,7 @@ export class EventRecorder {
   }
 
   private async send(
-    object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; uid?: string } },
+    object: EventSubject,
     type: 'Normal' | 'Warning',
     reason: EventReason,
     message: string,

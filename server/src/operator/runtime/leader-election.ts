@@ -28,7 +28,6 @@ function microTime(date: Date): string {
  * are sent as plain objects (CustomObjectsApi) to keep MicroTime exact.
  */
 export class LeaderElector {
-  private readonly api: k8s.CustomObjectsApi;
   private timer?: NodeJS.Timeout;
   private leading = false;
   private lastRenew = 0;
@@ -36,7 +35,10 @@ export class LeaderElector {
   private tick?: Promise<void>;
 
   constructor(
-    kc: k8s.KubeConfig,
+    private readonly api: Pick<
+      k8s.CustomObjectsApi,
+      'getNamespacedCustomObject' | 'createNamespacedCustomObject' | 'patchNamespacedCustomObject'
+    >,
     private readonly options: {
       namespace: string;
       name: string;
@@ -47,9 +49,7 @@ export class LeaderElector {
       onStoppedLeading: () => void | Promise<void>;
     },
     private readonly log: Logger,
-  ) {
-    this.api = kc.makeApiClient(k8s.CustomObjectsApi);
-  }
+  ) {}
 
   get isLeader(): boolean {
     return this.leading;

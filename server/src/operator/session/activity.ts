@@ -1,7 +1,11 @@
 import { ANNOTATIONS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
 import type { Session } from '../../model/session.js';
-import type { OperatorContext } from '../context.js';
+import type { Informer } from '../../kube/informer.js';
+import type { CustomResourceClient } from '../../kube/resources.js';
+import type { OperatorConfig } from '../config.js';
+import type { EventSink } from '../runtime/events.js';
+import type { Logger } from '../runtime/logger.js';
 
 /** Minutes of inactivity after which a session of this app definition stops; 0: never. */
 export function idleTimeoutMinutes(appDefinition: AppDefinition): number {
@@ -37,24 +41,36 @@ export function stopReason(input: {
  * past their app definition's timeout (or the hard lifetime) are stopped: the reason is recorded in
  * the stop-reason annotation and an event, then the Session is deleted.
  */
+export interface ActivityMonitorDeps {
+  config: Pick<
+    OperatorConfig,
+    'monitorEnabled' | 'activityTrackerEnabled' | 'maxSessionLifetimeMinutes' | 'activityIntervalMs'
+  >;
+  appDefinitions: Pick<Informer<AppDefinition>, 'list'>;
+  sessions: Pick<Informer<Session>, 'list'>;
+  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'delete'>;
+  events: EventSink;
+  log: Logger;
+}
+
 export class ActivityMonitor {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
 
   constructor(
-    private readonly ctx: OperatorContext,
+    private readonly deps: ActivityMonitorDeps,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
   start(): void {
-    const { config } = this.ctx;
+    const { config } = this.deps;
     const idleCheck = config.monitorEnabled && config.activityTrackerEnabled;
     if (!idleCheck && config.maxSessionLifetimeMinutes === 0) return;
     this.timer = setInterval(() => {
       if (this.running) return;
       this.running = this.sweep(idleCheck)
         .then(() => undefined)
-        .catch((error: unknown) => this.ctx.log.warn({ err: String(error) }, 'activity sweep failed'))
+        .catch((error: unknown) => this.deps.log.warn({ err: String(error) }, 'activity sweep failed'))
         .finally(() => (this.running = undefined));
     }, config.activityIntervalMs);
   }
@@ -65,30 +81,30 @@ export class ActivityMonitor {
   }
 
   async sweep(idleCheck: boolean): Promise<string[]> {
-    const { ctx } = this;
+    const { deps } = this;
     const definitions = new Map<string, AppDefinition>();
-    for (const a of ctx.cache.appDefinitions.list()) {
+    for (const a of deps.appDefinitions.list()) {
       definitions.set(a.metadata.name, a);
       definitions.set(a.spec.name, a);
     }
     const stopped: string[] = [];
-    for (const session of ctx.cache.sessions.list()) {
+    for (const session of deps.sessions.list()) {
       if (session.metadata.deletionTimestamp || session.status?.phase === 'Failed') continue;
       const appDefinition = definitions.get(session.spec.appDefinition);
       const reason = stopReason({
         session,
         timeoutMinutes: appDefinition ? idleTimeoutMinutes(appDefinition) : 0,
-        maxLifetimeMinutes: ctx.config.maxSessionLifetimeMinutes,
+        maxLifetimeMinutes: deps.config.maxSessionLifetimeMinutes,
         idleCheck,
         now: this.now(),
       });
       if (!reason) continue;
-      await ctx.resources.sessions.mergePatch(session.metadata.name, {
+      await deps.sessionsApi.mergePatch(session.metadata.name, {
         metadata: { annotations: { [ANNOTATIONS.stopReason]: reason } },
       });
-      ctx.events.record(session, 'Normal', 'Stopped', `session stopped: ${reason}`);
-      await ctx.resources.sessions.delete(session.metadata.name);
-      ctx.log.info({ session: session.metadata.name, reason }, 'session stopped');
+      deps.events.record(session, 'Normal', 'Stopped', `session stopped: ${reason}`);
+      await deps.sessionsApi.delete(session.metadata.name);
+      deps.log.info({ session: session.metadata.name, reason }, 'session stopped');
       stopped.push(session.metadata.name);
     }
     return stopped;

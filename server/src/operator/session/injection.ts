@@ -1,4 +1,4 @@
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.js';
 import type { Session } from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
@@ -32,16 +32,17 @@ type Run = { state: InjectionState; cancelled: boolean };
  */
 export class DataInjector {
   private readonly runs = new Map<string, Run>();
-  private readonly core: k8s.CoreV1Api;
 
   constructor(
-    kc: k8s.KubeConfig,
+    /** Reads pods (their addresses) and the config maps and secrets of the session's environment. */
+    private readonly core: Pick<
+      k8s.CoreV1Api,
+      'listNamespacedPod' | 'readNamespacedConfigMap' | 'readNamespacedSecret'
+    >,
     private readonly config: OperatorConfig,
     private readonly onChange: (sessionName: string) => void,
     private readonly log: Logger,
-  ) {
-    this.core = kc.makeApiClient(k8s.CoreV1Api);
-  }
+  ) {}
 
   state(uid: string): InjectionState | undefined {
     return this.runs.get(uid)?.state;

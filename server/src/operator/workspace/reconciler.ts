@@ -1,14 +1,37 @@
 import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
+import type { Informer } from '../../kube/informer.js';
+import type { CustomResourceClient } from '../../kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
 import { setCondition } from '../../model/conditions.js';
+import type { Session } from '../../model/session.js';
 import { workspaceClaimName, type Workspace, type WorkspaceStatus } from '../../model/workspace.js';
-import { finalizersOf, sameStatus, type OperatorContext } from '../context.js';
+import type { OperatorConfig } from '../config.js';
 import { MANAGED_BY, ownerReference } from '../manifests.js';
-import type { Reconciled } from '../session/reconciler.js';
+import type { EventSink } from '../runtime/events.js';
+import type { Logger } from '../runtime/logger.js';
+import { finalizersOf, sameStatus } from '../runtime/objects.js';
+import { Delay, RetryLater, continueOnWarning, settle, WarnAndContinue, type Reconciled } from '../runtime/outcome.js';
 
 /** Finalizer of a Workspace: its sessions end before its claim goes. */
 export const WORKSPACE_FINALIZER = 'ide-cloud.io/workspace-sessions';
+
+export interface WorkspaceReconcilerDeps {
+  config: Pick<OperatorConfig, 'workspaceReclaimPolicy' | 'workspaceStorageSize' | 'workspaceStorageClass'>;
+  namespace: string;
+  /** Caches: the workspaces, and the sessions that use them. */
+  workspaces: Informer<Workspace>;
+  sessions: Pick<Informer<Session>, 'list'>;
+  /** Writes the workspace's finalizer and status. */
+  workspacesApi: Pick<CustomResourceClient<'workspace'>, 'mergePatch' | 'patchStatus'>;
+  /** Stops the workspace's sessions. */
+  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'delete'>;
+  /** Applies the claim. */
+  objects: k8s.KubernetesObjectApi;
+  core: Pick<k8s.CoreV1Api, 'readNamespacedPersistentVolumeClaim'>;
+  events: EventSink;
+  log: Logger;
+}
 
 /**
  * Reconciles a Workspace into its PersistentVolumeClaim: fetch → gone? → deleting? end its sessions,
@@ -16,14 +39,16 @@ export const WORKSPACE_FINALIZER = 'ide-cloud.io/workspace-sessions';
  * status Bound (the claim exists), written once.
  */
 export class WorkspaceReconciler {
-  constructor(private readonly ctx: OperatorContext) {}
+  constructor(private readonly deps: WorkspaceReconcilerDeps) {}
 
   async reconcile(name: string): Promise<Reconciled> {
-    const { ctx } = this;
-    const workspace = ctx.cache.workspaces.get(name);
+    const { deps } = this;
+    const workspace = deps.workspaces.get(name);
     if (!workspace) return;
     const status: WorkspaceStatus = structuredClone(workspace.status ?? {});
     status.observedGeneration = workspace.metadata.generation;
+    const warn = ({ message }: { message: string }) =>
+      deps.log.warn({ workspace: name, warning: message }, 'workspace warning');
     try {
       if (workspace.metadata.deletionTimestamp) {
         status.phase = 'Terminating';
@@ -31,32 +56,7 @@ export class WorkspaceReconciler {
       }
       await this.ensureFinalizer(workspace);
       const claimName = workspaceClaimName(workspace);
-      const claim: k8s.V1PersistentVolumeClaim = {
-        apiVersion: 'v1',
-        kind: 'PersistentVolumeClaim',
-        metadata: {
-          name: claimName,
-          namespace: ctx.namespace,
-          labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.workspace]: name },
-          ...(ctx.config.workspaceReclaimPolicy === 'Delete'
-            ? { ownerReferences: [ownerReference(workspace as Parameters<typeof ownerReference>[0])] }
-            : {}),
-        },
-        spec: {
-          accessModes: ['ReadWriteOnce'],
-          resources: { requests: { storage: ctx.config.workspaceStorageSize } },
-          ...(ctx.config.workspaceStorageClass ? { storageClassName: ctx.config.workspaceStorageClass } : {}),
-        },
-      };
-      try {
-        await applyObject(ctx.objects, claim);
-      } catch (error) {
-        // A claim's spec is immutable once bound; an existing claim is what counts.
-        const existing = await ctx.core
-          .readNamespacedPersistentVolumeClaim({ name: claimName, namespace: ctx.namespace })
-          .catch(() => undefined);
-        if (!existing) throw error;
-      }
+      await continueOnWarning(() => this.applyClaim(workspace, claimName), warn);
       status.phase = 'Bound';
       status.claimName = claimName;
       status.conditions = setCondition(status.conditions, {
@@ -67,56 +67,90 @@ export class WorkspaceReconciler {
         observedGeneration: workspace.metadata.generation,
       });
       return;
+    } catch (error) {
+      return settle(error, { warn });
     } finally {
       if (!sameStatus(status, workspace.status)) {
-        const updated = await ctx.resources.workspaces.patchStatus(name, status).catch((error: unknown) => {
+        const updated = await deps.workspacesApi.patchStatus(name, status).catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
         });
-        if (updated) ctx.cache.workspaces.observe(updated);
+        if (updated) deps.workspaces.observe(updated);
       }
+    }
+  }
+
+  /** The workspace's claim; one that exists already but cannot take the spec (immutable once bound) is kept. */
+  private async applyClaim(workspace: Workspace, claimName: string): Promise<void> {
+    const { deps } = this;
+    const claim: k8s.V1PersistentVolumeClaim = {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: {
+        name: claimName,
+        namespace: deps.namespace,
+        labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.workspace]: workspace.metadata.name },
+        ...(deps.config.workspaceReclaimPolicy === 'Delete'
+          ? { ownerReferences: [ownerReference(workspace as Parameters<typeof ownerReference>[0])] }
+          : {}),
+      },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: deps.config.workspaceStorageSize } },
+        ...(deps.config.workspaceStorageClass ? { storageClassName: deps.config.workspaceStorageClass } : {}),
+      },
+    };
+    try {
+      await applyObject(deps.objects, claim);
+    } catch (error) {
+      // A claim's spec is immutable once bound; an existing claim is what counts.
+      const existing = await deps.core
+        .readNamespacedPersistentVolumeClaim({ name: claimName, namespace: deps.namespace })
+        .catch(() => undefined);
+      if (!existing) throw error;
+      throw new WarnAndContinue(`claim ${claimName} exists but could not be applied; kept as it is`);
     }
   }
 
   private async ensureFinalizer(workspace: Workspace): Promise<void> {
     const finalizers = finalizersOf(workspace);
     if (finalizers.includes(WORKSPACE_FINALIZER)) return;
-    const updated = await this.ctx.resources.workspaces.mergePatch(workspace.metadata.name, {
+    const updated = await this.deps.workspacesApi.mergePatch(workspace.metadata.name, {
       metadata: {
         finalizers: [...finalizers, WORKSPACE_FINALIZER],
         resourceVersion: workspace.metadata.resourceVersion,
       },
     });
-    this.ctx.cache.workspaces.observe(updated);
+    this.deps.workspaces.observe(updated);
     workspace.metadata.resourceVersion = updated.metadata.resourceVersion;
   }
 
   private async finalize(workspace: Workspace): Promise<Reconciled> {
-    const { ctx } = this;
+    const { deps } = this;
     if (!finalizersOf(workspace).includes(WORKSPACE_FINALIZER)) return;
-    const sessions = ctx.cache.sessions.list().filter((s) => s.spec.workspace === workspace.metadata.name);
+    const sessions = deps.sessions.list().filter((s) => s.spec.workspace === workspace.metadata.name);
     for (const s of sessions) {
       if (s.metadata.deletionTimestamp) continue;
       const reason = `WorkspaceDeleted: workspace ${workspace.metadata.name} was deleted`;
-      await ctx.resources.sessions
+      await deps.sessionsApi
         .mergePatch(s.metadata.name, { metadata: { annotations: { [ANNOTATIONS.stopReason]: reason } } })
         .catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
         });
-      ctx.events.record(s, 'Normal', 'Stopped', `session stopped: ${reason}`);
-      await ctx.resources.sessions.delete(s.metadata.name);
+      deps.events.record(s, 'Normal', 'Stopped', `session stopped: ${reason}`);
+      await deps.sessionsApi.delete(s.metadata.name);
     }
-    if (sessions.length > 0) return { requeueAfterMs: 300 };
+    if (sessions.length > 0)
+      throw new RetryLater('waiting for the sessions of the workspace to go', Delay.dependentsDeleting);
     try {
-      await ctx.resources.workspaces.mergePatch(workspace.metadata.name, {
+      await deps.workspacesApi.mergePatch(workspace.metadata.name, {
         metadata: {
           finalizers: finalizersOf(workspace).filter((f) => f !== WORKSPACE_FINALIZER),
           resourceVersion: workspace.metadata.resourceVersion,
         },
       });
     } catch (error) {
-      if (isConflict(error)) return { requeueAfterMs: 50 };
+      if (isConflict(error)) throw new RetryLater('workspace changed while its finalizer was removed', Delay.conflict);
       if (!isNotFound(error)) throw error;
     }
-    return;
   }
 }

@@ -1,0 +1,151 @@
+import * as k8s from '@kubernetes/client-node';
+import { isConflict, isNotFound } from '../../kube/client.js';
+import type { Informer } from '../../kube/informer.js';
+import { LABELS } from '../../model/api-group.js';
+import { MANAGED_BY } from '../manifests.js';
+import { Delay, RetryLater } from '../runtime/outcome.js';
+import { appendRoutesPatch, withRoute, type RouteEntry } from './ingress.js';
+
+/** What the session reconciler needs of the routes: a session's path present or absent. */
+export interface RouteTable {
+  set(ingressName: string, entry: RouteEntry, present: boolean): Promise<void>;
+}
+
+export interface RoutesDeps {
+  net: Pick<
+    k8s.NetworkingV1Api,
+    | 'patchNamespacedIngress'
+    | 'readNamespacedIngress'
+    | 'createNamespacedIngress'
+    | 'replaceNamespacedIngress'
+    | 'deleteNamespacedIngress'
+  >;
+  namespace: string;
+  /** The cache of the shared Ingresses; every write's answer goes into it. */
+  ingresses: Informer<k8s.V1Ingress>;
+  ingressClassName?: string;
+}
+
+type Waiting = { entry: RouteEntry; done: (appended: boolean) => void };
+
+const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
+
+/**
+ * Appends paths to a shared Ingress in batches: while one patch of an Ingress is on its way, the
+ * paths asked for meanwhile wait and go together in the next one. A burst of launches so costs a few
+ * writes of the Ingress, not one each (every write rewrites the whole object, which grows with the
+ * sessions), and the writes never race each other. Holds only requests in flight, no state.
+ */
+class RouteAppender {
+  private readonly waiting = new Map<string, Waiting[]>();
+  private readonly writing = new Set<string>();
+
+  constructor(private readonly deps: RoutesDeps) {}
+
+  /** Resolves true once the path is in the Ingress, false when it must take the long way. */
+  append(ingressName: string, entry: RouteEntry): Promise<boolean> {
+    return new Promise((done) => {
+      const queue = this.waiting.get(ingressName) ?? [];
+      queue.push({ entry, done });
+      this.waiting.set(ingressName, queue);
+      void this.flush(ingressName);
+    });
+  }
+
+  private async flush(ingressName: string): Promise<void> {
+    if (this.writing.has(ingressName)) return;
+    const batch = this.waiting.get(ingressName);
+    if (!batch?.length) return;
+    this.waiting.delete(ingressName);
+    this.writing.add(ingressName);
+    const { net, namespace, ingresses } = this.deps;
+    let appended = new Set<RouteEntry>();
+    try {
+      const { patch, appended: carried } = appendRoutesPatch(
+        ingresses.get(ingressName)?.spec,
+        batch.map((w) => w.entry),
+      );
+      if (patch.length > 0) {
+        ingresses.observe(await net.patchNamespacedIngress({ name: ingressName, namespace, body: patch }, jsonPatch));
+        appended = new Set(carried);
+      }
+    } catch {
+      // The rule moved or the Ingress went: every entry of the batch takes the long way.
+    } finally {
+      this.writing.delete(ingressName);
+      for (const w of batch) w.done(appended.has(w.entry));
+      void this.flush(ingressName);
+    }
+  }
+}
+
+/**
+ * The sessions' paths in the shared Ingresses, read from the operator's cache. An addition to an
+ * existing host rule is appended (in batches). Anything else is read, change, write with the
+ * resourceVersion read, first from the cache, then from the API server after a 409: concurrent
+ * changes never lose each other's paths. The Ingress is created on first use and deleted (with a
+ * precondition) when its last path goes.
+ */
+export class Routes implements RouteTable {
+  private readonly appender: RouteAppender;
+
+  constructor(private readonly deps: RoutesDeps) {
+    this.appender = new RouteAppender(deps);
+  }
+
+  async set(ingressName: string, entry: RouteEntry, present: boolean): Promise<void> {
+    const { net, namespace, ingresses } = this.deps;
+    const cached = ingresses.get(ingressName);
+    if (cached && !withRoute(cached.spec, entry, present)) return;
+    if (present && cached && (await this.appender.append(ingressName, entry))) return;
+    // After a failed append the cache is behind: read the API server.
+    let current: k8s.V1Ingress | undefined = present ? undefined : cached;
+    let fromCache = current !== undefined;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      if (!fromCache) {
+        current = undefined;
+        try {
+          current = await net.readNamespacedIngress({ name: ingressName, namespace });
+        } catch (error) {
+          if (!isNotFound(error)) throw error;
+        }
+      }
+      fromCache = false;
+      try {
+        if (!current) {
+          if (!present) return;
+          const ingressClassName = this.deps.ingressClassName;
+          const spec = { ...withRoute(undefined, entry, true), ...(ingressClassName ? { ingressClassName } : {}) };
+          ingresses.observe(
+            await net.createNamespacedIngress({
+              namespace,
+              body: {
+                metadata: { name: ingressName, namespace, labels: { [LABELS.managedBy]: MANAGED_BY } },
+                spec,
+              },
+            }),
+          );
+          return;
+        }
+        const spec = withRoute(current.spec, entry, present);
+        if (!spec) return;
+        if ((spec.rules ?? []).length === 0 && !spec.defaultBackend) {
+          await net.deleteNamespacedIngress({
+            name: ingressName,
+            namespace,
+            body: { preconditions: { resourceVersion: current.metadata?.resourceVersion } },
+          });
+          return;
+        }
+        const next = { ...structuredClone(current), apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', spec };
+        ingresses.observe(await net.replaceNamespacedIngress({ name: ingressName, namespace, body: next }));
+        return;
+      } catch (error) {
+        if (!isConflict(error) && !(isNotFound(error) && current)) throw error;
+        const wait = Math.random() * Math.min(Delay.routeRetryMax, Delay.routeRetryStep * (attempt + 1));
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+    throw new RetryLater(`route ${ingressName}: too many concurrent changes`);
+  }
+}

@@ -1,0 +1,67 @@
+import { isConflict, isNotFound } from '../../kube/client.js';
+import type { Informer } from '../../kube/informer.js';
+import type { CustomResourceClient } from '../../kube/resources.js';
+import type { Session } from '../../model/session.js';
+import type { OperatorConfig } from '../config.js';
+import { routePath } from '../manifests.js';
+import type { RouteTable } from '../routes/routes.js';
+import { finalizersOf } from '../runtime/objects.js';
+import { Delay, RetryLater } from '../runtime/outcome.js';
+import type { DataInjector } from './injection.js';
+
+/** Finalizer of a Session: its path in the shared Ingress (not owned by the session) is removed first. */
+export const SESSION_FINALIZER = 'ide-cloud.io/session-route';
+/** Annotation recording the shared Ingress the session's path was added to, for clean-up. */
+export const ROUTE_ANNOTATION = 'ide-cloud.io/route';
+
+export interface FinalizeDeps {
+  config: Pick<OperatorConfig, 'sessionHost'>;
+  sessions: Pick<Informer<Session>, 'observe'>;
+  sessionsApi: Pick<CustomResourceClient<'session'>, 'patchStatus' | 'mergePatch'>;
+  routes: RouteTable;
+  injector: Pick<DataInjector, 'forget'>;
+  /** Tells the pool its counts changed. */
+  poolChanged: (appDefinitionName: string) => void;
+}
+
+/**
+ * A Session being deleted: phase Stopping, its path out of the shared Ingress, its injection
+ * forgotten, then the finalizer removed (with the resourceVersion of the Stopping write). A lost
+ * race is a RetryLater; any other error of a write, the status's included, is the pass's.
+ */
+export async function finalizeSession(deps: FinalizeDeps, session: Session): Promise<void> {
+  const name = session.metadata.name;
+  if (!finalizersOf(session).includes(SESSION_FINALIZER)) return;
+  if (session.status?.phase !== 'Stopping' && session.status?.phase !== 'Failed') {
+    // The answer's resourceVersion is the one the finalizer's removal below must carry. A session
+    // already gone still has its route removed.
+    const stopping = await deps.sessionsApi.patchStatus(name, { phase: 'Stopping' }).catch((error: unknown) => {
+      if (!isNotFound(error)) throw error;
+    });
+    if (stopping) {
+      deps.sessions.observe(stopping);
+      session.metadata.resourceVersion = stopping.metadata.resourceVersion;
+    }
+  }
+  const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
+  if (ingressName) {
+    await deps.routes.set(
+      ingressName,
+      { host: deps.config.sessionHost, path: routePath(name), serviceName: '' },
+      false,
+    );
+  }
+  deps.injector.forget(session.metadata.uid ?? name);
+  try {
+    await deps.sessionsApi.mergePatch(name, {
+      metadata: {
+        finalizers: finalizersOf(session).filter((f) => f !== SESSION_FINALIZER),
+        resourceVersion: session.metadata.resourceVersion,
+      },
+    });
+  } catch (error) {
+    if (isConflict(error)) throw new RetryLater('session changed while its finalizer was removed', Delay.conflict);
+    if (!isNotFound(error)) throw error;
+  }
+  deps.poolChanged(session.spec.appDefinition);
+}

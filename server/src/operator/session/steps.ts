@@ -1,0 +1,436 @@
+/**
+ * The numbered steps of a Session's pass, one function each, in the order the reconciler calls them.
+ * Each reads what it needs from the caches, writes with optimistic concurrency and records what it
+ * learnt in the pass; a step whose part is not ready throws RetryLater, one that cannot serve the
+ * session throws FailObject.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import { applyObject, isConflict } from '../../kube/client.js';
+import type { Informer } from '../../kube/informer.js';
+import type { CustomResourceClient } from '../../kube/resources.js';
+import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
+import { dataBridgeEnabled, dataBridgePort, type AppDefinition } from '../../model/app-definition.js';
+import { findCondition } from '../../model/conditions.js';
+import { ErrorCode } from '../../model/error-codes.js';
+import { checkSessionLimits } from '../../model/limits.js';
+import { configStoreName } from '../../model/names.js';
+import { SessionCondition, StartStrategySchema, type Session, type StartStrategy } from '../../model/session.js';
+import { workspaceClaimName, type Workspace } from '../../model/workspace.js';
+import type { OperatorConfig } from '../config.js';
+import {
+  deployment,
+  lazyEnv,
+  lazyEnvFrom,
+  ownerReference,
+  poolInstanceName,
+  routePath,
+  service,
+  sessionLabels,
+  sessionPodApp,
+  sessionPodTemplate,
+  sessionUrl,
+} from '../manifests.js';
+import { applySidecars, type PoolInstance, type PoolInstances } from '../pool/instances.js';
+import type { RouteTable } from '../routes/routes.js';
+import { deploymentReady, finalizersOf } from '../runtime/objects.js';
+import { Delay, FailObject, RetryLater } from '../runtime/outcome.js';
+import { ROUTE_ANNOTATION, SESSION_FINALIZER } from './finalize.js';
+import type { DataInjector } from './injection.js';
+import type { Pass } from './status.js';
+
+/** What the steps use: the caches they read, the clients they write with, and their collaborators. */
+export interface SessionStepDeps {
+  config: OperatorConfig;
+  namespace: string;
+  sessions: Informer<Session>;
+  appDefinitions: Pick<Informer<AppDefinition>, 'find'>;
+  workspaces: Pick<Informer<Workspace>, 'find'>;
+  deployments: Pick<Informer<k8s.V1Deployment>, 'get'>;
+  services: Pick<Informer<k8s.V1Service>, 'get' | 'observe'>;
+  /** Confirm a cache miss: the service creates a workspace an instant before its session. */
+  appDefinitionsApi: Pick<CustomResourceClient<'appDefinition'>, 'find'>;
+  workspacesApi: Pick<CustomResourceClient<'workspace'>, 'find'>;
+  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch'>;
+  /** Applies config stores and a lazy session's objects. */
+  objects: k8s.KubernetesObjectApi;
+  pool: Pick<PoolInstances, 'findReservation' | 'reserve'>;
+  routes: RouteTable;
+  injector: Pick<DataInjector, 'ensure' | 'state'>;
+  /** Tells the pool its counts changed (a reservation); the app definition's pass follows shortly. */
+  poolChanged: (appDefinitionName: string) => void;
+}
+
+/** What the guards found. */
+export interface Guarded {
+  appDefinition: AppDefinition;
+  claimName?: string;
+}
+
+const isStartStrategy = (value: unknown): value is StartStrategy => StartStrategySchema.safeParse(value).success;
+
+/**
+ * Guards: the app definition and the workspace exist, a decision already made is taken up, limits
+ * hold (checked once, before a start strategy), conditions are Unknown on the first visit.
+ */
+export async function guards(deps: SessionStepDeps, session: Session, pass: Pass): Promise<Guarded> {
+  const appDefinition = await deps.appDefinitions.find(session.spec.appDefinition, (n) =>
+    deps.appDefinitionsApi.find(n),
+  );
+  if (!appDefinition) {
+    throw new FailObject(ErrorCode.unknownAppDefinition, `unknown app definition ${session.spec.appDefinition}`);
+  }
+  let claimName: string | undefined;
+  if (session.spec.workspace) {
+    // The service creates the workspace just before the session, and the two come by different
+    // watches: a cache miss is confirmed with the API server before the session fails on it.
+    const workspace = await deps.workspaces.find(session.spec.workspace, (n) => deps.workspacesApi.find(n));
+    if (!workspace || workspace.metadata.deletionTimestamp) {
+      throw new FailObject(ErrorCode.unknownWorkspace, `unknown workspace ${session.spec.workspace}`);
+    }
+    claimName = workspaceClaimName(workspace);
+  }
+  // A decision already made is in the status or, if the pass that made it ended before writing the
+  // status, in the annotations written with the finalizer.
+  const annotations = session.metadata.annotations ?? {};
+  if (!pass.status.startStrategy && isStartStrategy(annotations[ANNOTATIONS.startStrategy])) {
+    pass.status.startStrategy = annotations[ANNOTATIONS.startStrategy] as StartStrategy;
+    if (annotations[ANNOTATIONS.instanceId]) pass.status.instanceId = annotations[ANNOTATIONS.instanceId];
+  }
+  if (!pass.status.startStrategy) checkLimits(deps, session, appDefinition);
+  if (!pass.status.phase) {
+    pass.status.phase = 'Pending';
+    for (const type of Object.values(SessionCondition)) {
+      if (!findCondition(pass.status.conditions, type)) pass.condition({ type, status: 'Unknown', reason: 'Pending' });
+    }
+  }
+  return { appDefinition, claimName };
+}
+
+function checkLimits(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition): void {
+  const all = deps.sessions.list();
+  const created = (s: Session) => new Date(s.metadata.creationTimestamp ?? 0).getTime();
+  // Only sessions created before this one count: the decision is the same whichever is reconciled first.
+  const earlier = all.filter(
+    (s) =>
+      s.metadata.name !== session.metadata.name &&
+      (created(s) < created(session) || (created(s) === created(session) && s.metadata.name < session.metadata.name)),
+  );
+  const refusal = checkSessionLimits({
+    appDefinition: { name: session.spec.appDefinition, maxInstances: appDefinition.spec.maxInstances },
+    user: session.spec.user,
+    sessions: earlier,
+    sessionsPerUser: deps.config.sessionsPerUser,
+  });
+  if (refusal) throw new FailObject(refusal.code, refusal.reason);
+}
+
+/**
+ * 1. Start strategy: a warm instance when eager start is on and one is free, else lazy. The
+ * reservation is written on the instance; the decision, the finalizer and the route's Ingress go to
+ * the session in one write (`writeMetadata`), before anything is created for the lazy path.
+ */
+export async function chooseStrategy(
+  deps: SessionStepDeps,
+  session: Session,
+  { appDefinition, claimName }: Guarded,
+  pass: Pass,
+): Promise<k8s.V1Deployment | undefined> {
+  if (pass.status.startStrategy) return undefined;
+  let instance: PoolInstance | undefined;
+  if (deps.config.eagerStart) {
+    const minInstances = dataBridgeEnabled(appDefinition.spec) ? appDefinition.spec.minInstances : 0;
+    instance =
+      deps.pool.findReservation(appDefinition.metadata.name, session) ??
+      (await deps.pool.reserve(appDefinition, minInstances, session, claimName));
+    if (instance) {
+      pass.status.startStrategy = 'eager';
+      pass.status.instanceId = String(instance.id);
+      pass.condition({
+        type: SessionCondition.reserved,
+        status: 'True',
+        reason: 'InstanceReserved',
+        message: `warm instance ${instance.id}`,
+      });
+      deps.poolChanged(appDefinition.metadata.name);
+    } else {
+      pass.status.startStrategy = 'lazy-fallback';
+      pass.condition({
+        type: SessionCondition.reserved,
+        status: 'False',
+        reason: 'PoolExhausted',
+        message: 'no free warm instance; lazy start',
+      });
+      pass.event('Normal', 'LazyStart', 'no free warm instance: starting lazily');
+    }
+  } else {
+    pass.status.startStrategy = 'lazy';
+    pass.condition({
+      type: SessionCondition.reserved,
+      status: 'False',
+      reason: 'EagerStartDisabled',
+      message: 'lazy start',
+    });
+    pass.event('Normal', 'LazyStart', 'starting lazily');
+  }
+  pass.status.phase = 'Starting';
+  return instance?.deployment;
+}
+
+/**
+ * One write of what the session's metadata must carry: the finalizer (before its route exists),
+ * the start-strategy annotations and the Ingress its route goes to. Nothing when all is there.
+ */
+export async function writeMetadata(
+  deps: SessionStepDeps,
+  session: Session,
+  pass: Pass,
+  ingressName: string,
+): Promise<void> {
+  const finalizers = finalizersOf(session);
+  const wanted: Record<string, string> = {
+    [ANNOTATIONS.startStrategy]: pass.status.startStrategy ?? '',
+    [ROUTE_ANNOTATION]: ingressName,
+    ...(pass.status.instanceId ? { [ANNOTATIONS.instanceId]: pass.status.instanceId } : {}),
+  };
+  const annotations = session.metadata.annotations ?? {};
+  const changed = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => annotations[k] !== v));
+  const needsFinalizer = !finalizers.includes(SESSION_FINALIZER);
+  if (!needsFinalizer && Object.keys(changed).length === 0) return;
+  try {
+    const updated = await deps.sessionsApi.mergePatch(session.metadata.name, {
+      metadata: {
+        annotations: changed,
+        // The finalizer list is replaced whole: only against the version read, so no one's is lost.
+        ...(needsFinalizer
+          ? { finalizers: [...finalizers, SESSION_FINALIZER], resourceVersion: session.metadata.resourceVersion }
+          : {}),
+      },
+    });
+    deps.sessions.observe(updated);
+    session.metadata = { ...session.metadata, ...updated.metadata };
+  } catch (error) {
+    if (isConflict(error)) throw new RetryLater('session changed while its metadata was written', Delay.conflict);
+    throw error;
+  }
+}
+
+/** 2. Config store, when the app definition asks for one; its name, or undefined. */
+export async function applyConfigStore(
+  deps: SessionStepDeps,
+  session: Session,
+  appDefinition: AppDefinition,
+): Promise<string | undefined> {
+  if (appDefinition.spec.options?.configStore !== 'true') return undefined;
+  const configStore = configStoreName(session.metadata.name);
+  await applyObject(deps.objects, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: configStore,
+      namespace: deps.namespace,
+      labels: sessionLabels(session),
+      ownerReferences: [ownerReference(session as Parameters<typeof ownerReference>[0])],
+    },
+  } as k8s.V1ConfigMap);
+  return configStore;
+}
+
+/** What serves the session: the Service its route points to and the Deployment behind it. */
+export interface Workload {
+  eager: boolean;
+  backend: string;
+  deployment?: k8s.V1Deployment;
+}
+
+/** 3. Resources of the session: the reserved warm instance (eager), or its own objects (lazy). */
+export async function provision(
+  deps: SessionStepDeps,
+  session: Session,
+  { appDefinition, claimName }: Guarded,
+  pass: Pass,
+  reserved: k8s.V1Deployment | undefined,
+  configStore: string | undefined,
+): Promise<Workload> {
+  const name = session.metadata.name;
+  if (pass.status.startStrategy === 'eager') {
+    const instanceName = poolInstanceName(appDefinition.metadata.name, Number(pass.status.instanceId));
+    const workload = reserved ?? deps.deployments.get(instanceName);
+    if (!workload || workload.metadata?.labels?.[LABELS.session] !== name) {
+      throw new FailObject(ErrorCode.internal, `warm instance ${instanceName} is no longer reserved for this session`);
+    }
+    return { eager: true, backend: instanceName, deployment: workload };
+  }
+  const workload = await applyLazyResources(deps, session, appDefinition, claimName, configStore);
+  return { eager: false, backend: name, deployment: workload };
+}
+
+/** Sidecars first (their Service names resolve at IDE start), then the IDE Deployment and Service. */
+async function applyLazyResources(
+  deps: SessionStepDeps,
+  session: Session,
+  appDefinition: AppDefinition,
+  claimName: string | undefined,
+  configStore: string | undefined,
+): Promise<k8s.V1Deployment> {
+  const name = session.metadata.name;
+  const owners = [ownerReference(session as Parameters<typeof ownerReference>[0])];
+  const labels = sessionLabels(session);
+  const podApp = sessionPodApp(session);
+  const ideService = service({
+    name,
+    namespace: deps.namespace,
+    labels,
+    owners,
+    podApp,
+    targetPort: deps.config.authProxyPort,
+  });
+  // A running session keeps its pods: once its Deployment exists it is not rebuilt from a newer
+  // app definition generation (the Deployment is applied in one call, so it exists only whole).
+  const existing = deps.deployments.get(name);
+  if (existing && !existing.metadata?.deletionTimestamp) {
+    // Level-triggered, but not a write per pass: the Service is applied again only when it is gone.
+    if (!deps.services.get(name)) deps.services.observe(await applyObject(deps.objects, ideService));
+    return existing;
+  }
+  await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
+  const applied = await applyObject(
+    deps.objects,
+    deployment({
+      name,
+      namespace: deps.namespace,
+      labels,
+      annotations: { [ANNOTATIONS.appDefinitionGeneration]: String(appDefinition.metadata.generation ?? 0) },
+      owners,
+      template: sessionPodTemplate({
+        appDefinition,
+        config: deps.config,
+        podApp,
+        env: lazyEnv(session),
+        envFrom: lazyEnvFrom(session),
+        claimName,
+        configStore,
+        sessionSecret: session.spec.sessionSecret,
+        templateLabels: { [LABELS.session]: name },
+      }),
+    }),
+  );
+  deps.services.observe(await applyObject(deps.objects, ideService));
+  return applied;
+}
+
+/**
+ * 4. Environment, eager path: pushed to the data bridge in the background, started before the
+ * route so that it usually ends within this pass; only once the reserved instance's current pod
+ * serves (a recycled instance can still show its previous pod, another user's, which must never
+ * receive these values). Returns whether the injection runs.
+ */
+export function startInjection(
+  deps: SessionStepDeps,
+  session: Session,
+  { appDefinition, claimName }: Guarded,
+  workload: Workload,
+): boolean {
+  if (!workload.eager || !deploymentReady(workload.deployment)) return false;
+  const current = findCondition(session.status?.conditions, SessionCondition.envInjected);
+  if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed')) return true;
+  const selector = `${LABELS.poolInstance}=${workload.backend}${claimName ? `,${LABELS.session}=${session.metadata.name}` : ''}`;
+  deps.injector.ensure(session, { podSelector: selector, port: dataBridgePort(appDefinition.spec) });
+  return true;
+}
+
+/** 5. Route in the shared Ingress. */
+export async function route(
+  deps: SessionStepDeps,
+  session: Session,
+  { appDefinition }: Guarded,
+  workload: Workload,
+  pass: Pass,
+): Promise<void> {
+  const ingressName = appDefinition.spec.ingressname;
+  const path = routePath(session.metadata.name);
+  await deps.routes.set(ingressName, { host: deps.config.sessionHost, path, serviceName: workload.backend }, true);
+  pass.condition({
+    type: SessionCondition.routed,
+    status: 'True',
+    reason: 'RouteAdded',
+    message: `path ${path} in ingress ${ingressName}`,
+  });
+}
+
+/** 4 (cont.). The environment's state as the EnvInjected condition. */
+export function recordEnvironment(
+  deps: SessionStepDeps,
+  session: Session,
+  workload: Workload,
+  injecting: boolean,
+  pass: Pass,
+): void {
+  if (injecting) recordInjection(deps, session, pass);
+  else if (workload.eager)
+    pass.condition({
+      type: SessionCondition.envInjected,
+      status: 'Unknown',
+      reason: 'WaitingForInstance',
+      message: 'the reserved instance is not ready yet',
+    });
+  else
+    pass.condition({
+      type: SessionCondition.envInjected,
+      status: 'True',
+      reason: 'PodEnvironment',
+      message: 'values set in the pod specification',
+    });
+}
+
+/** The injection's state as the EnvInjected condition; counts only in final states, so waiting writes nothing. */
+function recordInjection(deps: SessionStepDeps, session: Session, pass: Pass): void {
+  const current = findCondition(pass.status.conditions, SessionCondition.envInjected);
+  if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed')) return;
+  const state = deps.injector.state(session.metadata.uid ?? session.metadata.name);
+  if (!state) return;
+  const max = deps.config.bridgeHealthAttempts;
+  const detail = `health checks ${state.attempts}/${max}, posts ${state.postAttempts}${state.lastError ? `, last error: ${state.lastError}` : ''}`;
+  if (state.phase === 'Injected') {
+    pass.condition({ type: SessionCondition.envInjected, status: 'True', reason: 'Injected', message: detail });
+  } else if (state.phase === 'Failed') {
+    pass.condition({
+      type: SessionCondition.envInjected,
+      status: 'False',
+      reason: 'InjectionFailed',
+      message: detail,
+    });
+    // Warn and continue: the session serves without its values.
+    pass.event('Warning', 'InjectionFailed', `data injection failed (${detail})`);
+  } else {
+    // One condition for every step before the end, so the steps cost no status write.
+    pass.condition({
+      type: SessionCondition.envInjected,
+      status: 'Unknown',
+      reason: 'Injecting',
+      message: 'sending the values to the data bridge',
+    });
+  }
+}
+
+/** 6. Readiness and URL; while the pod starts, the pass looks again later. */
+export function readiness(deps: SessionStepDeps, session: Session, workload: Workload, pass: Pass): void {
+  if (deploymentReady(workload.deployment)) {
+    pass.status.url = sessionUrl(deps.config, session.metadata.name);
+    pass.status.phase = 'Running';
+    pass.condition({
+      type: SessionCondition.ready,
+      status: 'True',
+      reason: 'PodReady',
+      message: 'the IDE pod is ready',
+    });
+    return;
+  }
+  pass.status.phase = 'Starting';
+  pass.condition({
+    type: SessionCondition.ready,
+    status: 'False',
+    reason: 'PodNotReady',
+    message: 'waiting for the IDE pod',
+  });
+  throw new RetryLater('waiting for the IDE pod', Delay.podStarting);
+}
