@@ -104,6 +104,20 @@ export const AppDefinitionStatusSchema = z
   .strict();
 export type AppDefinitionStatus = z.infer<typeof AppDefinitionStatusSchema>;
 
+/** Condition types of an AppDefinition. */
+export const AppDefinitionCondition = {
+  /** The warm pool has its free instances ready. */
+  ready: 'Ready',
+} as const;
+
+/** Reasons of an AppDefinition's Ready condition. */
+export const AppDefinitionReadyReason = {
+  pending: 'Pending',
+  poolChanging: 'PoolChanging',
+  poolReady: 'PoolReady',
+  instancesStarting: 'InstancesStarting',
+} as const;
+
 export const AppDefinitionSchema = z.object({
   apiVersion: z.string().optional(),
   kind: z.string().optional(),

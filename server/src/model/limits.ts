@@ -1,13 +1,6 @@
 import { ErrorCode } from './error-codes.js';
 import type { AppDefinitionSpec } from './app-definition.js';
-import type { Session } from './session.js';
-
-/** Sessions that count against limits: every session not ended or failed. */
-export function isActiveSession(session: Pick<Session, 'status' | 'metadata'>): boolean {
-  if (session.metadata.deletionTimestamp) return false;
-  const phase = session.status?.phase;
-  return phase !== 'Failed' && phase !== 'Stopping';
-}
+import { isActiveSession, type Session } from './session.js';
 
 export interface LimitRefusal {
   code: typeof ErrorCode.maxInstancesReached | typeof ErrorCode.sessionsPerUserReached;
@@ -16,8 +9,9 @@ export interface LimitRefusal {
 
 /**
  * Whether one more session of `user` for `appDefinition` stays within maxInstances (eager plus lazy)
- * and sessionsPerUser. `sessions` are the other active sessions in the namespace: the service checks
- * this before it creates anything, the operator again when it reconciles (the pre-check alone races).
+ * and sessionsPerUser. `sessions` are the other sessions in the namespace, of which the active ones
+ * count (`isActiveSession`, read from their conditions): the service checks this before it creates
+ * anything, the operator again when it reconciles (the pre-check alone races).
  */
 export function checkSessionLimits(input: {
   appDefinition: Pick<AppDefinitionSpec, 'name' | 'maxInstances'>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConditionsSchema } from './conditions.js';
+import { ConditionsSchema, findCondition } from './conditions.js';
 import { ObjectMetaSchema } from './object-meta.js';
 
 const K8sName = z
@@ -59,3 +59,60 @@ export const SessionCondition = {
   envInjected: 'EnvInjected',
   ready: 'Ready',
 } as const;
+
+/** Reasons of a Session's Ready condition that the logic reads. */
+export const SessionReadyReason = {
+  /** First visit: nothing decided yet. */
+  pending: 'Pending',
+  podReady: 'PodReady',
+  podNotReady: 'PodNotReady',
+  /** The operator gave up on the session; `status.error` says why (terminal). */
+  failed: 'Failed',
+  /** The session is being deleted. */
+  stopping: 'Stopping',
+} as const;
+
+type SessionState = Pick<Session, 'status'>;
+
+/**
+ * The session's state as its Ready condition tells it: the conditions are the truth, `phase` only
+ * a summary for people. A status with no Ready condition (written by hand, or by a stand-in for the
+ * operator) is read by its phase.
+ */
+function readyState(session: SessionState): { status: 'True' | 'False' | 'Unknown'; reason?: string } | undefined {
+  const ready = findCondition(session.status?.conditions, SessionCondition.ready);
+  if (ready) return ready;
+  switch (session.status?.phase) {
+    case 'Running':
+      return { status: 'True', reason: SessionReadyReason.podReady };
+    case 'Failed':
+      return { status: 'False', reason: SessionReadyReason.failed };
+    case 'Stopping':
+      return { status: 'False', reason: SessionReadyReason.stopping };
+    default:
+      return undefined;
+  }
+}
+
+/** Ready: the IDE serves at `status.url`. */
+export function isSessionReady(session: SessionState): boolean {
+  return readyState(session)?.status === 'True' && !!session.status?.url;
+}
+
+/** Failed: the operator gave up on it; terminal, `status.error` says why. */
+export function isSessionFailed(session: SessionState): boolean {
+  const ready = readyState(session);
+  return ready?.status === 'False' && ready.reason === SessionReadyReason.failed;
+}
+
+/** Stopping: its finalizer runs. */
+export function isSessionStopping(session: SessionState): boolean {
+  const ready = readyState(session);
+  return ready?.status === 'False' && ready.reason === SessionReadyReason.stopping;
+}
+
+/** Active: counts against the limits and holds its warm instance; not deleted, failed or stopping. */
+export function isActiveSession(session: Pick<Session, 'status' | 'metadata'>): boolean {
+  if (session.metadata.deletionTimestamp) return false;
+  return !isSessionFailed(session) && !isSessionStopping(session);
+}

@@ -30,6 +30,18 @@ export const WorkspaceStatusSchema = z
   .strict();
 export type WorkspaceStatus = z.infer<typeof WorkspaceStatusSchema>;
 
+/** Condition types of a Workspace. */
+export const WorkspaceCondition = {
+  /** Its claim exists. */
+  ready: 'Ready',
+} as const;
+
+/** Reasons of a Workspace's Ready condition. */
+export const WorkspaceReadyReason = {
+  pending: 'Pending',
+  claimCreated: 'ClaimCreated',
+} as const;
+
 export const WorkspaceSchema = z.object({
   apiVersion: z.string().optional(),
   kind: z.string().optional(),

@@ -2,6 +2,7 @@ import * as k8s from '@kubernetes/client-node';
 import { describeKubernetesError, loadKubeConfig, configureClient } from '../kube/client.js';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import { LABELS } from '../model/api-group.js';
+import { isSessionFailed } from '../model/session.js';
 import { parseOperatorConfig, type OperatorConfig, type OperatorConfigInput } from './config.js';
 import { COMPONENT } from './manifests.js';
 import { PoolInstances } from './pool/instances.js';
@@ -180,8 +181,7 @@ class Controllers {
     cache.sessions.on((type, s) => {
       sessionQueue.add(s.metadata.name);
       // An instance to return to the pool, or a lazy session that no longer counts: act at once.
-      if (type === 'DELETED' || s.metadata.deletionTimestamp || s.status?.phase === 'Failed')
-        appQueue.add(s.spec.appDefinition);
+      if (type === 'DELETED' || s.metadata.deletionTimestamp || isSessionFailed(s)) appQueue.add(s.spec.appDefinition);
       if (type === 'DELETED') this.injector.forget(s.metadata.uid ?? s.metadata.name);
     });
     cache.deployments.on((_t, d) => {

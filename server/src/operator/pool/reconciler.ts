@@ -1,9 +1,15 @@
 import { isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
-import { dataBridgeEnabled, type AppDefinition, type AppDefinitionStatus } from '../../model/app-definition.js';
-import { setCondition } from '../../model/conditions.js';
-import type { Session } from '../../model/session.js';
+import {
+  AppDefinitionCondition,
+  AppDefinitionReadyReason,
+  dataBridgeEnabled,
+  type AppDefinition,
+  type AppDefinitionStatus,
+} from '../../model/app-definition.js';
+import { findCondition, setCondition } from '../../model/conditions.js';
+import { isActiveSession, type Session } from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
 import type { Logger } from '../runtime/logger.js';
 import { sameStatus } from '../runtime/objects.js';
@@ -16,12 +22,11 @@ export function effectiveMinInstances(config: { eagerStart: boolean }, appDefini
   return config.eagerStart && dataBridgeEnabled(appDefinition.spec) ? appDefinition.spec.minInstances : 0;
 }
 
+/** Whether the session that reserved the instance still holds it: it exists (same uid) and is active. */
 function sessionHolds(instance: PoolInstance, sessions: Map<string, Session>): boolean {
   if (!instance.reservedBy) return false;
   const session = sessions.get(instance.reservedBy.name);
-  if (!session || session.metadata.uid !== instance.reservedBy.uid) return false;
-  if (session.metadata.deletionTimestamp) return false;
-  return session.status?.phase !== 'Failed' && session.status?.phase !== 'Stopping';
+  return !!session && session.metadata.uid === instance.reservedBy.uid && isActiveSession(session);
 }
 
 export interface AppDefinitionReconcilerDeps {
@@ -51,6 +56,14 @@ export class AppDefinitionReconciler {
     const generation = appDefinition.metadata.generation ?? 0;
     const status: AppDefinitionStatus = structuredClone(appDefinition.status ?? {});
     status.observedGeneration = generation;
+    if (!findCondition(status.conditions, AppDefinitionCondition.ready)) {
+      status.conditions = setCondition(status.conditions, {
+        type: AppDefinitionCondition.ready,
+        status: 'Unknown',
+        reason: AppDefinitionReadyReason.pending,
+        observedGeneration: generation,
+      });
+    }
     let result: Reconciled;
     try {
       const min = effectiveMinInstances(deps.config, appDefinition);
@@ -75,13 +88,13 @@ export class AppDefinitionReconciler {
         states.filter((s) => !plan.delete.includes(s.id) && !plan.recreate.includes(s.id)),
       );
       status.conditions = setCondition(status.conditions, {
-        type: 'Ready',
+        type: AppDefinitionCondition.ready,
         status: status.pool.ready >= Math.max(0, min - status.pool.reserved) && !acted ? 'True' : 'False',
         reason: acted
-          ? 'PoolChanging'
+          ? AppDefinitionReadyReason.poolChanging
           : status.pool.ready + status.pool.reserved >= min
-            ? 'PoolReady'
-            : 'InstancesStarting',
+            ? AppDefinitionReadyReason.poolReady
+            : AppDefinitionReadyReason.instancesStarting,
         message: `${status.pool.ready} ready, ${status.pool.reserved} reserved of ${min}`,
         observedGeneration: generation,
       });

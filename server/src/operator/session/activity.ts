@@ -1,6 +1,6 @@
 import { ANNOTATIONS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
-import type { Session } from '../../model/session.js';
+import { isSessionFailed, type Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import type { OperatorConfig } from '../config.js';
@@ -89,7 +89,7 @@ export class ActivityMonitor {
     }
     const stopped: string[] = [];
     for (const session of deps.sessions.list()) {
-      if (session.metadata.deletionTimestamp || session.status?.phase === 'Failed') continue;
+      if (session.metadata.deletionTimestamp || isSessionFailed(session)) continue;
       const appDefinition = definitions.get(session.spec.appDefinition);
       const reason = stopReason({
         session,

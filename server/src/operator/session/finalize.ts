@@ -1,7 +1,14 @@
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
-import type { Session } from '../../model/session.js';
+import { setCondition } from '../../model/conditions.js';
+import {
+  isSessionFailed,
+  isSessionStopping,
+  SessionCondition,
+  SessionReadyReason,
+  type Session,
+} from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
 import { routePath } from '../manifests.js';
 import type { RouteTable } from '../routes/routes.js';
@@ -25,19 +32,28 @@ export interface FinalizeDeps {
 }
 
 /**
- * A Session being deleted: phase Stopping, its path out of the shared Ingress, its injection
+ * A Session being deleted: Ready False with reason Stopping (phase Stopping), its path out of the shared Ingress, its injection
  * forgotten, then the finalizer removed (with the resourceVersion of the Stopping write). A lost
  * race is a RetryLater; any other error of a write, the status's included, is the pass's.
  */
 export async function finalizeSession(deps: FinalizeDeps, session: Session): Promise<void> {
   const name = session.metadata.name;
   if (!finalizersOf(session).includes(SESSION_FINALIZER)) return;
-  if (session.status?.phase !== 'Stopping' && session.status?.phase !== 'Failed') {
+  if (!isSessionStopping(session) && !isSessionFailed(session)) {
     // The answer's resourceVersion is the one the finalizer's removal below must carry. A session
     // already gone still has its route removed.
-    const stopping = await deps.sessionsApi.patchStatus(name, { phase: 'Stopping' }).catch((error: unknown) => {
-      if (!isNotFound(error)) throw error;
+    const conditions = setCondition(session.status?.conditions, {
+      type: SessionCondition.ready,
+      status: 'False',
+      reason: SessionReadyReason.stopping,
+      message: 'the session is being deleted',
+      observedGeneration: session.metadata.generation,
     });
+    const stopping = await deps.sessionsApi
+      .patchStatus(name, { phase: 'Stopping', conditions })
+      .catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      });
     if (stopping) {
       deps.sessions.observe(stopping);
       session.metadata.resourceVersion = stopping.metadata.resourceVersion;

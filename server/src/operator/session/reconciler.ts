@@ -1,4 +1,4 @@
-import { SessionCondition } from '../../model/session.js';
+import { isSessionFailed, SessionCondition, SessionReadyReason } from '../../model/session.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
 import { settle, type Outcome, type Reconciled } from '../runtime/outcome.js';
@@ -48,7 +48,7 @@ export class SessionReconciler {
         return settle(error, { warn: (warning) => this.logWarning(name, warning) });
       }
     }
-    if (session.status?.phase === 'Failed') return;
+    if (isSessionFailed(session)) return;
 
     const pass = new Pass(session);
     try {
@@ -59,7 +59,12 @@ export class SessionReconciler {
         fail: ({ code, reason }) => {
           pass.status.phase = 'Failed';
           pass.status.error = { code, reason };
-          pass.condition({ type: SessionCondition.ready, status: 'False', reason: 'Failed', message: reason });
+          pass.condition({
+            type: SessionCondition.ready,
+            status: 'False',
+            reason: SessionReadyReason.failed,
+            message: reason,
+          });
           pass.event('Warning', 'Failed', `${code}: ${reason}`);
         },
         warn: (warning) => {

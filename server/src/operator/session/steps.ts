@@ -14,7 +14,13 @@ import { findCondition } from '../../model/conditions.js';
 import { ErrorCode } from '../../model/error-codes.js';
 import { checkSessionLimits } from '../../model/limits.js';
 import { configStoreName } from '../../model/names.js';
-import { SessionCondition, StartStrategySchema, type Session, type StartStrategy } from '../../model/session.js';
+import {
+  SessionCondition,
+  SessionReadyReason,
+  StartStrategySchema,
+  type Session,
+  type StartStrategy,
+} from '../../model/session.js';
 import { workspaceClaimName, type Workspace } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
 import {
@@ -97,10 +103,12 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
     if (annotations[ANNOTATIONS.instanceId]) pass.status.instanceId = annotations[ANNOTATIONS.instanceId];
   }
   if (!pass.status.startStrategy) checkLimits(deps, session, appDefinition);
-  if (!pass.status.phase) {
+  // First visit (no Ready condition yet): every condition Unknown, phase Pending.
+  if (!findCondition(pass.status.conditions, SessionCondition.ready)) {
     pass.status.phase = 'Pending';
     for (const type of Object.values(SessionCondition)) {
-      if (!findCondition(pass.status.conditions, type)) pass.condition({ type, status: 'Unknown', reason: 'Pending' });
+      if (!findCondition(pass.status.conditions, type))
+        pass.condition({ type, status: 'Unknown', reason: SessionReadyReason.pending });
     }
   }
   return { appDefinition, claimName };
@@ -420,7 +428,7 @@ export function readiness(deps: SessionStepDeps, session: Session, workload: Wor
     pass.condition({
       type: SessionCondition.ready,
       status: 'True',
-      reason: 'PodReady',
+      reason: SessionReadyReason.podReady,
       message: 'the IDE pod is ready',
     });
     return;
@@ -429,7 +437,7 @@ export function readiness(deps: SessionStepDeps, session: Session, workload: Wor
   pass.condition({
     type: SessionCondition.ready,
     status: 'False',
-    reason: 'PodNotReady',
+    reason: SessionReadyReason.podNotReady,
     message: 'waiting for the IDE pod',
   });
   throw new RetryLater('waiting for the IDE pod', Delay.podStarting);

@@ -3,9 +3,15 @@ import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
-import { setCondition } from '../../model/conditions.js';
+import { findCondition, setCondition } from '../../model/conditions.js';
 import type { Session } from '../../model/session.js';
-import { workspaceClaimName, type Workspace, type WorkspaceStatus } from '../../model/workspace.js';
+import {
+  workspaceClaimName,
+  WorkspaceCondition,
+  WorkspaceReadyReason,
+  type Workspace,
+  type WorkspaceStatus,
+} from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
 import { MANAGED_BY, ownerReference } from '../manifests.js';
 import type { EventSink } from '../runtime/events.js';
@@ -47,6 +53,14 @@ export class WorkspaceReconciler {
     if (!workspace) return;
     const status: WorkspaceStatus = structuredClone(workspace.status ?? {});
     status.observedGeneration = workspace.metadata.generation;
+    if (!findCondition(status.conditions, WorkspaceCondition.ready)) {
+      status.conditions = setCondition(status.conditions, {
+        type: WorkspaceCondition.ready,
+        status: 'Unknown',
+        reason: WorkspaceReadyReason.pending,
+        observedGeneration: workspace.metadata.generation,
+      });
+    }
     const warn = ({ message }: { message: string }) =>
       deps.log.warn({ workspace: name, warning: message }, 'workspace warning');
     try {
@@ -60,9 +74,9 @@ export class WorkspaceReconciler {
       status.phase = 'Bound';
       status.claimName = claimName;
       status.conditions = setCondition(status.conditions, {
-        type: 'Ready',
+        type: WorkspaceCondition.ready,
         status: 'True',
-        reason: 'ClaimCreated',
+        reason: WorkspaceReadyReason.claimCreated,
         message: `claim ${claimName}`,
         observedGeneration: workspace.metadata.generation,
       });

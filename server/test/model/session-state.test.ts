@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { setCondition } from '../../src/model/conditions.js';
+import { checkSessionLimits } from '../../src/model/limits.js';
+import {
+  isActiveSession,
+  isSessionFailed,
+  isSessionReady,
+  isSessionStopping,
+  SessionCondition,
+  type Session,
+  type SessionStatus,
+} from '../../src/model/session.js';
+
+function session(status?: SessionStatus, deleting = false): Session {
+  return {
+    metadata: { name: 's', ...(deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}) },
+    spec: { user: 'u', appDefinition: 'a' },
+    ...(status ? { status } : {}),
+  };
+}
+
+const ready = (status: 'True' | 'False' | 'Unknown', reason: string) =>
+  setCondition(undefined, { type: SessionCondition.ready, status, reason });
+
+describe('session state from conditions', () => {
+  it('reads Ready from the conditions, whatever the phase says', () => {
+    assert.equal(isSessionReady(session({ phase: 'Starting', url: 'u', conditions: ready('True', 'PodReady') })), true);
+    assert.equal(
+      isSessionReady(session({ phase: 'Running', url: 'u', conditions: ready('False', 'PodNotReady') })),
+      false,
+    );
+    assert.equal(isSessionReady(session({ conditions: ready('True', 'PodReady') })), false, 'no URL yet');
+    assert.equal(isSessionFailed(session({ phase: 'Running', conditions: ready('False', 'Failed') })), true);
+    assert.equal(isSessionStopping(session({ conditions: ready('False', 'Stopping') })), true);
+  });
+
+  it('reads the phase only of a status without a Ready condition', () => {
+    assert.equal(isSessionReady(session({ phase: 'Running', url: 'u' })), true);
+    assert.equal(isSessionFailed(session({ phase: 'Failed' })), true);
+    assert.equal(isSessionStopping(session({ phase: 'Stopping' })), true);
+    assert.equal(isSessionFailed(session()), false);
+  });
+
+  it('counts as active what is neither deleted, failed nor stopping', () => {
+    assert.equal(isActiveSession(session({ conditions: ready('Unknown', 'Pending') })), true);
+    assert.equal(isActiveSession(session({ conditions: ready('False', 'PodNotReady') })), true);
+    assert.equal(isActiveSession(session({ conditions: ready('False', 'Failed') })), false);
+    assert.equal(isActiveSession(session({ conditions: ready('False', 'Stopping') })), false);
+    assert.equal(isActiveSession(session(undefined, true)), false);
+    const refusal = checkSessionLimits({
+      appDefinition: { name: 'a', maxInstances: 1 },
+      user: 'v',
+      sessions: [session({ conditions: ready('False', 'Failed') })],
+      sessionsPerUser: 1,
+    });
+    assert.equal(refusal, undefined, 'a failed session does not count');
+  });
+});
