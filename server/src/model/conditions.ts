@@ -43,7 +43,3 @@ export function setCondition(
 export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
   return conditions?.find((c) => c.type === type);
 }
-
-export function isConditionTrue(conditions: readonly Condition[] | undefined, type: string): boolean {
-  return findCondition(conditions, type)?.status === 'True';
-}

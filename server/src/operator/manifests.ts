@@ -8,9 +8,6 @@ import { operatorEnvironment } from './session/env.js';
 
 export const MANAGED_BY = 'ide-cloud-operator';
 export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
-/** Annotation of a pool instance: uid of the Session holding the reservation. */
-/** Where operators before 0.2 kept a reserving session's uid (now its ownerReference); read for upgrades. */
-export const SESSION_UID_ANNOTATION = 'ide-cloud.io/session-uid';
 /** Pod template annotation bumped to restart an instance's pods when it returns to the pool. */
 export const RECYCLED_ANNOTATION = 'ide-cloud.io/recycled-at';
 export const AUTH_PROXY_CONTAINER = 'auth-proxy';

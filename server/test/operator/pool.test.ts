@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
-import { planPool, poolStatus, reservationOrder, type PoolInstanceState } from '../../src/operator/pool/plan.js';
+import {
+  planPool,
+  poolStatus,
+  reservationCandidates,
+  reservationOrder,
+  type PoolInstanceState,
+} from '../../src/operator/pool/plan.js';
 
 const free = (id: number, generation = 1, ready = true): PoolInstanceState => ({
   id,
@@ -86,5 +92,27 @@ describe('operator pool arithmetic (the pool table)', () => {
       order.map((i) => i.id),
       [2, 3, 1],
     );
+  });
+
+  it('rotates the candidates by the session name, as the pool always did, and spreads sessions over them', () => {
+    // The rotation the pool used before it shared model/names.ts' stringHash32: h * 31 + c, unsigned.
+    const earlierHash = (value: string) => {
+      let h = 0;
+      for (let i = 0; i < value.length; i++) h = (h * 31 + value.charCodeAt(i)) >>> 0;
+      return h;
+    };
+    const free = [1, 2, 3, 4, 5].map((id) => ({ id, ready: true }));
+    const firsts = new Set<number>();
+    for (let n = 0; n < 200; n++) {
+      const name = `ws-python-latest-user${n}-session-with-a-longer-name-${n * 7919}`;
+      const offset = earlierHash(name) % free.length;
+      assert.deepEqual(
+        reservationCandidates(free, name).map((i) => i.id),
+        [...free.slice(offset), ...free.slice(0, offset)].map((i) => i.id),
+      );
+      firsts.add(reservationCandidates(free, name)[0]!.id);
+    }
+    assert.equal(firsts.size, free.length, 'every instance is the first choice of some session');
+    assert.deepEqual(reservationCandidates([], 'any'), []);
   });
 });

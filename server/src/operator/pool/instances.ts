@@ -11,7 +11,6 @@ import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
   COMPONENT,
   RECYCLED_ANNOTATION,
-  SESSION_UID_ANNOTATION,
   generationOf,
   ownerReference,
   poolInstanceDeployment,
@@ -22,7 +21,7 @@ import {
   sidecarObjects,
   poolInstanceLabels,
 } from '../manifests.js';
-import { reservationOrder } from './plan.js';
+import { reservationCandidates } from './plan.js';
 
 /** One warm instance as read from its Deployment. */
 export interface PoolInstance {
@@ -44,14 +43,12 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
     ready: deploymentReady(d),
     // The session's uid is in its ownerReference: an annotation would bump the Deployment's generation
     // (its annotations are copied to ReplicaSets), and the instance would look not ready until the
-    // deployment controller caught up. Instances reserved by an earlier operator carry the annotation.
+    // deployment controller caught up.
     ...(session
       ? {
           reservedBy: {
             name: session,
-            uid:
-              d.metadata?.ownerReferences?.find((o) => o.kind === 'Session' && o.name === session)?.uid ??
-              d.metadata?.annotations?.[SESSION_UID_ANNOTATION],
+            uid: d.metadata?.ownerReferences?.find((o) => o.kind === 'Session' && o.name === session)?.uid,
           },
         }
       : {}),
@@ -125,10 +122,7 @@ export class PoolInstances {
         (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
       );
       if (free.length === 0) return undefined;
-      const ordered = reservationOrder(free);
-      const offset = stableHash(session.metadata.name) % ordered.length;
-      const rotated = [...ordered.slice(offset), ...ordered.slice(0, offset)];
-      for (const candidate of rotated) {
+      for (const candidate of reservationCandidates(free, session.metadata.name)) {
         const d = structuredClone(candidate.deployment);
         d.apiVersion = 'apps/v1';
         d.kind = 'Deployment';
@@ -236,9 +230,6 @@ export class PoolInstances {
     const labels = { ...meta.labels };
     delete labels[LABELS.session];
     meta.labels = labels;
-    const annotations = { ...meta.annotations };
-    delete annotations[SESSION_UID_ANNOTATION];
-    meta.annotations = annotations;
     meta.ownerReferences = (meta.ownerReferences ?? []).filter((o) => o.kind !== 'Session');
     d.spec!.template = poolInstanceTemplate(appDefinition, instance.id, this.deps.config, now.toISOString());
     try {
@@ -281,12 +272,6 @@ export async function applySidecars(
     if (objects.service) await applyObject(deps.objects, objects.service);
     await applyObject(deps.objects, objects.deployment);
   }
-}
-
-function stableHash(value: string): number {
-  let h = 0;
-  for (let i = 0; i < value.length; i++) h = (h * 31 + value.charCodeAt(i)) >>> 0;
-  return h;
 }
 
 function ignoreNotFound(error: unknown): void {

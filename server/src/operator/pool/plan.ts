@@ -1,4 +1,5 @@
 /** Pure arithmetic of a warm pool: what to create, delete, recycle or keep. */
+import { stringHash32 } from '../../model/names.js';
 
 export interface PoolInstanceState {
   id: number;
@@ -57,4 +58,18 @@ export function poolStatus(minInstances: number, instances: readonly PoolInstanc
 /** Order in which free instances are tried: ready first, then lowest id. */
 export function reservationOrder<T extends { id: number; ready: boolean }>(free: readonly T[]): T[] {
   return [...free].sort((a, b) => Number(b.ready) - Number(a.ready) || a.id - b.id);
+}
+
+/**
+ * Order in which a session tries the free instances: `reservationOrder`, rotated by the 32-bit
+ * string hash of the session's name, so concurrent launches rarely aim at the same instance first.
+ */
+export function reservationCandidates<T extends { id: number; ready: boolean }>(
+  free: readonly T[],
+  sessionName: string,
+): T[] {
+  const ordered = reservationOrder(free);
+  if (ordered.length === 0) return ordered;
+  const offset = (stringHash32(sessionName) >>> 0) % ordered.length;
+  return [...ordered.slice(offset), ...ordered.slice(0, offset)];
 }

@@ -68,10 +68,6 @@ export class WorkQueue {
     this.timers.set(key, timer);
   }
 
-  get length(): number {
-    return this.queue.length;
-  }
-
   private wake(): void {
     const waiters = this.waiters;
     this.waiters = [];

@@ -1,4 +1,3 @@
-import { ANNOTATIONS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
 import { isSessionFailed, type Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
@@ -6,6 +5,7 @@ import type { CustomResourceClient } from '../../kube/resources.js';
 import type { OperatorConfig } from '../config.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
+import { stopSession } from './stop.js';
 
 /** Minutes of inactivity after which a session of this app definition stops; 0: never. */
 export function idleTimeoutMinutes(appDefinition: AppDefinition): number {
@@ -83,10 +83,8 @@ export class ActivityMonitor {
   async sweep(idleCheck: boolean): Promise<string[]> {
     const { deps } = this;
     const definitions = new Map<string, AppDefinition>();
-    for (const a of deps.appDefinitions.list()) {
-      definitions.set(a.metadata.name, a);
-      definitions.set(a.spec.name, a);
-    }
+    // A session names its app definition by resource name (spec.name equals it, a CRD rule).
+    for (const a of deps.appDefinitions.list()) definitions.set(a.metadata.name, a);
     const stopped: string[] = [];
     for (const session of deps.sessions.list()) {
       if (session.metadata.deletionTimestamp || isSessionFailed(session)) continue;
@@ -99,11 +97,7 @@ export class ActivityMonitor {
         now: this.now(),
       });
       if (!reason) continue;
-      await deps.sessionsApi.mergePatch(session.metadata.name, {
-        metadata: { annotations: { [ANNOTATIONS.stopReason]: reason } },
-      });
-      deps.events.record(session, 'Normal', 'Stopped', `session stopped: ${reason}`);
-      await deps.sessionsApi.delete(session.metadata.name);
+      if (!(await stopSession(deps, session, reason))) continue;
       deps.log.info({ session: session.metadata.name, reason }, 'session stopped');
       stopped.push(session.metadata.name);
     }

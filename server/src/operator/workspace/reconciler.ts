@@ -2,7 +2,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
-import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
+import { LABELS } from '../../model/api-group.js';
 import { findCondition, setCondition } from '../../model/conditions.js';
 import type { Session } from '../../model/session.js';
 import {
@@ -17,6 +17,7 @@ import { MANAGED_BY, ownerReference } from '../manifests.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
 import { finalizersOf, sameStatus } from '../runtime/objects.js';
+import { stopSession } from '../session/stop.js';
 import { Delay, RetryLater, continueOnWarning, settle, WarnAndContinue, type Reconciled } from '../runtime/outcome.js';
 
 /** Finalizer of a Workspace: its sessions end before its claim goes. */
@@ -144,14 +145,7 @@ export class WorkspaceReconciler {
     const sessions = deps.sessions.list().filter((s) => s.spec.workspace === workspace.metadata.name);
     for (const s of sessions) {
       if (s.metadata.deletionTimestamp) continue;
-      const reason = `WorkspaceDeleted: workspace ${workspace.metadata.name} was deleted`;
-      await deps.sessionsApi
-        .mergePatch(s.metadata.name, { metadata: { annotations: { [ANNOTATIONS.stopReason]: reason } } })
-        .catch((error: unknown) => {
-          if (!isNotFound(error)) throw error;
-        });
-      deps.events.record(s, 'Normal', 'Stopped', `session stopped: ${reason}`);
-      await deps.sessionsApi.delete(s.metadata.name);
+      await stopSession(deps, s, `WorkspaceDeleted: workspace ${workspace.metadata.name} was deleted`);
     }
     if (sessions.length > 0)
       throw new RetryLater('waiting for the sessions of the workspace to go', Delay.dependentsDeleting);

@@ -1,0 +1,27 @@
+import { isNotFound } from '../../kube/client.js';
+import type { CustomResourceClient } from '../../kube/resources.js';
+import { ANNOTATIONS } from '../../model/api-group.js';
+import type { Session } from '../../model/session.js';
+import type { EventSink } from '../runtime/events.js';
+
+export interface StopSessionDeps {
+  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'delete'>;
+  events: EventSink;
+}
+
+/**
+ * Stops a session with a reason (idle, lifetime, its workspace deleted): the reason goes into the
+ * stop-reason annotation and a `Stopped` Event, then the Session is deleted (its finalizer removes
+ * the route). False when the session was gone already.
+ */
+export async function stopSession(deps: StopSessionDeps, session: Session, reason: string): Promise<boolean> {
+  const name = session.metadata.name;
+  try {
+    await deps.sessionsApi.mergePatch(name, { metadata: { annotations: { [ANNOTATIONS.stopReason]: reason } } });
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    throw error;
+  }
+  deps.events.record(session, 'Normal', 'Stopped', `session stopped: ${reason}`);
+  return deps.sessionsApi.delete(name);
+}
