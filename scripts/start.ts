@@ -19,7 +19,7 @@ import { ensureBinaries, startControlPlane, stopControlPlane } from './cluster/c
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const dir = path.join(root, '.cluster', 'start');
+const dir = process.env.IDE_CLOUD_CLUSTER_DIR ?? path.join(root, '.cluster', 'start');
 const namespace = process.env.IDE_CLOUD_NAMESPACE ?? 'ide-cloud';
 const port = Number(process.env.PORT ?? 8080);
 // One definition keeps a warm pool, so a newcomer sees both start strategies (eager and lazy).
@@ -35,8 +35,7 @@ async function stop(code: number): Promise<never> {
   }
   process.exit(code);
 }
-process.on('SIGINT', () => void stop(0));
-process.on('SIGTERM', () => void stop(0));
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
 
 /** Renders one template of the Helm chart, by helm itself: the chart is the one source of both. */
 async function renderChart(template: string, ...set: string[]): Promise<string> {
@@ -60,12 +59,13 @@ async function chartLandingApps(): Promise<LandingApp[]> {
 }
 
 try {
+  // Stopping a control plane that never started is a no-op; one that half started is stopped.
+  cleanups.push(() => stopControlPlane(dir));
   const [state, definitions, landingApps] = await Promise.all([
     startControlPlane(dir),
     chartAppDefinitions(),
     chartLandingApps(),
   ]);
-  cleanups.push(() => stopControlPlane(dir));
 
   const kc = loadKubeConfig(state.kubeconfig);
   await kc

@@ -2,7 +2,11 @@
 # Builds the local control plane's binaries from the Go module proxy, once, into a cache outside the
 # repository: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (and helm when asked).
 # Each tool family gets its own wrapper module so their dependency graphs never mix.
-# Usage: build.sh [all|k8s|helm]   Prints the cache directory as its last line.
+# Usage: build.sh [all|k8s|helm|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
+#
+# Safe to run concurrently: each tool family is built under its own lock, so a second build of the same
+# tool waits for the first and then finds its binary cached. With IDE_CLOUD_BUILD_WATCH_STDIN=1 (set by
+# the Node callers, which keep a pipe on stdin), the build stops when its caller dies and closes that pipe.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -16,34 +20,102 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
 log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+if [ "${IDE_CLOUD_BUILD_WATCH_STDIN:-}" = 1 ]; then
+  # Our own process group (the caller spawns us detached): when the caller's pipe closes, end it all.
+  exec 8<&0
+  { cat <&8 >/dev/null; kill -TERM -- -$$; } >/dev/null 2>&1 &
+  watcher=$!
+  trap 'kill $watcher 2>/dev/null || true' EXIT
+fi
+
+# Seconds each binary took from empty Go caches on 2 cores (module download included), for the
+# estimate of what is left; scaled by the cores this machine has.
+declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220)
+case "$what" in
+  k8s) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok) ;;
+  helm) tools=(helm) ;;
+  all) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm) ;;
+  etcd) tools=(etcd) ;;
+  kubernetes) tools=(kube-apiserver kube-controller-manager kube-scheduler) ;;
+  kwok) tools=(kwok) ;;
+  *) echo "usage: build.sh [all|k8s|helm|etcd|kubernetes|kwok]" >&2; exit 2 ;;
+esac
+cores=$(nproc 2>/dev/null || echo 2)
+pending=()
+for t in "${tools[@]}"; do [ -x "$bin/$t" ] || pending+=("$t"); done
+expected() { echo $(( typical[$1] * 2 / (cores < 2 ? 2 : cores) )); }
+minutes() { local s=$1; if [ "$s" -lt 60 ]; then echo "under a minute"; else echo "about $(( (s + 30) / 60 )) min"; fi; }
+# The position of a binary among the pending ones, and the seconds expected for those after it.
+position() { local i; for i in "${!pending[@]}"; do [ "${pending[$i]}" = "$1" ] && echo $(( i + 1 )) && return; done; echo 0; }
+left_after() { local sum=0 i; for i in "${pending[@]:$1}"; do sum=$(( sum + $(expected "$i") )); done; echo "$sum"; }
+
+if [ ${#pending[@]} -gt 0 ]; then
+  total=0; for t in "${pending[@]}"; do total=$(( total + $(expected "$t") )); done
+  log "building ${pending[*]} from the Go module proxy: $(minutes "$total") on $cores cores with empty caches, once"
+fi
+
+# `go get` without its line per downloaded module; its errors still show, and its status counts.
+go_get() {
+  { go get "$@" 2>&1 1>&3 | { grep -Ev '^go: (downloading|added|upgraded|finding) ' || true; } >&2; } 3>&1
+}
+
+# Holds the lock of one tool family for the rest of the calling function's subshell.
+lock() {
+  exec 9>"$cache_root/k8s/v$K8S_VERSION/.$1.lock"
+  flock 9
+}
+
 # build_one <name> <module dir> <package> [ldflags]
 build_one() {
   local name=$1 dir=$2 pkg=$3 ldflags=${4:-"-s -w"}
   if [ -x "$bin/$name" ]; then log "$name: cached"; return; fi
-  log "$name: building $pkg (minutes on a cold cache)"
-  local start=$SECONDS
-  (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$bin/$name.tmp" "$pkg")
+  local step label start=$SECONDS after
+  step=$(position "$name")
+  label="($step/${#pending[@]}) $name"
+  after=$(left_after "$step")
+  log "$label: building (typically $(minutes "$(expected "$name")"); $(minutes $(( after + $(expected "$name") ))) left in all)"
+  (
+    while sleep 30; do
+      local spent=$(( SECONDS - start )) rest=$(( $(expected "$name") - (SECONDS - start) ))
+      [ "$rest" -lt 0 ] && rest=0
+      log "$label: still building, ${spent} s so far; $(minutes $(( rest + after ))) left in all"
+    done
+  ) &
+  local ticker=$!
+  local status=0
+  (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$bin/$name.tmp" "$pkg") || status=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  [ "$status" -eq 0 ] || exit "$status"
   mv "$bin/$name.tmp" "$bin/$name"
-  log "$name: built in $((SECONDS - start)) s"
+  log "$label: built in $((SECONDS - start)) s"
 }
 
-build_etcd() {
+# Creates a wrapper module from scratch unless a finished one (with go.sum) is there.
+fresh_module() {
+  local dir=$1
+  [ -f "$dir/go.sum" ] && return 1
+  rm -rf "$dir" && mkdir -p "$dir"
+}
+
+build_etcd() (
+  lock etcd
   local dir="$work/etcd"
-  if [ ! -f "$dir/go.sum" ]; then
-    rm -rf "$dir" && mkdir -p "$dir"
-    (cd "$dir" && go mod init ide-cloud.local/etcd >/dev/null 2>&1 && go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION")
+  if fresh_module "$dir"; then
+    log "etcd: resolving go.etcd.io/etcd/server/v3@v$ETCD_VERSION"
+    (cd "$dir" && go mod init ide-cloud.local/etcd >/dev/null 2>&1 && go_get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION")
   fi
   build_one etcd "$dir" go.etcd.io/etcd/server/v3
-}
+)
 
-build_kubernetes() {
+build_kubernetes() (
+  lock kubernetes
   local dir="$work/kubernetes" v=$K8S_VERSION
   local minor=${v#*.}; minor=${minor%%.*}
-  if [ ! -f "$dir/go.sum" ]; then
-    rm -rf "$dir" && mkdir -p "$dir"
+  if fresh_module "$dir"; then
     log "kubernetes: resolving k8s.io/kubernetes@v$v"
     local upstream
-    upstream=$(cd "$dir" && go mod download -json "k8s.io/kubernetes@v$v" | sed -n 's/^\s*"GoMod": "\(.*\)",\?$/\1/p')
+    upstream=$(cd "$dir" && go mod download -json "k8s.io/kubernetes@v$v" 2>/dev/null | sed -n 's/^\s*"GoMod": "\(.*\)",\?$/\1/p')
     {
       echo "module ide-cloud.local/kubernetes"
       echo
@@ -54,29 +126,31 @@ build_kubernetes() {
       # Every staging module the upstream requires at v0.0.0 is replaced by its published v0.<minor>.<patch>.
       grep -E '^\s+k8s\.io/[^ ]+ v0\.0\.0$' "$upstream" | awk -v ver="v0.${v#*.}" '{print "replace " $1 " => " $1 " " ver}'
     } > "$dir/go.mod"
-    (cd "$dir" && go get "k8s.io/kubernetes/cmd/kube-apiserver@v$v" \
+    (cd "$dir" && go_get "k8s.io/kubernetes/cmd/kube-apiserver@v$v" \
       "k8s.io/kubernetes/cmd/kube-controller-manager@v$v" "k8s.io/kubernetes/cmd/kube-scheduler@v$v")
   fi
   local ld="-s -w -X k8s.io/component-base/version.gitVersion=v$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
   for c in kube-apiserver kube-controller-manager kube-scheduler; do
     build_one "$c" "$dir" "k8s.io/kubernetes/cmd/$c" "$ld"
   done
-}
+)
 
-build_kwok() {
+build_kwok() (
+  lock kwok
   local dir="$work/kwok"
-  if [ ! -f "$dir/go.sum" ]; then
-    rm -rf "$dir" && mkdir -p "$dir"
-    (cd "$dir" && go mod init ide-cloud.local/kwok >/dev/null 2>&1 && go get "sigs.k8s.io/kwok@v$KWOK_VERSION")
+  if fresh_module "$dir"; then
+    log "kwok: resolving sigs.k8s.io/kwok@v$KWOK_VERSION"
+    (cd "$dir" && go mod init ide-cloud.local/kwok >/dev/null 2>&1 && go_get "sigs.k8s.io/kwok@v$KWOK_VERSION")
   fi
   build_one kwok "$dir" sigs.k8s.io/kwok/cmd/kwok
-}
+)
 
-build_helm() {
+build_helm() (
+  lock helm
   local dir="$work/helm"
-  if [ ! -f "$dir/go.sum" ]; then
-    rm -rf "$dir" && mkdir -p "$dir"
-    (cd "$dir" && go mod init ide-cloud.local/helm >/dev/null 2>&1 && go get "helm.sh/helm/v3@v$HELM_VERSION")
+  if fresh_module "$dir"; then
+    log "helm: resolving helm.sh/helm/v3@v$HELM_VERSION"
+    (cd "$dir" && go mod init ide-cloud.local/helm >/dev/null 2>&1 && go_get "helm.sh/helm/v3@v$HELM_VERSION")
   fi
   # The Kubernetes version helm assumes offline (helm template, lint) is set at link time, as upstream does.
   local kmm kmi
@@ -84,12 +158,14 @@ build_helm() {
   build_one helm "$dir" helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION \
 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$kmm -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$kmi \
 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$kmm -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kmi"
-}
+)
 
-case "$what" in
-  k8s) build_etcd; build_kubernetes; build_kwok ;;
-  helm) build_helm ;;
-  all) build_etcd; build_kubernetes; build_kwok; build_helm ;;
-  *) echo "usage: build.sh [all|k8s|helm]" >&2; exit 2 ;;
-esac
+for t in "${tools[@]}"; do
+  case "$t" in
+    etcd) build_etcd ;;
+    kube-apiserver) build_kubernetes ;;
+    kwok) build_kwok ;;
+    helm) build_helm ;;
+  esac
+done
 echo "$bin"

@@ -32,12 +32,45 @@ const log = (message: string): void => {
   process.stderr.write(`[cluster ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 };
 
-/** Builds (or finds in the cache) the binaries; returns their directory. */
-export async function ensureBinaries(what: 'k8s' | 'helm' = 'k8s'): Promise<string> {
-  const child = spawn('bash', [path.join(here, 'build.sh'), what], { stdio: ['ignore', 'pipe', 'inherit'] });
+export type BuildTarget = 'k8s' | 'helm';
+
+const builds = new Map<BuildTarget, Promise<string>>();
+const running = new Set<number>();
+// A build outlives nothing that started it: on exit its process group is ended here, and if this
+// process dies without running this, the build sees its stdin pipe close and ends itself (build.sh).
+process.once('exit', () => {
+  for (const pid of running) {
+    try {
+      process.kill(-pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+/** Builds (or finds in the cache) the binaries, once per process; returns their directory. */
+export function ensureBinaries(what: BuildTarget = 'k8s'): Promise<string> {
+  let build = builds.get(what);
+  if (!build) {
+    build = runBuild(what);
+    builds.set(what, build);
+    build.catch(() => builds.delete(what));
+  }
+  return build;
+}
+
+async function runBuild(what: BuildTarget): Promise<string> {
+  const child = spawn('bash', [path.join(here, 'build.sh'), what], {
+    detached: true,
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, IDE_CLOUD_BUILD_WATCH_STDIN: '1' },
+  });
+  running.add(child.pid!);
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  running.delete(child.pid!);
+  child.stdin.destroy();
   if (code !== 0) throw new Error(`build.sh ${what} failed with exit code ${code}`);
   return out.trim().split('\n').pop()!;
 }

@@ -47,9 +47,10 @@ const ConfigSchema = z.object({
     })
     .optional(),
   activityRequiresToken: z
-    .enum(['true', 'false'], { error: 'ACTIVITY_REQUIRE_TOKEN must be true or false' })
-    .transform((value) => value === 'true')
-    .or(z.boolean())
+    .preprocess(
+      (value) => (value === 'true' ? true : value === 'false' ? false : value),
+      z.boolean({ error: 'ACTIVITY_REQUIRE_TOKEN must be true or false' }).optional(),
+    )
     .default(false),
   namespace: z
     .string()

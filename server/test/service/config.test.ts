@@ -11,6 +11,7 @@ describe('service configuration from the environment', () => {
     assert.equal(config.sessionsPerUser, 1);
     assert.equal(config.launchTimeoutMinutes, 3);
     assert.equal(config.port, 8080);
+    assert.equal(config.activityRequiresToken, false);
     assert.equal(loadServiceConfig({ ...base, IDENTITY_PROVIDER_ISSUER: 'disabled' }).identityProvider, undefined);
   });
 
@@ -36,6 +37,12 @@ describe('service configuration from the environment', () => {
     assert.equal(config.sessionsPerUser, 2);
     assert.equal(config.launchTimeoutMinutes, 0.5);
     assert.equal(config.port, 0);
+  });
+
+  it('reads the activity-token hardening (service.activity.requireToken)', () => {
+    assert.equal(loadServiceConfig({ ...base, ACTIVITY_REQUIRE_TOKEN: 'true' }).activityRequiresToken, true);
+    assert.equal(loadServiceConfig({ ...base, ACTIVITY_REQUIRE_TOKEN: 'false' }).activityRequiresToken, false);
+    assert.throws(() => loadServiceConfig({ ...base, ACTIVITY_REQUIRE_TOKEN: 'yes' }), /ACTIVITY_REQUIRE_TOKEN/);
   });
 
   it('fails fast naming every bad variable, never printing a value', () => {

@@ -1,0 +1,97 @@
+// The local control plane's builds as a newcomer meets them: two at once into an empty cache both
+// succeed, and `npm start` killed in the middle of its build leaves no process behind. The Go caches
+// are warm here (the test command builds the control plane first), so each build is a short link.
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { eventually } from '../support/kube.js';
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const buildScript = path.join(root, 'scripts', 'cluster', 'build.sh');
+
+/** Pids of the processes whose environment carries `marker` (every descendant inherits it). */
+async function processesMarked(marker: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const environ = await readFile(`/proc/${entry}/environ`, 'latin1').catch(() => '');
+    if (environ.split('\0').includes(marker)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+describe('local control plane builds', function () {
+  this.timeout(10 * 60_000);
+  let cache: string;
+
+  beforeEach(async () => {
+    cache = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-build-'));
+  });
+  afterEach(async () => {
+    await rm(cache, { recursive: true, force: true });
+  });
+
+  it('two builds of the same tool at once into an empty cache both succeed', async () => {
+    const env = { ...process.env, IDE_CLOUD_CACHE: cache };
+    const [first, second] = await Promise.all([
+      run('bash', [buildScript, 'kwok'], { env }),
+      run('bash', [buildScript, 'kwok'], { env }),
+    ]);
+    const dirs = [first, second].map((r) => r.stdout.trim().split('\n').pop()!);
+    assert.equal(dirs[0], dirs[1]);
+    assert.ok(dirs[0]!.startsWith(cache), dirs[0]);
+    const kwok = path.join(dirs[0]!, 'kwok');
+    await access(kwok);
+    const version = await run(kwok, ['--version']);
+    assert.match(version.stdout + version.stderr, /kwok/i);
+    // One of them built it; the other waited for the lock and found it cached.
+    const logs = first.stderr + second.stderr;
+    assert.equal((logs.match(/kwok: built in/g) ?? []).length, 1, logs);
+    assert.equal((logs.match(/kwok: cached/g) ?? []).length, 1, logs);
+  });
+
+  it('npm start killed during its build leaves no process of it behind', async () => {
+    const marker = `IDE_CLOUD_TEST_MARK=${randomBytes(8).toString('hex')}`;
+    const [name, value] = marker.split('=') as [string, string];
+    const start = spawn('npm', ['start'], {
+      cwd: root,
+      detached: true, // its own process group, as a terminal gives it
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        IDE_CLOUD_CACHE: cache,
+        IDE_CLOUD_CLUSTER_DIR: path.join(cache, 'cluster'),
+        [name]: value,
+      },
+    });
+    let output = '';
+    const building = new Promise<void>((resolve, reject) => {
+      const watch = (chunk: Buffer) => {
+        output += chunk.toString();
+        if (/\(\d\/\d\) \S+: building/.test(output)) resolve();
+      };
+      start.stdout.on('data', watch);
+      start.stderr.on('data', watch);
+      start.on('exit', () => reject(new Error(`npm start exited before building:\n${output}`)));
+    });
+    try {
+      await building;
+      await eventually(async () => {
+        const marked = await processesMarked(marker);
+        // npm, its shell, node and at least one build with its go toolchain are running.
+        assert.ok(marked.length >= 4, `${marked.length} processes`);
+      }, 30_000);
+      process.kill(-start.pid!, 'SIGKILL');
+      await eventually(async () => assert.deepEqual(await processesMarked(marker), []), 30_000);
+    } finally {
+      for (const pid of await processesMarked(marker)) process.kill(pid, 'SIGKILL');
+    }
+    assert.doesNotMatch(output, /already running/);
+  });
+});
