@@ -5,10 +5,10 @@ import { RESOURCE_KINDS } from '../model/crd.js';
 import type { Session, SessionSpec } from '../model/session.js';
 import type { Workspace, WorkspaceSpec } from '../model/workspace.js';
 
-type Kind = keyof typeof RESOURCE_KINDS;
-type ResourceOf = { appDefinition: AppDefinition; workspace: Workspace; session: Session };
+export type Kind = keyof typeof RESOURCE_KINDS;
+export type ResourceOf = { appDefinition: AppDefinition; workspace: Workspace; session: Session };
 /** What a writer gives: fields with schema defaults may be left out (the API server fills them). */
-type SpecInputOf = { appDefinition: AppDefinitionSpecInput; workspace: WorkspaceSpec; session: SessionSpec };
+export type SpecInputOf = { appDefinition: AppDefinitionSpecInput; workspace: WorkspaceSpec; session: SessionSpec };
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 const applyPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);

@@ -1,11 +1,11 @@
 import type * as k8s from '@kubernetes/client-node';
 import { Informer } from '../kube/informer.js';
-import type { IdeCloudResources } from '../kube/resources.js';
 import { API_VERSION } from '../model/api-group.js';
 import type { AppDefinition } from '../model/app-definition.js';
 import type { Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
 import { ServiceStopping } from './errors.js';
+import type { ServiceResources } from './resources.js';
 
 /** What the cache needs of an object: its name, uid, version and deletion mark. */
 export interface CachedObject {
@@ -232,7 +232,7 @@ export class ServiceCaches {
 
   constructor(
     kc: k8s.KubeConfig,
-    resources: IdeCloudResources,
+    resources: Pick<ServiceResources, 'sessions' | 'appDefinitions' | 'workspaces'>,
     options: { rewatchIntervalMs: number; onError: (kind: string, error: unknown) => void },
   ) {
     const cache = <T extends CachedObject>(reader: ObjectReader<T>) =>

@@ -2,9 +2,10 @@ import type { AppDefinition } from '../model/app-definition.js';
 import { ErrorCode } from '../model/error-codes.js';
 import { isDnsLabel } from '../model/names.js';
 import type { AppDefinitionUpdateRequest } from '../model/requests.js';
-import type { IdeCloudResources, JsonPatchOperation } from '../kube/resources.js';
+import type { JsonPatchOperation } from '../kube/resources.js';
 import type { CachedResource } from './cache.js';
-import { ApiError, fromKubernetes } from './errors.js';
+import { ApiError } from './errors.js';
+import type { ServiceResources } from './resources.js';
 
 /**
  * App definitions: what can be launched, and the admin's scaling knobs. Reads come from the app
@@ -13,7 +14,7 @@ import { ApiError, fromKubernetes } from './errors.js';
  */
 export class AppDefinitionCatalog {
   constructor(
-    private readonly resources: IdeCloudResources,
+    private readonly resources: ServiceResources,
     private readonly cache: CachedResource<AppDefinition>,
   ) {}
 
@@ -25,12 +26,7 @@ export class AppDefinitionCatalog {
   async get(name: string): Promise<AppDefinition> {
     const unknown = new ApiError(ErrorCode.unknownAppDefinition, 'unknown app definition');
     if (!isDnsLabel(name)) throw unknown;
-    let found: AppDefinition | undefined;
-    try {
-      found = await this.cache.find(name);
-    } catch (error) {
-      throw fromKubernetes(error, 'reading the app definition');
-    }
+    const found = await this.cache.find(name);
     if (!found || found.metadata.deletionTimestamp) throw unknown;
     return found;
   }
@@ -55,12 +51,8 @@ export class AppDefinitionCatalog {
     if (update.maxInstances !== undefined) {
       operations.push({ op: 'add', path: '/spec/maxInstances', value: update.maxInstances });
     }
-    try {
-      const updated = await this.resources.appDefinitions.jsonPatch(name, operations);
-      this.cache.observe(updated);
-      return updated;
-    } catch (error) {
-      throw fromKubernetes(error, 'updating the app definition');
-    }
+    const updated = await this.resources.appDefinitions.jsonPatch(name, operations);
+    this.cache.observe(updated);
+    return updated;
   }
 }

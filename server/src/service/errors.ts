@@ -51,20 +51,14 @@ export class ServiceStopping extends ApiError {
 }
 
 /**
- * Maps a failed Kubernetes call to an ApiError at the boundary. Only the status code and the API
- * server's machine reason are kept: its message may quote the submitted object.
+ * A write lost a race: the API server answered 409 (the name is taken, or the object changed since
+ * it was read). Callers that expect the race recognise it by type; others answer it as a 409.
  */
-export function fromKubernetes(error: unknown, what: string): ApiError {
-  if (error instanceof ApiError) return error;
-  if (error instanceof k8s.ApiException) {
-    const status = error.code;
-    if (status === 422 || status === 400) return ApiError.badRequest(`${what} was refused by the API server`);
-    if (status === 404) return new ApiError(ErrorCode.notFound, `${what} not found`);
-    if (status === 409) return new ApiError(409, `${what} was changed concurrently; retry`);
-    if (status === 429)
-      return new ApiError(429, 'the API server is busy; retry later', undefined, { 'Retry-After': '1' });
+export class Conflict extends ApiError {
+  constructor(action: string) {
+    super(409, `${action} was changed concurrently; retry`);
+    this.name = 'Conflict';
   }
-  return new ApiError(ErrorCode.internal, `${what} failed`);
 }
 
 /** What may be logged about any error: never a message that could quote request values. */

@@ -2,7 +2,6 @@ import type { DestinationStream } from 'pino';
 import type * as k8s from '@kubernetes/client-node';
 import { listen, type Listening } from '../http/listen.js';
 import { loadKubeConfig, configureClient } from '../kube/client.js';
-import { ideCloudResources } from '../kube/resources.js';
 import { createApp } from './app.js';
 import { createAuthenticator } from './auth.js';
 import { ServiceCaches } from './cache.js';
@@ -11,6 +10,7 @@ import type { ServiceConfig } from './config.js';
 import type { ServiceContext } from './context.js';
 import { describeError } from './errors.js';
 import { Launcher } from './launcher.js';
+import { serviceResources } from './resources.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
 import { SessionProgress } from './session-progress.js';
@@ -46,7 +46,7 @@ export function createServiceContext(
   // One keep-alive connection pool for every API call (as the operator does), not a handshake each.
   const kc = configureClient(options.kubeConfig ?? loadKubeConfig(config.kubeconfig), 'ide-cloud-service');
   const logger = createLogger(config.logLevel, options.logDestination);
-  const resources = ideCloudResources(kc, config.namespace);
+  const resources = serviceResources(kc, config.namespace);
   const caches = new ServiceCaches(kc, resources, {
     rewatchIntervalMs: config.rewatchIntervalMs,
     onError: (kind, error) => logger.warn({ kind, err: describeError(error) }, 'cache watch failed; it lists again'),
@@ -54,7 +54,7 @@ export function createServiceContext(
   const metrics = new ServiceMetrics(caches);
   const catalog = new AppDefinitionCatalog(resources, caches.appDefinitions);
   const workspaces = new WorkspaceService(resources, caches);
-  const sessions = new SessionService(kc, resources, caches.sessions);
+  const sessions = new SessionService(resources, caches.sessions);
   const launcher = new Launcher({
     resources,
     sessions: caches.sessions,

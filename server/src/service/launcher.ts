@@ -7,13 +7,12 @@ import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/n
 import type { EnvironmentVars } from '../model/requests.js';
 import type { Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
-import { isConflict } from '../kube/client.js';
-import type { IdeCloudResources } from '../kube/resources.js';
 import type { CachedResource } from './cache.js';
 import type { AppDefinitionCatalog } from './catalog.js';
-import { ApiError, ServiceStopping, describeError, fromKubernetes } from './errors.js';
+import { ApiError, Conflict, ServiceStopping, describeError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { LaunchOutcome, ServiceMetrics } from './metrics.js';
+import type { ServiceResources } from './resources.js';
 import { waitForSessionGone, waitForSessionUrl } from './session-watch.js';
 import type { WorkspaceService } from './workspaces.js';
 
@@ -46,7 +45,7 @@ interface Plan {
 export class Launcher {
   constructor(
     private readonly deps: {
-      resources: IdeCloudResources;
+      resources: ServiceResources;
       /** The session cache: limits, the wait for the URL, the workspace's session. */
       sessions: CachedResource<Session>;
       catalog: AppDefinitionCatalog;
@@ -187,13 +186,13 @@ export class Launcher {
         },
       });
     } catch (error) {
-      if (isConflict(error) && workspaceName) {
+      if (error instanceof Conflict && workspaceName) {
         // Another launch for the same workspace won the race: answer its session.
         const existing = await this.findSessionOf(sessionName, workspaceName, input.user, deadline);
         if (existing) return { ...(await this.await(existing, deadline)), reused: true };
       }
       if (createdWorkspace) await this.deps.workspaces.deleteQuietly(createdWorkspace);
-      throw fromKubernetes(error, 'creating the session');
+      throw error;
     }
     // Read-your-writes: the next launch's limits check counts this session even before its watch event.
     this.deps.sessions.observe(session);
@@ -227,12 +226,7 @@ export class Launcher {
     user: string,
     deadline: number,
   ): Promise<Session | undefined> {
-    let session: Session | undefined;
-    try {
-      session = await this.deps.resources.sessions.find(sessionName);
-    } catch (error) {
-      throw fromKubernetes(error, 'reading the session');
-    }
+    const session = await this.deps.resources.sessions.find(sessionName);
     if (session) this.deps.sessions.observe(session);
     if (!session) return undefined;
     if (session.spec.workspace !== workspaceName || session.spec.user !== user) {

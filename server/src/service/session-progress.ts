@@ -1,6 +1,6 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Session } from '../model/session.js';
-import type { IdeCloudResources } from '../kube/resources.js';
+import type { ServiceResources } from './resources.js';
 import { describeError } from './errors.js';
 import type { Logger } from './logger.js';
 
@@ -119,7 +119,7 @@ function keepWatching(
 export class SessionProgress {
   constructor(
     private readonly kc: k8s.KubeConfig,
-    private readonly resources: IdeCloudResources,
+    private readonly resources: Pick<ServiceResources, 'sessions'>,
     private readonly logger: Logger,
   ) {}
 

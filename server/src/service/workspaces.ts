@@ -4,11 +4,10 @@ import { ErrorCode } from '../model/error-codes.js';
 import { generatedWorkspaceName, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
 import type { WorkspaceItem } from '../model/requests.js';
 import type { Workspace } from '../model/workspace.js';
-import { isConflict } from '../kube/client.js';
-import type { IdeCloudResources } from '../kube/resources.js';
 import type { Session } from '../model/session.js';
 import type { CachedResource } from './cache.js';
-import { ApiError, fromKubernetes } from './errors.js';
+import { ApiError, Conflict } from './errors.js';
+import type { ServiceResources } from './resources.js';
 import { toWorkspaceItem } from './views.js';
 
 /** Whether the object carries the user's label and names the user in its spec (what listings show). */
@@ -23,7 +22,7 @@ function ownedBy(object: { metadata: { labels?: Record<string, string> }; spec: 
  */
 export class WorkspaceService {
   constructor(
-    private readonly resources: IdeCloudResources,
+    private readonly resources: ServiceResources,
     private readonly caches: { workspaces: CachedResource<Workspace>; sessions: CachedResource<Session> },
   ) {}
 
@@ -44,12 +43,7 @@ export class WorkspaceService {
   /** The user's workspace by name: 471 when unknown or invalid, 403 when it belongs to someone else. */
   async findOwned(user: string, name: string): Promise<Workspace | undefined> {
     if (!isDnsLabel(name)) throw new ApiError(ErrorCode.unknownWorkspace, 'invalid workspace name');
-    let workspace: Workspace | undefined;
-    try {
-      workspace = await this.caches.workspaces.find(name);
-    } catch (error) {
-      throw fromKubernetes(error, 'reading the workspace');
-    }
+    const workspace = await this.caches.workspaces.find(name);
     if (!workspace) return undefined;
     if (workspace.spec.user !== user) throw new ApiError(ErrorCode.forbidden, 'the workspace belongs to another user');
     if (workspace.metadata.deletionTimestamp) {
@@ -90,8 +84,8 @@ export class WorkspaceService {
       this.caches.workspaces.observe(created);
       return created;
     } catch (error) {
-      if (isConflict(error)) return undefined;
-      throw fromKubernetes(error, 'creating the workspace');
+      if (error instanceof Conflict) return undefined;
+      throw error;
     }
   }
 
@@ -99,24 +93,21 @@ export class WorkspaceService {
   async delete(user: string, name: string): Promise<boolean> {
     const workspace = await this.getOwned(user, name);
     const deleted: Promise<void>[] = [];
-    try {
-      const labelled = this.caches.sessions.list().filter((s) => s.metadata.labels?.[LABELS.workspace] === name);
-      const byName = await this.caches.sessions.find(sessionNameFor(name));
-      const sessions = new Map(
-        [...labelled, ...(byName ? [byName] : [])]
-          .filter((s) => s.spec.workspace === name)
-          .map((s) => [s.metadata.name, s] as const),
-      );
-      for (const [sessionName, session] of sessions) {
-        if (await this.resources.sessions.delete(sessionName)) {
-          deleted.push(this.caches.sessions.reflectsDeletion(sessionName, session.metadata.uid));
-        }
+    const action = 'deleting the workspace';
+    const labelled = this.caches.sessions.list().filter((s) => s.metadata.labels?.[LABELS.workspace] === name);
+    const byName = await this.caches.sessions.find(sessionNameFor(name));
+    const sessions = new Map(
+      [...labelled, ...(byName ? [byName] : [])]
+        .filter((s) => s.spec.workspace === name)
+        .map((s) => [s.metadata.name, s] as const),
+    );
+    for (const [sessionName, session] of sessions) {
+      if (await this.resources.sessions.delete(sessionName, action)) {
+        deleted.push(this.caches.sessions.reflectsDeletion(sessionName, session.metadata.uid));
       }
-      if (await this.resources.workspaces.delete(name)) {
-        deleted.push(this.caches.workspaces.reflectsDeletion(name, workspace.metadata.uid));
-      }
-    } catch (error) {
-      throw fromKubernetes(error, 'deleting the workspace');
+    }
+    if (await this.resources.workspaces.delete(name, action)) {
+      deleted.push(this.caches.workspaces.reflectsDeletion(name, workspace.metadata.uid));
     }
     await Promise.all(deleted);
     return true;
