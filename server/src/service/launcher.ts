@@ -5,7 +5,7 @@ import { ErrorCode } from '../model/error-codes.js';
 import { checkSessionLimits } from '../model/limits.js';
 import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
 import type { EnvironmentVars } from '../model/requests.js';
-import type { Session } from '../model/session.js';
+import { isSessionFailed, type Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
 import type { CachedResource } from './cache.js';
 import type { AppDefinitionCatalog } from './catalog.js';
@@ -232,7 +232,7 @@ export class Launcher {
     if (session.spec.workspace !== workspaceName || session.spec.user !== user) {
       throw new ApiError(409, 'another session holds the name of this workspace session');
     }
-    if (session.status?.phase === 'Failed' || session.metadata.deletionTimestamp) {
+    if (isSessionFailed(session) || session.metadata.deletionTimestamp) {
       // A failed or stopping session makes way for the new one: the launch waits, on the cache's
       // events, until it is gone (its finalizer runs first) and then starts afresh.
       if (!session.metadata.deletionTimestamp) {

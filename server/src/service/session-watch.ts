@@ -1,20 +1,23 @@
 import { ErrorCode } from '../model/error-codes.js';
-import type { Session } from '../model/session.js';
+import { isSessionFailed, isSessionReady, type Session } from '../model/session.js';
 import type { CachedResource } from './cache.js';
 import { ApiError } from './errors.js';
 
 export type SessionVerdict = { ready: true; url: string } | { ready: false; error?: ApiError };
 
-/** Ready when the operator has set the URL and phase Running; failed with its error when Failed. */
+/**
+ * Read from the session's conditions (model/session.ts), never from its phase: ready when the IDE
+ * serves at `status.url`; failed, with the operator's `status.error`, when the operator gave up on it.
+ */
 export function judgeSession(session: Session): SessionVerdict {
   const status = session.status;
-  if (status?.phase === 'Running' && status.url) return { ready: true, url: status.url };
-  if (status?.phase === 'Failed') {
-    const code = status.error?.code;
+  if (isSessionReady(session) && status?.url) return { ready: true, url: status.url };
+  if (isSessionFailed(session)) {
+    const code = status?.error?.code;
     const valid = typeof code === 'number' && code >= 400 && code <= 599;
     return {
       ready: false,
-      error: new ApiError(valid ? code : ErrorCode.internal, status.error?.reason ?? 'the session failed to start'),
+      error: new ApiError(valid ? code : ErrorCode.internal, status?.error?.reason ?? 'the session failed to start'),
     };
   }
   return { ready: false };
