@@ -280,7 +280,7 @@ describe('service auth matrix (oidc-provider + kube-apiserver)', function () {
 
     it('reads the admin group from a configurable claim', async () => {
       const custom = await startTestService(cluster.kc, namespace, {
-        identityProvider: { issuer: idp.issuer, adminClaim: 'groups', adminGroup: 'operators' },
+        identityProvider: { issuer: idp.issuer, audience: AUDIENCE, adminClaim: 'groups', adminGroup: 'operators' },
       });
       try {
         const answer = await call(custom.url, 'GET', `/service/admin/${SERVICE_AUTH_TOKEN}`, {

@@ -3,7 +3,7 @@
 // token carries that user's e-mail and groups claims, signed with the provider's own key.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair } from 'jose';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
 import Provider from 'oidc-provider';
 
 export interface TestIdentity {
@@ -18,6 +18,11 @@ export interface TestIdentityProvider {
   audience: string;
   /** A fresh JWT access token for the identity with this client id. */
   token(clientId: string): Promise<string>;
+  /**
+   * A JWT with exactly these claims, signed with the provider's own key, as a misconfigured (or
+   * compromised) provider would issue it: for the attacks on what the service accepts.
+   */
+  signWithProviderKey(claims: JWTPayload): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -80,6 +85,12 @@ export async function startIdentityProvider(
   return {
     issuer,
     audience: AUDIENCE,
+    async signWithProviderKey(claims) {
+      const key = keys[0]!;
+      return new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', kid: key.kid })
+        .sign(await importJWK(key as JWK, 'RS256'));
+    },
     async token(clientId) {
       const response = await fetch(`${issuer}/token`, {
         method: 'POST',

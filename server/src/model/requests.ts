@@ -51,6 +51,15 @@ function envelope(kind: RequestKindName) {
   };
 }
 
+/**
+ * An environment variable name every Kubernetes version accepts in a container's env (the API server
+ * refuses others with 422, which would otherwise surface only as a launch that never starts).
+ */
+const EnvName = z
+  .string()
+  .max(253)
+  .regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/, 'must be an environment variable name (letters, digits, _ . -)');
+
 export const AppIdSchema = z.string().describe('the shared service auth token');
 const UserSchema = z.string().max(320).describe("user id, usually the user's e-mail");
 
@@ -64,7 +73,7 @@ export const TimeoutMinutesSchema = z
 export const EnvironmentVarsSchema = z
   .object({
     fromMap: z
-      .record(z.string().min(1).max(253), z.string().max(65_536))
+      .record(EnvName, z.string().max(65_536))
       .optional()
       .describe('values given directly; the channel for callers outside the cluster'),
     fromConfigMaps: z.array(K8sName).max(32).optional().describe('names of existing config maps'),

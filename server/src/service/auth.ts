@@ -171,9 +171,11 @@ class IdentityProviderAuth extends SharedSecrets implements Authenticator {
     if (!match) throw new ApiError(ErrorCode.unauthorized, 'bearer token missing', undefined, bearerChallenge());
     const { issuer, jwks } = await this.loadDiscovery();
     try {
+      // A token without an expiry would be a credential for ever: refused.
       const { payload } = await jwtVerify(match[1]!, jwks, {
         issuer,
-        ...(this.idp.audience ? { audience: this.idp.audience } : {}),
+        audience: this.idp.audience,
+        requiredClaims: ['exp'],
       });
       return payload;
     } catch (error) {

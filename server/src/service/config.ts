@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_CONNECTION_LIMITS } from '../http/listen.js';
 
 /**
  * Configuration of the service, from environment variables named after the installation values.
@@ -9,7 +10,7 @@ import { z } from 'zod';
  * | SERVICE_AUTH_TOKEN        | the shared service auth token every appId must equal (secret)   | required      |
  * | ADMIN_API_TOKEN           | the X-Admin-Api-Token of admin app definition calls (secret)    | required      |
  * | IDENTITY_PROVIDER_ISSUER  | OpenID Connect issuer URL; unset or "disabled": anonymous mode  | disabled      |
- * | IDENTITY_PROVIDER_AUDIENCE| expected `aud` of bearer tokens                                 | not checked   |
+ * | IDENTITY_PROVIDER_AUDIENCE| required `aud` of bearer tokens (required with the provider)    |               |
  * | IDENTITY_PROVIDER_USER_CLAIM  | claim holding the user id                                   | email         |
  * | IDENTITY_PROVIDER_ADMIN_CLAIM | claim holding the groups                                    | groups        |
  * | IDENTITY_PROVIDER_ADMIN_GROUP | group that may call the admin ping                          | admin         |
@@ -21,6 +22,9 @@ import { z } from 'zod';
  * | IDE_CLOUD_REWATCH_INTERVAL_MS | the caches renew their watches this often (no relist)       | 300000        |
  * | PORT / HOST               | where the HTTP server listens                                   | 8080 / 0.0.0.0|
  * | BODY_LIMIT                | largest request body                                            | 100kb         |
+ * | REQUEST_READ_TIMEOUT_MS   | a request's headers and body must arrive within this (408)     | 30000         |
+ * | HEADERS_TIMEOUT_MS        | its headers within this                                         | 10000         |
+ * | MAX_CONNECTIONS           | connections served at once; more are refused                    | 1000          |
  * | LOG_LEVEL                 | pino level                                                      | info          |
  * | KUBECONFIG                | kubeconfig file; unset: in-cluster service account              |               |
  */
@@ -36,7 +40,10 @@ const ConfigSchema = z.object({
   identityProvider: z
     .object({
       issuer: z.url({ error: 'IDENTITY_PROVIDER_ISSUER must be a URL' }),
-      audience: z.string().min(1).optional(),
+      // Without an audience check a token issued for any other client of the provider would pass.
+      audience: z.string({ error: 'IDENTITY_PROVIDER_AUDIENCE is required with the identity provider' }).min(1, {
+        error: 'IDENTITY_PROVIDER_AUDIENCE is required with the identity provider',
+      }),
       userClaim: z.string().min(1).default('email'),
       adminClaim: z.string().min(1).default('groups'),
       adminGroup: z.string().min(1).default('admin'),
@@ -78,6 +85,21 @@ const ConfigSchema = z.object({
     .default(8080),
   host: z.string().min(1).default('0.0.0.0'),
   bodyLimit: z.string().min(1).default('100kb'),
+  requestReadTimeoutMs: z.coerce
+    .number({ error: 'REQUEST_READ_TIMEOUT_MS must be a number' })
+    .int()
+    .min(100, { error: 'REQUEST_READ_TIMEOUT_MS must be >= 100' })
+    .default(DEFAULT_CONNECTION_LIMITS.requestReadTimeoutMs),
+  headersTimeoutMs: z.coerce
+    .number({ error: 'HEADERS_TIMEOUT_MS must be a number' })
+    .int()
+    .min(100, { error: 'HEADERS_TIMEOUT_MS must be >= 100' })
+    .default(DEFAULT_CONNECTION_LIMITS.headersTimeoutMs),
+  maxConnections: z.coerce
+    .number({ error: 'MAX_CONNECTIONS must be a number' })
+    .int()
+    .min(1, { error: 'MAX_CONNECTIONS must be >= 1' })
+    .default(DEFAULT_CONNECTION_LIMITS.maxConnections),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   kubeconfig: z.string().min(1).optional(),
 });
@@ -117,6 +139,9 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
     port: get('PORT'),
     host: get('HOST'),
     bodyLimit: get('BODY_LIMIT'),
+    requestReadTimeoutMs: get('REQUEST_READ_TIMEOUT_MS'),
+    headersTimeoutMs: get('HEADERS_TIMEOUT_MS'),
+    maxConnections: get('MAX_CONNECTIONS'),
     logLevel: get('LOG_LEVEL'),
     kubeconfig: get('KUBECONFIG'),
   };

@@ -30,10 +30,15 @@ export class ApiError extends Error {
 
   /** A zod failure as a 400 with one detail per issue. Issue messages never echo the input value. */
   static fromZod(error: z.ZodError, what = 'request'): ApiError {
-    const details = error.issues.map((issue) => ({
-      path: issue.path.map(String).join('.') || '(root)',
-      message: issue.message,
-    }));
+    const details = error.issues.map((issue) => {
+      // A refused map key: its own rule's message, and the path of the map, not the key itself.
+      const key = issue.code === 'invalid_key' ? issue : undefined;
+      const path = key ? issue.path.slice(0, -1) : issue.path;
+      return {
+        path: path.map(String).join('.') || '(root)',
+        message: key?.issues[0]?.message ?? issue.message,
+      };
+    });
     return ApiError.badRequest(`invalid ${what}`, details);
   }
 }

@@ -79,7 +79,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   let listening: Awaited<ReturnType<typeof listen>>;
   try {
     await caches.synced(options.syncTimeoutMs ?? 60_000);
-    listening = await listen(createApp(context), config.port, config.host);
+    listening = await listen(createApp(context), config.port, config.host, config);
   } catch (error) {
     await caches.stop();
     throw error;
