@@ -187,6 +187,88 @@ describe('service: session progress stream (Server-Sent Events)', function () {
     });
   });
 
+  describe('caps', () => {
+    let service: TestService;
+    before(async () => {
+      service = await startTestService(cluster.kc, namespace, {
+        progressStreamsPerUser: 2,
+        progressStreamsTotal: 3,
+        progressStreamMaxSeconds: 1.5,
+      });
+    });
+    after(async () => {
+      await service?.close();
+    });
+
+    /** Opens a stream and keeps it open until `close()`. */
+    async function open(user: string, workspace = 'ws-capped') {
+      const controller = new AbortController();
+      const response = await fetch(`${service.url}${path(SERVICE_AUTH_TOKEN, user, workspace)}`, {
+        signal: controller.signal,
+      });
+      if (!response.ok) {
+        return {
+          status: response.status,
+          body: await response.json(),
+          retryAfter: response.headers.get('retry-after'),
+        };
+      }
+      return { status: response.status, response, close: () => controller.abort() };
+    }
+
+    it('answers 429 over the streams per user and over the streams in total, and admits again once one closes', async () => {
+      const first = await open('ursula@example.com');
+      const second = await open('ursula@example.com');
+      assert.equal(first.status, 200);
+      assert.equal(second.status, 200);
+      const third = await open('ursula@example.com');
+      assert.equal(third.status, 429);
+      assert.deepEqual(third.body, {
+        code: 429,
+        reason: 'too many progress streams of this user (at most 2); close one first',
+      });
+      assert.ok(Number(third.retryAfter) > 0);
+      const other = await open('victor@example.com');
+      assert.equal(other.status, 200);
+      const overTotal = await open('wendy@example.com');
+      assert.equal(overTotal.status, 429);
+      assert.deepEqual(overTotal.body, { code: 429, reason: 'too many progress streams on this service; retry later' });
+
+      first.close?.();
+      const deadline = Date.now() + 5000;
+      let again = await open('ursula@example.com');
+      while (again.status === 429 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        again = await open('ursula@example.com');
+      }
+      assert.equal(again.status, 200);
+      for (const stream of [second, other, again]) stream.close?.();
+    });
+
+    it('ends a stream after its maximum duration (the EventSource then reconnects)', async () => {
+      const started = Date.now();
+      const stream = await open('xavier@example.com');
+      assert.equal(stream.status, 200);
+      const reader = stream.response!.body!.getReader();
+      while (!(await reader.read()).done) {
+        /* read until the service ends the stream */
+      }
+      const ms = Date.now() - started;
+      assert.ok(ms >= 1400 && ms < 10_000, `ended after ${ms} ms`);
+      // The ended stream no longer counts: the user may open two again.
+      const deadline = Date.now() + 5000;
+      let a = await open('xavier@example.com');
+      while (a.status === 429 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        a = await open('xavier@example.com');
+      }
+      const b = await open('xavier@example.com');
+      assert.deepEqual([a.status, b.status], [200, 200]);
+      a.close?.();
+      b.close?.();
+    });
+  });
+
   describe('identity-provider mode', () => {
     let idp: TestIdentityProvider;
     let service: TestService;

@@ -13,6 +13,8 @@ export interface InformerOptions<T extends Obj = Obj> {
   kind: string;
   namespace: string;
   labelSelector?: string;
+  /** Server-side field selector of list and watch, e.g. `involvedObject.kind=Session` for Events. */
+  fieldSelector?: string;
   /**
    * The watch connection is renewed this often, from the last resourceVersion seen: a watch can
    * stall silently, and a new one resumes where the old one stopped without listing again.
@@ -171,7 +173,7 @@ export class Informer<T extends Obj = Obj> {
       undefined,
       undefined,
       undefined,
-      undefined,
+      this.options.fieldSelector,
       this.options.labelSelector,
     )) as unknown as { metadata?: { resourceVersion?: string }; items?: T[] };
     const listed = body.metadata?.resourceVersion;
@@ -213,6 +215,7 @@ export class Informer<T extends Obj = Obj> {
                 resourceVersion,
                 allowWatchBookmarks: true,
                 ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+                ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
               },
               (phase: string, object: T) => {
                 if (phase === 'ERROR') {

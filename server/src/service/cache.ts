@@ -1,5 +1,5 @@
 import type * as k8s from '@kubernetes/client-node';
-import { Informer } from '../kube/informer.js';
+import { Informer, type Listener } from '../kube/informer.js';
 import { API_VERSION } from '../model/api-group.js';
 import type { AppDefinition } from '../model/app-definition.js';
 import type { Session } from '../model/session.js';
@@ -54,6 +54,7 @@ export interface WaitOptions<T, R> {
 export class CachedResource<T extends CachedObject> {
   readonly informer: Informer<T>;
   private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly subscribers = new Map<string, Set<Listener<T>>>();
   private stopped = false;
 
   constructor(
@@ -69,7 +70,24 @@ export class CachedResource<T extends CachedObject> {
       rewatchIntervalMs: options.rewatchIntervalMs,
       onError: options.onError,
     });
-    this.informer.on((_type, object) => this.notify(object.metadata.name));
+    this.informer.on((type, object) => {
+      this.notify(object.metadata.name);
+      for (const listener of [...(this.subscribers.get(object.metadata.name) ?? [])]) listener(type, object);
+    });
+  }
+
+  /**
+   * Follows one object by name through the cache's events (ADDED, MODIFIED, DELETED, as a watch of
+   * that name would report them) without a request of its own. Answers the unsubscribe.
+   */
+  subscribe(name: string, listener: Listener<T>): () => void {
+    let set = this.subscribers.get(name);
+    if (!set) this.subscribers.set(name, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.subscribers.get(name) === set) this.subscribers.delete(name);
+    };
   }
 
   /** The cached object, or undefined (cache only). */
@@ -222,13 +240,106 @@ interface Waiter {
 }
 
 /**
- * The service's caches of its namespace: Sessions, AppDefinitions and Workspaces. Started with the
- * service, which answers only after their first list (readiness); stopped when it closes.
+ * The Kubernetes Events about Sessions in the namespace, for the progress streams: one informer,
+ * field-selected on `involvedObject.kind=Session`, shared by every stream (no watch per stream).
+ * Started by the first stream that subscribes, so a service nobody follows progress on never lists
+ * Events; stopped with the other caches. Each Event is kept with only what a stream shows.
+ */
+export class SessionEventCache {
+  readonly informer: Informer<k8s.CoreV1Event>;
+  /** Listeners by the name of the session an Event is about. */
+  private readonly subscribers = new Map<string, Set<(event: k8s.CoreV1Event) => void>>();
+  private started = false;
+  private stopped = false;
+
+  constructor(
+    kc: k8s.KubeConfig,
+    namespace: string,
+    options: { rewatchIntervalMs: number; onError: (error: unknown) => void },
+  ) {
+    this.informer = new Informer<k8s.CoreV1Event>(kc, {
+      path: `/api/v1/namespaces/${namespace}/events`,
+      apiVersion: 'v1',
+      kind: 'Event',
+      namespace,
+      fieldSelector: 'involvedObject.kind=Session',
+      rewatchIntervalMs: options.rewatchIntervalMs,
+      onError: options.onError,
+      transform: slimEvent,
+    });
+    this.informer.on((type, event) => {
+      if (type === 'DELETED') return;
+      const set = this.subscribers.get(event.involvedObject?.name ?? '');
+      for (const listener of [...(set ?? [])]) listener(event);
+    });
+  }
+
+  /** The cached Events about sessions of that name (of any uid), oldest first as they came. */
+  of(sessionName: string): k8s.CoreV1Event[] {
+    return this.informer.list().filter((event) => event.involvedObject?.name === sessionName);
+  }
+
+  /**
+   * Calls `listener` with each Event about a session of that name that is added or changed from now
+   * on (the first subscription starts the informer, whose first list reports the existing ones as
+   * added). Answers the unsubscribe.
+   */
+  subscribe(sessionName: string, listener: (event: k8s.CoreV1Event) => void): () => void {
+    if (!this.started && !this.stopped) {
+      this.started = true;
+      this.informer.start();
+    }
+    let set = this.subscribers.get(sessionName);
+    if (!set) this.subscribers.set(sessionName, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.subscribers.get(sessionName) === set) this.subscribers.delete(sessionName);
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.subscribers.clear();
+    await this.informer.stop();
+  }
+}
+
+/** What the progress stream reads of an Event; the rest is not kept. */
+function slimEvent(event: k8s.CoreV1Event): k8s.CoreV1Event {
+  return {
+    metadata: {
+      name: event.metadata?.name,
+      namespace: event.metadata?.namespace,
+      uid: event.metadata?.uid,
+      resourceVersion: event.metadata?.resourceVersion,
+      creationTimestamp: event.metadata?.creationTimestamp,
+    },
+    involvedObject: {
+      kind: event.involvedObject?.kind,
+      name: event.involvedObject?.name,
+      uid: event.involvedObject?.uid,
+    },
+    type: event.type,
+    reason: event.reason,
+    message: event.message,
+    count: event.count,
+    firstTimestamp: event.firstTimestamp,
+    lastTimestamp: event.lastTimestamp,
+    eventTime: event.eventTime,
+  };
+}
+
+/**
+ * The service's caches of its namespace: Sessions, AppDefinitions and Workspaces, started with the
+ * service, which answers only after their first list (readiness); and the Events about Sessions,
+ * started by the first progress stream. All stopped when the service closes.
  */
 export class ServiceCaches {
   readonly sessions: CachedResource<Session>;
   readonly appDefinitions: CachedResource<AppDefinition>;
   readonly workspaces: CachedResource<Workspace>;
+  readonly sessionEvents: SessionEventCache;
 
   constructor(
     kc: k8s.KubeConfig,
@@ -243,6 +354,10 @@ export class ServiceCaches {
     this.sessions = cache<Session>(resources.sessions);
     this.appDefinitions = cache<AppDefinition>(resources.appDefinitions);
     this.workspaces = cache<Workspace>(resources.workspaces);
+    this.sessionEvents = new SessionEventCache(kc, resources.sessions.namespace, {
+      rewatchIntervalMs: options.rewatchIntervalMs,
+      onError: (error) => options.onError('Event', error),
+    });
   }
 
   private get all(): CachedResource<CachedObject>[] {
@@ -270,6 +385,6 @@ export class ServiceCaches {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.all.map((cache) => cache.stop()));
+    await Promise.all([...this.all.map((cache) => cache.stop()), this.sessionEvents.stop()]);
   }
 }

@@ -20,6 +20,9 @@ import { DEFAULT_CONNECTION_LIMITS } from '../http/listen.js';
  * | IDE_CLOUD_SESSIONS_PER_USER | operator.sessionsPerUser, read by the operator too        | 1             |
  * | LAUNCH_TIMEOUT_MINUTES    | default launch timeout in minutes (fractions allowed)           | 3             |
  * | IDE_CLOUD_REWATCH_INTERVAL_MS | the caches renew their watches this often (no relist)       | 300000        |
+ * | PROGRESS_STREAMS_PER_USER | progress streams one user may hold open at once (429 over)     | 4             |
+ * | PROGRESS_STREAMS_TOTAL    | progress streams open at once on one replica (429 over)         | 500           |
+ * | PROGRESS_STREAM_MAX_SECONDS | a progress stream ends after this (the browser reconnects)    | 1800          |
  * | PORT / HOST               | where the HTTP server listens                                   | 8080 / 0.0.0.0|
  * | BODY_LIMIT                | largest request body                                            | 100kb         |
  * | REQUEST_READ_TIMEOUT_MS   | a request's headers and body must arrive within this (408)     | 30000         |
@@ -77,6 +80,20 @@ const ConfigSchema = z.object({
     .int({ error: 'IDE_CLOUD_REWATCH_INTERVAL_MS must be an integer' })
     .min(100, { error: 'IDE_CLOUD_REWATCH_INTERVAL_MS must be >= 100' })
     .default(300_000),
+  progressStreamsPerUser: z.coerce
+    .number({ error: 'PROGRESS_STREAMS_PER_USER must be a number' })
+    .int({ error: 'PROGRESS_STREAMS_PER_USER must be an integer' })
+    .min(1, { error: 'PROGRESS_STREAMS_PER_USER must be >= 1' })
+    .default(4),
+  progressStreamsTotal: z.coerce
+    .number({ error: 'PROGRESS_STREAMS_TOTAL must be a number' })
+    .int({ error: 'PROGRESS_STREAMS_TOTAL must be an integer' })
+    .min(1, { error: 'PROGRESS_STREAMS_TOTAL must be >= 1' })
+    .default(500),
+  progressStreamMaxSeconds: z.coerce
+    .number({ error: 'PROGRESS_STREAM_MAX_SECONDS must be a number' })
+    .positive({ error: 'PROGRESS_STREAM_MAX_SECONDS must be > 0' })
+    .default(1800),
   port: z.coerce
     .number({ error: 'PORT must be a number' })
     .int()
@@ -136,6 +153,9 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
     sessionsPerUser: get('IDE_CLOUD_SESSIONS_PER_USER'),
     launchTimeoutMinutes: get('LAUNCH_TIMEOUT_MINUTES'),
     rewatchIntervalMs: get('IDE_CLOUD_REWATCH_INTERVAL_MS'),
+    progressStreamsPerUser: get('PROGRESS_STREAMS_PER_USER'),
+    progressStreamsTotal: get('PROGRESS_STREAMS_TOTAL'),
+    progressStreamMaxSeconds: get('PROGRESS_STREAM_MAX_SECONDS'),
     port: get('PORT'),
     host: get('HOST'),
     bodyLimit: get('BODY_LIMIT'),

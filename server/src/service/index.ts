@@ -65,7 +65,10 @@ export function createServiceContext(
     sessionsPerUser: config.sessionsPerUser,
   });
   const auth = createAuthenticator(config);
-  const progress = new SessionProgress(kc, resources, logger);
+  const progress = new SessionProgress(caches, {
+    perUser: config.progressStreamsPerUser,
+    total: config.progressStreamsTotal,
+  });
   return { context: { config, auth, catalog, workspaces, sessions, launcher, progress, metrics, logger }, kc, caches };
 }
 

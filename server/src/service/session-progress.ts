@@ -1,8 +1,8 @@
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
+import type { WatchEventType } from '../kube/informer.js';
 import type { Session } from '../model/session.js';
-import type { ServiceResources } from './resources.js';
-import { describeError } from './errors.js';
-import type { Logger } from './logger.js';
+import type { CachedResource, SessionEventCache } from './cache.js';
+import { ApiError } from './errors.js';
 
 /** What the progress stream says about the session: status only; never env values or the session secret. */
 export interface SessionProgressView {
@@ -56,73 +56,63 @@ function toEventView(event: k8s.CoreV1Event): SessionEventView {
   };
 }
 
-type WatchHandler = (type: string, object: { metadata?: { resourceVersion?: string } }) => void;
-
-/**
- * Keeps one field-selected watch open until `signal` aborts: a watch that ends is resumed from the
- * last resourceVersion seen; after a 410 Gone it starts afresh (the server then sends the current
- * objects as ADDED again, which the consumers treat idempotently).
- */
-function keepWatching(
-  kc: k8s.KubeConfig,
-  path: string,
-  fieldSelector: string,
-  signal: AbortSignal,
-  handler: WatchHandler,
-  logger: Logger,
-): void {
-  const watch = new k8s.Watch(kc);
-  let resourceVersion: string | undefined;
-  let restarts = 0;
-  let controller: AbortController | undefined;
-  signal.addEventListener('abort', () => controller?.abort(), { once: true });
-
-  const start = async (): Promise<void> => {
-    if (signal.aborted) return;
-    let gone = false;
-    try {
-      controller = await watch.watch(
-        path,
-        { fieldSelector, allowWatchBookmarks: true, ...(resourceVersion ? { resourceVersion } : {}) },
-        (type: string, object: { metadata?: { resourceVersion?: string } }) => {
-          if (type === 'ERROR') {
-            gone = true;
-            return;
-          }
-          restarts = 0;
-          if (object.metadata?.resourceVersion) resourceVersion = object.metadata.resourceVersion;
-          if (type !== 'BOOKMARK') handler(type, object);
-        },
-        () => restart(gone),
-      );
-      if (signal.aborted) controller.abort();
-    } catch (error) {
-      logger.debug({ err: describeError(error) }, 'progress watch failed to start');
-      restart(false);
-    }
-  };
-  const restart = (gone: boolean) => {
-    if (signal.aborted) return;
-    if (gone) resourceVersion = undefined;
-    restarts += 1;
-    setTimeout(() => void start(), Math.min(2000, 100 * restarts));
-  };
-  void start();
+/** The caps on progress streams (configuration; DESIGN.md: 429 with Retry-After when over). */
+export interface ProgressStreamLimits {
+  perUser: number;
+  total: number;
 }
 
 /**
- * The live progress of one workspace's session, by watching (never polling): the Session itself
- * (phase, conditions, URL, error) and the Kubernetes Events whose involved object is that Session.
- * Only a session of `user` is reported; events are matched to the session by its uid, so the events
- * of an earlier session with the same name are not replayed as the new one's.
+ * The live progress of one workspace's session, from the service's caches (never a watch of its
+ * own, never polling): the Session from the session cache (phase, conditions, URL, error) and the
+ * Kubernetes Events whose involved object is that Session from the one shared Event cache. Only a
+ * session of `user` is reported; events are matched to the session by its uid, so the events of an
+ * earlier session with the same name are not replayed as the new one's. Streams are capped per user
+ * and in total (`admit`).
  */
 export class SessionProgress {
+  private readonly openByUser = new Map<string, number>();
+  private open = 0;
+
   constructor(
-    private readonly kc: k8s.KubeConfig,
-    private readonly resources: Pick<ServiceResources, 'sessions'>,
-    private readonly logger: Logger,
+    private readonly caches: { sessions: CachedResource<Session>; sessionEvents: SessionEventCache },
+    private readonly limits: ProgressStreamLimits,
   ) {}
 
+  /**
+   * Admits one more stream of `user`: 429 (with Retry-After) when the user already has
+   * `limits.perUser` open or the service `limits.total`. Answers the release, which may be called
+   * more than once.
+   */
+  admit(user: string): () => void {
+    const ofUser = this.openByUser.get(user) ?? 0;
+    if (ofUser >= this.limits.perUser) {
+      throw new ApiError(
+        429,
+        `too many progress streams of this user (at most ${this.limits.perUser}); close one first`,
+        undefined,
+        { 'Retry-After': '10' },
+      );
+    }
+    if (this.open >= this.limits.total) {
+      throw new ApiError(429, 'too many progress streams on this service; retry later', undefined, {
+        'Retry-After': '10',
+      });
+    }
+    this.openByUser.set(user, ofUser + 1);
+    this.open += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.open -= 1;
+      const left = (this.openByUser.get(user) ?? 1) - 1;
+      if (left > 0) this.openByUser.set(user, left);
+      else this.openByUser.delete(user);
+    };
+  }
+
+  /** Streams until `signal` aborts. */
   stream(input: {
     sessionName: string;
     user: string;
@@ -130,54 +120,41 @@ export class SessionProgress {
     send: (message: ProgressMessage) => void;
   }): void {
     const { sessionName, user, signal, send } = input;
+    const { sessions, sessionEvents } = this.caches;
+    if (signal.aborted) return;
     let uid: string | undefined;
-    let pending: k8s.CoreV1Event[] = [];
 
     const sendEvent = (event: k8s.CoreV1Event) => send({ event: 'event', data: toEventView(event) });
 
-    keepWatching(
-      this.kc,
-      this.resources.sessions.path,
-      `metadata.name=${sessionName}`,
-      signal,
-      (type, object) => {
-        const session = object as Session;
-        if (session.spec?.user !== user) return;
-        if (type === 'DELETED') {
-          send({ event: 'deleted', data: { name: sessionName } });
-          return;
-        }
-        if (session.metadata.uid && session.metadata.uid !== uid) {
-          uid = session.metadata.uid;
-          const matching = pending.filter((e) => e.involvedObject?.uid === uid);
-          pending = [];
-          send({ event: 'session', data: toProgressView(session) });
-          for (const event of matching) sendEvent(event);
-          return;
-        }
-        send({ event: 'session', data: toProgressView(session) });
-      },
-      this.logger,
-    );
+    const onSession = (type: WatchEventType, session: Session) => {
+      if (session.spec?.user !== user) return;
+      if (type === 'DELETED') {
+        send({ event: 'deleted', data: { name: sessionName } });
+        return;
+      }
+      send({ event: 'session', data: toProgressView(session) });
+      if (session.metadata.uid && session.metadata.uid !== uid) {
+        // A session (new to this stream): the events about it that came before it.
+        uid = session.metadata.uid;
+        for (const event of sessionEvents.of(sessionName)) if (event.involvedObject?.uid === uid) sendEvent(event);
+      }
+    };
+    const onEvent = (event: k8s.CoreV1Event) => {
+      // Events about a session not known yet stay in the cache until it is (above).
+      if (uid !== undefined && event.involvedObject?.uid === uid) sendEvent(event);
+    };
 
-    keepWatching(
-      this.kc,
-      `/api/v1/namespaces/${this.resources.sessions.namespace}/events`,
-      `involvedObject.name=${sessionName}`,
-      signal,
-      (type, object) => {
-        if (type === 'DELETED') return;
-        const event = object as k8s.CoreV1Event;
-        const eventUid = event.involvedObject?.uid;
-        if (uid !== undefined) {
-          if (eventUid === uid) sendEvent(event);
-          return;
-        }
-        // The session is not known yet: keep a few events until it is, then send the matching ones.
-        pending.push(event);
-        if (pending.length > 100) pending.shift();
+    const unsubscribeEvents = sessionEvents.subscribe(sessionName, onEvent);
+    const unsubscribeSession = sessions.subscribe(sessionName, onSession);
+    signal.addEventListener(
+      'abort',
+      () => {
+        unsubscribeEvents();
+        unsubscribeSession();
       },
-      this.logger,
+      { once: true },
     );
+    const current = sessions.get(sessionName);
+    if (current) onSession('ADDED', current);
   }
 }

@@ -64,4 +64,27 @@ describe('service configuration from the environment', () => {
       },
     );
   });
+
+  it('reads the progress stream caps: 4 per user, 500 in total, 30 minutes each by default', () => {
+    const defaults = loadServiceConfig(base);
+    assert.deepEqual(
+      [defaults.progressStreamsPerUser, defaults.progressStreamsTotal, defaults.progressStreamMaxSeconds],
+      [4, 500, 1800],
+    );
+    const set = loadServiceConfig({
+      ...base,
+      PROGRESS_STREAMS_PER_USER: '2',
+      PROGRESS_STREAMS_TOTAL: '50',
+      PROGRESS_STREAM_MAX_SECONDS: '90.5',
+    });
+    assert.deepEqual(
+      [set.progressStreamsPerUser, set.progressStreamsTotal, set.progressStreamMaxSeconds],
+      [2, 50, 90.5],
+    );
+    assert.throws(() => loadServiceConfig({ ...base, PROGRESS_STREAMS_PER_USER: '0' }), /PROGRESS_STREAMS_PER_USER/);
+    assert.throws(
+      () => loadServiceConfig({ ...base, PROGRESS_STREAM_MAX_SECONDS: '-1' }),
+      /PROGRESS_STREAM_MAX_SECONDS/,
+    );
+  });
 });

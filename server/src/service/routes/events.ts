@@ -15,10 +15,13 @@ export const KEEP_ALIVE_MS = 15_000;
  * as the other session endpoints: appId (470), the user or the bearer token's user (400/401/403);
  * another user's workspace or session is 403. The workspace and session need not exist yet: the
  * stream reports them once they appear. Events: `session` (phase, conditions, URL, error),
- * `event` (a Kubernetes Event of the session), `deleted` (the session is gone).
+ * `event` (a Kubernetes Event of the session), `deleted` (the session is gone). Capped: at most
+ * `progressStreamsPerUser` open streams per user and `progressStreamsTotal` per replica (429 with
+ * Retry-After); a stream ends after `progressStreamMaxSeconds`, and the browser's EventSource opens
+ * a new one (`retry: 2000`).
  */
 export function eventsRouter(context: ServiceContext): Router {
-  const { auth, workspaces, sessions, progress } = context;
+  const { auth, workspaces, sessions, progress, config } = context;
   const router = Router();
   router.get('/service/session/events/:appId/:user/:workspaceName', async (req, res) => {
     auth.checkAppId(param(req.params.appId));
@@ -31,6 +34,8 @@ export function eventsRouter(context: ServiceContext): Router {
       throw new ApiError(ErrorCode.forbidden, 'the session belongs to another user');
     }
 
+    const release = progress.admit(user);
+
     res.status(200).set({
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-store',
@@ -40,10 +45,15 @@ export function eventsRouter(context: ServiceContext): Router {
     res.write('retry: 2000\n\n');
     const controller = new AbortController();
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
-    res.on('close', () => {
+    const ended = setTimeout(() => res.end(), config.progressStreamMaxSeconds * 1000);
+    const close = () => {
       clearInterval(keepAlive);
+      clearTimeout(ended);
       controller.abort();
-    });
+      release();
+    };
+    res.on('close', close);
+    res.on('finish', close);
     progress.stream({
       sessionName,
       user,
