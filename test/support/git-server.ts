@@ -18,6 +18,8 @@ const run = promisify(execFile);
 
 export interface GitServerOptions {
   users?: Record<string, string>;
+  /** Each request waits this long before it is handled: a slow server keeps git's processes alive to look at. */
+  delayMs?: number;
 }
 
 export interface RepositoryOptions {
@@ -102,6 +104,10 @@ export async function startGitServer(options: GitServerOptions = {}): Promise<Gi
   }
 
   const server = http.createServer((req, res) => {
+    if (options.delayMs) setTimeout(() => handle(req, res), options.delayMs);
+    else handle(req, res);
+  });
+  function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const credentials = parseBasicAuth(req.headers.authorization);
     const user = credentials && users.get(credentials.user) === credentials.password ? credentials.user : undefined;
@@ -182,7 +188,7 @@ export async function startGitServer(options: GitServerOptions = {}): Promise<Gi
     });
     cgi.stdin.on('error', () => {});
     req.pipe(cgi.stdin);
-  });
+  }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -28,7 +28,8 @@ export interface LearningPlatform {
   close(): Promise<void>;
 }
 
-export async function startLearningPlatform(): Promise<LearningPlatform> {
+/** `host`: the address to listen on (default loopback; the URL names it). */
+export async function startLearningPlatform(host = '127.0.0.1'): Promise<LearningPlatform> {
   const platform: Omit<LearningPlatform, 'url' | 'close'> = {
     requests: [],
     validTokens: new Set(),
@@ -58,9 +59,9 @@ export async function startLearningPlatform(): Promise<LearningPlatform> {
     }
     return answer(405, 'method not allowed');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const result = platform as LearningPlatform;
-  result.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  result.url = `http://${host.includes(':') ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
   result.close = async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,7 +1,8 @@
 // Clones a repository into the existing workspace folder, exactly from the URL given (credentials only
 // when embedded in it). Idempotent: a folder that already holds a repository is never touched again,
-// so a reused persistent workspace keeps the user's files. After a clone with a credentialed URL the
-// stored remote is reset to the URL without credentials, and no credential helper stores the token.
+// so a reused persistent workspace keeps the user's files. A credentialed URL is cloned by its plain
+// form, with the credential passed to git through the environment, so the stored remote and every
+// process's arguments are free of it; no credential helper of the machine stores the token.
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -96,17 +97,41 @@ async function currentRemote(dir: string, options: GitOptions): Promise<string> 
   return result?.stdout.trim() ?? '';
 }
 
+/**
+ * Hands git the URL's user and password from the environment (never in a process's arguments, which
+ * anyone on the machine can list): the helper answers `get` with what IDE_CLOUD_GIT_* hold.
+ */
+const ENVIRONMENT_CREDENTIAL_HELPER =
+  '!f() { test "$1" = get || return 0; printf "username=%s\\npassword=%s\\n" "$IDE_CLOUD_GIT_USERNAME" "$IDE_CLOUD_GIT_PASSWORD"; }; f';
+
 async function cloneFresh(uri: string, target: string, options: CloneOptions): Promise<void> {
   const secrets = [...(options.secrets ?? []), ...credentialsOf(uri)];
+  const credential = userInfo(uri);
+  // An empty credential.helper list first: a helper configured on the machine must not store the token.
+  const helpers = ['-c', 'credential.helper='];
+  const env = { ...(options.env ?? process.env) };
+  if (credential) {
+    helpers.push('-c', `credential.helper=${ENVIRONMENT_CREDENTIAL_HELPER}`);
+    env.IDE_CLOUD_GIT_USERNAME = credential.username;
+    env.IDE_CLOUD_GIT_PASSWORD = credential.password;
+  }
   try {
-    // An empty credential.helper list: a helper configured on the machine must not store the token.
-    await git(['-c', 'credential.helper=', 'clone', '--quiet', '--', uri, target], { ...options, secrets });
+    await git([...helpers, 'clone', '--quiet', '--', stripCredentials(uri), target], { ...options, env, secrets });
   } catch (error) {
     throw classifyCloneError(error, uri);
   }
-  if (hasCredentials(uri)) {
-    await git(['-C', target, 'remote', 'set-url', 'origin', stripCredentials(uri)], { ...options, secrets });
+  if (credential)
     await rememberCredential(uri, target, { ...options, secrets, seconds: options.credentialCacheSeconds });
+}
+
+/** The decoded user and password a URL carries, if it carries a password. */
+function userInfo(uri: string): { username: string; password: string } | undefined {
+  try {
+    const url = new URL(uri);
+    if (!url.password) return undefined;
+    return { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) };
+  } catch {
+    return undefined;
   }
 }
 

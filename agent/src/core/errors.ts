@@ -6,6 +6,8 @@ export type AgentErrorCode =
   | 'PlatformTokenExpired'
   | 'PlatformUnreachable'
   | 'PlatformError'
+  | 'PlatformUrlInvalid'
+  | 'PlatformUrlInsecure'
   | 'CredentialRequired'
   | 'CredentialRefused'
   | 'RepositoryNotFound'

@@ -23,11 +23,36 @@ function expired(status: number): AgentError {
   );
 }
 
+/**
+ * PLATFORM_TOKEN goes to PLATFORM_URL as a bearer token, so the URL must be https; plain http only to
+ * this machine (a platform on loopback, as in development). Checked before anything is sent.
+ */
+export function requireSecureUrl(platformUrl: string): void {
+  let url: URL;
+  try {
+    url = new URL(platformUrl);
+  } catch {
+    throw new AgentError(
+      'PlatformUrlInvalid',
+      'PLATFORM_URL is not a URL',
+      'Open the IDE again from the learning platform',
+    );
+  }
+  const loopback = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i.test(url.hostname);
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && loopback)) return;
+  throw new AgentError(
+    'PlatformUrlInsecure',
+    `PLATFORM_URL must use https (plain http only for this machine): ${stripCredentials(url.origin)} would receive PLATFORM_TOKEN unencrypted`,
+    'Ask the learning platform to link to the IDE with its https address',
+  );
+}
+
 export class PlatformClient {
   private readonly base: string;
   private readonly fetch: typeof fetch;
 
   constructor(private readonly options: PlatformClientOptions) {
+    requireSecureUrl(options.platformUrl);
     this.base = options.platformUrl.replace(/\/+$/, '');
     this.fetch = options.fetch ?? fetch;
   }
