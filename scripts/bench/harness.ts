@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -21,6 +20,7 @@ import { OPERATOR_ENV, type OperatorConfigInput } from '../../server/src/operato
 import { deploymentReady } from '../../server/src/operator/context.js';
 import { Informer } from '../../server/src/kube/informer.js';
 import {
+  freePort,
   killControlPlaneSync,
   startControlPlane,
   stopControlPlane,
@@ -102,17 +102,6 @@ export function commandLine(pid: number): string {
     .filter(Boolean)
     .map((arg) => (arg === process.execPath ? 'node' : arg))
     .join(' ');
-}
-
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Per session: when this process's watch first saw each step (Date.now() ms). */

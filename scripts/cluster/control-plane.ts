@@ -75,13 +75,13 @@ async function runBuild(what: BuildTarget): Promise<string> {
   return out.trim().split('\n').pop()!;
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
-export async function freePort(): Promise<number> {
+/** A TCP port free on `host` (default 127.0.0.1) right now; the one copy, for scripts and tests. */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
     server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(0, host, () => {
       const { port } = server.address() as net.AddressInfo;
       server.close(() => resolve(port));
     });

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { createVSIX } from '@vscode/vsce';
 import { build } from 'esbuild';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { freePort } from '../../scripts/cluster/control-plane.js';
 import { installVscodeHost, type VscodeHostInstall } from '../../scripts/vscode-host/install.js';
 
 export { installVscodeHost, type VscodeHostInstall };
@@ -93,17 +94,8 @@ export async function waitFor<T>(
   }
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** The control plane's freePort (the one copy), here too for the suites that start an IDE host. */
+export { freePort };
 
 /** True when something accepts TCP connections on 127.0.0.1:port. */
 export function isPortOpen(port: number, host = '127.0.0.1'): Promise<boolean> {

@@ -93,13 +93,9 @@ export class Launcher {
       }
       return { appDefinition };
     }
-    if (input.workspaceName === undefined) {
-      if (!input.createMissingWorkspace) {
-        // POST /service/session without a workspace is ephemeral.
-        return this.plan({ ...input, ephemeral: true });
-      }
-      return { appDefinition, workspace: { name: '' } };
-    }
+    // POST /service/session without a workspace comes as ephemeral (its route says so): only
+    // POST /service gets here without a name, and it creates a workspace of a generated name.
+    if (input.workspaceName === undefined) return { appDefinition, workspace: { name: '' } };
     if (!isDnsLabel(input.workspaceName)) {
       throw new ApiError(ErrorCode.unknownWorkspace, 'invalid workspace name (must be a DNS-1123 label)');
     }
