@@ -80,6 +80,16 @@ export function isConflict(error: unknown): boolean {
 }
 
 /**
+ * What may be logged about any failure: a Kubernetes answer's status and reason, another error's name
+ * and code; never a message, which can quote the object sent or the request's values.
+ */
+export function describeFailure(error: unknown): Record<string, unknown> {
+  if (error instanceof k8s.ApiException) return describeKubernetesError(error);
+  if (error instanceof Error) return { errorName: error.name, code: (error as { code?: unknown }).code };
+  return { errorType: typeof error };
+}
+
+/**
  * What may be logged about a failed Kubernetes API call: its status and reason, never its message or
  * body, which can quote the object sent (env values, tokens).
  */

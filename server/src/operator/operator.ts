@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { describeKubernetesError, loadKubeConfig, configureClient } from '../kube/client.js';
+import { describeFailure, loadKubeConfig, configureClient } from '../kube/client.js';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import { LABELS } from '../model/api-group.js';
 import { isSessionFailed } from '../model/session.js';
@@ -80,23 +80,11 @@ class Controllers {
     const cache = (this.cache = createCache(clients.kc, {
       namespace,
       rewatchIntervalMs: config.rewatchIntervalMs,
-      onError: (path, error) => log.warn({ path, err: String(error) }, 'watch failed; restarting'),
+      onError: (path, error) => log.warn({ path, err: describeFailure(error) }, 'watch failed; restarting'),
     }));
     const events = (this.events = new EventRecorder(clients.core, 'ide-cloud-operator', log));
     const onError = (what: string) => (key: string, error: unknown) =>
-      log.warn(
-        {
-          key,
-          // An API answer's message can quote the object sent: log its status and reason only.
-          err:
-            error instanceof k8s.ApiException
-              ? describeKubernetesError(error)
-              : error instanceof Error
-                ? error.message
-                : String(error),
-        },
-        `${what} reconcile failed`,
-      );
+      log.warn({ key, err: describeFailure(error) }, `${what} reconcile failed`);
     const sessionQueue = new WorkQueue((key) => sessions.reconcile(key), {
       workers: config.workers,
       onError: onError('session'),

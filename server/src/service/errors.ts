@@ -1,8 +1,7 @@
-import * as k8s from '@kubernetes/client-node';
 import type { z } from 'zod';
 import { ErrorCode } from '../model/error-codes.js';
 import type { ErrorBody } from '../model/requests.js';
-import { describeKubernetesError } from '../kube/client.js';
+import { describeFailure } from '../kube/client.js';
 
 /**
  * The one error type of the service. The HTTP status equals `code` (DESIGN.md). `reason` is shown to
@@ -69,7 +68,5 @@ export class Conflict extends ApiError {
 /** What may be logged about any error: never a message that could quote request values. */
 export function describeError(error: unknown): Record<string, unknown> {
   if (error instanceof ApiError) return { code: error.code, reason: error.reason };
-  if (error instanceof k8s.ApiException) return describeKubernetesError(error);
-  if (error instanceof Error) return { errorName: error.name, code: (error as { code?: unknown }).code };
-  return { errorType: typeof error };
+  return describeFailure(error);
 }

@@ -1,3 +1,4 @@
+import { describeFailure } from '../../kube/client.js';
 import { randomBytes } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from './logger.js';
@@ -78,7 +79,7 @@ export class EventRecorder implements EventSink {
         },
       });
     } catch (error) {
-      this.log.warn({ err: String(error), reason }, 'could not record event');
+      this.log.warn({ err: describeFailure(error), reason }, 'could not record event');
     }
   }
 }

@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { isConflict, isNotFound } from '../../kube/client.js';
+import { isConflict, isNotFound, describeFailure } from '../../kube/client.js';
 import type { Logger } from './logger.js';
 
 const group = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
@@ -92,7 +92,7 @@ export class LeaderElector {
       }
       if (!acquired && this.leading) await this.lose('lease held by another candidate');
     } catch (error) {
-      this.log.warn({ err: String(error) }, 'leader election attempt failed');
+      this.log.warn({ err: describeFailure(error) }, 'leader election attempt failed');
       if (this.leading && Date.now() - this.lastRenew > this.options.leaseDurationMs)
         await this.lose('could not renew');
     }

@@ -1,3 +1,4 @@
+import { describeFailure } from '../../kube/client.js';
 import type { AppDefinition } from '../../model/app-definition.js';
 import { isSessionFailed, type Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
@@ -70,7 +71,7 @@ export class ActivityMonitor {
       if (this.running) return;
       this.running = this.sweep(idleCheck)
         .then(() => undefined)
-        .catch((error: unknown) => this.deps.log.warn({ err: String(error) }, 'activity sweep failed'))
+        .catch((error: unknown) => this.deps.log.warn({ err: describeFailure(error) }, 'activity sweep failed'))
         .finally(() => (this.running = undefined));
     }, config.activityIntervalMs);
   }
