@@ -301,8 +301,12 @@ describe('Helm chart', function () {
       ['service', 'patch', 'ide.cloud', 'sessions', undefined, 'status', true],
       ['service', 'list', 'metrics.k8s.io', 'pods', undefined, undefined, true],
       ['service', 'create', 'apps', 'deployments', undefined, undefined, false],
-      ['service', 'get', '', 'secrets', undefined, undefined, false],
+      // By name only: the metadata of a secret a launch names (env.fromSecrets), to check its mark.
+      ['service', 'get', '', 'secrets', undefined, undefined, true],
+      ['service', 'list', '', 'secrets', undefined, undefined, false],
       ['service', 'list', '', 'secrets', '', undefined, false],
+      ['service', 'watch', '', 'secrets', undefined, undefined, false],
+      ['service', 'get', '', 'secrets', 'kube-system', undefined, false],
       ['service', 'delete', 'ide.cloud', 'appdefinitions', undefined, undefined, false],
     ];
     for (const [account, verb, group, resource, ns, subresource, allowed] of table) {

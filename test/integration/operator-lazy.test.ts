@@ -1,6 +1,7 @@
 // The operator's lazy path, limits, workspaces and idle shutdown on the real control plane (pods run through kwok).
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
+import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
@@ -60,7 +61,10 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     await eventually(async () => assert.equal((await r.workspaces.get('ws-alice-1')).status?.phase, 'Bound'), 30_000);
     await core.createNamespacedSecret({
       namespace,
-      body: { metadata: { name: 'alice-token' }, stringData: { PLATFORM_TOKEN: 's3cret' } },
+      body: {
+        metadata: { name: 'alice-token', labels: { [SESSION_ENV_LABEL]: 'true' } },
+        stringData: { PLATFORM_TOKEN: 's3cret' },
+      },
     });
     const created = await createSession(r, 'session-alice-1', {
       user: 'alice@example.com',

@@ -2,6 +2,7 @@
 // bridge served on the instance pod's own address, generation tracking.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
+import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
@@ -91,11 +92,17 @@ describe('operator: warm pool and eager start', function () {
     }
     await core.createNamespacedConfigMap({
       namespace,
-      body: { metadata: { name: 'course' }, data: { GIT_MAIL: 'a@example.com', COURSE: 'cm' } },
+      body: {
+        metadata: { name: 'course', labels: { [SESSION_ENV_LABEL]: 'true' } },
+        data: { GIT_MAIL: 'a@example.com', COURSE: 'cm' },
+      },
     });
     await core.createNamespacedSecret({
       namespace,
-      body: { metadata: { name: 'token' }, stringData: { PLATFORM_TOKEN: 'tok-123', COURSE: 'secret-wins' } },
+      body: {
+        metadata: { name: 'token', labels: { [SESSION_ENV_LABEL]: 'true' } },
+        stringData: { PLATFORM_TOKEN: 'tok-123', COURSE: 'secret-wins' },
+      },
     });
     const created = await createSession(r, 'eager-1', {
       user: 'erin@example.com',

@@ -3,6 +3,9 @@ export const GROUP = 'ide.cloud';
 export const VERSION = 'v1beta10';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
+/** The `app.kubernetes.io/managed-by` of every object the operator makes. */
+export const OPERATOR_MANAGER = 'ide-cloud-operator';
+
 /** One field manager for every server-side apply of IDE Cloud. */
 export const FIELD_MANAGER = 'ide-cloud';
 

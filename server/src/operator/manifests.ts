@@ -1,12 +1,12 @@
 import type * as k8s from '@kubernetes/client-node';
-import { ANNOTATIONS, LABELS } from '../model/api-group.js';
+import { ANNOTATIONS, LABELS, OPERATOR_MANAGER } from '../model/api-group.js';
 import { dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-definition.js';
 import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
 import type { OperatorConfig } from './config.js';
 import { operatorEnvironment } from './session/env.js';
 
-export const MANAGED_BY = 'ide-cloud-operator';
+export const MANAGED_BY = OPERATOR_MANAGER;
 export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
 /** Pod template annotation bumped to restart an instance's pods when it returns to the pool. */
 export const RECYCLED_ANNOTATION = 'ide-cloud.io/recycled-at';

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { envSourcesRefusal } from '../model/session-env.js';
 import { LABELS } from '../model/api-group.js';
 import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
 import { ErrorCode } from '../model/error-codes.js';
@@ -82,6 +83,7 @@ export class Launcher {
   /** Every check that needs no write. */
   private async plan(input: LaunchInput): Promise<Plan> {
     const appDefinition = await this.deps.catalog.get(input.appDefinition);
+    await this.checkEnvSources(input.env);
     if (input.ephemeral) {
       if (input.workspaceName !== undefined) {
         throw ApiError.badRequest('an ephemeral launch takes no workspaceName', [
@@ -105,6 +107,15 @@ export class Launcher {
       throw new ApiError(ErrorCode.workspaceAppDefinitionMismatch, 'the workspace exists with another app definition');
     }
     return { appDefinition, workspace: { name: input.workspaceName, existing } };
+  }
+
+  /** Only Secrets and ConfigMaps marked for session use may be named (model/session-env.ts): 400 otherwise. */
+  private async checkEnvSources(env: LaunchInput['env']): Promise<void> {
+    const refusal = await envSourcesRefusal(
+      { configMaps: env?.fromConfigMaps, secrets: env?.fromSecrets },
+      (kind, name) => this.deps.resources.envSourceMetadata(kind, name),
+    );
+    if (refusal) throw new ApiError(refusal.code, refusal.reason);
   }
 
   private async run(

@@ -2,6 +2,7 @@
 // and a failed one is mapped once to the service's ApiError.
 import * as k8s from '@kubernetes/client-node';
 import { ErrorCode } from '../model/error-codes.js';
+import { type EnvSourceKind } from '../model/session-env.js';
 import {
   ideCloudResources,
   type CustomResourceClient,
@@ -127,6 +128,7 @@ export class ServiceResource<K extends Kind> implements ObjectReader<ResourceOf[
 }
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+const metadataOnly = k8s.setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1');
 
 /** Everything the service reads and writes in its namespace, errors mapped at this boundary. */
 export interface ServiceResources {
@@ -138,6 +140,11 @@ export interface ServiceResources {
   mergeConfigStore(name: string, data: Record<string, string | null>): Promise<void>;
   /** The metrics API's pod metrics for a label selector; 521 when the metrics API is not there. */
   podMetrics(labelSelector: string): Promise<PodMetrics[]>;
+  /**
+   * The metadata of a Secret or ConfigMap a launch names for its environment, undefined when there is
+   * none. Read as PartialObjectMetadata: a secret's data never reaches the service.
+   */
+  envSourceMetadata(kind: EnvSourceKind, name: string): Promise<{ labels?: Record<string, string> } | undefined>;
 }
 
 export function serviceResources(kc: k8s.KubeConfig, namespace: string): ServiceResources {
@@ -158,6 +165,18 @@ export function serviceResources(kc: k8s.KubeConfig, namespace: string): Service
         },
         () => core.patchNamespacedConfigMap({ name, namespace, body: { data } }, mergePatch),
       );
+    },
+    async envSourceMetadata(kind, name) {
+      const read = () =>
+        kind === 'secret'
+          ? core.readNamespacedSecret({ name, namespace }, metadataOnly)
+          : core.readNamespacedConfigMap({ name, namespace }, metadataOnly);
+      try {
+        return (await read()).metadata ?? {};
+      } catch (error) {
+        if (error instanceof k8s.ApiException && error.code === 404) return undefined;
+        throw mapped(error, { action: `reading the ${kind} named for the environment` });
+      }
     },
     async podMetrics(labelSelector) {
       try {

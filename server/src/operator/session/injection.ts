@@ -1,3 +1,4 @@
+import { envSourceRefusal, type EnvSourceKind } from '../../model/session-env.js';
 import type * as k8s from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.js';
 import type { Session } from '../../model/session.js';
@@ -101,7 +102,7 @@ export class DataInjector {
     const configMaps = [];
     for (const name of session.spec.envVarsFromConfigMaps ?? []) {
       try {
-        configMaps.push((await this.core.readNamespacedConfigMap({ name, namespace })).data);
+        configMaps.push(usable('config map', name, await this.core.readNamespacedConfigMap({ name, namespace })));
       } catch (error) {
         if (isNotFound(error)) throw new Error(`config map ${name} not found`);
         throw error;
@@ -110,7 +111,7 @@ export class DataInjector {
     const secrets = [];
     for (const name of session.spec.envVarsFromSecrets ?? []) {
       try {
-        secrets.push((await this.core.readNamespacedSecret({ name, namespace })).data);
+        secrets.push(usable('secret', name, await this.core.readNamespacedSecret({ name, namespace })));
       } catch (error) {
         if (isNotFound(error)) throw new Error(`secret ${name} not found`);
         throw error;
@@ -196,6 +197,17 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** An error as text fit for a condition message: the error's kind and message, never a request body. */
+/** The data of an env source, once it shows it is still marked for session use (checked again here). */
+function usable(
+  kind: EnvSourceKind,
+  name: string,
+  object: { metadata?: { labels?: Record<string, string> }; data?: Record<string, string> },
+): Record<string, string> | undefined {
+  const refusal = envSourceRefusal(kind, name, object.metadata ?? {});
+  if (refusal) throw new Error(refusal.reason);
+  return object.data;
+}
+
 function describe(error: unknown): string {
   const e = error as { name?: string; message?: string; cause?: { code?: string } };
   return e?.cause?.code ?? (e?.name === 'TimeoutError' ? 'timeout' : (e?.message ?? String(error)).slice(0, 200));

@@ -14,6 +14,7 @@ import { findCondition } from '../../model/conditions.js';
 import { ErrorCode } from '../../model/error-codes.js';
 import { checkSessionLimits } from '../../model/limits.js';
 import { configStoreName } from '../../model/names.js';
+import { envSourcesRefusal, type EnvSourceKind } from '../../model/session-env.js';
 import {
   SessionCondition,
   SessionReadyReason,
@@ -64,6 +65,8 @@ export interface SessionStepDeps {
   injector: Pick<DataInjector, 'ensure' | 'state'>;
   /** Tells the pool its counts changed (a reservation); the app definition's pass follows shortly. */
   poolChanged: (appDefinitionName: string) => void;
+  /** The metadata of a Secret or ConfigMap a session names for its environment (undefined: none such). */
+  envSource: (kind: EnvSourceKind, name: string) => Promise<{ labels?: Record<string, string> } | undefined>;
 }
 
 /** What the guards found. */
@@ -102,7 +105,10 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
     pass.status.startStrategy = annotations[ANNOTATIONS.startStrategy] as StartStrategy;
     if (annotations[ANNOTATIONS.instanceId]) pass.status.instanceId = annotations[ANNOTATIONS.instanceId];
   }
-  if (!pass.status.startStrategy) checkLimits(deps, session, appDefinition);
+  if (!pass.status.startStrategy) {
+    checkLimits(deps, session, appDefinition);
+    await checkEnvSources(deps, session);
+  }
   // First visit (no Ready condition yet): every condition Unknown, phase Pending.
   if (!findCondition(pass.status.conditions, SessionCondition.ready)) {
     pass.status.phase = 'Pending';
@@ -129,6 +135,15 @@ function checkLimits(deps: SessionStepDeps, session: Session, appDefinition: App
     sessions: earlier,
     sessionsPerUser: deps.config.sessionsPerUser,
   });
+  if (refusal) throw new FailObject(refusal.code, refusal.reason);
+}
+
+/** Every Secret and ConfigMap the session names must be marked for session use (model/session-env.ts). */
+async function checkEnvSources(deps: SessionStepDeps, session: Session): Promise<void> {
+  const refusal = await envSourcesRefusal(
+    { configMaps: session.spec.envVarsFromConfigMaps, secrets: session.spec.envVarsFromSecrets },
+    deps.envSource,
+  );
   if (refusal) throw new FailObject(refusal.code, refusal.reason);
 }
 
