@@ -17,7 +17,7 @@ import type { AppDefinitionSpecInput } from '../../server/src/model/app-definiti
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session } from '../../server/src/model/session.js';
 import { OPERATOR_ENV, type OperatorConfigInput } from '../../server/src/operator/config.js';
-import { deploymentReady } from '../../server/src/operator/context.js';
+import { deploymentReady } from '../../server/src/operator/index.js';
 import { Informer } from '../../server/src/kube/informer.js';
 import {
   freePort,
