@@ -19,6 +19,8 @@ const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const chart = path.join(root, 'charts', 'ide-cloud');
 const allOn = path.join(chart, 'ci', 'all-on-values.yaml');
+/** What every installation must give at least: its identity provider (on by default). */
+const ISSUER = ['--set', 'identityProvider.issuer=https://login.example.org/realms/ide-cloud'];
 
 type Manifest = k8s.KubernetesObject & Record<string, unknown>;
 
@@ -45,12 +47,32 @@ describe('Helm chart', function () {
   after(async () => deleteTestNamespace(cluster.kc, namespace));
 
   it('lints clean with the default values and with every option on', async () => {
-    await helm('lint', '--strict', chart);
+    await helm('lint', '--strict', chart, ...ISSUER);
     await helm('lint', '--strict', chart, '-f', allOn);
   });
 
+  it('defaults to the identity provider, and refuses anonymous mode with a landing page unless told it lets anyone act as any user', async () => {
+    await assert.rejects(render(), /identityProvider.issuer is required/);
+    const anonymous = ['--set', 'identityProvider.enabled=false'];
+    await assert.rejects(render(...anonymous), /lets anyone act as any user/);
+    const optedIn = await render(...anonymous, '--set', 'landingPage.letAnyoneActAsAnyUser=true');
+    assert.ok(optedIn.some((d) => d.kind === 'Deployment' && d.metadata?.name === 'rel-ide-cloud-landing-page'));
+    const noLandingPage = await render(...anonymous, '--set', 'landingPage.enabled=false');
+    assert.ok(!noLandingPage.some((d) => d.kind === 'Deployment' && d.metadata?.name === 'rel-ide-cloud-landing-page'));
+    const withIdentity = await render(...ISSUER);
+    const service = withIdentity.find((d) => d.kind === 'Deployment' && d.metadata?.name === 'rel-ide-cloud-service');
+    const env = (service?.spec as { template: { spec: k8s.V1PodSpec } }).template.spec.containers[0]!.env ?? [];
+    assert.deepEqual(
+      env.filter((e) => e.name.startsWith('IDENTITY_PROVIDER_ISSUER') || e.name === 'IDENTITY_PROVIDER_AUDIENCE'),
+      [
+        { name: 'IDENTITY_PROVIDER_ISSUER', value: 'https://login.example.org/realms/ide-cloud' },
+        { name: 'IDENTITY_PROVIDER_AUDIENCE', value: 'ide-cloud' },
+      ],
+    );
+  });
+
   it('renders the shipped app definitions with their landing-page visibility and the landing config from the same map', async () => {
-    const docs = await render();
+    const docs = await render(...ISSUER);
     const appDefinitions = docs.filter((d) => d.kind === 'AppDefinition');
     assert.deepEqual(appDefinitions.map((d) => d.metadata?.name).sort(), [
       'c-latest',
@@ -124,7 +146,7 @@ describe('Helm chart', function () {
       .catch((error: unknown) => {
         if (!(error instanceof k8s.ApiException && error.code === 409)) throw error;
       });
-    for (const args of [[], ['-f', allOn]]) {
+    for (const args of [ISSUER, ['-f', allOn]]) {
       for (const doc of await render(...args)) {
         await objects
           .create({ ...doc, metadata: { ...doc.metadata, namespace } }, undefined, 'All')
@@ -136,7 +158,7 @@ describe('Helm chart', function () {
   });
 
   it('installs, keeps an admin PATCH of min/maxInstances and the tokens across an upgrade, and uninstalls leaving nothing', async () => {
-    await helm('install', 'rel', chart, '--namespace', namespace);
+    await helm('install', 'rel', chart, '--namespace', namespace, ...ISSUER);
     const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
     const tokens = await core.readNamespacedSecret({ name: 'rel-ide-cloud-tokens', namespace });
     const decode = (key: string) => Buffer.from(tokens.data![key]!, 'base64').toString();
@@ -165,7 +187,7 @@ describe('Helm chart', function () {
       await service.close();
     }
 
-    await helm('upgrade', 'rel', chart, '--namespace', namespace, '--set', 'service.replicas=3');
+    await helm('upgrade', 'rel', chart, '--namespace', namespace, ...ISSUER, '--set', 'service.replicas=3');
     const { appDefinitions } = ideCloudResources(cluster.kc, namespace);
     const python = await appDefinitions.get('python-latest');
     assert.deepEqual([python.spec.minInstances, python.spec.maxInstances], [2, 7]);
@@ -222,6 +244,7 @@ describe('Helm chart', function () {
         chart,
         '--namespace',
         namespace,
+        ...ISSUER,
         '--set',
         'imagePreloading.enabled=false',
         '--set',
