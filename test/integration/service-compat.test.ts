@@ -193,6 +193,10 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
   });
 
   it('scales an app definition through the admin calls with an enveloped body', async () => {
+    const ping = await call(service.url, 'GET', `/service/admin/${appId}`, {
+      headers: { 'x-admin-api-token': ADMIN_API_TOKEN },
+    });
+    assert.equal(ping.json, true, ping.text);
     const listed = await call(service.url, 'GET', '/service/admin/appdefinition', {
       headers: { 'x-admin-api-token': ADMIN_API_TOKEN },
     });
