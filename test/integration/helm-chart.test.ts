@@ -314,7 +314,12 @@ describe('Helm chart', function () {
       ['operator', 'create', 'coordination.k8s.io', 'leases', undefined, undefined, true],
       ['operator', 'create', '', 'persistentvolumeclaims', undefined, undefined, true],
       ['operator', 'get', '', 'secrets', undefined, undefined, true],
+      // A lazy session's values live in a Secret the operator applies by name (create, patch); never listed or watched.
+      ['operator', 'create', '', 'secrets', undefined, undefined, true],
+      ['operator', 'patch', '', 'secrets', undefined, undefined, true],
       ['operator', 'list', '', 'secrets', undefined, undefined, false],
+      ['operator', 'watch', '', 'secrets', undefined, undefined, false],
+      ['operator', 'create', '', 'secrets', 'kube-system', undefined, false],
       ['operator', 'list', '', 'secrets', '', undefined, false],
       ['operator', 'get', '', 'secrets', 'kube-system', undefined, false],
       ['operator', 'create', 'apps', 'deployments', 'kube-system', undefined, false],

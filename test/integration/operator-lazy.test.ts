@@ -90,7 +90,10 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     assert.equal(pod.metadata?.labels?.app?.startsWith('session-alice-1-'), true);
     assert.equal(pod.metadata?.labels?.app?.includes(created.metadata.uid!.slice(0, 8)), true);
     const ide = pod.spec!.containers[0]!;
-    assert.deepEqual(plain(ide.env), [{ name: 'GIT_USER', value: 'alice' }]);
+    // Values come from the session's own Secret (owned by it), never in plain text in the pod spec.
+    assert.deepEqual(plain(ide.env), [
+      { name: 'GIT_USER', valueFrom: { secretKeyRef: { name: 'session-alice-1-env', key: 'GIT_USER' } } },
+    ]);
     assert.deepEqual(plain(ide.envFrom), [{ secretRef: { name: 'alice-token' } }]);
     assert.equal(
       pod.spec!.volumes?.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,

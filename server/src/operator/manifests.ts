@@ -56,7 +56,8 @@ export interface PodInputs {
   /** Workspace claim to mount; none: an emptyDir. */
   claimName?: string;
   configStore?: string;
-  sessionSecret?: string;
+  /** Where the auth proxy's cookie secret is (a key of a Secret): never a value in the pod spec. */
+  cookieSecret?: k8s.V1SecretKeySelector;
   templateLabels?: Record<string, string>;
   templateAnnotations?: Record<string, string>;
 }
@@ -75,7 +76,8 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
     mounts.push({ name: 'config-store', mountPath: input.config.configStoreMountPath, readOnly: true });
   }
   const proxyEnv: k8s.V1EnvVar[] = [{ name: 'OAUTH2_PROXY_UPSTREAMS', value: `http://127.0.0.1:${spec.port}/` }];
-  if (input.sessionSecret) proxyEnv.push({ name: 'OAUTH2_PROXY_COOKIE_SECRET', value: input.sessionSecret });
+  if (input.cookieSecret)
+    proxyEnv.push({ name: 'OAUTH2_PROXY_COOKIE_SECRET', valueFrom: { secretKeyRef: input.cookieSecret } });
   return {
     metadata: {
       labels: { app: input.podApp, ...input.templateLabels },
@@ -110,10 +112,57 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
   };
 }
 
-/** Env of a lazy session's IDE container: spec.envVars as plain env. */
+/** Name of the Secret that holds a lazy session's values (owned by the Session, goes with it). */
+export function sessionEnvSecretName(sessionName: string): string {
+  return `${sessionName}-env`;
+}
+
+/** Key of the auth proxy's cookie secret in the session's Secret; a dot keeps it apart from env names. */
+export const COOKIE_SECRET_KEY = '.auth-proxy-cookie-secret';
+
+/** The values of a lazy session's IDE container: spec.envVars, then what the operator adds. */
+function lazyValues(session: Session): Record<string, string> {
+  return { ...session.spec.envVars, ...operatorEnvironment(session) };
+}
+
+/**
+ * The Secret of a lazy session: its values (spec.envVars, the activity token) and the auth proxy's
+ * cookie secret, so that neither the Deployment nor the Pod carries any of them in plain text (both
+ * are readable with the built-in `view` role; Secrets are not). Owned by the Session, marked as the
+ * operator's (so no launch can name it as an env source).
+ */
+export function sessionEnvSecret(session: Session, namespace: string): k8s.V1Secret {
+  const data: Record<string, string> = {};
+  for (const [key, value] of Object.entries(lazyValues(session))) data[key] = Buffer.from(value).toString('base64');
+  if (session.spec.sessionSecret) data[COOKIE_SECRET_KEY] = Buffer.from(session.spec.sessionSecret).toString('base64');
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name: sessionEnvSecretName(session.metadata.name),
+      namespace,
+      labels: { [LABELS.managedBy]: MANAGED_BY, ...sessionLabels(session) },
+      ownerReferences: [ownerReference(session as Owner)],
+    },
+    data,
+  };
+}
+
+/** Env of a lazy session's IDE container: each value a reference to the session's Secret, none in plain text. */
 export function lazyEnv(session: Session): k8s.V1EnvVar[] {
-  const values = { ...session.spec.envVars, ...operatorEnvironment(session) };
-  return Object.entries(values).map(([name, value]) => ({ name, value }));
+  const secret = sessionEnvSecretName(session.metadata.name);
+  return Object.keys(lazyValues(session)).map((name) => ({
+    name,
+    valueFrom: { secretKeyRef: { name: secret, key: name } },
+  }));
+}
+
+/** The auth proxy's cookie secret in the session's Secret, when the session has one. */
+export function lazyCookieSecret(session: Session): k8s.V1SecretKeySelector | undefined {
+  return session.spec.sessionSecret
+    ? { name: sessionEnvSecretName(session.metadata.name), key: COOKIE_SECRET_KEY }
+    : undefined;
 }
 
 export function lazyEnvFrom(session: Session): k8s.V1EnvFromSource[] {

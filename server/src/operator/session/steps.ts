@@ -26,6 +26,7 @@ import { workspaceClaimName, type Workspace } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
 import {
   deployment,
+  lazyCookieSecret,
   lazyEnv,
   lazyEnvFrom,
   ownerReference,
@@ -34,6 +35,7 @@ import {
   service,
   sessionLabels,
   sessionPodApp,
+  sessionEnvSecret,
   sessionPodTemplate,
   sessionUrl,
 } from '../manifests.js';
@@ -287,7 +289,11 @@ export async function provision(
   return { eager: false, backend: name, deployment: workload };
 }
 
-/** Sidecars first (their Service names resolve at IDE start), then the IDE Deployment and Service. */
+/**
+ * The session's Secret first (its values, referenced from the pod: never in the pod spec in plain
+ * text), then the sidecars (their Service names resolve at IDE start), then the IDE Deployment and
+ * Service. The Secret is applied once, with the Deployment: a running session's pods keep theirs.
+ */
 async function applyLazyResources(
   deps: SessionStepDeps,
   session: Session,
@@ -315,6 +321,7 @@ async function applyLazyResources(
     if (!deps.services.get(name)) deps.services.observe(await applyObject(deps.objects, ideService));
     return existing;
   }
+  await applyObject(deps.objects, sessionEnvSecret(session, deps.namespace));
   await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
   const applied = await applyObject(
     deps.objects,
@@ -332,7 +339,7 @@ async function applyLazyResources(
         envFrom: lazyEnvFrom(session),
         claimName,
         configStore,
-        sessionSecret: session.spec.sessionSecret,
+        cookieSecret: lazyCookieSecret(session),
         templateLabels: { [LABELS.session]: name },
       }),
     }),
@@ -401,7 +408,7 @@ export function recordEnvironment(
       type: SessionCondition.envInjected,
       status: 'True',
       reason: 'PodEnvironment',
-      message: 'values set in the pod specification',
+      message: "values in the session's Secret, referenced from the pod",
     });
 }
 

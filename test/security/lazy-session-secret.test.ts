@@ -1,0 +1,130 @@
+// Attack 7 of issue 15: a lazy session's values (GIT_URI with its credentials, PLATFORM_TOKEN, the
+// activity token, the auth proxy's cookie secret) were in plain text in its Deployment and Pod spec,
+// which anyone with the built-in `view` role reads. They now live in a Secret owned by the Session,
+// created before the Deployment and referenced from the pod; `view` cannot read Secrets.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { ACTIVITY_TOKEN_ENV, activityToken } from '../../server/src/model/activity-token.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import {
+  cleanUpSuite,
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  running,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
+
+const GIT_TOKEN = 'git-credential-5f1e9a';
+const GIT_URI = `https://student:${GIT_TOKEN}@git.example.org/course/ex1.git`;
+const PLATFORM_TOKEN = 'platform-token-7c2d41';
+const SESSION_SECRET = 'cookie-secret-0b93e6d2a4c8f1e7';
+const SESSION = 'lazy-victim';
+
+describe('security: a lazy session keeps its values in a Secret it owns (7)', function () {
+  this.timeout(120_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let core: k8s.CoreV1Api;
+  let apps: k8s.AppsV1Api;
+  let operator: RunningOperator;
+  const logs: string[] = [];
+  const secrets = () => [GIT_TOKEN, PLATFORM_TOKEN, SESSION_SECRET, activityToken(SESSION_SECRET, SESSION)];
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'sec-lazy');
+    r = ideCloudResources(cluster.kc, namespace);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    await createAppDefinition(r, 'python-latest');
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: false }, logs);
+    await createSession(r, SESSION, {
+      user: 'victim@example.com',
+      appDefinition: 'python-latest',
+      sessionSecret: SESSION_SECRET,
+      envVars: { GIT_URI, PLATFORM_TOKEN, GIT_USER: 'victim' },
+    });
+    await waitForSession(r, SESSION, running);
+  });
+  after(async () => {
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+  });
+
+  it('the Deployment and its Pods carry no value in plain text', async () => {
+    const deployment = await apps.readNamespacedDeployment({ name: SESSION, namespace });
+    const pods = await eventually(async () => {
+      const list = await core.listNamespacedPod({ namespace, labelSelector: `ide-cloud.io/session=${SESSION}` });
+      assert.ok(list.items.length > 0, 'the session has a pod');
+      return list.items;
+    });
+    // What a holder of `view` reads: the whole Deployment and Pod objects.
+    const readable = JSON.stringify([deployment, pods]);
+    for (const value of secrets()) assert.ok(!readable.includes(value), 'a session value is in plain text');
+    for (const pod of [deployment.spec!.template, ...pods]) {
+      const [ide, proxy] = pod.spec!.containers;
+      const env = Object.fromEntries((ide!.env ?? []).map((e) => [e.name, e]));
+      for (const name of ['GIT_URI', 'PLATFORM_TOKEN', ACTIVITY_TOKEN_ENV]) {
+        assert.equal(env[name]?.value, undefined, `${name} has no literal value`);
+        assert.equal(env[name]?.valueFrom?.secretKeyRef?.name, `${SESSION}-env`, `${name} comes from the Secret`);
+      }
+      const cookie = (proxy!.env ?? []).find((e) => e.name === 'OAUTH2_PROXY_COOKIE_SECRET');
+      assert.equal(cookie?.value, undefined);
+      assert.equal(cookie?.valueFrom?.secretKeyRef?.name, `${SESSION}-env`);
+    }
+  });
+
+  it('the values are in a Secret owned by the Session, created before the Deployment', async () => {
+    const session = await r.sessions.get(SESSION);
+    const secret = await core.readNamespacedSecret({ name: `${SESSION}-env`, namespace });
+    const decoded = Object.fromEntries(
+      Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+    );
+    assert.equal(decoded.GIT_URI, GIT_URI);
+    assert.equal(decoded.PLATFORM_TOKEN, PLATFORM_TOKEN);
+    assert.equal(decoded[ACTIVITY_TOKEN_ENV], activityToken(SESSION_SECRET, SESSION));
+    assert.ok(Object.values(decoded).includes(SESSION_SECRET), 'the cookie secret is in the Secret');
+    const owner = secret.metadata?.ownerReferences?.find((o) => o.kind === 'Session');
+    assert.equal(owner?.uid, session.metadata.uid);
+    assert.equal(owner?.controller, true);
+    const deployment = await apps.readNamespacedDeployment({ name: SESSION, namespace });
+    assert.ok(secret.metadata!.creationTimestamp! <= deployment.metadata!.creationTimestamp!);
+    for (const value of secrets()) assert.ok(!logs.join('').includes(value), 'a value reached the logs');
+  });
+
+  it('the built-in view role reads the Deployment and Pods but not the Secret', async () => {
+    await cluster.kc.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: 'viewer' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'viewer@example.com' }],
+      },
+    });
+    const can = async (verb: string, group: string, resource: string) =>
+      (
+        await cluster.kc.makeApiClient(k8s.AuthorizationV1Api).createSubjectAccessReview({
+          body: { spec: { user: 'viewer@example.com', resourceAttributes: { verb, group, resource, namespace } } },
+        })
+      ).status?.allowed ?? false;
+    await eventually(async () => assert.equal(await can('get', 'apps', 'deployments'), true));
+    assert.equal(await can('list', '', 'pods'), true);
+    assert.equal(await can('get', '', 'secrets'), false);
+  });
+
+  it('the Secret goes with the Session', async () => {
+    await r.sessions.delete(SESSION);
+    await eventually(async () => {
+      const gone = await core.readNamespacedSecret({ name: `${SESSION}-env`, namespace }).then(
+        () => false,
+        () => true,
+      );
+      assert.ok(gone, 'the Secret is still there');
+    }, 60_000);
+  });
+});
