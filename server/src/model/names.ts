@@ -40,9 +40,23 @@ export function generatedWorkspaceName(appDefinition: string, user: string, uuid
   return dnsLabel(['ws', appDefinition, user, uuid]);
 }
 
-/** Name of a session for a workspace: one session per workspace, so the name follows from it. */
+const SESSION_PREFIX = 'session-';
+/** Hex characters of the hash that stands for a cut workspace name (96 bits: no name can be made to match). */
+const SESSION_CUT_HASH = 24;
+
+/**
+ * Name of a session for a workspace: one session per workspace, so the name follows from it. The map
+ * is one-to-one, so no workspace name can take another workspace's session name (issue 15, item 10):
+ * a workspace name of up to 55 characters gives `session-<workspace>` as it is; a longer one gives
+ * `s-<head>-<hash>`, the hash (sha256, 24 hex) of the whole workspace name. The two forms never meet
+ * (`session-…` against `s-…`), and a long name's hash cannot be matched by another name.
+ */
 export function sessionNameFor(workspace: string): string {
-  return dnsLabel(['session', workspace.replace(/^ws-/, '')]);
+  const whole = `${SESSION_PREFIX}${workspace}`;
+  if (whole.length <= DNS_LABEL_MAX) return whole;
+  const hash = createHash('sha256').update(workspace).digest('hex').slice(0, SESSION_CUT_HASH);
+  const head = workspace.slice(0, DNS_LABEL_MAX - 's-'.length - hash.length - 1).replace(/-+$/, '');
+  return `s-${head}-${hash}`;
 }
 
 /** Removes `user:password@` from a URL-like string; leaves anything that is not a URL untouched. */
@@ -59,10 +73,22 @@ export function stringHash32(value: string): number {
   return h;
 }
 
-const LANDING_PART_MAX = 12;
+const LANDING_PART_MAX = 10;
+/** Hex characters of a landing name's owner tag (64 bits). */
+const LANDING_TAG = 16;
+/** What a landing-page name looks like: `ws-…-<gitUri hash, 8 hex>-<owner tag, 16 hex>`. */
+const LANDING_NAME = /^(ws-(?:[a-z0-9-]*-)?[0-9a-f]{8})-([0-9a-f]{16})$/;
 
 function landingPart(value: string): string {
   return sanitizeDnsPart(value).slice(0, LANDING_PART_MAX).replace(/-+$/, '');
+}
+
+/** The owner tag of a landing name: a hash of the whole user id and the rest of the name. */
+function landingOwnerTag(user: string, prefix: string): string {
+  return createHash('sha256')
+    .update(`ide-cloud/landing-workspace\u0000${user}\u0000${prefix}`)
+    .digest('hex')
+    .slice(0, LANDING_TAG);
 }
 
 /** Last path segment of a repository URL without `.git`. */
@@ -75,16 +101,30 @@ export function repositoryName(gitUri: string): string {
 }
 
 /**
- * The landing page's deterministic workspace name: `ws-<app>-<repo>-<user>-<hash>`. The hash is taken
- * of gitUri without credentials, so a link carrying a new token lands in the same workspace.
+ * The landing page's deterministic workspace name: `ws-<app>-<repo>-<user>-<hash>-<tag>`. The hash is
+ * taken of gitUri without credentials, so a link carrying a new token lands in the same workspace;
+ * the tag is a hash of the whole user id and the name before it, so two users never get the same
+ * name (the user part is cut), and the service lets only that user create it
+ * ({@link isLandingNameOfAnotherUser}): nobody can take a user's landing workspace in advance.
  */
 export function landingWorkspaceName(appDefinition: string, user: string, gitUri?: string): string {
   const repo = gitUri ? repositoryName(gitUri) : 'playground';
   const hash = Math.abs(stringHash32(gitUri ? stripCredentials(gitUri) : ''))
     .toString(16)
     .padStart(8, '0');
-  const parts = ['ws', landingPart(appDefinition), landingPart(repo), landingPart(user), hash];
-  return parts.filter(Boolean).join('-');
+  const prefix = ['ws', landingPart(appDefinition), landingPart(repo), landingPart(user), hash]
+    .filter(Boolean)
+    .join('-');
+  return `${prefix}-${landingOwnerTag(user, prefix)}`;
+}
+
+/**
+ * Whether `name` has the form of a landing-page name whose owner tag is not `user`'s: such a name is
+ * reserved for the user it was made for, and nobody else may create it.
+ */
+export function isLandingNameOfAnotherUser(name: string, user: string): boolean {
+  const match = LANDING_NAME.exec(name);
+  return match !== null && landingOwnerTag(user, match[1]!) !== match[2];
 }
 
 /**

@@ -101,6 +101,7 @@ export class Launcher {
     if (!isDnsLabel(input.workspaceName)) {
       throw new ApiError(ErrorCode.unknownWorkspace, 'invalid workspace name (must be a DNS-1123 label)');
     }
+    this.deps.workspaces.checkNameFor(input.user, input.workspaceName);
     const existing = await this.deps.workspaces.findOwned(input.user, input.workspaceName);
     if (!existing && !input.createMissingWorkspace) throw new ApiError(ErrorCode.unknownWorkspace, 'unknown workspace');
     if (existing?.spec.appDefinition && existing.spec.appDefinition !== appDefinition.metadata.name) {
@@ -193,13 +194,20 @@ export class Launcher {
         },
       });
     } catch (error) {
+      let failure = error;
+      let existing: Session | undefined;
       if (error instanceof Conflict && workspaceName) {
-        // Another launch for the same workspace won the race: answer its session.
-        const existing = await this.findSessionOf(sessionName, workspaceName, input.user, deadline);
-        if (existing) return { ...(await this.await(existing, deadline)), reused: true };
+        // Another launch for the same workspace may have won the race: then answer its session.
+        // Anything else holding the name (findSessionOf's 409) fails this launch.
+        existing = await this.findSessionOf(sessionName, workspaceName, input.user, deadline).catch((e: unknown) => {
+          failure = e;
+          return undefined;
+        });
       }
+      if (existing) return { ...(await this.await(existing, deadline)), reused: true };
+      // The 409 path, like every failure before the session exists, removes what this call created.
       if (createdWorkspace) await this.deps.workspaces.deleteQuietly(createdWorkspace);
-      throw error;
+      throw failure;
     }
     // Read-your-writes: the next launch's limits check counts this session even before its watch event.
     this.deps.sessions.observe(session);
@@ -237,7 +245,7 @@ export class Launcher {
     if (session) this.deps.sessions.observe(session);
     if (!session) return undefined;
     if (session.spec.workspace !== workspaceName || session.spec.user !== user) {
-      throw new ApiError(409, 'another session holds the name of this workspace session');
+      throw new ApiError(409, SESSION_NAME_TAKEN);
     }
     if (isSessionFailed(session) || session.metadata.deletionTimestamp) {
       // A failed or stopping session makes way for the new one: the launch waits, on the cache's
@@ -256,6 +264,8 @@ export class Launcher {
     return { url, name: session.metadata.name, session: this.deps.sessions.get(session.metadata.name) ?? session };
   }
 }
+
+const SESSION_NAME_TAKEN = "the workspace's session name is held by another session";
 
 function outcomeOf(error: unknown): LaunchOutcome {
   if (!(error instanceof ApiError)) return 'error';

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { LABELS } from '../model/api-group.js';
 import { ErrorCode } from '../model/error-codes.js';
-import { generatedWorkspaceName, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
+import {
+  generatedWorkspaceName,
+  isDnsLabel,
+  isLandingNameOfAnotherUser,
+  sessionNameFor,
+  userLabelValue,
+} from '../model/names.js';
 import type { WorkspaceItem } from '../model/requests.js';
 import type { Workspace } from '../model/workspace.js';
 import type { Session } from '../model/session.js';
@@ -58,6 +64,16 @@ export class WorkspaceService {
     return workspace;
   }
 
+  /**
+   * 403 when `name` is a landing-page name made for another user (model/names.ts): such a name is
+   * reserved for its user, so nobody can take a user's landing workspace before they first open it.
+   */
+  checkNameFor(user: string, name: string): void {
+    if (isLandingNameOfAnotherUser(name, user)) {
+      throw new ApiError(ErrorCode.forbidden, 'the workspace name is reserved for another user');
+    }
+  }
+
   /** Creates a workspace; `name` unset: `ws-<appDef>-<user>-<uuid>`. Answers undefined on 409. */
   async create(input: {
     user: string;
@@ -65,6 +81,7 @@ export class WorkspaceService {
     label?: string;
     name?: string;
   }): Promise<Workspace | undefined> {
+    if (input.name !== undefined) this.checkNameFor(input.user, input.name);
     const name = input.name ?? generatedWorkspaceName(input.appDefinition ?? 'workspace', input.user, randomUUID());
     try {
       const created = await this.resources.workspaces.create({

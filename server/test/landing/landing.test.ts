@@ -61,8 +61,9 @@ describe('landing page: page and names', () => {
     const a = launchTarget('python-latest', 'alice@example.com', 'https://u:one@git.example.org/course/repo.git');
     const b = launchTarget('python-latest', 'alice@example.com', 'https://u:two@git.example.org/course/repo.git');
     assert.deepEqual(a, b);
-    assert.match(a.workspaceName, /^ws-python-lates-repo-alice-exampl-[0-9a-f]{8}$/);
-    assert.equal(a.sessionName, `session-${a.workspaceName.slice(3)}`);
+    // Name format (issue 15, item 10): parts of 10 and an owner tag; the session name keeps the whole workspace name.
+    assert.match(a.workspaceName, /^ws-python-lat-repo-alice-exam-[0-9a-f]{8}-[0-9a-f]{16}$/);
+    assert.equal(a.sessionName, `session-${a.workspaceName}`);
   });
 });
 

@@ -4,6 +4,7 @@ import {
   dnsLabel,
   generatedWorkspaceName,
   isDnsLabel,
+  isLandingNameOfAnotherUser,
   landingWorkspaceName,
   repositoryName,
   sessionNameFor,
@@ -54,9 +55,36 @@ describe('names', () => {
     assert.equal(long.length, 63);
   });
 
-  it('sessionNameFor derives a DNS-safe session name from the workspace', () => {
-    assert.equal(sessionNameFor('ws-python-bob'), 'session-python-bob');
-    assert.ok(isDnsLabel(sessionNameFor('ws-' + 'x'.repeat(70))));
+  describe('sessionNameFor', () => {
+    // Format asserted: was session-python-bob (the ws- prefix dropped, which made ws-x and x collide).
+    it('keeps a workspace name that fits whole after session-', () => {
+      assert.equal(sessionNameFor('ws-python-bob'), 'session-ws-python-bob');
+      assert.equal(sessionNameFor('x'.repeat(55)), `session-${'x'.repeat(55)}`);
+    });
+
+    it('cuts a longer one to s-<head>-<hash of the whole name>, a DNS-1123 label of at most 63', () => {
+      const name = sessionNameFor('ws-' + 'x'.repeat(60));
+      assert.match(name, /^s-ws-x+-[0-9a-f]{24}$/);
+      assert.ok(isDnsLabel(name));
+      assert.equal(sessionNameFor('ws-' + 'x'.repeat(60)), name, 'deterministic');
+    });
+
+    it('gives distinct workspace names distinct session names (issue 15, item 10)', () => {
+      assert.notEqual(sessionNameFor('ws-x'), sessionNameFor('x'));
+      assert.notEqual(sessionNameFor('a--b'), sessionNameFor('a-b'));
+      // The attack on the old cut form: a short name spelling out a long name's cut session name.
+      const long = 'ws-' + 'y'.repeat(60);
+      const crafted = sessionNameFor(long).slice('session-'.length);
+      assert.notEqual(sessionNameFor(crafted), sessionNameFor(long));
+      const label = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+      fc.assert(
+        fc.property(label, label, (a, b) => {
+          fc.pre(a !== b);
+          assert.notEqual(sessionNameFor(a), sessionNameFor(b));
+          assert.ok(isDnsLabel(sessionNameFor(a)), a);
+        }),
+      );
+    });
   });
 
   describe('stripCredentials', () => {
@@ -87,12 +115,11 @@ describe('names', () => {
   describe('landingWorkspaceName', () => {
     const uri = 'https://git.example.com/course/Exercise_01.git';
 
-    it('builds ws-<app>-<repo>-<user>-<hash> with parts cut to 12 characters', () => {
+    // Format asserted: was ws-<app>-<repo>-<user>-<hash> with parts of 12 (no owner tag).
+    it('builds ws-<app>-<repo>-<user>-<hash>-<tag> with parts cut to 10 characters', () => {
       const hash = Math.abs(stringHash32(uri)).toString(16).padStart(8, '0');
-      assert.equal(
-        landingWorkspaceName('java-17-templates-latest', 'Student.Name@Example.com', uri),
-        `ws-java-17-temp-exercise-01-student-name-${hash}`,
-      );
+      const name = landingWorkspaceName('java-17-templates-latest', 'Student.Name@Example.com', uri);
+      assert.match(name, new RegExp(`^ws-java-17-te-exercise-0-student-na-${hash}-[0-9a-f]{16}$`));
     });
 
     it('hashes gitUri with credentials removed, so a new token keeps the workspace', () => {
@@ -113,13 +140,39 @@ describe('names', () => {
         landingWorkspaceName('python-latest', 'bob', uri),
         landingWorkspaceName('python-latest', 'bob', uri + 'x'),
       );
-      assert.equal(landingWorkspaceName('python-latest', 'bob'), 'ws-python-lates-playground-bob-00000000');
+      assert.match(
+        landingWorkspaceName('python-latest', 'bob'),
+        /^ws-python-lat-playground-bob-00000000-[0-9a-f]{16}$/,
+      );
+    });
+
+    it('differs between users whose cut user parts are the same (issue 15, item 10)', () => {
+      const bob = landingWorkspaceName('python-latest', 'bob@example.com', uri);
+      const other = landingWorkspaceName('python-latest', 'bob@example.net', uri);
+      assert.equal(bob.slice(0, -17), other.slice(0, -17));
+      assert.notEqual(bob, other);
+      assert.equal(landingWorkspaceName('python-latest', 'bob@example.com', uri), bob, 'stable');
+    });
+
+    it('is reserved for its user: isLandingNameOfAnotherUser', () => {
+      const bob = landingWorkspaceName('python-latest', 'bob@example.com', uri);
+      assert.equal(isLandingNameOfAnotherUser(bob, 'bob@example.com'), false);
+      assert.equal(isLandingNameOfAnotherUser(bob, 'mallory@example.com'), true);
+      assert.equal(isLandingNameOfAnotherUser(bob, 'bob@example.net'), true);
+      const playground = landingWorkspaceName('', '');
+      assert.equal(isLandingNameOfAnotherUser(playground, ''), false);
+      assert.equal(isLandingNameOfAnotherUser(playground, 'x'), true);
+      // Names of another form are anybody's first come.
+      assert.equal(isLandingNameOfAnotherUser('ws-stable-name', 'mallory@example.com'), false);
+      assert.equal(isLandingNameOfAnotherUser('ws-python-bob-00000000', 'mallory@example.com'), false);
     });
 
     it('is always a DNS-1123 label', () => {
       fc.assert(
         fc.property(fc.string(), fc.string(), fc.webUrl(), (app, user, url) => {
-          assert.ok(isDnsLabel(landingWorkspaceName(app, user, url)));
+          const name = landingWorkspaceName(app, user, url);
+          assert.ok(isDnsLabel(name));
+          assert.equal(isLandingNameOfAnotherUser(name, user), false);
         }),
       );
     });
