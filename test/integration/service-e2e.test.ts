@@ -58,12 +58,15 @@ describe('service end to end with the operator', function () {
 
     // The IDE reports activity with the token the operator put into its container (anonymous mode,
     // hardened with service.activity.requireToken).
-    const pods = await cluster.kc
-      .makeApiClient(k8s.CoreV1Api)
-      .listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=${item.name}` });
+    // The container references it in the session's Secret (issue 15, item 7), not in plain text.
+    const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=${item.name}` });
     const ide = pods.items[0]?.spec?.containers.find((c) => c.name === 'python-latest');
-    const token = ide?.env?.find((e) => e.name === ACTIVITY_TOKEN_ENV)?.value;
-    assert.ok(token, 'the IDE container carries its activity token');
+    const ref = ide?.env?.find((e) => e.name === ACTIVITY_TOKEN_ENV)?.valueFrom?.secretKeyRef;
+    assert.ok(ref?.name && ref.key, 'the IDE container carries its activity token');
+    const secret = await core.readNamespacedSecret({ name: ref.name, namespace });
+    const token = Buffer.from(secret.data?.[ref.key] ?? '', 'base64').toString('utf8');
+    assert.ok(token, 'the session Secret holds the activity token');
     const refused = await call(service.url, 'PATCH', '/service/session', {
       body: { appId, sessionName: item.name },
       headers: { 'x-activity-token': 'f'.repeat(64) },
