@@ -46,6 +46,7 @@ export class DataBridge implements Disposable {
     this.server = new BridgeServer(this.store, logger, {
       host: config.host,
       port: config.port,
+      token: config.token,
       bindRetryMs: this.deps.bindRetryMs,
     });
     this.disposables.push(this.server);

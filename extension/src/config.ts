@@ -2,10 +2,19 @@
 
 export const DEFAULT_PORT = 16281;
 
-export type BridgeConfig =
-  { enabled: false; reason: string } | { enabled: true; host: string; port: number } | { enabled: true; error: string };
+export const TOKEN_ENV = 'DATA_BRIDGE_TOKEN';
+/** Shortest token accepted: the operator's are 43 characters (32 random bytes, base64url). */
+export const MIN_TOKEN_LENGTH = 16;
 
-/** DATA_BRIDGE_ENABLED must be 1 or true (case-insensitive); DATA_BRIDGE_PORT a TCP port, default 16281. */
+export type BridgeConfig =
+  | { enabled: false; reason: string }
+  | { enabled: true; host: string; port: number; token: string }
+  | { enabled: true; error: string };
+
+/**
+ * DATA_BRIDGE_ENABLED must be 1 or true (case-insensitive); DATA_BRIDGE_PORT a TCP port, default 16281;
+ * DATA_BRIDGE_TOKEN the secret the operator authenticates with (required: without it, no port opens).
+ */
 export function readBridgeConfig(env: Record<string, string | undefined>): BridgeConfig {
   const flag = env.DATA_BRIDGE_ENABLED?.trim().toLowerCase();
   if (flag !== '1' && flag !== 'true') {
@@ -14,10 +23,14 @@ export function readBridgeConfig(env: Record<string, string | undefined>): Bridg
     return { enabled: false, reason };
   }
   const raw = env.DATA_BRIDGE_PORT?.trim();
-  if (raw === undefined || raw === '') return { enabled: true, host: '0.0.0.0', port: DEFAULT_PORT };
-  const port = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
+  const port = raw === undefined || raw === '' ? DEFAULT_PORT : /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     return { enabled: true, error: `DATA_BRIDGE_PORT must be an integer from 1 to 65535, got "${raw}"` };
   }
-  return { enabled: true, host: '0.0.0.0', port };
+  const token = env[TOKEN_ENV]?.trim() ?? '';
+  if (token.length < MIN_TOKEN_LENGTH) {
+    const why = token === '' ? 'is not set' : `is shorter than ${MIN_TOKEN_LENGTH} characters`;
+    return { enabled: true, error: `${TOKEN_ENV} ${why} (the secret the operator authenticates with)` };
+  }
+  return { enabled: true, host: '0.0.0.0', port, token };
 }

@@ -1,5 +1,8 @@
 // The bridge's HTTP server: GET /health, POST /data. Node's http only; bodies are capped, answers are
-// JSON, and neither answers nor log lines ever carry an injected value.
+// JSON, and neither answers nor log lines ever carry an injected value. POST /data is the operator's
+// only: it carries the instance's token (Authorization: Bearer) and the reservation it injects for,
+// and the bridge takes one injection per reservation (the instance restarts for the next one).
+import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.js';
@@ -7,10 +10,15 @@ import { InvalidInputError, parseDataPayload } from './payload.js';
 import { PersistError, type EnvironmentStore } from './store.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
+/** Header naming the reservation (the operator sends the Session's uid) whose values a POST carries. */
+export const RESERVATION_HEADER = 'x-ide-cloud-reservation';
+const RESERVATION = /^[A-Za-z0-9._-]{1,128}$/;
 
 export interface BridgeServerOptions {
   host: string;
   port: number;
+  /** The secret the operator sends as `Authorization: Bearer <token>` on POST /data. */
+  token: string;
   maxBodyBytes?: number;
   /** How long to keep retrying a port still held, e.g. by the extension host of a window just reloaded. */
   bindRetryMs?: number;
@@ -21,6 +29,8 @@ class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly extra: Record<string, string> = {},
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -29,6 +39,9 @@ class HttpError extends Error {
 export class BridgeServer {
   private readonly server: http.Server;
   private readonly maxBodyBytes: number;
+  private readonly tokenDigest: Buffer;
+  /** The reservation whose values were injected; in memory, so a restarted instance takes the next one. */
+  private reservation: string | undefined;
   private disposed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -38,6 +51,7 @@ export class BridgeServer {
     private readonly options: BridgeServerOptions,
   ) {
     this.maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
+    this.tokenDigest = digest(options.token);
     this.server = http.createServer((req, res) => void this.handle(req, res));
   }
 
@@ -92,18 +106,55 @@ export class BridgeServer {
       }
       if (path === '/data') {
         if (req.method !== 'POST') throw methodNotAllowed('POST');
+        this.authenticate(req);
+        const reservation = reservationOf(req);
         const body = await this.readBody(req);
         const environment = parseDataPayload(body);
+        // Checked and taken in one synchronous step: of two concurrent posts, one gets 409.
+        this.claim(reservation);
         await this.store.merge(environment);
         return send(res, 200, { stored: Object.keys(environment).length, total: this.store.size });
       }
       throw new HttpError(404, `no route for ${path}`);
     } catch (error) {
-      if (error instanceof HttpError) return send(res, error.status, { error: error.message }, error.status === 413);
+      if (error instanceof HttpError) {
+        // An unread body (refused before reading) or an oversized one: the connection is not reused.
+        const close = error.status === 413 || error.status === 401 || error.status === 403;
+        return send(res, error.status, { error: error.message, ...error.extra }, close, error.headers);
+      }
       if (error instanceof InvalidInputError) return send(res, 400, { error: error.message });
       this.logger.error(`request to ${path} failed: ${error instanceof Error ? error.name : typeof error}`);
       return send(res, 500, { error: error instanceof PersistError ? error.message : 'internal error' });
     }
+  }
+
+  /** 401 without a bearer token, 403 with another than the instance's; compared in constant time. */
+  private authenticate(req: http.IncomingMessage): void {
+    const match = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '');
+    if (!match) {
+      this.logger.warn('POST /data refused: no bearer token');
+      throw new HttpError(401, 'a bearer token is required', {}, { 'www-authenticate': 'Bearer' });
+    }
+    if (!timingSafeEqual(digest(match[1]!), this.tokenDigest)) {
+      this.logger.warn('POST /data refused: wrong token');
+      throw new HttpError(403, "the token is not this instance's");
+    }
+  }
+
+  /** One injection per reservation: a second post, for the same reservation or another, is refused. */
+  private claim(reservation: string): void {
+    if (this.reservation !== undefined) {
+      const same = this.reservation === reservation;
+      this.logger.warn(`POST /data refused: values were already injected (${same ? 'same' : 'another'} reservation)`);
+      throw new HttpError(
+        409,
+        same
+          ? 'the values of this reservation were already injected'
+          : 'the values of another reservation are held; a new reservation restarts the instance',
+        { reservation: same ? 'same' : 'other' },
+      );
+    }
+    this.reservation = reservation;
   }
 
   /** Reads the body up to the cap; past it the rest is drained (so the client reads the 413) and dropped. */
@@ -135,11 +186,31 @@ function methodNotAllowed(allowed: string): HttpError {
   return new HttpError(405, `method not allowed, use ${allowed}`);
 }
 
-function send(res: http.ServerResponse, status: number, body: unknown, close = false): void {
+function reservationOf(req: http.IncomingMessage): string {
+  const value = req.headers[RESERVATION_HEADER];
+  if (typeof value !== 'string' || !RESERVATION.test(value)) {
+    throw new HttpError(400, `header ${RESERVATION_HEADER} must name the reservation (1-128 of A-Z a-z 0-9 . _ -)`);
+  }
+  return value;
+}
+
+/** Fixed-length digests, so the comparison takes the same time whatever the token's length. */
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
+}
+
+function send(
+  res: http.ServerResponse,
+  status: number,
+  body: unknown,
+  close = false,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
+    ...headers,
     ...(close ? { connection: 'close' } : {}),
   });
   res.end(text);

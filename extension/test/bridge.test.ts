@@ -5,14 +5,25 @@ import { DataBridge, type RegisterCommand } from '../src/bridge.js';
 import type { BridgeConfig } from '../src/config.js';
 import { MemoryLogger } from '../src/logger.js';
 import { parseDataPayload, type Environment } from '../src/payload.js';
-import { BridgeServer } from '../src/server.js';
+import { BridgeServer, RESERVATION_HEADER } from '../src/server.js';
 import { EnvironmentStore, SECRET_KEY } from '../src/store.js';
 import { MemorySecretStorage } from './fakes.js';
 
 const SECRET = 'hunter2-do-not-log';
+const BRIDGE_TOKEN = 'instance-token-3f9c2b7e1d5a';
+/** What the operator sends with its POST /data: the instance's token and the reservation. */
+const OPERATOR = { authorization: `Bearer ${BRIDGE_TOKEN}`, [RESERVATION_HEADER]: 'session-uid-1' };
 
-async function post(base: string, body: string, path = '/data'): Promise<{ status: number; json: unknown }> {
-  const res = await fetch(`${base}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+async function post(
+  base: string,
+  body: string,
+  headers: Record<string, string> = OPERATOR,
+): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${base}/data`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
   return { status: res.status, json: await res.json() };
 }
 
@@ -102,7 +113,7 @@ describe('extension: BridgeServer', () => {
     secrets = new MemorySecretStorage();
     logger = new MemoryLogger();
     store = new EnvironmentStore(secrets, logger);
-    server = new BridgeServer(store, logger, { host: '127.0.0.1', port: 0, maxBodyBytes: 1024 });
+    server = new BridgeServer(store, logger, { host: '127.0.0.1', port: 0, token: BRIDGE_TOKEN, maxBodyBytes: 1024 });
     const address = await server.listen();
     base = `http://127.0.0.1:${address.port}`;
   });
@@ -118,17 +129,76 @@ describe('extension: BridgeServer', () => {
     assert.deepEqual(await res.json(), { status: 'UP' });
   });
 
-  it('stores POST /data and merges later posts', async () => {
+  it('stores the POST /data of one reservation and refuses a second post (409), keeping the values', async () => {
     assert.deepEqual(await post(base, JSON.stringify({ environment: { A: '1', TOKEN: SECRET } })), {
       status: 200,
       json: { stored: 2, total: 2 },
     });
     assert.deepEqual(await post(base, JSON.stringify({ environment: { A: '2' } })), {
-      status: 200,
-      json: { stored: 1, total: 2 },
+      status: 409,
+      json: { error: 'the values of this reservation were already injected', reservation: 'same' },
     });
-    assert.deepEqual(store.pick(['A', 'TOKEN']), { A: '2', TOKEN: SECRET });
-    assert.deepEqual(JSON.parse(secrets.data.get(SECRET_KEY)!), { A: '2', TOKEN: SECRET });
+    const other = { ...OPERATOR, [RESERVATION_HEADER]: 'session-uid-2' };
+    assert.deepEqual(await post(base, JSON.stringify({ environment: { A: '3' } }), other), {
+      status: 409,
+      json: {
+        error: 'the values of another reservation are held; a new reservation restarts the instance',
+        reservation: 'other',
+      },
+    });
+    assert.deepEqual(store.pick(['A', 'TOKEN']), { A: '1', TOKEN: SECRET });
+    assert.deepEqual(JSON.parse(secrets.data.get(SECRET_KEY)!), { A: '1', TOKEN: SECRET });
+  });
+
+  it('answers 401 without a bearer token and 403 with a wrong one, storing nothing', async () => {
+    const body = JSON.stringify({ environment: { PLATFORM_URL: 'https://attacker.example' } });
+    const reservation = { [RESERVATION_HEADER]: 'session-uid-1' };
+    const unauthenticated = await fetch(`${base}/data`, { method: 'POST', body, headers: reservation });
+    assert.equal(unauthenticated.status, 401);
+    assert.equal(unauthenticated.headers.get('www-authenticate'), 'Bearer');
+    assert.deepEqual(await unauthenticated.json(), { error: 'a bearer token is required' });
+    assert.deepEqual(await post(base, body, { ...reservation, authorization: `Basic ${BRIDGE_TOKEN}` }), {
+      status: 401,
+      json: { error: 'a bearer token is required' },
+    });
+    for (const wrong of ['wrong', `${BRIDGE_TOKEN}x`, BRIDGE_TOKEN.slice(0, -1)]) {
+      assert.deepEqual(await post(base, body, { ...reservation, authorization: `Bearer ${wrong}` }), {
+        status: 403,
+        json: { error: "the token is not this instance's" },
+      });
+    }
+    assert.equal(store.size, 0);
+    // Refused posts take no reservation: the operator's own injection still goes through.
+    assert.equal((await post(base, JSON.stringify({ environment: { A: '1' } }))).status, 200);
+  });
+
+  it('answers 400 without a reservation', async () => {
+    const { authorization } = OPERATOR;
+    const cases: Record<string, string>[] = [{ authorization }, { authorization, [RESERVATION_HEADER]: 'bad value!' }];
+    for (const headers of cases) {
+      assert.deepEqual(await post(base, JSON.stringify({ environment: { A: '1' } }), headers), {
+        status: 400,
+        json: { error: `header ${RESERVATION_HEADER} must name the reservation (1-128 of A-Z a-z 0-9 . _ -)` },
+      });
+    }
+    assert.equal(store.size, 0);
+  });
+
+  it('takes the next reservation once the instance restarted (a new server)', async () => {
+    assert.equal((await post(base, JSON.stringify({ environment: { A: '1' } }))).status, 200);
+    server.dispose();
+    const restarted = new BridgeServer(new EnvironmentStore(new MemorySecretStorage(), logger), logger, {
+      host: '127.0.0.1',
+      port: 0,
+      token: BRIDGE_TOKEN,
+    });
+    try {
+      const next = `http://127.0.0.1:${(await restarted.listen()).port}`;
+      const headers = { ...OPERATOR, [RESERVATION_HEADER]: 'session-uid-2' };
+      assert.equal((await post(next, JSON.stringify({ environment: { A: '2' } }), headers)).status, 200);
+    } finally {
+      restarted.dispose();
+    }
   });
 
   it('answers 400 naming the problem, never echoing a value', async () => {
@@ -150,7 +220,10 @@ describe('extension: BridgeServer', () => {
     const big = JSON.stringify({ environment: { BIG: 'x'.repeat(2000) } });
     assert.deepEqual(await post(base, big), { status: 413, json: { error: 'body exceeds 1024 bytes' } });
     const streamed = await new Promise<number>((resolve, reject) => {
-      const req = http.request(`${base}/data`, { method: 'POST', headers: { 'transfer-encoding': 'chunked' } });
+      const req = http.request(`${base}/data`, {
+        method: 'POST',
+        headers: { 'transfer-encoding': 'chunked', ...OPERATOR },
+      });
       req.on('response', (res) => {
         res.resume();
         resolve(res.statusCode ?? 0);
@@ -185,7 +258,7 @@ describe('extension: BridgeServer', () => {
 });
 
 describe('extension: DataBridge', () => {
-  const local = (port: number): BridgeConfig => ({ enabled: true, host: '127.0.0.1', port });
+  const local = (port: number): BridgeConfig => ({ enabled: true, host: '127.0.0.1', port, token: BRIDGE_TOKEN });
 
   function harness(config: BridgeConfig, secrets = new MemorySecretStorage()) {
     const logger = new MemoryLogger();
@@ -246,7 +319,7 @@ describe('extension: DataBridge', () => {
     const { port } = blocker.address() as AddressInfo;
     const logger = new MemoryLogger();
     const bridge = new DataBridge({
-      config: { enabled: true, host: '127.0.0.1', port },
+      config: local(port),
       secrets: new MemorySecretStorage(),
       logger,
       registerCommand: () => ({ dispose: () => undefined }),

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
 import { DEFAULT_PORT, readBridgeConfig } from '../src/config.js';
 
+const TOKEN = 'instance-token-3f9c2b7e1d5a';
+
 describe('extension: readBridgeConfig', () => {
   it('is enabled only by 1 or true', () => {
     for (const value of ['1', 'true', 'TRUE', ' true ']) {
-      assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: value }), {
+      assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: value, DATA_BRIDGE_TOKEN: TOKEN }), {
         enabled: true,
         host: '0.0.0.0',
         port: DEFAULT_PORT,
+        token: TOKEN,
       });
     }
     for (const value of ['0', 'false', 'yes', '', 'on']) {
@@ -21,24 +24,41 @@ describe('extension: readBridgeConfig', () => {
 
   it('reads the port, default 16281', () => {
     assert.equal(DEFAULT_PORT, 16281);
-    assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: '1', DATA_BRIDGE_PORT: '8099' }), {
+    const on = { DATA_BRIDGE_ENABLED: '1', DATA_BRIDGE_TOKEN: TOKEN };
+    assert.deepEqual(readBridgeConfig({ ...on, DATA_BRIDGE_PORT: '8099' }), {
       enabled: true,
       host: '0.0.0.0',
       port: 8099,
+      token: TOKEN,
     });
-    assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: '1', DATA_BRIDGE_PORT: '' }), {
+    assert.deepEqual(readBridgeConfig({ ...on, DATA_BRIDGE_PORT: '' }), {
       enabled: true,
       host: '0.0.0.0',
       port: DEFAULT_PORT,
+      token: TOKEN,
     });
   });
 
   it('turns an invalid port into a clear error', () => {
     for (const value of ['0', '65536', 'abc', '80.5', '-1', '123456']) {
-      assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_PORT: value }), {
-        enabled: true,
-        error: `DATA_BRIDGE_PORT must be an integer from 1 to 65535, got "${value}"`,
-      });
+      assert.deepEqual(
+        readBridgeConfig({ DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_PORT: value, DATA_BRIDGE_TOKEN: TOKEN }),
+        {
+          enabled: true,
+          error: `DATA_BRIDGE_PORT must be an integer from 1 to 65535, got "${value}"`,
+        },
+      );
     }
+  });
+
+  it('needs the token the operator authenticates with: without it, no port opens', () => {
+    assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: 'true' }), {
+      enabled: true,
+      error: 'DATA_BRIDGE_TOKEN is not set (the secret the operator authenticates with)',
+    });
+    assert.deepEqual(readBridgeConfig({ DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_TOKEN: 'short' }), {
+      enabled: true,
+      error: 'DATA_BRIDGE_TOKEN is shorter than 16 characters (the secret the operator authenticates with)',
+    });
   });
 });

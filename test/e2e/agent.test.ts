@@ -18,6 +18,7 @@ import { VscodeHost, freePort, installVscodeHost, waitFor, type VscodeHostInstal
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BRIDGE_VSIX = path.join(ROOT, 'extension', 'dist', 'data-bridge.vsix');
+const BRIDGE_TOKEN = 'e2e-bridge-token-5d0c7a9f3e';
 
 const PASSWORD = `git-pw-${randomUUID()}`;
 const PLATFORM_TOKEN = `lms-${randomUUID()}`;
@@ -78,6 +79,7 @@ describe('session bootstrap agent in a real VS Code host (e2e)', function () {
       env: {
         DATA_BRIDGE_ENABLED: 'true',
         DATA_BRIDGE_PORT: String(bridgePort),
+        DATA_BRIDGE_TOKEN: BRIDGE_TOKEN,
         SESSION_ENV_STRATEGY: 'data-bridge',
         SESSION_ENV_POLL_INTERVAL_MS: '250',
         SESSION_ENV_TIMEOUT_SECONDS: '240',
@@ -124,7 +126,12 @@ describe('session bootstrap agent in a real VS Code host (e2e)', function () {
 
     const res = await fetch(`${bridge}/data`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      // As the operator sends it: the instance's token and the reservation.
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${BRIDGE_TOKEN}`,
+        'x-ide-cloud-reservation': 'e2e-session',
+      },
       body: JSON.stringify({
         environment: {
           GIT_URI: git.urlWithCredentials('course/e2e-exercise.git', 'grace', PASSWORD),

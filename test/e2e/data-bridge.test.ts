@@ -32,6 +32,9 @@ const SECRETS = {
   GIT_USER: `Ada ${randomUUID()}`,
 };
 const LATER = { GIT_MAIL: `ada-${randomUUID()}@example.org`, PLATFORM_TOKEN: `token-${randomUUID()}` };
+/** The instance's token, as the pod gets it (DATA_BRIDGE_TOKEN), and what the operator sends with it. */
+const BRIDGE_TOKEN = `bridge-${randomUUID()}`;
+const OPERATOR = { authorization: `Bearer ${BRIDGE_TOKEN}`, 'x-ide-cloud-reservation': 'session-uid-1' };
 
 interface ConsumerAnswer {
   pid: number;
@@ -77,11 +80,14 @@ describe('data bridge in a real VS Code host (e2e)', function () {
     let bridge: string;
     let consumerPort: number;
 
-    async function postData(body: string): Promise<{ status: number; json: unknown }> {
+    async function postData(
+      body: string,
+      headers: Record<string, string> = OPERATOR,
+    ): Promise<{ status: number; json: unknown }> {
       const res = await fetch(`${bridge}/data`, {
         method: 'POST',
         body,
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...headers },
       });
       return { status: res.status, json: await res.json() };
     }
@@ -106,6 +112,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
         env: {
           DATA_BRIDGE_ENABLED: 'true',
           DATA_BRIDGE_PORT: String(bridgePort),
+          DATA_BRIDGE_TOKEN: BRIDGE_TOKEN,
           GETENV_CONSUMER_PORT: String(consumerPort),
         },
       });
@@ -159,17 +166,31 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       assert.deepEqual(empty.result, {}, 'nothing of the rejected bodies was stored');
     });
 
-    it('stores POST /data and hands the values to another extension through dataBridge.getEnv', async () => {
+    it('refuses POST /data without the token (401) or with another (403)', async () => {
+      const body = JSON.stringify({ environment: LATER });
+      const reservation = { 'x-ide-cloud-reservation': 'session-uid-1' };
+      assert.deepEqual(await postData(body, reservation), {
+        status: 401,
+        json: { error: 'a bearer token is required' },
+      });
+      assert.deepEqual(await postData(body, { ...reservation, authorization: 'Bearer guessed-token-0123456789' }), {
+        status: 403,
+        json: { error: "the token is not this instance's" },
+      });
+      assert.deepEqual((await callGetEnv(['GIT_MAIL'])).result, {}, 'nothing was stored');
+    });
+
+    it("stores the operator's POST /data, refuses a second (409) and hands the values out through dataBridge.getEnv", async () => {
       assert.deepEqual(await postData(JSON.stringify({ environment: SECRETS })), {
         status: 200,
         json: { stored: 3, total: 3 },
       });
       assert.deepEqual(await postData(JSON.stringify({ environment: LATER })), {
-        status: 200,
-        json: { stored: 2, total: 4 },
+        status: 409,
+        json: { error: 'the values of this reservation were already injected', reservation: 'same' },
       });
       const answer = await callGetEnv(['GIT_USER', 'GIT_URI', 'GIT_MAIL', 'PLATFORM_TOKEN', 'NOT_SENT']);
-      assert.deepEqual(answer.result, { ...SECRETS, ...LATER }, 'only present keys, later values merged over earlier');
+      assert.deepEqual(answer.result, SECRETS, 'only present keys, nothing of the refused post');
       assert.deepEqual(await callGetEnv(['NOT_SENT']), { pid: answer.pid, result: {} });
     });
 
@@ -194,17 +215,17 @@ describe('data bridge in a real VS Code host (e2e)', function () {
         },
         { timeoutMs: 90_000, intervalMs: 500 },
       );
-      assert.deepEqual(after.result, { ...SECRETS, ...LATER });
+      assert.deepEqual(after.result, SECRETS);
       assert.equal((await fetch(`${bridge}/health`)).status, 200);
       const logs = await host.outputChannelLogs(CHANNEL);
       assert.ok(logs.length >= 2, `one "${CHANNEL}" log per extension host, found ${logs.length}`);
-      assert.match(logs.at(-1)!.text, /\[info\] restored 4 key\(s\): /);
+      assert.match(logs.at(-1)!.text, /\[info\] restored 3 key\(s\): /);
     });
 
     it('never writes a value to the output channel or any other log, only key names and counts', async () => {
       const channel = channelText(await host.outputChannelLogs(CHANNEL));
       assert.match(channel, /received 3 key\(s\): PLATFORM_TOKEN, GIT_URI, GIT_USER; 3 key\(s\) held/);
-      assert.match(channel, /getEnv: 4 of 5 key\(s\) present; missing: NOT_SENT/);
+      assert.match(channel, /getEnv: 3 of 5 key\(s\) present; missing: GIT_MAIL, NOT_SENT/);
       const everything = [...(await host.logFiles()), { file: 'code-server output', text: host.serverOutput() }];
       const values = [...Object.values(SECRETS), ...Object.values(LATER)];
       for (const { file, text } of everything) {
@@ -230,6 +251,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
         env: {
           DATA_BRIDGE_ENABLED: undefined,
           DATA_BRIDGE_PORT: String(bridgePort),
+          DATA_BRIDGE_TOKEN: BRIDGE_TOKEN,
           GETENV_CONSUMER_PORT: String(consumerPort),
         },
       });

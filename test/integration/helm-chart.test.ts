@@ -314,9 +314,12 @@ describe('Helm chart', function () {
       ['operator', 'create', 'coordination.k8s.io', 'leases', undefined, undefined, true],
       ['operator', 'create', '', 'persistentvolumeclaims', undefined, undefined, true],
       ['operator', 'get', '', 'secrets', undefined, undefined, true],
-      // A lazy session's values live in a Secret the operator applies by name (create, patch); never listed or watched.
+      // Lazy sessions' values and warm instances' bridge tokens: Secrets by name; never listed or watched.
       ['operator', 'create', '', 'secrets', undefined, undefined, true],
       ['operator', 'patch', '', 'secrets', undefined, undefined, true],
+      // A warm instance's data-bridge token goes with the instance.
+      ['operator', 'delete', '', 'secrets', undefined, undefined, true],
+      ['operator', 'delete', '', 'secrets', 'kube-system', undefined, false],
       ['operator', 'list', '', 'secrets', undefined, undefined, false],
       ['operator', 'watch', '', 'secrets', undefined, undefined, false],
       ['operator', 'create', '', 'secrets', 'kube-system', undefined, false],

@@ -14,6 +14,7 @@ import {
   createSession,
   FAST,
   ideCloudResources,
+  bridgeToken,
   readyPodIp,
   running,
   startBridge,
@@ -75,10 +76,12 @@ describe('operator: warm pool and eager start', function () {
       assert.equal(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration], generation);
       const ide = d.spec!.template.spec!.containers[0]!;
       assert.equal(ide.name, APP);
-      const env = Object.fromEntries((ide.env ?? []).map((e) => [e.name, e.value]));
-      assert.deepEqual(env, {
+      const env = Object.fromEntries((ide.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
+      assert.deepEqual(JSON.parse(JSON.stringify(env)), {
         DATA_BRIDGE_ENABLED: 'true',
         DATA_BRIDGE_PORT: '16281',
+        // The token the operator authenticates to the bridge with, by reference only.
+        DATA_BRIDGE_TOKEN: { secretKeyRef: { name: `${d.metadata!.name}-bridge`, key: 'token' } },
         SESSION_ENV_STRATEGY: 'data-bridge',
       });
       assert.equal(d.metadata?.ownerReferences?.[0]?.kind, 'AppDefinition');
@@ -88,7 +91,8 @@ describe('operator: warm pool and eager start', function () {
   it('reserves a free instance: annotations, ownership, route, URL, and injects the environment into the bridge', async () => {
     for (const d of await instances()) {
       const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${d.metadata!.name}`);
-      bridges.push(await startBridge(ip, 16281, { failPosts: 1 }));
+      const token = await bridgeToken(cluster.kc, namespace, d.metadata!.name!);
+      bridges.push(await startBridge(ip, 16281, { token, failPosts: 1 }));
     }
     await core.createNamespacedConfigMap({
       namespace,
@@ -141,6 +145,11 @@ describe('operator: warm pool and eager start', function () {
         environment: { GIT_USER: 'erin', COURSE: 'secret-wins', GIT_MAIL: 'a@example.com', PLATFORM_TOKEN: 'tok-123' },
       },
     ]);
+    assert.deepEqual(
+      bridges.flatMap((b) => b.refused),
+      [],
+      'the operator sent the token and the reservation',
+    );
     assert.ok(!JSON.stringify(injected.status).includes('tok-123'));
     // A warm launch that goes as planned records no Event (each is an API write): the conditions tell it.
     const events = await core.listNamespacedEvent({
@@ -195,7 +204,7 @@ describe('operator: warm pool and eager start', function () {
     const volume = d.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace');
     assert.equal(volume?.persistentVolumeClaim?.claimName, 'ws-gina');
     const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${name},${LABELS.session}=ws-eager`);
-    const bridge = await startBridge(ip, 16281);
+    const bridge = await startBridge(ip, 16281, { token: await bridgeToken(cluster.kc, namespace, name) });
     bridges.push(bridge);
     await waitForSession(
       r,

@@ -1,14 +1,17 @@
 // Helpers of the operator suites: the operator started in-process exactly as main.ts does, with fast
 // settings, and a data-bridge stand-in served on a pod's own (loopback) address.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { pino } from 'pino';
 import * as k8s from '@kubernetes/client-node';
 import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import type { AppDefinitionSpecInput } from '../../server/src/model/app-definition.js';
+import { DATA_BRIDGE_RESERVATION_HEADER, DATA_BRIDGE_TOKEN_KEY } from '../../server/src/model/data-bridge.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session, SessionSpec } from '../../server/src/model/session.js';
 import { startOperator, type OperatorConfigInput, type RunningOperator } from '../../server/src/operator/index.js';
+import { bridgeTokenSecretName } from '../../server/src/operator/manifests.js';
 import { eventually } from './kube.js';
 
 export const FAST: Partial<OperatorConfigInput> = {
@@ -94,23 +97,40 @@ export const running = (s: Session) => s.status?.phase === 'Running' && !!s.stat
 
 export { ideCloudResources };
 
-/** A data bridge stand-in: answers /health and records each POST /data body. */
+/**
+ * A data bridge stand-in that refuses what the real one refuses (extension/src/server.ts): POST /data
+ * without a bearer token 401, with another than `token` 403, without a reservation 400, a second
+ * injection 409 (`reservation: same | other`). Answers /health and records each accepted body, and
+ * the status of each refused post.
+ */
 export interface Bridge {
   host: string;
   port: number;
   received: unknown[];
+  refused: number[];
   healthChecks: number;
   close(): Promise<void>;
 }
 
-export async function startBridge(host: string, port: number, options: { failPosts?: number } = {}): Promise<Bridge> {
+export async function startBridge(
+  host: string,
+  port: number,
+  options: { token: string; failPosts?: number },
+): Promise<Bridge> {
   let failPosts = options.failPosts ?? 0;
+  let reservation: string | undefined;
+  const digest = (text: string) => createHash('sha256').update(text).digest();
   const bridge: Bridge = {
     host,
     port,
     received: [],
+    refused: [],
     healthChecks: 0,
     close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+  const refuse = (res: http.ServerResponse, status: number, body: object = {}) => {
+    bridge.refused.push(status);
+    res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body));
   };
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/health') {
@@ -119,6 +139,11 @@ export async function startBridge(host: string, port: number, options: { failPos
       return;
     }
     if (req.method === 'POST' && req.url === '/data') {
+      const bearer = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '')?.[1];
+      if (bearer === undefined) return refuse(res, 401);
+      if (!timingSafeEqual(digest(bearer), digest(options.token))) return refuse(res, 403);
+      const claimed = req.headers[DATA_BRIDGE_RESERVATION_HEADER];
+      if (typeof claimed !== 'string' || claimed === '') return refuse(res, 400);
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -127,6 +152,9 @@ export async function startBridge(host: string, port: number, options: { failPos
           res.writeHead(503).end();
           return;
         }
+        if (reservation !== undefined)
+          return refuse(res, 409, { reservation: reservation === claimed ? 'same' : 'other' });
+        reservation = claimed;
         bridge.received.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
         res.writeHead(200).end();
       });
@@ -139,6 +167,17 @@ export async function startBridge(host: string, port: number, options: { failPos
     server.listen(port, host, () => resolve());
   });
   return bridge;
+}
+
+/** The data-bridge token of a warm instance, as the operator created it (what its pod reads). */
+export async function bridgeToken(kc: k8s.KubeConfig, namespace: string, instanceName: string): Promise<string> {
+  const secret = await eventually(
+    () =>
+      kc.makeApiClient(k8s.CoreV1Api).readNamespacedSecret({ name: bridgeTokenSecretName(instanceName), namespace }),
+    30_000,
+    200,
+  );
+  return Buffer.from(secret.data![DATA_BRIDGE_TOKEN_KEY]!, 'base64').toString('utf8');
 }
 
 /** The IP of the ready pod carrying `labelSelector`. */

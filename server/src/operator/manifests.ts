@@ -1,6 +1,8 @@
 import type * as k8s from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
 import { ANNOTATIONS, LABELS, OPERATOR_MANAGER } from '../model/api-group.js';
 import { dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-definition.js';
+import { DATA_BRIDGE_TOKEN_ENV, DATA_BRIDGE_TOKEN_KEY } from '../model/data-bridge.js';
 import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
 import type { OperatorConfig } from './config.js';
@@ -173,12 +175,56 @@ export function lazyEnvFrom(session: Session): k8s.V1EnvFromSource[] {
 }
 
 /** Env of a generic warm instance: the data bridge is on and the session image reads values from it. */
-export function poolEnv(appDefinition: AppDefinition): k8s.V1EnvVar[] {
+export function poolEnv(appDefinition: AppDefinition, id: number): k8s.V1EnvVar[] {
   return [
     { name: 'DATA_BRIDGE_ENABLED', value: 'true' },
     { name: 'DATA_BRIDGE_PORT', value: String(dataBridgePort(appDefinition.spec)) },
+    // The token the operator authenticates to the bridge with: a reference, never the value.
+    {
+      name: DATA_BRIDGE_TOKEN_ENV,
+      valueFrom: {
+        secretKeyRef: {
+          name: bridgeTokenSecretName(poolInstanceName(appDefinition.metadata.name, id)),
+          key: DATA_BRIDGE_TOKEN_KEY,
+        },
+      },
+    },
     { name: 'SESSION_ENV_STRATEGY', value: 'data-bridge' },
   ];
+}
+
+/** Name of the Secret holding a warm instance's data-bridge token. */
+export function bridgeTokenSecretName(instanceName: string): string {
+  return `${instanceName}-bridge`;
+}
+
+/** A fresh data-bridge token: 32 random bytes, base64url (43 characters). */
+export function newBridgeToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/**
+ * The Secret of warm instance `id`'s data-bridge token, owned by the app definition like the instance.
+ * Only the operator (which sends it) and the instance's pod (which reads it by reference) know it.
+ */
+export function bridgeTokenSecret(
+  appDefinition: AppDefinition,
+  id: number,
+  namespace: string,
+  token: string,
+): k8s.V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name: bridgeTokenSecretName(poolInstanceName(appDefinition.metadata.name, id)),
+      namespace,
+      labels: { [LABELS.managedBy]: MANAGED_BY, ...poolInstanceLabels(appDefinition, id) },
+      ownerReferences: [ownerReference(appDefinition as Owner)],
+    },
+    data: { [DATA_BRIDGE_TOKEN_KEY]: Buffer.from(token).toString('base64') },
+  };
 }
 
 export function deployment(input: {
@@ -335,7 +381,7 @@ export function poolInstanceTemplate(
     appDefinition,
     config,
     podApp: poolInstanceName(appDefinition.metadata.name, id),
-    env: poolEnv(appDefinition),
+    env: poolEnv(appDefinition, id),
     templateLabels: {
       [LABELS.poolInstance]: poolInstanceName(appDefinition.metadata.name, id),
       [LABELS.component]: COMPONENT.poolInstance,

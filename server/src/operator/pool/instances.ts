@@ -11,6 +11,9 @@ import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
   COMPONENT,
   RECYCLED_ANNOTATION,
+  bridgeTokenSecret,
+  bridgeTokenSecretName,
+  newBridgeToken,
   generationOf,
   ownerReference,
   poolInstanceDeployment,
@@ -62,7 +65,7 @@ export interface PoolDeps extends SidecarDeps {
     k8s.AppsV1Api,
     'replaceNamespacedDeployment' | 'createNamespacedDeployment' | 'deleteNamespacedDeployment'
   >;
-  core: Pick<k8s.CoreV1Api, 'deleteNamespacedService'>;
+  core: Pick<k8s.CoreV1Api, 'deleteNamespacedService' | 'createNamespacedSecret' | 'deleteNamespacedSecret'>;
   /** The cache of the Deployments IDE Cloud manages; every write's answer goes into it. */
   deployments: Informer<k8s.V1Deployment>;
 }
@@ -161,7 +164,11 @@ export class PoolInstances {
     );
   }
 
-  /** Creates the warm instance `id`: sidecars first (their DNS names exist at IDE start), Service, Deployment. */
+  /**
+   * Creates the warm instance `id`: sidecars first (their DNS names exist at IDE start), Service, the
+   * data-bridge token's Secret (created only when absent: a token already read by a running pod is
+   * never changed under it), Deployment.
+   */
   async create(appDefinition: AppDefinition, id: number): Promise<void> {
     const name = poolInstanceName(appDefinition.metadata.name, id);
     const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
@@ -179,6 +186,14 @@ export class PoolInstances {
       }),
     );
     try {
+      await this.deps.core.createNamespacedSecret({
+        namespace: this.deps.namespace,
+        body: bridgeTokenSecret(appDefinition, id, this.deps.namespace, newBridgeToken()),
+      });
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+    }
+    try {
       this.deps.deployments.observe(
         await this.deps.apps.createNamespacedDeployment({
           namespace: this.deps.namespace,
@@ -190,7 +205,10 @@ export class PoolInstances {
     }
   }
 
-  /** Deletes the instance Deployment (only if unchanged since read) and, unless it is recreated, its Service and sidecars. */
+  /**
+   * Deletes the instance Deployment (only if unchanged since read), its data-bridge token and, unless
+   * it is recreated, its Service and sidecars.
+   */
   async delete(appDefinition: AppDefinition, instance: PoolInstance, keepService: boolean): Promise<void> {
     try {
       await this.deps.apps.deleteNamespacedDeployment({
@@ -210,6 +228,10 @@ export class PoolInstances {
       if (!keepService)
         await this.deps.core.deleteNamespacedService({ name, namespace: this.deps.namespace }).catch(ignoreNotFound);
     }
+    // The token goes too, also when the instance is recreated: its last user could read it.
+    await this.deps.core
+      .deleteNamespacedSecret({ name: bridgeTokenSecretName(instance.name), namespace: this.deps.namespace })
+      .catch(ignoreNotFound);
     if (!keepService) {
       await this.deps.core
         .deleteNamespacedService({ name: instance.name, namespace: this.deps.namespace })
@@ -220,9 +242,15 @@ export class PoolInstances {
   /**
    * Returns an instance whose session ended to the pool: reservation and session ownership dropped,
    * pod template reset (no workspace claim) and stamped, so the pod, and the sidecars, restart clean:
-   * no value of the last session survives in memory or in the IDE's secret storage.
+   * no value of the last session survives in memory or in the IDE's secret storage. The data-bridge
+   * token is replaced first: the last session's user could read it in their IDE, and the restarted
+   * bridge (which takes one injection) must take the next reservation's from the operator only.
    */
   async returnToPool(appDefinition: AppDefinition, instance: PoolInstance, now: Date): Promise<void> {
+    await applyObject(
+      this.deps.objects,
+      bridgeTokenSecret(appDefinition, instance.id, this.deps.namespace, newBridgeToken()),
+    );
     const d = structuredClone(instance.deployment);
     d.apiVersion = 'apps/v1';
     d.kind = 'Deployment';

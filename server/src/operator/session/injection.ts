@@ -1,6 +1,7 @@
 import { envSourceRefusal, type EnvSourceKind } from '../../model/session-env.js';
 import type * as k8s from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.js';
+import { DATA_BRIDGE_RESERVATION_HEADER, DATA_BRIDGE_TOKEN_KEY } from '../../model/data-bridge.js';
 import type { Session } from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
 import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
@@ -10,6 +11,8 @@ export interface InjectionTarget {
   /** Label selector of the pods of the instance. */
   podSelector: string;
   port: number;
+  /** The Secret holding the instance's data-bridge token (sent as `Authorization: Bearer`). */
+  tokenSecret: string;
 }
 
 export interface InjectionState {
@@ -28,8 +31,10 @@ type Run = { state: InjectionState; cancelled: boolean };
  * network) up to `bridgeHealthAttempts` times, then sends `POST /data {"environment": …}` once,
  * retrying a failed POST with backoff. Runs in the background per session (the session can be
  * handled before injection ends); the outcome is kept in memory and the session key is enqueued on
- * every change, so the reconciler writes it as the EnvInjected condition. After an operator restart
- * nothing is in memory and the reconciler starts the injection again (POST /data is idempotent).
+ * every change, so the reconciler writes it as the EnvInjected condition. The POST carries the
+ * instance's token and the reservation (the Session's uid); the bridge takes one injection per
+ * reservation and answers a repeated one 409 `{"reservation": "same"}`, which counts as injected
+ * (a retry whose first answer was lost, or an injection started again after an operator restart).
  */
 export class DataInjector {
   private readonly runs = new Map<string, Run>();
@@ -123,6 +128,20 @@ export class DataInjector {
     };
   }
 
+  /** The instance's data-bridge token, read by name from its Secret (the operator's own, not an env source). */
+  private async bridgeToken(target: InjectionTarget, namespace: string): Promise<string> {
+    let secret: k8s.V1Secret;
+    try {
+      secret = await this.core.readNamespacedSecret({ name: target.tokenSecret, namespace });
+    } catch (error) {
+      if (isNotFound(error)) throw new Error(`data bridge token ${target.tokenSecret} not found`);
+      throw error;
+    }
+    const encoded = secret.data?.[DATA_BRIDGE_TOKEN_KEY];
+    if (!encoded) throw new Error(`data bridge token ${target.tokenSecret} has no ${DATA_BRIDGE_TOKEN_KEY}`);
+    return Buffer.from(encoded, 'base64').toString('utf8');
+  }
+
   private async execute(session: Session, target: InjectionTarget, run: Run): Promise<void> {
     const namespace = session.metadata.namespace ?? this.config.namespace;
     const timeout = this.config.bridgeRequestTimeoutMs;
@@ -153,8 +172,10 @@ export class DataInjector {
     }
     this.update(session, run, { phase: 'Posting' });
     let body: string;
+    let token: string;
     try {
       body = JSON.stringify({ environment: await this.environment(session) });
+      token = await this.bridgeToken(target, namespace);
     } catch (e) {
       this.update(session, run, { phase: 'Failed', lastError: describe(e) });
       return;
@@ -165,12 +186,26 @@ export class DataInjector {
       try {
         const response = await fetch(`http://${address}:${target.port}/data`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${token}`,
+            [DATA_BRIDGE_RESERVATION_HEADER]: session.metadata.uid ?? session.metadata.name,
+          },
           body,
           signal: AbortSignal.timeout(timeout),
         });
-        await response.arrayBuffer();
-        if (!response.ok) error = `data answered HTTP ${response.status}`;
+        const answer = await response.text();
+        if (response.status === 409) {
+          if (!sameReservation(answer)) {
+            // Final: the bridge holds another reservation's values, and only a restart clears them.
+            this.update(session, run, {
+              phase: 'Failed',
+              postAttempts: post,
+              lastError: 'data answered HTTP 409: the bridge holds values of another reservation',
+            });
+            return;
+          }
+        } else if (!response.ok) error = `data answered HTTP ${response.status}`;
       } catch (e) {
         error = describe(e);
       }
@@ -189,6 +224,15 @@ export class DataInjector {
       }
       await sleep(this.config.bridgeHealthIntervalMs * 2 ** (post - 1));
     }
+  }
+}
+
+/** Whether a 409 of the bridge says this reservation's values are there already. */
+function sameReservation(answer: string): boolean {
+  try {
+    return (JSON.parse(answer) as { reservation?: unknown }).reservation === 'same';
+  } catch {
+    return false;
   }
 }
 

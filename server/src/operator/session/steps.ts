@@ -25,6 +25,7 @@ import {
 import { workspaceClaimName, type Workspace } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
 import {
+  bridgeTokenSecretName,
   deployment,
   lazyCookieSecret,
   lazyEnv,
@@ -364,7 +365,11 @@ export function startInjection(
   const current = findCondition(session.status?.conditions, SessionCondition.envInjected);
   if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed')) return true;
   const selector = `${LABELS.poolInstance}=${workload.backend}${claimName ? `,${LABELS.session}=${session.metadata.name}` : ''}`;
-  deps.injector.ensure(session, { podSelector: selector, port: dataBridgePort(appDefinition.spec) });
+  deps.injector.ensure(session, {
+    podSelector: selector,
+    port: dataBridgePort(appDefinition.spec),
+    tokenSecret: bridgeTokenSecretName(workload.backend),
+  });
   return true;
 }
 
