@@ -14,10 +14,12 @@ if [ "${SESSION_ENV_STRATEGY:-env}" != "data-bridge" ] && [ -n "${GIT_URI:-}" ];
   ide-cloud-agent bootstrap --dir "$WORKSPACE_DIR" || echo "ide-cloud: the repository was not cloned (see above); starting the IDE anyway" >&2
 fi
 
+# Workspace trust stays on: the repository comes from a link anyone can craft, and its tasks or
+# settings must not run before the student trusts it. The session's own extensions (agent, data
+# bridge) declare that they work in an untrusted workspace.
 exec code-server \
   --bind-addr "0.0.0.0:${IDE_PORT}" \
   --auth none \
   --disable-telemetry \
   --disable-update-check \
-  --disable-workspace-trust \
   "$WORKSPACE_DIR"

@@ -42,7 +42,9 @@ export const QUIET_SETTINGS: Record<string, unknown> = {
   'extensions.autoUpdate': false,
   'extensions.autoCheckUpdates': false,
   'workbench.startupEditor': 'none',
-  'security.workspace.trust.enabled': false,
+  // Workspace trust stays on, as in the session images: the workspace opens in restricted mode, where
+  // only extensions that declare untrusted-workspace support run.
+  'security.workspace.trust.enabled': true,
   'update.mode': 'none',
 };
 
@@ -215,7 +217,6 @@ export class VscodeHost {
       `127.0.0.1:${port}`,
       '--disable-telemetry',
       '--disable-update-check',
-      '--disable-workspace-trust',
       '--disable-getting-started-override',
       '--reconnection-grace-time',
       '10',
