@@ -89,6 +89,9 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     );
     assert.equal(pod.metadata?.labels?.app?.startsWith('session-alice-1-'), true);
     assert.equal(pod.metadata?.labels?.app?.includes(created.metadata.uid!.slice(0, 8)), true);
+    // The labels the chart's NetworkPolicies select, on the pod template (not only the Deployment).
+    assert.equal(pod.metadata?.labels?.[LABELS.component], 'session');
+    assert.equal(pod.metadata?.labels?.[LABELS.managedBy], 'ide-cloud-operator');
     const ide = pod.spec!.containers[0]!;
     // Values come from the session's own Secret (owned by it), never in plain text in the pod spec.
     assert.deepEqual(plain(ide.env), [
@@ -105,6 +108,8 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     await core.readNamespacedConfigMap({ name: 'session-alice-1-config', namespace });
     const sidecar = await apps.readNamespacedDeployment({ name: 'session-alice-1-db', namespace });
     assert.ok(sidecar.metadata!.creationTimestamp! <= d.metadata!.creationTimestamp!);
+    assert.equal(sidecar.spec!.template.metadata?.labels?.[LABELS.component], 'sidecar');
+    assert.equal(sidecar.spec!.template.metadata?.labels?.[LABELS.managedBy], 'ide-cloud-operator');
 
     const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) =>

@@ -85,6 +85,10 @@ describe('operator: warm pool and eager start', function () {
         SESSION_ENV_STRATEGY: 'data-bridge',
       });
       assert.equal(d.metadata?.ownerReferences?.[0]?.kind, 'AppDefinition');
+      // The labels the chart's NetworkPolicies select, on the pod template; the selector stays `app`.
+      assert.equal(d.spec!.template.metadata?.labels?.[LABELS.component], 'pool-instance');
+      assert.equal(d.spec!.template.metadata?.labels?.[LABELS.managedBy], 'ide-cloud-operator');
+      assert.deepEqual(d.spec!.selector.matchLabels, { app: d.metadata!.name });
     }
   });
 

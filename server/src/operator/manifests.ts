@@ -60,11 +60,16 @@ export interface PodInputs {
   configStore?: string;
   /** Where the auth proxy's cookie secret is (a key of a Secret): never a value in the pod spec. */
   cookieSecret?: k8s.V1SecretKeySelector;
+  /** Added to (and overriding) the pod labels every session pod carries: see sessionPodTemplate. */
   templateLabels?: Record<string, string>;
   templateAnnotations?: Record<string, string>;
 }
 
-/** Pod template of a session pod: the IDE container named after the app definition plus the auth proxy. */
+/**
+ * Pod template of a session pod: the IDE container named after the app definition plus the auth proxy.
+ * Every pod carries `app.kubernetes.io/managed-by` and `app.kubernetes.io/component` (`session`, a
+ * warm instance's template says `pool-instance`): the chart's NetworkPolicies select pods by them.
+ */
 export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
   const spec = input.appDefinition.spec;
   const volumes: k8s.V1Volume[] = [
@@ -82,7 +87,12 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
     proxyEnv.push({ name: 'OAUTH2_PROXY_COOKIE_SECRET', valueFrom: { secretKeyRef: input.cookieSecret } });
   return {
     metadata: {
-      labels: { app: input.podApp, ...input.templateLabels },
+      labels: {
+        app: input.podApp,
+        [LABELS.managedBy]: MANAGED_BY,
+        [LABELS.component]: COMPONENT.session,
+        ...input.templateLabels,
+      },
       ...(input.templateAnnotations ? { annotations: input.templateAnnotations } : {}),
     },
     spec: {
@@ -295,7 +305,14 @@ export function sidecarObjects(input: {
   const mount = sc.mountWorkspace;
   const template: k8s.V1PodTemplateSpec = {
     metadata: {
-      labels: { app: name },
+      // Selected by the chart's NetworkPolicies. Not the owner's `pool-instance` or `session` label:
+      // pod lookups of an instance or a session go through those and must find the IDE pod only.
+      labels: {
+        app: name,
+        [LABELS.managedBy]: MANAGED_BY,
+        [LABELS.component]: COMPONENT.sidecar,
+        ...(input.labels[LABELS.appDefinition] ? { [LABELS.appDefinition]: input.labels[LABELS.appDefinition] } : {}),
+      },
       ...(input.templateAnnotations ? { annotations: input.templateAnnotations } : {}),
     },
     spec: {
