@@ -1,0 +1,179 @@
+// Attack 2 of issue 15: the chart's NetworkPolicy selected pods by app.kubernetes.io/component, which
+// only warm instances carried; lazy session pods (code-server without authentication on port 3000)
+// and sidecar pods were selected by no policy, so any pod of the cluster reached them. Every pod the
+// operator makes now carries the labels the policies select, and the chart denies everything in the
+// namespace by default. The local cluster has no network plugin that enforces policies, so this
+// checks what the API server can tell: which real pods each rendered policy selects (the API server
+// evaluates the selectors), and that the policies are accepted.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import YAML from 'yaml';
+import { ensureBinaries } from '../../scripts/cluster/control-plane.js';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import {
+  cleanUpSuite,
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  running,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
+
+const run = promisify(execFile);
+const chart = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../charts/ide-cloud');
+const ISSUER = ['--set', 'identityProvider.issuer=https://login.example.org/realms/ide-cloud'];
+const RELEASE = 'rel';
+const policyName = (suffix: string) => `${RELEASE}-ide-cloud-${suffix}`;
+
+/** A rendered NetworkPolicy as YAML gives it (field names as in the manifest, not the client's models). */
+interface Policy extends k8s.KubernetesObject {
+  spec: {
+    podSelector: k8s.V1LabelSelector;
+    policyTypes?: string[];
+    ingress?: { from?: unknown[]; ports?: { port?: number | string }[] }[];
+    egress?: unknown[];
+  };
+}
+
+/** A LabelSelector as the API server's label selector string ('' selects every pod). */
+function selectorString(selector: k8s.V1LabelSelector): string {
+  const terms = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => `${key}=${value}`);
+  for (const e of selector.matchExpressions ?? []) {
+    const values = `(${(e.values ?? []).join(',')})`;
+    if (e.operator === 'In') terms.push(`${e.key} in ${values}`);
+    else if (e.operator === 'NotIn') terms.push(`${e.key} notin ${values}`);
+    else if (e.operator === 'Exists') terms.push(e.key);
+    else if (e.operator === 'DoesNotExist') terms.push(`!${e.key}`);
+    else throw new Error(`unknown selector operator ${e.operator}`);
+  }
+  return terms.join(',');
+}
+
+describe('security: every pod the operator makes is inside the NetworkPolicies (2)', function () {
+  this.timeout(300_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let core: k8s.CoreV1Api;
+  let operator: RunningOperator;
+  let helmBin: string;
+
+  const helm = async (...args: string[]) =>
+    (await run(helmBin, args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfig }, maxBuffer: 32 << 20 })).stdout;
+  const policies = async (...args: string[]) =>
+    YAML.parseAllDocuments(await helm('template', RELEASE, chart, '--namespace', namespace, ...ISSUER, ...args))
+      .map((doc) => doc.toJS() as Policy | null)
+      .filter((doc): doc is Policy => doc?.kind === 'NetworkPolicy');
+  /** Names of the pods of the namespace the API server finds with a policy's pod selector. */
+  const selected = async (policy: Policy) =>
+    (await core.listNamespacedPod({ namespace, labelSelector: selectorString(policy.spec.podSelector) })).items
+      .map((p) => p.metadata!.name!)
+      .sort();
+
+  before(async () => {
+    [cluster, helmBin] = await Promise.all([
+      useCluster(),
+      ensureBinaries('helm').then((dir) => path.join(dir, 'helm')),
+    ]);
+    namespace = await createTestNamespace(cluster.kc, 'sec-netpol');
+    r = ideCloudResources(cluster.kc, namespace);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    // A warm pool of one instance with a sidecar, and a lazy app (no data bridge) with a sidecar.
+    await createAppDefinition(r, 'pooled', {
+      minInstances: 1,
+      sidecars: [{ name: 'cache', image: 'redis:7', port: 6379, mountWorkspace: false }],
+    });
+    await createAppDefinition(r, 'lazy', {
+      options: {},
+      sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
+    });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 5 });
+    await createSession(r, 'lazy-1', { user: 'alice@example.com', appDefinition: 'lazy' });
+    const session = await waitForSession(r, 'lazy-1', running);
+    assert.notEqual(session.status?.startStrategy, 'eager', 'a lazy pod (no data bridge)');
+  });
+  after(async () => {
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+  });
+
+  it('selects every pod of lazy sessions, warm instances and sidecars: default deny, then only the allowed ports', async () => {
+    // The pods the operator's Deployments made: the lazy session's IDE and sidecar, the warm
+    // instance's IDE and sidecar. The namespace holds nothing else.
+    const pods = await eventually(async () => {
+      const items = (await core.listNamespacedPod({ namespace })).items.filter((p) => !p.metadata?.deletionTimestamp);
+      const apps = items.map((p) => p.metadata!.labels!.app!).sort();
+      assert.equal(items.length, 4, `pods: ${apps.join(' ')}`);
+      assert.ok(apps.includes('pooled-pool-1') && apps.includes('pooled-pool-1-cache'), apps.join(' '));
+      assert.ok(apps.includes('lazy-1-db') && apps.some((a) => a.startsWith('lazy-1-')), apps.join(' '));
+      return items;
+    }, 60_000);
+    const all = pods.map((p) => p.metadata!.name!).sort();
+    const ide = pods.filter((p) => !p.metadata!.labels!.app!.match(/-(cache|db)$/)).map((p) => p.metadata!.name!);
+    const sidecars = all.filter((name) => !ide.includes(name));
+    assert.equal(ide.length, 2);
+
+    const rendered = await policies();
+    const byName = (suffix: string) => {
+      const policy = rendered.find((p) => p.metadata?.name === policyName(suffix));
+      assert.ok(policy, `policy ${policyName(suffix)} rendered`);
+      return policy;
+    };
+
+    const deny = byName('default-deny');
+    assert.deepEqual(deny.spec.policyTypes, ['Ingress', 'Egress']);
+    assert.equal(deny.spec.ingress, undefined);
+    assert.equal(deny.spec.egress, undefined);
+    assert.deepEqual(await selected(deny), all, 'the default deny selects every pod');
+
+    // IDE pods: in only to the auth proxy (from the ingress controller) and the bridge (from the operator).
+    const sessions = byName('sessions');
+    assert.deepEqual(await selected(sessions), [...ide].sort(), 'lazy and warm IDE pods are selected');
+    const ports = (sessions.spec.ingress ?? []).flatMap((rule) => {
+      assert.ok(rule.from && rule.from.length > 0, 'every rule names its peers');
+      return (rule.ports ?? []).map((p) => p.port);
+    });
+    assert.deepEqual(ports.sort(), [16281, 'http'].sort(), 'never the IDE port (3000)');
+
+    assert.deepEqual(await selected(byName('sidecars')), sidecars, 'sidecar pods are selected');
+    assert.deepEqual(await selected(byName('session-egress')), all, 'every session pod has its egress limited');
+
+    // No pod of the operator's is left to the platform's policies (or to none).
+    for (const platform of ['service', 'landing-page', 'operator'])
+      assert.deepEqual(await selected(byName(platform)), [], platform);
+  });
+
+  it('the rendered policies are accepted by the API server, and the chart lints with them on and off', async () => {
+    const objects = k8s.KubernetesObjectApi.makeApiClient(cluster.kc);
+    const custom = [
+      '--set',
+      'networkPolicy.apiServer.cidrs={10.0.0.1/32}',
+      '--set',
+      'networkPolicy.sessionEgress.except={10.0.0.0/8,172.16.0.0/12}',
+      '--set',
+      'networkPolicy.serviceIngressFrom[0].namespaceSelector.matchLabels.name=monitoring',
+    ];
+    for (const args of [[], custom]) {
+      const rendered = await policies(...args);
+      assert.equal(rendered.length, 7);
+      for (const policy of rendered) {
+        await objects
+          .create({ ...policy, metadata: { ...policy.metadata, namespace } }, undefined, 'All')
+          .catch((error: unknown) => {
+            throw new Error(`${policy.metadata?.name} refused: ${(error as k8s.ApiException<string>).body}`);
+          });
+      }
+    }
+    assert.deepEqual(await policies('--set', 'networkPolicy.enabled=false'), []);
+    await helm('lint', '--strict', chart, ...ISSUER);
+    await helm('lint', '--strict', chart, ...ISSUER, '--set', 'networkPolicy.enabled=false');
+    await helm('lint', '--strict', chart, ...ISSUER, ...custom);
+  });
+});
