@@ -10,6 +10,12 @@ import { operatorEnvironment } from './session/env.js';
 
 export const MANAGED_BY = OPERATOR_MANAGER;
 export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
+/**
+ * The shape of a warm instance this operator builds, bumped when older instances cannot serve a claim
+ * (2: the data bridge takes a token). A free instance of another shape is recreated like an outdated one.
+ */
+export const INSTANCE_TEMPLATE_ANNOTATION = 'ide-cloud.io/instance-template';
+export const INSTANCE_TEMPLATE = '2';
 /** Pod template annotation bumped to restart an instance's pods when it returns to the pool. */
 export const RECYCLED_ANNOTATION = 'ide-cloud.io/recycled-at';
 export const AUTH_PROXY_CONTAINER = 'auth-proxy';
@@ -420,7 +426,10 @@ export function poolInstanceDeployment(
     name: poolInstanceName(appDefinition.metadata.name, id),
     namespace,
     labels: poolInstanceLabels(appDefinition, id),
-    annotations: { [ANNOTATIONS.appDefinitionGeneration]: generationOf(appDefinition) },
+    annotations: {
+      [ANNOTATIONS.appDefinitionGeneration]: generationOf(appDefinition),
+      [INSTANCE_TEMPLATE_ANNOTATION]: INSTANCE_TEMPLATE,
+    },
     owners: [ownerReference(appDefinition as Owner)],
     template: poolInstanceTemplate(appDefinition, id, config),
   });

@@ -116,3 +116,23 @@ describe('operator pool arithmetic (the pool table)', () => {
     assert.deepEqual(reservationCandidates([], 'any'), []);
   });
 });
+
+describe('pool instances built by an older operator', () => {
+  const deployment = (annotations: Record<string, string>) => ({
+    metadata: {
+      name: 'python-latest-1',
+      labels: { 'ide-cloud.io/instance-id': '1' },
+      annotations: { 'ide-cloud.io/app-definition-generation': '3', ...annotations },
+    },
+  });
+
+  it('read as outdated (recreated when free, never reserved) without the current instance template', async () => {
+    const { instanceOf } = await import('../../src/operator/pool/instances.js');
+    const { INSTANCE_TEMPLATE, INSTANCE_TEMPLATE_ANNOTATION } = await import('../../src/operator/manifests.js');
+    assert.equal(instanceOf(deployment({ [INSTANCE_TEMPLATE_ANNOTATION]: INSTANCE_TEMPLATE })).generation, 3);
+    const old = instanceOf(deployment({}));
+    assert.equal(old.generation, -1);
+    const plan = planPool({ minInstances: 1, generation: 3, instances: [{ ...free(1), generation: old.generation }] });
+    assert.deepEqual(plan.recreate, [1]);
+  });
+});

@@ -23,6 +23,8 @@ import {
   sidecarName,
   sidecarObjects,
   poolInstanceLabels,
+  INSTANCE_TEMPLATE,
+  INSTANCE_TEMPLATE_ANNOTATION,
 } from '../manifests.js';
 import { reservationCandidates } from './plan.js';
 
@@ -42,7 +44,11 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
   return {
     id: Number(labels[LABELS.instanceId] ?? '0'),
     name: d.metadata?.name ?? '',
-    generation: Number(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration] ?? '0'),
+    // Built by an older operator (another instance template): as outdated as an older generation.
+    generation:
+      d.metadata?.annotations?.[INSTANCE_TEMPLATE_ANNOTATION] === INSTANCE_TEMPLATE
+        ? Number(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration] ?? '0')
+        : -1,
     ready: deploymentReady(d),
     // The session's uid is in its ownerReference: an annotation would bump the Deployment's generation
     // (its annotations are copied to ReplicaSets), and the instance would look not ready until the
