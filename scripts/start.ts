@@ -64,7 +64,8 @@ try {
   // Stopping a control plane that never started is a no-op; one that half started is stopped.
   cleanups.push(() => stopControlPlane(dir));
   const [state, definitions, landingApps] = await Promise.all([
-    startControlPlane(dir),
+    // Tied to this process: a killed npm start leaves no control plane behind.
+    startControlPlane(dir, { tiedToThisProcess: true }),
     chartAppDefinitions(),
     chartLandingApps(),
   ]);

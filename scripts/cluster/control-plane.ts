@@ -180,6 +180,34 @@ export interface ControlPlaneOptions {
    * (the log backend writes each event as it comes, in one goroutine); the file is never rotated.
    */
   auditLog?: boolean;
+  /**
+   * End the control plane with this process, even when it is killed (npm start): a watchdog holds a
+   * pipe from this process and, when the pipe closes, stops what `dir`'s state records. Off for
+   * `npm run cluster -- up`, whose control plane outlives the command by design.
+   */
+  tiedToThisProcess?: boolean;
+}
+
+/**
+ * A detached Node process that waits for this process's end (its stdin pipe closing: exit, crash or
+ * SIGKILL) and then stops the control plane recorded in `dir`, as stopControlPlane does.
+ */
+function startWatchdog(dir: string): void {
+  const script = `
+    const fs = require('node:fs');
+    const dir = process.argv[1];
+    process.stdin.resume();
+    process.stdin.on('end', () => {
+      let pids = [];
+      try { pids = Object.values(JSON.parse(fs.readFileSync(dir + '/state.json', 'utf8')).pids || {}); } catch {}
+      const signal = (sig) => { for (const pid of pids.reverse()) for (const t of [-pid, pid]) { try { process.kill(t, sig); } catch {} } };
+      signal('SIGTERM');
+      setTimeout(() => { signal('SIGKILL'); if (pids.length) fs.rmSync(dir, { recursive: true, force: true }); process.exit(0); }, 3000);
+    });`;
+  const child = spawn(process.execPath, ['-e', script, dir], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  child.unref();
+  // The pipe stays open as long as this process lives; it must not keep the event loop alive.
+  (child.stdin as net.Socket).unref();
 }
 
 /** The audit policy of `auditLog`: metadata of every request, from its response on. */
@@ -198,6 +226,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
   const bin = await ensureBinaries('k8s');
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.join(dir, 'logs'), { recursive: true });
+  if (options.tiedToThisProcess) startWatchdog(dir);
   await mkdir(path.join(dir, 'certs'), { recursive: true });
   const state: ControlPlaneState = { dir, kubeconfig: path.join(dir, 'kubeconfig'), server: '', pids: {} };
   const saveState = () => writeFile(path.join(dir, 'state.json'), JSON.stringify(state, null, 2));

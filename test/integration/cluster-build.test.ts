@@ -2,18 +2,45 @@
 // succeed, and `npm start` killed in the middle of its build leaves no process behind. The Go caches
 // are warm here (the test command builds the control plane first), so each build is a short link.
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { freePort } from '../../scripts/cluster/control-plane.js';
 import { eventually } from '../support/kube.js';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const buildScript = path.join(root, 'scripts', 'cluster', 'build.sh');
+
+/** `npm start` in its own process group (as a terminal gives it), its processes marked in their environment. */
+function npmStart(env: Record<string, string>): { start: ChildProcess; marker: string; output: () => string } {
+  const marker = `IDE_CLOUD_TEST_MARK=${randomBytes(8).toString('hex')}`;
+  const [name, value] = marker.split('=') as [string, string];
+  const start = spawn('npm', ['start'], {
+    cwd: root,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env, [name]: value },
+  });
+  let output = '';
+  start.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  start.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return { start, marker, output: () => output };
+}
+
+/** Resolves once `npm start` printed a line matching `pattern`; rejects if it exits first. */
+function printed(start: ChildProcess, output: () => string, pattern: RegExp): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const check = () => (pattern.test(output()) ? resolve() : undefined);
+    start.stdout!.on('data', check);
+    start.stderr!.on('data', check);
+    start.on('exit', () => reject(new Error(`npm start exited before ${pattern}:\n${output()}`)));
+  });
+}
 
 /** Pids of the processes whose environment carries `marker` (every descendant inherits it). */
 async function processesMarked(marker: string): Promise<number[]> {
@@ -57,31 +84,12 @@ describe('local control plane builds', function () {
   });
 
   it('npm start killed during its build leaves no process of it behind', async () => {
-    const marker = `IDE_CLOUD_TEST_MARK=${randomBytes(8).toString('hex')}`;
-    const [name, value] = marker.split('=') as [string, string];
-    const start = spawn('npm', ['start'], {
-      cwd: root,
-      detached: true, // its own process group, as a terminal gives it
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        IDE_CLOUD_CACHE: cache,
-        IDE_CLOUD_CLUSTER_DIR: path.join(cache, 'cluster'),
-        [name]: value,
-      },
-    });
-    let output = '';
-    const building = new Promise<void>((resolve, reject) => {
-      const watch = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (/\(\d\/\d\) \S+: building/.test(output)) resolve();
-      };
-      start.stdout.on('data', watch);
-      start.stderr.on('data', watch);
-      start.on('exit', () => reject(new Error(`npm start exited before building:\n${output}`)));
+    const { start, marker, output } = npmStart({
+      IDE_CLOUD_CACHE: cache,
+      IDE_CLOUD_CLUSTER_DIR: path.join(cache, 'cluster'),
     });
     try {
-      await building;
+      await printed(start, output, /\(\d\/\d\) \S+: building/);
       await eventually(async () => {
         const marked = await processesMarked(marker);
         // npm, its shell, node and at least one build with its go toolchain are running.
@@ -92,6 +100,25 @@ describe('local control plane builds', function () {
     } finally {
       for (const pid of await processesMarked(marker)) process.kill(pid, 'SIGKILL');
     }
-    assert.doesNotMatch(output, /already running/);
+  });
+
+  it('npm start killed once it runs leaves no process of it behind, its control plane included', async () => {
+    const [port, landingPort] = [await freePort(), await freePort()];
+    const { start, marker, output } = npmStart({
+      IDE_CLOUD_CLUSTER_DIR: path.join(cache, 'cluster'),
+      PORT: String(port),
+      LANDING_PORT: String(landingPort),
+    });
+    try {
+      await printed(start, output, /Ctrl-C stops everything/);
+      const running = await processesMarked(marker);
+      // npm, its shell, node, the watchdog and the five components of the control plane.
+      assert.ok(running.length >= 9, `${running.length} processes`);
+      process.kill(-start.pid!, 'SIGKILL');
+      await eventually(async () => assert.deepEqual(await processesMarked(marker), []), 30_000);
+      await assert.rejects(access(path.join(cache, 'cluster')), 'its data directory is removed');
+    } finally {
+      for (const pid of await processesMarked(marker)) process.kill(pid, 'SIGKILL');
+    }
   });
 });
