@@ -35,19 +35,6 @@ const log = (message: string): void => {
 export type BuildTarget = 'k8s' | 'helm';
 
 const builds = new Map<BuildTarget, Promise<string>>();
-const running = new Set<number>();
-// A build outlives nothing that started it: on exit its process group is ended here, and if this
-// process dies without running this, the build sees its stdin pipe close and ends itself (build.sh).
-process.once('exit', () => {
-  for (const pid of running) {
-    try {
-      process.kill(-pid, 'SIGTERM');
-    } catch {
-      // already gone
-    }
-  }
-});
-
 /** Builds (or finds in the cache) the binaries, once per process; returns their directory. */
 export function ensureBinaries(what: BuildTarget = 'k8s'): Promise<string> {
   let build = builds.get(what);
@@ -63,13 +50,12 @@ async function runBuild(what: BuildTarget): Promise<string> {
   const child = spawn('bash', [path.join(here, 'build.sh'), what], {
     detached: true,
     stdio: ['pipe', 'pipe', 'inherit'],
+    // The build ends with this process, however it ends: its stdin pipe closes (build.sh watches it).
     env: { ...process.env, IDE_CLOUD_BUILD_WATCH_STDIN: '1' },
   });
-  running.add(child.pid!);
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  running.delete(child.pid!);
   child.stdin.destroy();
   if (code !== 0) throw new Error(`build.sh ${what} failed with exit code ${code}`);
   return out.trim().split('\n').pop()!;
@@ -190,21 +176,17 @@ export interface ControlPlaneOptions {
 
 /**
  * A detached Node process that waits for this process's end (its stdin pipe closing: exit, crash or
- * SIGKILL) and then stops the control plane recorded in `dir`, as stopControlPlane does.
+ * SIGKILL) and then runs `npm run cluster -- down` on `dir` (stopControlPlane).
  */
 function startWatchdog(dir: string): void {
+  const root = path.resolve(here, '../..');
+  const down = [process.execPath, '--import', 'tsx', path.join(here, 'cli.ts'), 'down'];
   const script = `
-    const fs = require('node:fs');
-    const dir = process.argv[1];
     process.stdin.resume();
-    process.stdin.on('end', () => {
-      let pids = [];
-      try { pids = Object.values(JSON.parse(fs.readFileSync(dir + '/state.json', 'utf8')).pids || {}); } catch {}
-      const signal = (sig) => { for (const pid of pids.reverse()) for (const t of [-pid, pid]) { try { process.kill(t, sig); } catch {} } };
-      signal('SIGTERM');
-      setTimeout(() => { signal('SIGKILL'); if (pids.length) fs.rmSync(dir, { recursive: true, force: true }); process.exit(0); }, 3000);
-    });`;
-  const child = spawn(process.execPath, ['-e', script, dir], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+    process.stdin.on('end', () => require('node:child_process').spawnSync(${JSON.stringify(down[0])},
+      ${JSON.stringify(down.slice(1))}, { cwd: ${JSON.stringify(root)}, stdio: 'ignore',
+      env: { ...process.env, IDE_CLOUD_CLUSTER_DIR: ${JSON.stringify(dir)} } }));`;
+  const child = spawn(process.execPath, ['-e', script], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
   child.unref();
   // The pipe stays open as long as this process lives; it must not keep the event loop alive.
   (child.stdin as net.Socket).unref();
