@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentError } from './errors.js';
-import { rememberCredential } from './credentials.js';
+import { rememberCredential, urlCredential } from './credentials.js';
 import { git, GitCommandError, type GitOptions } from './git.js';
 import { credentialsOf, hasCredentials, stripCredentials } from './redact.js';
 
@@ -106,7 +106,7 @@ const ENVIRONMENT_CREDENTIAL_HELPER =
 
 async function cloneFresh(uri: string, target: string, options: CloneOptions): Promise<void> {
   const secrets = [...(options.secrets ?? []), ...credentialsOf(uri)];
-  const credential = userInfo(uri);
+  const credential = urlCredential(uri);
   // An empty credential.helper list first: a helper configured on the machine must not store the token.
   const helpers = ['-c', 'credential.helper='];
   const env = { ...(options.env ?? process.env) };
@@ -122,17 +122,6 @@ async function cloneFresh(uri: string, target: string, options: CloneOptions): P
   }
   if (credential)
     await rememberCredential(uri, target, { ...options, secrets, seconds: options.credentialCacheSeconds });
-}
-
-/** The decoded user and password a URL carries, if it carries a password. */
-function userInfo(uri: string): { username: string; password: string } | undefined {
-  try {
-    const url = new URL(uri);
-    if (!url.password) return undefined;
-    return { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) };
-  } catch {
-    return undefined;
-  }
 }
 
 export async function cloneIntoWorkspace(uri: string, dir: string, options: CloneOptions = {}): Promise<CloneResult> {

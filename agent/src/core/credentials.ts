@@ -17,6 +17,25 @@ export function credentialCacheSeconds(env: NodeJS.ProcessEnv = process.env): nu
     : CREDENTIAL_CACHE_SECONDS;
 }
 
+/** The decoded user and password a URL carries, with where they are for, if it carries a password. */
+export function urlCredential(
+  uri: string,
+): { protocol: string; host: string; username: string; password: string } | undefined {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return undefined;
+  }
+  if (!url.password) return undefined;
+  return {
+    protocol: url.protocol.replace(/:$/, ''),
+    host: url.host,
+    username: decodeURIComponent(url.username),
+    password: decodeURIComponent(url.password),
+  };
+}
+
 /**
  * Remembers the user:password of a credentialed URL for the repository in `dir`: sets the clone's
  * `credential.helper` to the cache and stores the credential there. Does nothing for a URL without a
@@ -28,21 +47,16 @@ export async function rememberCredential(
   options: GitOptions & { seconds?: number } = {},
 ): Promise<boolean> {
   const seconds = options.seconds ?? credentialCacheSeconds(options.env);
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return false;
-  }
-  if (seconds <= 0 || !url.password) return false;
+  const credential = urlCredential(uri);
+  if (seconds <= 0 || !credential) return false;
   const helper = `cache --timeout=${seconds}`;
-  const secrets = [...(options.secrets ?? []), url.password, decodeURIComponent(url.password)];
+  const secrets = [...(options.secrets ?? []), credential.password, encodeURIComponent(credential.password)];
   await git(['-C', dir, 'config', '--local', '--replace-all', 'credential.helper', helper], { ...options, secrets });
   const input = [
-    `protocol=${url.protocol.replace(/:$/, '')}`,
-    `host=${url.host}`,
-    `username=${decodeURIComponent(url.username)}`,
-    `password=${decodeURIComponent(url.password)}`,
+    `protocol=${credential.protocol}`,
+    `host=${credential.host}`,
+    `username=${credential.username}`,
+    `password=${credential.password}`,
     '',
     '',
   ].join('\n');

@@ -42,7 +42,7 @@ export function requireSecureUrl(platformUrl: string): void {
   if (url.protocol === 'https:' || (url.protocol === 'http:' && loopback)) return;
   throw new AgentError(
     'PlatformUrlInsecure',
-    `PLATFORM_URL must use https (plain http only for this machine): ${stripCredentials(url.origin)} would receive PLATFORM_TOKEN unencrypted`,
+    `PLATFORM_URL must use https (plain http only for this machine): ${url.origin} would receive PLATFORM_TOKEN unencrypted`,
     'Ask the learning platform to link to the IDE with its https address',
   );
 }

@@ -64,6 +64,30 @@ export async function applyObject<T extends k8s.KubernetesObject>(
   );
 }
 
+const metadataOnly = k8s.setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1');
+
+/**
+ * The metadata of a Secret or ConfigMap (undefined when there is none), read as PartialObjectMetadata:
+ * a secret's data never reaches the reader. For the check of a session's env sources.
+ */
+export async function readMetadata(
+  core: Pick<k8s.CoreV1Api, 'readNamespacedSecret' | 'readNamespacedConfigMap'>,
+  namespace: string,
+  kind: 'secret' | 'config map',
+  name: string,
+): Promise<{ labels?: Record<string, string> } | undefined> {
+  try {
+    const read =
+      kind === 'secret'
+        ? await core.readNamespacedSecret({ name, namespace }, metadataOnly)
+        : await core.readNamespacedConfigMap({ name, namespace }, metadataOnly);
+    return read.metadata ?? {};
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
 /** HTTP status of a failed Kubernetes API call, or undefined for errors that are not API answers. */
 export function apiStatus(error: unknown): number | undefined {
   if (error instanceof k8s.ApiException) return error.code;

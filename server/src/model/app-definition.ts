@@ -131,6 +131,14 @@ export function dataBridgeEnabled(spec: Pick<AppDefinitionSpec, 'options'>): boo
   return spec.options?.dataBridgeEnabled === 'true';
 }
 
+/** Size of the warm pool the operator keeps: none with eager start off or without the data bridge. */
+export function effectiveMinInstances(
+  config: { eagerStart: boolean },
+  appDefinition: { spec: AppDefinitionSpec },
+): number {
+  return config.eagerStart && dataBridgeEnabled(appDefinition.spec) ? appDefinition.spec.minInstances : 0;
+}
+
 export function dataBridgePort(spec: Pick<AppDefinitionSpec, 'options'>): number {
   const port = Number(spec.options?.dataBridgePort ?? DEFAULT_DATA_BRIDGE_PORT);
   return Number.isInteger(port) && port > 0 && port < 65536 ? port : DEFAULT_DATA_BRIDGE_PORT;

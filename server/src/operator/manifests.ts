@@ -8,7 +8,6 @@ import type { Session } from '../model/session.js';
 import type { OperatorConfig } from './config.js';
 import { operatorEnvironment } from './session/env.js';
 
-export const MANAGED_BY = OPERATOR_MANAGER;
 export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
 /**
  * The shape of a warm instance this operator builds, bumped when older instances cannot serve a claim
@@ -95,7 +94,7 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
     metadata: {
       labels: {
         app: input.podApp,
-        [LABELS.managedBy]: MANAGED_BY,
+        [LABELS.managedBy]: OPERATOR_MANAGER,
         [LABELS.component]: COMPONENT.session,
         ...input.templateLabels,
       },
@@ -160,7 +159,7 @@ export function sessionEnvSecret(session: Session, namespace: string): k8s.V1Sec
     metadata: {
       name: sessionEnvSecretName(session.metadata.name),
       namespace,
-      labels: { [LABELS.managedBy]: MANAGED_BY, ...sessionLabels(session) },
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...sessionLabels(session) },
       ownerReferences: [ownerReference(session as Owner)],
     },
     data,
@@ -236,7 +235,7 @@ export function bridgeTokenSecret(
     metadata: {
       name: bridgeTokenSecretName(poolInstanceName(appDefinition.metadata.name, id)),
       namespace,
-      labels: { [LABELS.managedBy]: MANAGED_BY, ...poolInstanceLabels(appDefinition, id) },
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...poolInstanceLabels(appDefinition, id) },
       ownerReferences: [ownerReference(appDefinition as Owner)],
     },
     data: { [DATA_BRIDGE_TOKEN_KEY]: Buffer.from(token).toString('base64') },
@@ -258,7 +257,7 @@ export function deployment(input: {
     metadata: {
       name: input.name,
       namespace: input.namespace,
-      labels: { [LABELS.managedBy]: MANAGED_BY, ...input.labels },
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...input.labels },
       ...(input.annotations ? { annotations: input.annotations } : {}),
       ownerReferences: input.owners,
     },
@@ -285,7 +284,7 @@ export function service(input: {
     metadata: {
       name: input.name,
       namespace: input.namespace,
-      labels: { [LABELS.managedBy]: MANAGED_BY, ...input.labels },
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...input.labels },
       ownerReferences: input.owners,
     },
     spec: {
@@ -315,7 +314,7 @@ export function sidecarObjects(input: {
       // pod lookups of an instance or a session go through those and must find the IDE pod only.
       labels: {
         app: name,
-        [LABELS.managedBy]: MANAGED_BY,
+        [LABELS.managedBy]: OPERATOR_MANAGER,
         [LABELS.component]: COMPONENT.sidecar,
         ...(input.labels[LABELS.appDefinition] ? { [LABELS.appDefinition]: input.labels[LABELS.appDefinition] } : {}),
       },

@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { describeFailure, isNotFound, loadKubeConfig, configureClient } from '../kube/client.js';
+import { describeFailure, loadKubeConfig, configureClient, readMetadata } from '../kube/client.js';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import { LABELS } from '../model/api-group.js';
 import { isSessionFailed } from '../model/session.js';
@@ -131,18 +131,7 @@ class Controllers {
       routes,
       injector: this.injector,
       poolChanged,
-      envSource: async (kind, name) => {
-        try {
-          const read =
-            kind === 'secret'
-              ? await clients.core.readNamespacedSecret({ name, namespace })
-              : await clients.core.readNamespacedConfigMap({ name, namespace });
-          return read.metadata ?? {};
-        } catch (error) {
-          if (isNotFound(error)) return undefined;
-          throw error;
-        }
-      },
+      envSource: (kind, name) => readMetadata(clients.core, namespace, kind, name),
       events,
       log,
     });

@@ -1,6 +1,7 @@
 // The service's boundary to the API server: every Kubernetes call the service makes goes through here,
 // and a failed one is mapped once to the service's ApiError.
 import * as k8s from '@kubernetes/client-node';
+import { apiStatus, readMetadata } from '../kube/client.js';
 import { ErrorCode } from '../model/error-codes.js';
 import { type EnvSourceKind } from '../model/session-env.js';
 import {
@@ -37,8 +38,8 @@ interface Failure {
  */
 function mapped(error: unknown, { action, notFound }: Failure): ApiError {
   if (error instanceof ApiError) return error;
-  if (error instanceof k8s.ApiException) {
-    const status = error.code;
+  const status = apiStatus(error);
+  if (status !== undefined) {
     if (status === 422 || status === 400) return ApiError.badRequest(`${action} was refused by the API server`);
     if (status === 404) return notFound ? notFound() : new ApiError(ErrorCode.notFound, `${action} not found`);
     if (status === 409) return new Conflict(action);
@@ -128,7 +129,6 @@ export class ServiceResource<K extends Kind> implements ObjectReader<ResourceOf[
 }
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-const metadataOnly = k8s.setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1');
 
 /** Everything the service reads and writes in its namespace, errors mapped at this boundary. */
 export interface ServiceResources {
@@ -166,17 +166,10 @@ export function serviceResources(kc: k8s.KubeConfig, namespace: string): Service
         () => core.patchNamespacedConfigMap({ name, namespace, body: { data } }, mergePatch),
       );
     },
-    async envSourceMetadata(kind, name) {
-      const read = () =>
-        kind === 'secret'
-          ? core.readNamespacedSecret({ name, namespace }, metadataOnly)
-          : core.readNamespacedConfigMap({ name, namespace }, metadataOnly);
-      try {
-        return (await read()).metadata ?? {};
-      } catch (error) {
-        if (error instanceof k8s.ApiException && error.code === 404) return undefined;
-        throw mapped(error, { action: `reading the ${kind} named for the environment` });
-      }
+    envSourceMetadata(kind, name) {
+      return call({ action: `reading the ${kind} named for the environment` }, () =>
+        readMetadata(core, namespace, kind, name),
+      );
     },
     async podMetrics(labelSelector) {
       try {
@@ -190,7 +183,7 @@ export function serviceResources(kc: k8s.KubeConfig, namespace: string): Service
         return list.items ?? [];
       } catch (error) {
         // The metrics API answers 503 while its backend is not up.
-        if (error instanceof k8s.ApiException && error.code === 503) throw metricsUnavailable();
+        if (apiStatus(error) === 503) throw metricsUnavailable();
         throw mapped(error, { action: 'reading session metrics', notFound: metricsUnavailable });
       }
     },

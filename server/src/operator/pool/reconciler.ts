@@ -4,7 +4,7 @@ import type { CustomResourceClient } from '../../kube/resources.js';
 import {
   AppDefinitionCondition,
   AppDefinitionReadyReason,
-  dataBridgeEnabled,
+  effectiveMinInstances,
   type AppDefinition,
   type AppDefinitionStatus,
 } from '../../model/app-definition.js';
@@ -16,11 +16,6 @@ import { sameStatus } from '../runtime/objects.js';
 import { Delay, settle, type Reconciled } from '../runtime/outcome.js';
 import type { PoolInstance, PoolInstances } from './instances.js';
 import { planPool, poolStatus, type PoolInstanceState } from './plan.js';
-
-/** Size of the warm pool the operator keeps: none with eager start off or without the data bridge. */
-export function effectiveMinInstances(config: { eagerStart: boolean }, appDefinition: AppDefinition): number {
-  return config.eagerStart && dataBridgeEnabled(appDefinition.spec) ? appDefinition.spec.minInstances : 0;
-}
 
 /** Whether the session that reserved the instance still holds it: it exists (same uid) and is active. */
 function sessionHolds(instance: PoolInstance, sessions: Map<string, Session>): boolean {

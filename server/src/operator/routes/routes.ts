@@ -2,7 +2,7 @@ import * as k8s from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import { LABELS } from '../../model/api-group.js';
-import { MANAGED_BY } from '../manifests.js';
+import { OPERATOR_MANAGER } from '../../model/api-group.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import { appendRoutesPatch, withRoute, type RouteEntry } from './ingress.js';
 
@@ -120,7 +120,7 @@ export class Routes implements RouteTable {
             await net.createNamespacedIngress({
               namespace,
               body: {
-                metadata: { name: ingressName, namespace, labels: { [LABELS.managedBy]: MANAGED_BY } },
+                metadata: { name: ingressName, namespace, labels: { [LABELS.managedBy]: OPERATOR_MANAGER } },
                 spec,
               },
             }),

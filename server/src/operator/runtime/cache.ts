@@ -4,7 +4,8 @@ import { API_VERSION, LABELS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
 import type { Session } from '../../model/session.js';
 import type { Workspace } from '../../model/workspace.js';
-import { COMPONENT, MANAGED_BY } from '../manifests.js';
+import { COMPONENT } from '../manifests.js';
+import { OPERATOR_MANAGER } from '../../model/api-group.js';
 
 /**
  * The operator's view of the cluster: one informer per kind it reads, shared by every reconciler
@@ -28,7 +29,7 @@ export function createCache(
   options: { namespace: string; rewatchIntervalMs: number; onError: (path: string, error: unknown) => void },
 ): OperatorCache {
   const { namespace } = options;
-  const managed = `${LABELS.managedBy}=${MANAGED_BY}`;
+  const managed = `${LABELS.managedBy}=${OPERATOR_MANAGER}`;
   const informer = <T extends object>(
     path: string,
     apiVersion: string,

@@ -1,6 +1,6 @@
 import { describeFailure } from '../../kube/client.js';
 import type { AppDefinition } from '../../model/app-definition.js';
-import { isSessionFailed, type Session } from '../../model/session.js';
+import { isActiveSession, type Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import type { OperatorConfig } from '../config.js';
@@ -88,7 +88,7 @@ export class ActivityMonitor {
     for (const a of deps.appDefinitions.list()) definitions.set(a.metadata.name, a);
     const stopped: string[] = [];
     for (const session of deps.sessions.list()) {
-      if (session.metadata.deletionTimestamp || isSessionFailed(session)) continue;
+      if (!isActiveSession(session)) continue;
       const appDefinition = definitions.get(session.spec.appDefinition);
       const reason = stopReason({
         session,

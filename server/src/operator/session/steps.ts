@@ -9,7 +9,7 @@ import { applyObject, isConflict } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
-import { dataBridgeEnabled, dataBridgePort, type AppDefinition } from '../../model/app-definition.js';
+import { dataBridgePort, effectiveMinInstances, type AppDefinition } from '../../model/app-definition.js';
 import { findCondition } from '../../model/conditions.js';
 import { ErrorCode } from '../../model/error-codes.js';
 import { checkSessionLimits } from '../../model/limits.js';
@@ -164,7 +164,7 @@ export async function chooseStrategy(
   if (pass.status.startStrategy) return undefined;
   let instance: PoolInstance | undefined;
   if (deps.config.eagerStart) {
-    const minInstances = dataBridgeEnabled(appDefinition.spec) ? appDefinition.spec.minInstances : 0;
+    const minInstances = effectiveMinInstances(deps.config, appDefinition);
     instance =
       deps.pool.findReservation(appDefinition.metadata.name, session) ??
       (await deps.pool.reserve(appDefinition, minInstances, session, claimName));

@@ -13,7 +13,8 @@ import {
   type WorkspaceStatus,
 } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
-import { MANAGED_BY, ownerReference } from '../manifests.js';
+import { ownerReference } from '../manifests.js';
+import { OPERATOR_MANAGER } from '../../model/api-group.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
 import { finalizersOf, sameStatus } from '../runtime/objects.js';
@@ -103,7 +104,7 @@ export class WorkspaceReconciler {
       metadata: {
         name: claimName,
         namespace: deps.namespace,
-        labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.workspace]: workspace.metadata.name },
+        labels: { [LABELS.managedBy]: OPERATOR_MANAGER, [LABELS.workspace]: workspace.metadata.name },
         ...(deps.config.workspaceReclaimPolicy === 'Delete'
           ? { ownerReferences: [ownerReference(workspace as Parameters<typeof ownerReference>[0])] }
           : {}),
