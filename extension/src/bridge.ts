@@ -47,6 +47,7 @@ export class DataBridge implements Disposable {
       host: config.host,
       port: config.port,
       token: config.token,
+      usersFile: config.usersFile,
       bindRetryMs: this.deps.bindRetryMs,
     });
     this.disposables.push(this.server);

@@ -8,12 +8,13 @@ export const MIN_TOKEN_LENGTH = 16;
 
 export type BridgeConfig =
   | { enabled: false; reason: string }
-  | { enabled: true; host: string; port: number; token: string }
+  | { enabled: true; host: string; port: number; token: string; usersFile?: string }
   | { enabled: true; error: string };
 
 /**
  * DATA_BRIDGE_ENABLED must be 1 or true (case-insensitive); DATA_BRIDGE_PORT a TCP port, default 16281;
- * DATA_BRIDGE_TOKEN the secret the operator authenticates with (required: without it, no port opens).
+ * DATA_BRIDGE_TOKEN the secret the operator authenticates with (required: without it, no port opens);
+ * DATA_BRIDGE_USERS_FILE, when set, the authentication proxy's allowed-users file the session's user goes to.
  */
 export function readBridgeConfig(env: Record<string, string | undefined>): BridgeConfig {
   const flag = env.DATA_BRIDGE_ENABLED?.trim().toLowerCase();
@@ -32,5 +33,6 @@ export function readBridgeConfig(env: Record<string, string | undefined>): Bridg
     const why = token === '' ? 'is not set' : `is shorter than ${MIN_TOKEN_LENGTH} characters`;
     return { enabled: true, error: `${TOKEN_ENV} ${why} (the secret the operator authenticates with)` };
   }
-  return { enabled: true, host: '0.0.0.0', port, token };
+  const usersFile = env.DATA_BRIDGE_USERS_FILE?.trim();
+  return { enabled: true, host: '0.0.0.0', port, token, ...(usersFile ? { usersFile } : {}) };
 }

@@ -17,8 +17,17 @@ function describe(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
-/** Parses the body of POST /data: `{"environment": {string: string}}`. */
-export function parseDataPayload(body: string): Environment {
+export interface DataPayload {
+  environment: Environment;
+  /** The session's user: the only one the session's authentication proxy admits from then on. */
+  user?: string;
+}
+
+/** A user name as the allowed-users file holds it: one line, no blanks or control characters. */
+const USER = /^[^\s\p{Cc}]{1,256}$/u;
+
+/** Parses the body of POST /data: `{"environment": {string: string}, "user"?: string}`. */
+export function parseDataPayload(body: string): DataPayload {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -26,7 +35,7 @@ export function parseDataPayload(body: string): Environment {
     throw new InvalidInputError('body is not valid JSON');
   }
   if (!isPlainObject(parsed)) throw new InvalidInputError(`body must be a JSON object, got ${describe(parsed)}`);
-  const unknownKeys = Object.keys(parsed).filter((key) => key !== 'environment');
+  const unknownKeys = Object.keys(parsed).filter((key) => key !== 'environment' && key !== 'user');
   if (unknownKeys.length > 0) {
     throw new InvalidInputError(`unexpected field(s) ${unknownKeys.map((k) => JSON.stringify(k)).join(', ')}`);
   }
@@ -42,8 +51,12 @@ export function parseDataPayload(body: string): Environment {
       throw new InvalidInputError(`environment.${key} must be a string, got ${describe(value)}`);
     }
   }
+  const user = parsed.user;
+  if (user !== undefined && (typeof user !== 'string' || !USER.test(user))) {
+    throw new InvalidInputError('field "user" must be 1 to 256 characters without blanks or control characters');
+  }
   // fromEntries defines own properties, so even a key such as "__proto__" stays a plain entry.
-  return Object.fromEntries(entries) as Environment;
+  return { environment: Object.fromEntries(entries) as Environment, ...(user === undefined ? {} : { user }) };
 }
 
 /** Checks the argument of dataBridge.getEnv: a list of key names. */

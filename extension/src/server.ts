@@ -3,6 +3,7 @@
 // only: it carries the instance's token (Authorization: Bearer) and the reservation it injects for,
 // and the bridge takes one injection per reservation (the instance restarts for the next one).
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { rename, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.js';
@@ -19,6 +20,8 @@ export interface BridgeServerOptions {
   port: number;
   /** The secret the operator sends as `Authorization: Bearer <token>` on POST /data. */
   token: string;
+  /** The authentication proxy's allowed-users file: the injection's user replaces its content. */
+  usersFile?: string;
   maxBodyBytes?: number;
   /** How long to keep retrying a port still held, e.g. by the extension host of a window just reloaded. */
   bindRetryMs?: number;
@@ -109,10 +112,16 @@ export class BridgeServer {
         this.authenticate(req);
         const reservation = reservationOf(req);
         const body = await this.readBody(req);
-        const environment = parseDataPayload(body);
+        const { environment, user } = parseDataPayload(body);
         // Checked and taken in one synchronous step: of two concurrent posts, one gets 409.
         this.claim(reservation);
-        await this.store.merge(environment);
+        try {
+          if (user !== undefined) await this.admit(user);
+          await this.store.merge(environment);
+        } catch (error) {
+          this.reservation = undefined; // nothing was taken: the operator's retry may post again
+          throw error;
+        }
         return send(res, 200, { stored: Object.keys(environment).length, total: this.store.size });
       }
       throw new HttpError(404, `no route for ${path}`);
@@ -155,6 +164,24 @@ export class BridgeServer {
       );
     }
     this.reservation = reservation;
+  }
+
+  /**
+   * Makes `user` the only one the session's proxy admits. The file is replaced in one rename, so the
+   * proxy (which reloads it when it changes) never reads it half-written.
+   */
+  private async admit(user: string): Promise<void> {
+    const file = this.options.usersFile;
+    if (!file) return;
+    const next = `${file}.next`;
+    try {
+      await writeFile(next, `${user}\n`, { mode: 0o644 });
+      await rename(next, file);
+    } catch (error) {
+      this.logger.error(`cannot write the allowed-users file: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+      throw new HttpError(500, 'the allowed-users file could not be written');
+    }
+    this.logger.info('the session user is the proxy\'s only allowed user');
   }
 
   /** Reads the body up to the cap; past it the rest is drained (so the client reads the 413) and dropped. */

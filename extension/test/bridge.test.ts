@@ -49,7 +49,7 @@ describe('extension: EnvironmentStore', () => {
 
   it('treats keys such as __proto__ and toString as plain names', async () => {
     const store = new EnvironmentStore(new MemorySecretStorage(), new MemoryLogger());
-    await store.merge(parseDataPayload('{"environment":{"__proto__":"p","toString":"t"}}'));
+    await store.merge(parseDataPayload('{"environment":{"__proto__":"p","toString":"t"}}').environment);
     const picked = store.pick(['__proto__', 'toString', 'constructor']);
     assert.deepEqual(Object.entries(picked), [
       ['__proto__', 'p'],

@@ -11,8 +11,12 @@ function rejects(fn: () => unknown, message: string): void {
 
 describe('extension: payload validation', () => {
   it('accepts an environment of strings', () => {
-    assert.deepEqual(parseDataPayload('{"environment":{"A":"1","B":""}}'), { A: '1', B: '' });
-    assert.deepEqual(parseDataPayload('{"environment":{}}'), {});
+    assert.deepEqual(parseDataPayload('{"environment":{"A":"1","B":""}}'), { environment: { A: '1', B: '' } });
+    assert.deepEqual(parseDataPayload('{"environment":{}}'), { environment: {} });
+    assert.deepEqual(parseDataPayload('{"environment":{},"user":"ada@example.org"}'), {
+      environment: {},
+      user: 'ada@example.org',
+    });
   });
 
   it('names the problem without echoing values', () => {
@@ -37,6 +41,13 @@ describe('extension: payload validation', () => {
     );
     rejects(() => parseDataPayload('{"environment":{"":"x"}}'), 'environment keys must not be empty');
     rejects(() => parseDataPayload('{"environment":{},"env":{}}'), 'unexpected field(s) "env"');
+    // One user, one line: a second line would admit a second user.
+    for (const user of ['ada@example.org\nmallory@example.org', '', 'a b', 42, 'x'.repeat(257)]) {
+      rejects(
+        () => parseDataPayload(JSON.stringify({ environment: {}, user })),
+        'field "user" must be 1 to 256 characters without blanks or control characters',
+      );
+    }
   });
 
   it('checks the key list of dataBridge.getEnv', () => {

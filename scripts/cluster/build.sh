@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries from the Go module proxy, once, into a cache outside the
-# repository: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (and helm when asked).
+# repository: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (and helm or the
+# session pods' authentication proxy, oauth2-proxy, when asked).
 # Each tool family gets its own wrapper module so their dependency graphs never mix.
-# Usage: build.sh [all|k8s|helm|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
+# Usage: build.sh [all|k8s|helm|auth-proxy|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
 #
 # Safe to run concurrently: each tool family is built under its own lock, so a second build of the same
 # tool waits for the first and then finds its binary cached. With IDE_CLOUD_BUILD_WATCH_STDIN=1 (set by
@@ -30,15 +31,16 @@ fi
 
 # Seconds each binary took from empty Go caches on 2 cores (module download included), for the
 # estimate of what is left; scaled by the cores this machine has.
-declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220)
+declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90)
 case "$what" in
   k8s) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok) ;;
   helm) tools=(helm) ;;
+  auth-proxy) tools=(oauth2-proxy) ;;
   all) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm) ;;
   etcd) tools=(etcd) ;;
   kubernetes) tools=(kube-apiserver kube-controller-manager kube-scheduler) ;;
   kwok) tools=(kwok) ;;
-  *) echo "usage: build.sh [all|k8s|helm|etcd|kubernetes|kwok]" >&2; exit 2 ;;
+  *) echo "usage: build.sh [all|k8s|helm|auth-proxy|etcd|kubernetes|kwok]" >&2; exit 2 ;;
 esac
 cores=$(nproc 2>/dev/null || echo 2)
 pending=()
@@ -160,12 +162,25 @@ build_helm() (
 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$kmm -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kmi"
 )
 
+build_oauth2_proxy() (
+  lock oauth2-proxy
+  local dir="$work/oauth2-proxy"
+  if fresh_module "$dir"; then
+    log "oauth2-proxy: resolving github.com/oauth2-proxy/oauth2-proxy/v7@v$OAUTH2_PROXY_VERSION"
+    (cd "$dir" && go mod init ide-cloud.local/oauth2-proxy >/dev/null 2>&1 &&
+      go_get "github.com/oauth2-proxy/oauth2-proxy/v7@v$OAUTH2_PROXY_VERSION")
+  fi
+  build_one oauth2-proxy "$dir" github.com/oauth2-proxy/oauth2-proxy/v7 \
+    "-s -w -X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=v$OAUTH2_PROXY_VERSION"
+)
+
 for t in "${tools[@]}"; do
   case "$t" in
     etcd) build_etcd ;;
     kube-apiserver) build_kubernetes ;;
     kwok) build_kwok ;;
     helm) build_helm ;;
+    oauth2-proxy) build_oauth2_proxy ;;
   esac
 done
 echo "$bin"

@@ -32,7 +32,7 @@ const log = (message: string): void => {
   process.stderr.write(`[cluster ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 };
 
-export type BuildTarget = 'k8s' | 'helm';
+export type BuildTarget = 'k8s' | 'helm' | 'auth-proxy';
 
 const builds = new Map<BuildTarget, Promise<string>>();
 /** Builds (or finds in the cache) the binaries, once per process; returns their directory. */

@@ -21,7 +21,7 @@ import {
   logSink,
   recordReports,
   SESSION_HOST,
-  SESSION_ORIGIN,
+  sessionUrlPattern,
   SESSION_PAGE,
 } from '../support/landing.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
@@ -115,8 +115,8 @@ describe('landing page in a real browser (identity provider on)', function () {
     await page.waitForSelector('input[name=prompt][value=consent]', { state: 'attached', timeout: 30_000 });
     await page.click('button[type=submit]');
 
-    await page.waitForURL(`${SESSION_ORIGIN}/${sessionName}/`, { timeout: 120_000 });
-    assert.ok(visited.includes(`${SESSION_ORIGIN}/${sessionName}/`));
+    await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
+    assert.ok(visited.some((url) => sessionUrlPattern(sessionName).test(url)));
     const session = await r.sessions.get(sessionName);
     assert.equal(session.spec.user, email);
     assert.equal(session.spec.envVars?.PLATFORM_TOKEN, platformToken);
@@ -143,7 +143,7 @@ describe('landing page in a real browser (identity provider on)', function () {
     const { sessionName } = launchTarget('python-latest', email, repo);
     const page = await context.newPage();
     await page.goto(`${landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`);
-    await page.waitForURL(`${SESSION_ORIGIN}/${sessionName}/`, { timeout: 60_000 });
+    await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 60_000 });
     assert.deepEqual(
       (await r.workspaces.list()).filter((w) => w.spec.user === email).map((w) => w.metadata.name),
       [launchTarget('python-latest', email, repo).workspaceName],

@@ -22,7 +22,7 @@ import {
   logSink,
   recordReports,
   SESSION_HOST,
-  SESSION_ORIGIN,
+  sessionUrlPattern,
   SESSION_PAGE,
 } from '../support/landing.js';
 import { SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
@@ -121,9 +121,9 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     });
 
     await page.goto(fullLink(user));
-    await page.waitForURL(`${SESSION_ORIGIN}/${sessionName}/`, { timeout: 120_000 });
+    await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
     assert.equal(await page.textContent('h1'), 'IDE session');
-    assert.ok(visited.includes(`${SESSION_ORIGIN}/${sessionName}/`));
+    assert.ok(visited.some((url) => sessionUrlPattern(sessionName).test(url)));
     assert.equal(launches.length, 1, 'no click needed, exactly one launch');
 
     // The address bar never showed a token once the page ran.
@@ -162,7 +162,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     for (const link of [fullLink(user), fullLink(user, newGitPassword)]) {
       const page = await context.newPage();
       await page.goto(link);
-      await page.waitForURL(`${SESSION_ORIGIN}/${sessionName}/`, { timeout: 60_000 });
+      await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 60_000 });
       await page.close();
     }
     const workspaces = (await r.workspaces.list()).filter((w) => w.spec.user === user);
@@ -207,7 +207,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
 
     await page.selectOption('#build-system', 'gradle');
     await page.click('#launch-button');
-    await page.waitForURL(`${SESSION_ORIGIN}/${sessionName}/`, { timeout: 120_000 });
+    await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
     const session = await r.sessions.get(sessionName);
     assert.equal(session.spec.envVars?.TEMPLATE, 'gradle');
     assert.equal(session.spec.envVars?.PLATFORM_TOKEN, undefined);
@@ -292,7 +292,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
       .join('');
     await page.setContent(`<form method="post" action="${landing.url}/">${inputs}<button id="go">Go</button></form>`);
     await page.click('#go');
-    await page.waitForURL(`${SESSION_ORIGIN}/${sessionName}/`, { timeout: 120_000 });
+    await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
     for (const address of addresses) {
       for (const secret of secrets) assert.ok(!address.includes(secret), `token in a request address: ${address}`);
     }

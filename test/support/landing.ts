@@ -69,4 +69,8 @@ export function logSink(): { lines: string[]; stream: Writable } {
 /** The operator's session host; the browser's requests to it are answered in the browser (no network). */
 export const SESSION_HOST = 'ide.localtest.me';
 export const SESSION_ORIGIN = `http://${SESSION_HOST}`;
+/** The URL of a session on the session host: its name, then its URL key (server/src/operator/manifests.ts). */
+export function sessionUrlPattern(sessionName: string, origin = SESSION_ORIGIN): RegExp {
+  return new RegExp(`^${origin.replace(/[.]/g, '\\.')}/${sessionName}/[0-9a-f]{32}/$`);
+}
 export const SESSION_PAGE = '<!doctype html><title>IDE session</title><h1>IDE session</h1>';

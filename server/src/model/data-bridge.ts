@@ -9,3 +9,8 @@ export const DATA_BRIDGE_TOKEN_ENV = 'DATA_BRIDGE_TOKEN';
 export const DATA_BRIDGE_TOKEN_KEY = 'token';
 /** Header naming the reservation (the Session's uid): the bridge takes one injection per reservation. */
 export const DATA_BRIDGE_RESERVATION_HEADER = 'x-ide-cloud-reservation';
+/**
+ * Where the bridge writes the session's user when it takes an injection (`user` in the body): the
+ * allowed-users file of the session's authentication proxy, which admits nobody else.
+ */
+export const DATA_BRIDGE_USERS_FILE_ENV = 'DATA_BRIDGE_USERS_FILE';

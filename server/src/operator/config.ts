@@ -21,9 +21,24 @@ export const OperatorConfigSchema = z
     sessionScheme: z.enum(['http', 'https']).default('http'),
     /** IngressClass of the shared session Ingress; unset: the cluster's default class. */
     ingressClassName: z.string().min(1).optional(),
-    /** Image of the authentication proxy sidecar of every session pod. */
-    authProxyImage: z.string().min(1).default('quay.io/oauth2-proxy/oauth2-proxy:v7.6.0'),
+    /** Image of the authentication proxy sidecar of every session pod (images/auth-proxy). */
+    authProxyImage: z.string().min(1).default('ide-cloud/auth-proxy:0.1.0'),
     authProxyPort: int(1).default(8080),
+    /**
+     * Secret of the installation's session sign-in: `cookie-secret` (the proxies' shared cookie key, so
+     * one sign-in serves every session of the host) and, with an identity provider, `client-secret`.
+     */
+    authProxySecretName: z.string().min(1).default('ide-cloud-auth-proxy'),
+    /**
+     * The identity provider the session proxies sign users in with; unset: anonymous mode, where the
+     * session's URL key is its only credential. With it, only the session's user passes its proxy.
+     */
+    sessionIssuer: z.string().url().optional(),
+    sessionClientId: z.string().min(1).default('ide-cloud-sessions'),
+    /** The token claim holding the user, as the service reads it (its IDENTITY_PROVIDER_USER_CLAIM). */
+    sessionUserClaim: z.string().min(1).default('email'),
+    /** An audience besides the client id that bearer tokens to a session may carry (the service's). */
+    sessionAudience: z.string().min(1).optional(),
     /** Where the workspace claim is mounted in the IDE container. */
     workspaceMountPath: z.string().default('/home/project'),
     configStoreMountPath: z.string().default('/ide-cloud/config'),
@@ -77,6 +92,11 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   ingressClassName: 'IDE_CLOUD_INGRESS_CLASS_NAME',
   authProxyImage: 'IDE_CLOUD_AUTH_PROXY_IMAGE',
   authProxyPort: 'IDE_CLOUD_AUTH_PROXY_PORT',
+  authProxySecretName: 'IDE_CLOUD_AUTH_PROXY_SECRET',
+  sessionIssuer: 'IDE_CLOUD_SESSION_ISSUER',
+  sessionClientId: 'IDE_CLOUD_SESSION_CLIENT_ID',
+  sessionUserClaim: 'IDE_CLOUD_SESSION_USER_CLAIM',
+  sessionAudience: 'IDE_CLOUD_SESSION_AUDIENCE',
   workspaceMountPath: 'IDE_CLOUD_WORKSPACE_MOUNT_PATH',
   configStoreMountPath: 'IDE_CLOUD_CONFIG_STORE_MOUNT_PATH',
   workspaceStorageSize: 'IDE_CLOUD_WORKSPACE_STORAGE_SIZE',

@@ -1,23 +1,24 @@
 import type * as k8s from '@kubernetes/client-node';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { ANNOTATIONS, LABELS, OPERATOR_MANAGER } from '../model/api-group.js';
 import { dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-definition.js';
 import { DATA_BRIDGE_TOKEN_ENV, DATA_BRIDGE_TOKEN_KEY } from '../model/data-bridge.js';
 import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
+import { authProxy, type AllowedUsers } from './auth-proxy.js';
 import type { OperatorConfig } from './config.js';
 import { operatorEnvironment } from './session/env.js';
 
 export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
 /**
  * The shape of a warm instance this operator builds, bumped when older instances cannot serve a claim
- * (2: the data bridge takes a token). A free instance of another shape is recreated like an outdated one.
+ * (2: the data bridge takes a token; 3: the bridge names the user the authentication proxy admits).
+ * A free instance of another shape is recreated like an outdated one.
  */
 export const INSTANCE_TEMPLATE_ANNOTATION = 'ide-cloud.io/instance-template';
-export const INSTANCE_TEMPLATE = '2';
+export const INSTANCE_TEMPLATE = '3';
 /** Pod template annotation bumped to restart an instance's pods when it returns to the pool. */
 export const RECYCLED_ANNOTATION = 'ide-cloud.io/recycled-at';
-export const AUTH_PROXY_CONTAINER = 'auth-proxy';
 export const SERVICE_PORT = 80;
 
 type Owner = { apiVersion: string; kind: string; metadata: { name: string; uid?: string } };
@@ -45,12 +46,26 @@ export function sidecarName(ownerName: string, sidecar: Pick<Sidecar, 'name'>): 
   return dnsLabel([ownerName, sidecar.name]);
 }
 
-export function sessionUrl(config: Pick<OperatorConfig, 'sessionScheme' | 'sessionHost'>, sessionName: string): string {
-  return `${config.sessionScheme}://${config.sessionHost}/${sessionName}/`;
+type Routed = Pick<Session, 'metadata' | 'spec'>;
+
+/**
+ * The key in a session's path (`/<session>/<key>/`): 128 bits derived from the session's secret (its
+ * uid when it has none), so that no URL can be guessed from a session's name. In anonymous mode it is
+ * the session's only credential: only this path is routed to the session's pod.
+ */
+export function sessionUrlKey(session: Routed): string {
+  return createHmac('sha256', session.spec.sessionSecret ?? session.metadata.uid ?? '')
+    .update(`url:${session.metadata.name}`)
+    .digest('hex')
+    .slice(0, 32);
 }
 
-export function routePath(sessionName: string): string {
-  return `/${sessionName}/`;
+export function routePath(session: Routed): string {
+  return `/${session.metadata.name}/${sessionUrlKey(session)}/`;
+}
+
+export function sessionUrl(config: Pick<OperatorConfig, 'sessionScheme' | 'sessionHost'>, session: Routed): string {
+  return `${config.sessionScheme}://${config.sessionHost}${routePath(session)}`;
 }
 
 export interface PodInputs {
@@ -63,8 +78,8 @@ export interface PodInputs {
   /** Workspace claim to mount; none: an emptyDir. */
   claimName?: string;
   configStore?: string;
-  /** Where the auth proxy's cookie secret is (a key of a Secret): never a value in the pod spec. */
-  cookieSecret?: k8s.V1SecretKeySelector;
+  /** Who fills the authentication proxy's allowed-users file. */
+  allowedUsers: AllowedUsers;
   /** Added to (and overriding) the pod labels every session pod carries: see sessionPodTemplate. */
   templateLabels?: Record<string, string>;
   templateAnnotations?: Record<string, string>;
@@ -87,9 +102,9 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
     volumes.push({ name: 'config-store', configMap: { name: input.configStore, optional: true } });
     mounts.push({ name: 'config-store', mountPath: input.config.configStoreMountPath, readOnly: true });
   }
-  const proxyEnv: k8s.V1EnvVar[] = [{ name: 'OAUTH2_PROXY_UPSTREAMS', value: `http://127.0.0.1:${spec.port}/` }];
-  if (input.cookieSecret)
-    proxyEnv.push({ name: 'OAUTH2_PROXY_COOKIE_SECRET', valueFrom: { secretKeyRef: input.cookieSecret } });
+  const proxy = authProxy(input.config, spec.port, input.allowedUsers);
+  volumes.push(...proxy.volumes);
+  mounts.push(...proxy.ide.volumeMounts);
   return {
     metadata: {
       labels: {
@@ -108,7 +123,7 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
           name: spec.name,
           image: spec.image,
           ports: [{ name: 'application', containerPort: spec.port }],
-          env: input.env,
+          env: [...input.env, ...proxy.ide.env],
           ...(input.envFrom && input.envFrom.length > 0 ? { envFrom: input.envFrom } : {}),
           resources: {
             requests: { memory: spec.requestsMemory, cpu: spec.requestsCpu },
@@ -116,14 +131,7 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
           },
           volumeMounts: mounts,
         },
-        {
-          name: AUTH_PROXY_CONTAINER,
-          image: input.config.authProxyImage,
-          args: [`--http-address=0.0.0.0:${input.config.authProxyPort}`],
-          ports: [{ name: 'http', containerPort: input.config.authProxyPort }],
-          env: proxyEnv,
-          resources: { requests: { memory: '32M', cpu: '10m' }, limits: { memory: '128M', cpu: '200m' } },
-        },
+        proxy.container,
       ],
     },
   };
@@ -134,8 +142,8 @@ export function sessionEnvSecretName(sessionName: string): string {
   return `${sessionName}-env`;
 }
 
-/** Key of the auth proxy's cookie secret in the session's Secret; a dot keeps it apart from env names. */
-export const COOKIE_SECRET_KEY = '.auth-proxy-cookie-secret';
+/** Key of the authentication proxy's allowed users in the session's Secret; a dot keeps it apart from env names. */
+const ALLOWED_USERS_KEY = '.auth-proxy-users';
 
 /** The values of a lazy session's IDE container: spec.envVars, then what the operator adds. */
 function lazyValues(session: Session): Record<string, string> {
@@ -143,15 +151,15 @@ function lazyValues(session: Session): Record<string, string> {
 }
 
 /**
- * The Secret of a lazy session: its values (spec.envVars, the activity token) and the auth proxy's
- * cookie secret, so that neither the Deployment nor the Pod carries any of them in plain text (both
- * are readable with the built-in `view` role; Secrets are not). Owned by the Session, marked as the
+ * The Secret of a lazy session: its values (spec.envVars, the activity token), so that neither the
+ * Deployment nor the Pod carries any of them in plain text (both are readable with the built-in `view`
+ * role; Secrets are not), and the user its authentication proxy admits. Owned by the Session, marked as the
  * operator's (so no launch can name it as an env source).
  */
 export function sessionEnvSecret(session: Session, namespace: string): k8s.V1Secret {
   const data: Record<string, string> = {};
   for (const [key, value] of Object.entries(lazyValues(session))) data[key] = Buffer.from(value).toString('base64');
-  if (session.spec.sessionSecret) data[COOKIE_SECRET_KEY] = Buffer.from(session.spec.sessionSecret).toString('base64');
+  data[ALLOWED_USERS_KEY] = Buffer.from(`${session.spec.user}\n`).toString('base64');
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -175,11 +183,9 @@ export function lazyEnv(session: Session): k8s.V1EnvVar[] {
   }));
 }
 
-/** The auth proxy's cookie secret in the session's Secret, when the session has one. */
-export function lazyCookieSecret(session: Session): k8s.V1SecretKeySelector | undefined {
-  return session.spec.sessionSecret
-    ? { name: sessionEnvSecretName(session.metadata.name), key: COOKIE_SECRET_KEY }
-    : undefined;
+/** A lazy session's proxy admits the user named in the session's Secret. */
+export function lazyAllowedUsers(session: Session): AllowedUsers {
+  return { secret: sessionEnvSecretName(session.metadata.name), key: ALLOWED_USERS_KEY };
 }
 
 export function lazyEnvFrom(session: Session): k8s.V1EnvFromSource[] {
@@ -404,6 +410,7 @@ export function poolInstanceTemplate(
     config,
     podApp: poolInstanceName(appDefinition.metadata.name, id),
     env: poolEnv(appDefinition, id),
+    allowedUsers: { writtenBy: 'data-bridge' },
     templateLabels: {
       [LABELS.poolInstance]: poolInstanceName(appDefinition.metadata.name, id),
       [LABELS.component]: COMPONENT.poolInstance,

@@ -15,12 +15,19 @@ describe('operator names, routes, configuration and stop reasons', () => {
     assert.ok(isDnsLabel(sidecarName(long, { name: 'database' })));
   });
 
-  it('the session URL and the route path share the session name', () => {
-    assert.equal(
-      sessionUrl({ sessionScheme: 'https', sessionHost: 'ide.example.org' }, 's-1'),
-      'https://ide.example.org/s-1/',
-    );
-    assert.equal(routePath('s-1'), '/s-1/');
+  it('the session URL is its route: the session name, then a key no one derives without the secret', () => {
+    const session = (name: string, sessionSecret?: string) => ({
+      metadata: { name, uid: '1f6b7c1e-0000-4000-8000-000000000000' },
+      spec: { user: 'ada', appDefinition: 'a', workspace: 'w', ...(sessionSecret ? { sessionSecret } : {}) },
+    });
+    const path = routePath(session('s-1', 'secret-1'));
+    assert.match(path, /^\/s-1\/[0-9a-f]{32}\/$/);
+    assert.equal(sessionUrl({ sessionScheme: 'https', sessionHost: 'ide.example.org' }, session('s-1', 'secret-1')),
+      `https://ide.example.org${path}`);
+    assert.equal(routePath(session('s-1', 'secret-1')), path, 'the same session, the same path on every pass');
+    assert.notEqual(routePath(session('s-1', 'secret-2')), path);
+    assert.notEqual(routePath(session('s-2', 'secret-1')), path);
+    assert.match(routePath(session('s-1')), /^\/s-1\/[0-9a-f]{32}\/$/, 'without a secret, from the uid');
   });
 
   it('adds and removes one path per session without touching the others', () => {

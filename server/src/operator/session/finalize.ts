@@ -61,11 +61,10 @@ export async function finalizeSession(deps: FinalizeDeps, session: Session): Pro
   }
   const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
   if (ingressName) {
-    await deps.routes.set(
-      ingressName,
-      { host: deps.config.sessionHost, path: routePath(name), serviceName: '' },
-      false,
-    );
+    // A session routed before URLs had a key holds `/<name>/`: removing an absent path writes nothing.
+    for (const path of [routePath(session), `/${name}/`]) {
+      await deps.routes.set(ingressName, { host: deps.config.sessionHost, path, serviceName: '' }, false);
+    }
   }
   deps.injector.forget(session.metadata.uid ?? name);
   try {

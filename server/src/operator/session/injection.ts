@@ -174,7 +174,8 @@ export class DataInjector {
     let body: string;
     let token: string;
     try {
-      body = JSON.stringify({ environment: await this.environment(session) });
+      // The user goes with the values: the bridge makes them the only user its proxy admits.
+      body = JSON.stringify({ environment: await this.environment(session), user: session.spec.user });
       token = await this.bridgeToken(target, namespace);
     } catch (e) {
       this.update(session, run, { phase: 'Failed', lastError: describe(e) });

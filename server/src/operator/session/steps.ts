@@ -27,7 +27,7 @@ import type { OperatorConfig } from '../config.js';
 import {
   bridgeTokenSecretName,
   deployment,
-  lazyCookieSecret,
+  lazyAllowedUsers,
   lazyEnv,
   lazyEnvFrom,
   ownerReference,
@@ -340,7 +340,7 @@ async function applyLazyResources(
         envFrom: lazyEnvFrom(session),
         claimName,
         configStore,
-        cookieSecret: lazyCookieSecret(session),
+        allowedUsers: lazyAllowedUsers(session),
         templateLabels: { [LABELS.session]: name },
       }),
     }),
@@ -382,7 +382,7 @@ export async function route(
   pass: Pass,
 ): Promise<void> {
   const ingressName = appDefinition.spec.ingressname;
-  const path = routePath(session.metadata.name);
+  const path = routePath(session);
   await deps.routes.set(ingressName, { host: deps.config.sessionHost, path, serviceName: workload.backend }, true);
   pass.condition({
     type: SessionCondition.routed,
@@ -450,7 +450,7 @@ function recordInjection(deps: SessionStepDeps, session: Session, pass: Pass): v
 /** 6. Readiness and URL; while the pod starts, the pass looks again later. */
 export function readiness(deps: SessionStepDeps, session: Session, workload: Workload, pass: Pass): void {
   if (deploymentReady(workload.deployment)) {
-    pass.status.url = sessionUrl(deps.config, session.metadata.name);
+    pass.status.url = sessionUrl(deps.config, session);
     pass.status.phase = 'Running';
     pass.condition({
       type: SessionCondition.ready,

@@ -1,0 +1,119 @@
+/**
+ * The authentication proxy beside every session's IDE: oauth2-proxy from images/auth-proxy, whose
+ * configuration file (chosen here by argument) takes its values from the environment set here.
+ *
+ * With an identity provider, the proxy admits only the users listed in its allowed-users file: a lazy
+ * session's file comes from the session's Secret; a warm instance's starts empty (nobody passes) and
+ * the data bridge writes the session's user into it when the instance is claimed, on a volume the two
+ * containers share, and the proxy reloads it without restarting. Every proxy of the installation
+ * shares one cookie key and the sign-in callback at `/oauth2/callback` of the session host (the
+ * chart's sign-in proxy), so one sign-in serves all the sessions of a user.
+ *
+ * In anonymous mode there is no identity to check: the session URL's key is the credential.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import { DATA_BRIDGE_USERS_FILE_ENV } from '../model/data-bridge.js';
+import type { OperatorConfig } from './config.js';
+
+export const AUTH_PROXY_CONTAINER = 'auth-proxy';
+/** Where the allowed-users file is, in the proxy and (warm instances) in the IDE container. */
+export const AUTH_PROXY_USERS_DIR = '/var/run/ide-cloud/auth-proxy';
+export const AUTH_PROXY_USERS_FILE = `${AUTH_PROXY_USERS_DIR}/users`;
+const USERS_VOLUME = 'auth-proxy-users';
+/** Keys of the installation's Secret (config.authProxySecretName). */
+export const AUTH_PROXY_SECRET_KEYS = { cookieSecret: 'cookie-secret', clientSecret: 'client-secret' } as const;
+const CONFIG_DIR = '/etc/ide-cloud/auth-proxy';
+
+/** Who fills the allowed-users file: the data bridge at the claim, or a key of a Secret. */
+export type AllowedUsers = { writtenBy: 'data-bridge' } | { secret: string; key: string };
+
+type ProxyConfig = Pick<
+  OperatorConfig,
+  | 'authProxyImage'
+  | 'authProxyPort'
+  | 'authProxySecretName'
+  | 'sessionIssuer'
+  | 'sessionClientId'
+  | 'sessionUserClaim'
+  | 'sessionAudience'
+  | 'sessionScheme'
+  | 'sessionHost'
+>;
+
+export function checksIdentity(config: Pick<OperatorConfig, 'sessionIssuer'>): boolean {
+  return config.sessionIssuer !== undefined;
+}
+
+/** The proxy's arguments: none of them secret (the secrets come by reference, in the environment). */
+export function authProxyArgs(config: ProxyConfig): string[] {
+  const common = [`--cookie-secure=${config.sessionScheme === 'https'}`, '--reverse-proxy=true'];
+  if (!checksIdentity(config)) {
+    return [`--alpha-config=${CONFIG_DIR}/url-key.yaml`, '--email-domain=*', '--skip-auth-route=.*', ...common];
+  }
+  return [
+    `--alpha-config=${CONFIG_DIR}/identity-provider.yaml`,
+    `--authenticated-emails-file=${AUTH_PROXY_USERS_FILE}`,
+    `--redirect-url=${config.sessionScheme}://${config.sessionHost}/oauth2/callback`,
+    '--cookie-name=_ide_cloud_session',
+    '--cookie-expire=24h',
+    '--skip-provider-button=true',
+    // API clients (and tests) may present the provider's token instead of signing in.
+    '--skip-jwt-bearer-tokens=true',
+    ...common,
+  ];
+}
+
+/** The proxy's environment: the values its configuration file names, secrets as references only. */
+export function authProxyEnv(config: ProxyConfig, idePort: number): k8s.V1EnvVar[] {
+  const secret = (key: string): k8s.V1EnvVarSource => ({
+    secretKeyRef: { name: config.authProxySecretName, key },
+  });
+  const env: k8s.V1EnvVar[] = [
+    { name: 'AUTH_PROXY_ADDRESS', value: `0.0.0.0:${config.authProxyPort}` },
+    { name: 'AUTH_PROXY_UPSTREAM', value: `http://127.0.0.1:${idePort}` },
+    { name: 'OAUTH2_PROXY_COOKIE_SECRET', valueFrom: secret(AUTH_PROXY_SECRET_KEYS.cookieSecret) },
+  ];
+  if (!checksIdentity(config)) return env;
+  return [
+    ...env,
+    { name: 'AUTH_PROXY_ISSUER', value: config.sessionIssuer },
+    { name: 'AUTH_PROXY_CLIENT_ID', value: config.sessionClientId },
+    { name: 'AUTH_PROXY_CLIENT_SECRET', valueFrom: secret(AUTH_PROXY_SECRET_KEYS.clientSecret) },
+    { name: 'AUTH_PROXY_USER_CLAIM', value: config.sessionUserClaim },
+    { name: 'AUTH_PROXY_AUDIENCE', value: config.sessionAudience ?? config.sessionClientId },
+    { name: 'AUTH_PROXY_USERS_FILE', value: AUTH_PROXY_USERS_FILE },
+  ];
+}
+
+export interface AuthProxyParts {
+  container: k8s.V1Container;
+  volumes: k8s.V1Volume[];
+  /** What the IDE container needs when its data bridge writes the allowed-users file. */
+  ide: { volumeMounts: k8s.V1VolumeMount[]; env: k8s.V1EnvVar[] };
+}
+
+/** The proxy container and the volume of its allowed-users file (none in anonymous mode). */
+export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUsers): AuthProxyParts {
+  const container: k8s.V1Container = {
+    name: AUTH_PROXY_CONTAINER,
+    image: config.authProxyImage,
+    args: authProxyArgs(config),
+    ports: [{ name: 'http', containerPort: config.authProxyPort }],
+    env: authProxyEnv(config, idePort),
+    resources: { requests: { memory: '32M', cpu: '10m' }, limits: { memory: '128M', cpu: '200m' } },
+  };
+  const none = { volumeMounts: [], env: [] };
+  if (!checksIdentity(config)) return { container, volumes: [], ide: none };
+  if ('secret' in users) {
+    container.volumeMounts = [{ name: USERS_VOLUME, mountPath: AUTH_PROXY_USERS_DIR, readOnly: true }];
+    const items = [{ key: users.key, path: 'users' }];
+    return { container, volumes: [{ name: USERS_VOLUME, secret: { secretName: users.secret, items } }], ide: none };
+  }
+  const mount = { name: USERS_VOLUME, mountPath: AUTH_PROXY_USERS_DIR };
+  container.volumeMounts = [mount];
+  return {
+    container,
+    volumes: [{ name: USERS_VOLUME, emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
+    ide: { volumeMounts: [mount], env: [{ name: DATA_BRIDGE_USERS_FILE_ENV, value: AUTH_PROXY_USERS_FILE }] },
+  };
+}

@@ -1,0 +1,245 @@
+// Attack 3 of issue 15: a session's URL was not bound to its user. The authentication proxy beside the
+// IDE had an upstream and a cookie secret but no identity provider and no allowed user (warm instances
+// not even the cookie secret), so whoever had the URL had the IDE. Now, with an identity provider,
+// the proxy admits the session's user only: a lazy session's from its Secret, a warm instance's from
+// the data bridge at the claim (the proxy reloads the file, it does not restart). In anonymous mode
+// the URL carries a key derived from the session's secret, and only that path is routed.
+//
+// Real parts: the API server, the operator, oauth2-proxy (built from Go modules, run through the
+// image's entrypoint with the container spec the operator wrote), a real OpenID Connect provider, the
+// real data bridge, and a real HTTP server as the IDE.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { MemoryLogger } from '../../extension/src/logger.js';
+import { BridgeServer } from '../../extension/src/server.js';
+import { EnvironmentStore } from '../../extension/src/store.js';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { LABELS } from '../../server/src/model/api-group.js';
+import { AUTH_PROXY_CONTAINER, AUTH_PROXY_USERS_DIR } from '../../server/src/operator/auth-proxy.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { freePort } from '../../scripts/cluster/control-plane.js';
+import { startAuthProxy, type AuthProxyProcess } from '../support/auth-proxy.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import { AUDIENCE, startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
+import {
+  bridgeToken,
+  cleanUpSuite,
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  running,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
+
+const WARM_APP = 'warm-ide';
+const LAZY_APP = 'lazy-ide';
+const IDE_PAGE = 'the IDE of this session';
+const OWNER = 'ada@example.org';
+const OTHER = 'mallory@example.org';
+/** The installation's Secret the proxies read (charts: ide-cloud-auth-proxy). */
+const SECRETS = {
+  'ide-cloud-auth-proxy/cookie-secret': 'c00kie-secret-of-this-install-32',
+  'ide-cloud-auth-proxy/client-secret': 'client-secret-of-the-session-proxies',
+};
+
+interface Answer {
+  status: number;
+  text: string;
+  location: string | null;
+}
+
+function get(url: string, token?: string): Promise<Answer> {
+  return fetch(url, { redirect: 'manual', headers: token ? { authorization: `Bearer ${token}` } : {} }).then(
+    async (res) => ({ status: res.status, text: await res.text(), location: res.headers.get('location') }),
+  );
+}
+
+/** Nobody's request got the IDE: no page of it, whatever the proxy answered instead. */
+function refused(answer: Answer, why: string): void {
+  assert.notEqual(answer.status, 200, why);
+  assert.ok(!answer.text.includes(IDE_PAGE), `${why}: the IDE answered`);
+}
+
+describe('security: only its user opens a session URL (3)', function () {
+  this.timeout(240_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let core: k8s.CoreV1Api;
+  let operator: RunningOperator;
+  let idp: TestIdentityProvider;
+  let ide: http.Server;
+  let idePort: number;
+  /** Paths the IDE was asked for, as the proxy forwarded them. */
+  const served: string[] = [];
+  const proxies: AuthProxyProcess[] = [];
+  const dirs: string[] = [];
+  let bridge: BridgeServer | undefined;
+
+  const tempDir = async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'auth-proxy-'));
+    dirs.push(dir);
+    return dir;
+  };
+
+  /** The proxy of the first container spec named auth-proxy in `pod`, with its users' directory at `usersDir`. */
+  async function proxyOf(pod: k8s.V1PodSpec, usersDir: string): Promise<AuthProxyProcess> {
+    const container = pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER);
+    assert.ok(container, 'the pod has the authentication proxy');
+    const proxy = await startAuthProxy({
+      container,
+      secrets: SECRETS,
+      mounts: { [AUTH_PROXY_USERS_DIR]: usersDir },
+      address: `127.0.0.1:${await freePort()}`,
+    });
+    proxies.push(proxy);
+    return proxy;
+  }
+
+  before(async () => {
+    ide = http.createServer((req, res) => {
+      served.push(req.url ?? '');
+      res.end(IDE_PAGE);
+    });
+    await new Promise<void>((resolve) => ide.listen(0, '127.0.0.1', resolve));
+    idePort = (ide.address() as AddressInfo).port;
+    idp = await startIdentityProvider({ owner: { email: OWNER }, other: { email: OTHER } });
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'sec-url');
+    r = ideCloudResources(cluster.kc, namespace);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    await createAppDefinition(r, WARM_APP, { port: idePort, minInstances: 1, maxInstances: 2 });
+    await createAppDefinition(r, LAZY_APP, { port: idePort, minInstances: 0, maxInstances: 2 });
+    operator = await testOperator(cluster.kc, namespace, {
+      eagerStart: true,
+      sessionsPerUser: 5,
+      sessionIssuer: idp.issuer,
+      sessionAudience: AUDIENCE,
+    });
+  });
+  after(async () => {
+    bridge?.dispose();
+    await Promise.all(proxies.map((p) => p.kill()));
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+    await idp?.close();
+    ide?.close();
+    await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+  });
+
+  it("a lazy session's proxy admits its user; another signed-in user gets 403, nobody else the IDE", async () => {
+    const session = await createSession(r, 'lazy-ada', {
+      user: OWNER,
+      appDefinition: LAZY_APP,
+      sessionSecret: 's'.repeat(32),
+    });
+    const ready = await waitForSession(r, 'lazy-ada', running);
+    assert.equal(ready.status?.startStrategy, 'lazy-fallback');
+    const url = new URL(ready.status!.url!);
+    const deployment = await cluster.kc
+      .makeApiClient(k8s.AppsV1Api)
+      .readNamespacedDeployment({ name: session.metadata.name, namespace });
+    const pod = deployment.spec!.template.spec!;
+    // What the kubelet mounts: the user the session's Secret names for the proxy.
+    const volume = pod.volumes!.find((v) => v.secret?.secretName === `${session.metadata.name}-env`)!;
+    const secret = await core.readNamespacedSecret({ name: volume.secret!.secretName!, namespace });
+    const usersDir = await tempDir();
+    const item = volume.secret!.items![0]!;
+    await writeFile(path.join(usersDir, item.path), Buffer.from(secret.data![item.key]!, 'base64'));
+    const proxy = await proxyOf(pod, usersDir);
+    const at = `${proxy.origin}${url.pathname}src/main.py?line=3`;
+
+    refused(await get(at), 'no credentials');
+    const signIn = await get(at);
+    assert.ok(
+      signIn.status === 403 || signIn.location?.startsWith(idp.issuer),
+      `unauthenticated: a sign-in (${signIn.status} ${signIn.location})`,
+    );
+    refused(await get(at, 'not-a-token'), 'a made-up token');
+    const exp = Math.floor(Date.now() / 1000) + 300;
+    const elsewhere = await idp.signWithProviderKey({ iss: idp.issuer, email: OWNER, aud: 'another-service', exp });
+    refused(await get(at, elsewhere), "the owner's token for another audience");
+    const other = await get(at, await idp.token('other'));
+    assert.equal(other.status, 403, `another signed-in user: ${other.status}`);
+    refused(other, 'another signed-in user');
+
+    const owner = await get(at, await idp.token('owner'));
+    assert.equal(owner.status, 200, `the owner: ${owner.status} ${owner.text.slice(0, 200)}`);
+    assert.equal(owner.text, IDE_PAGE);
+    assert.equal(served.at(-1), '/src/main.py?line=3', 'the IDE serves from its root');
+  });
+
+  it('a claimed warm instance is bound to its user at the claim, without restarting its proxy', async () => {
+    const instance = `${WARM_APP}-pool-1`;
+    const pod = await eventually(
+      async () => {
+        const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.poolInstance}=${instance}` });
+        const readyPod = pods.items.find(
+          (p) => p.status?.podIP && (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+        );
+        assert.ok(readyPod, 'a ready pod of the warm instance');
+        return readyPod;
+      },
+      60_000,
+      200,
+    );
+    // The shared volume, as the kubelet gives it to both containers: one local directory.
+    const usersDir = await tempDir();
+    const proxy = await proxyOf(pod.spec!, usersDir);
+    const ideContainer = pod.spec!.containers.find((c) => c.name !== AUTH_PROXY_CONTAINER)!;
+    const usersFile = ideContainer.env!.find((e) => e.name === 'DATA_BRIDGE_USERS_FILE')!.value!;
+    assert.ok(usersFile.startsWith(`${AUTH_PROXY_USERS_DIR}/`), 'the bridge writes on the shared volume');
+    const logger = new MemoryLogger();
+    bridge = new BridgeServer(new EnvironmentStore(new MemorySecrets(), logger), logger, {
+      host: pod.status!.podIP!,
+      port: 16281,
+      token: await bridgeToken(cluster.kc, namespace, instance),
+      usersFile: usersFile.replace(AUTH_PROXY_USERS_DIR, usersDir),
+    });
+    await bridge.listen();
+
+    // Free, the instance admits nobody: its URL would open for no one.
+    const before = `${proxy.origin}/any-session/any-key/`;
+    refused(await get(before, await idp.token('owner')), 'a free instance, the later owner');
+    refused(await get(before, await idp.token('other')), 'a free instance, anyone');
+
+    await createSession(r, 'warm-ada', { user: OWNER, appDefinition: WARM_APP, sessionSecret: 'w'.repeat(32) });
+    const ready = await waitForSession(
+      r,
+      'warm-ada',
+      (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
+    );
+    assert.equal(ready.status?.startStrategy, 'eager');
+    assert.equal((await readFile(path.join(usersDir, 'users'), 'utf8')).trim(), OWNER);
+    const at = `${proxy.origin}${new URL(ready.status!.url!).pathname}`;
+    const owner = await eventually(async () => {
+      const answer = await get(at, await idp.token('owner'));
+      assert.equal(answer.status, 200, `the owner after the claim: ${answer.status}`);
+      return answer;
+    }, 20_000);
+    assert.equal(owner.text, IDE_PAGE);
+    assert.ok(
+      proxy.output.join('').includes(`reloading after event`) || proxy.output.join('').includes('watching resumed'),
+      'the proxy reloaded its allowed users, it did not restart',
+    );
+    assert.equal((await get(at, await idp.token('other'))).status, 403, 'another signed-in user');
+    refused(await get(at), 'no credentials');
+  });
+});
+
+class MemorySecrets {
+  private readonly data = new Map<string, string>();
+  get(key: string) {
+    return Promise.resolve(this.data.get(key));
+  }
+  store(key: string, value: string) {
+    this.data.set(key, value);
+    return Promise.resolve();
+  }
+}

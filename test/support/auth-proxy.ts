@@ -1,0 +1,83 @@
+// The authentication proxy of a session pod as a real process: oauth2-proxy built from the Go module
+// proxy (scripts/cluster/build.sh auth-proxy), started through the image's own entrypoint with the
+// image's configuration files, and given exactly the arguments and environment of the container the
+// operator wrote into the pod spec. What the kubelet would do is done here: secret references are
+// resolved, and the image's and volumes' paths are mapped to the repository and to local directories.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type * as k8s from '@kubernetes/client-node';
+import { ensureBinaries } from '../../scripts/cluster/control-plane.js';
+import { eventually } from './kube.js';
+
+const IMAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'images', 'auth-proxy');
+
+export interface AuthProxyProcess {
+  /** The proxy's own origin, as the ingress controller reaches it. */
+  origin: string;
+  pid: number;
+  output: string[];
+  /** SIGKILL, then waits for the exit. */
+  kill(): Promise<void>;
+}
+
+export interface AuthProxyRun {
+  container: k8s.V1Container;
+  /** Values of the Secrets the container references, by `<secret>/<key>`. */
+  secrets: Record<string, string>;
+  /** Where each mount path of the container lives on this machine. */
+  mounts: Record<string, string>;
+  /** The address the proxy binds (the pod binds 0.0.0.0, which a test must not). */
+  address: string;
+}
+
+export async function startAuthProxy(run: AuthProxyRun): Promise<AuthProxyProcess> {
+  const bin = await ensureBinaries('auth-proxy');
+  const local = (value: string): string => {
+    let mapped = value.replaceAll('/etc/ide-cloud/auth-proxy', IMAGE_DIR);
+    for (const [mountPath, dir] of Object.entries(run.mounts)) mapped = mapped.replaceAll(mountPath, dir);
+    return mapped;
+  };
+  const env: Record<string, string> = { PATH: `${bin}:/usr/bin:/bin` };
+  for (const entry of run.container.env ?? []) {
+    const ref = entry.valueFrom?.secretKeyRef;
+    if (ref) {
+      const value = run.secrets[`${ref.name}/${ref.key}`];
+      if (value === undefined) throw new Error(`the test gives no value for secret ${ref.name}/${ref.key}`);
+      env[entry.name] = value;
+    } else env[entry.name] = local(entry.value ?? '');
+  }
+  env.AUTH_PROXY_ADDRESS = run.address;
+  const output: string[] = [];
+  const child: ChildProcess = spawn(path.join(IMAGE_DIR, 'entrypoint.sh'), (run.container.args ?? []).map(local), {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const origin = `http://${run.address}`;
+  try {
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the proxy exited (${child.exitCode}): ${output.join('')}`);
+        const response = await fetch(`${origin}/ping`);
+        if (response.status !== 200) throw new Error(`ping answered ${response.status}`);
+      },
+      30_000,
+      100,
+    );
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return {
+    origin,
+    pid: child.pid!,
+    output,
+    async kill() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
