@@ -1,8 +1,8 @@
-// What the benchmark runs on: its own control plane in a temporary directory, the operator and the
-// REST service as child processes running the server build's bundles as the image does (so their RSS
-// and CPU, read from /proc, are those of production's processes), a data-bridge
-// stand-in on 0.0.0.0:<port> (every kwok pod IP is a loopback address), and watches that time what
-// the operator writes. Everything is stopped again by stop(), also on Ctrl-C or error.
+// What the benchmark runs on: its own control plane in a temporary directory (startCluster); then
+// (startIdeCloud) the operator and the REST service as child processes running the server build's
+// bundles as the image does (so their RSS and CPU, read from /proc, are those of production's
+// processes), a data-bridge stand-in on 0.0.0.0:<port> (every kwok pod IP is a loopback address), and
+// watches that time what the operator writes. Everything is stopped again by stop(), also on Ctrl-C or error.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -152,7 +152,8 @@ export class Bench {
     this.root = root;
   }
 
-  async start(log: (line: string) => void): Promise<void> {
+  /** The control plane alone, with the benchmark's namespace: what the floor runs on. */
+  async startCluster(log: (line: string) => void): Promise<void> {
     this.dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-bench-'));
     log(`control plane in ${this.dir}`);
     // One Service per session and per warm instance: more than the default /24 of ClusterIPs holds.
@@ -179,6 +180,10 @@ export class Bench {
       60_000,
       200,
     );
+  }
+
+  /** IDE Cloud on the running control plane: the data-bridge stand-in, the watches, the operator and the service. */
+  async startIdeCloud(): Promise<void> {
     await this.startBridge();
     this.startWatches();
     await this.startOperator();

@@ -1,4 +1,4 @@
-// Small helpers of the benchmark: percentiles, a progress bar on stderr, /proc readings, waiting.
+// Small helpers of the benchmark: percentiles, /proc readings, waiting, rounding.
 import { readFileSync } from 'node:fs';
 
 export function percentile(values: readonly number[], p: number): number {
@@ -29,6 +29,18 @@ export function summarize(values: readonly number[]): Summary {
   };
 }
 
+export function round(x: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+/** `{ p50Ms: 1 }` with name `latency` → `{ latencyP50Ms: 1 }`. */
+export function prefix<T extends object>(name: string, summary: T): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(summary).map(([k, v]) => [`${name}${k[0]!.toUpperCase()}${k.slice(1)}`, v as number]),
+  );
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Polls `check` every `everyMs` until it returns true; throws after `timeoutMs`. */
@@ -53,58 +65,6 @@ export async function pool<T>(n: number, concurrency: number, task: (i: number) 
   };
   await Promise.all(Array.from({ length: Math.min(n, concurrency) }, worker));
   return results;
-}
-
-/** A one-line progress bar on stderr: overall share of the run, the current step and its count. */
-export class Progress {
-  private total = 1;
-  private done = 0;
-  private label = '';
-  private detail = '';
-  private readonly started = Date.now();
-  private readonly tty = process.stderr.isTTY === true;
-  private lastPrint = 0;
-
-  plan(totalWeight: number): void {
-    this.total = totalWeight;
-  }
-
-  step(label: string): void {
-    if (this.label) this.print(true);
-    this.label = label;
-    this.detail = '';
-    this.print(true, false);
-  }
-
-  advance(weight: number, detail = ''): void {
-    this.done = Math.min(this.total, this.done + weight);
-    this.detail = detail;
-    this.print(false);
-  }
-
-  note(detail: string): void {
-    this.detail = detail;
-    this.print(false);
-  }
-
-  finish(): void {
-    this.done = this.total;
-    this.print(true);
-  }
-
-  /** `final` ends the line (and always prints); `newline` false keeps a TTY's line open. */
-  private print(final: boolean, newline = final): void {
-    const now = Date.now();
-    if (!final && now - this.lastPrint < 200) return;
-    this.lastPrint = now;
-    const width = 30;
-    const share = this.done / this.total;
-    const filled = Math.round(share * width);
-    const elapsed = Math.round((now - this.started) / 1000);
-    const line = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(Math.round(share * 100)).padStart(3)}% ${String(elapsed).padStart(4)}s  ${this.label}${this.detail ? `: ${this.detail}` : ''}`;
-    if (this.tty) process.stderr.write(`\r\x1b[2K${line}${newline ? '\n' : ''}`);
-    else if (final) process.stderr.write(`${line}\n`);
-  }
 }
 
 const CLOCK_TICKS = 100; // getconf CLK_TCK on Linux

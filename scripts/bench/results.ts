@@ -1,0 +1,97 @@
+// What one run of the benchmark produces: BENCHMARKS.json is a `Results`. Each scenario module
+// (scenarios/*.ts) returns the keys it measures; report.ts and targets.ts only read them.
+
+/** The figures of one scenario: flat `name → number` (the unit in the name), with a few nested breakdowns. */
+export type Figures = Record<string, unknown>;
+
+export interface Machine {
+  nproc: number;
+  memoryGiB: number;
+  cpuModel: string;
+  loadAverage1m: number;
+  loadAverage1mEnd?: number;
+}
+
+export interface Runtime {
+  /** The build at the start of the run, e.g. npm run build --workspace server. */
+  command: string;
+  buildMs: number;
+  nodeVersion: string;
+  uncommittedServerFiles: string[];
+  nodeEnv: string;
+  nodeFlags: string[];
+  entryPoints: { operator: string; service: string };
+  /** Read from /proc/<pid>/cmdline of the measured processes. */
+  commandLines: { operator?: string; service?: string };
+}
+
+/** The floor's figures of one mode (scenarios/floor.ts): per sequence, from its create to the watch seeing its URL. */
+export interface FloorFigures extends Figures {
+  /** Sequences measured (warm-up excluded). */
+  n: number;
+  p50Ms: number;
+  p95Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  meanMs: number;
+  /** Sequences in flight at once. */
+  concurrency: number;
+  /** First sequence started → last one seen on the watch. */
+  wallMs: number;
+  /** Sequences completed per second of `wallMs`. */
+  sequencesPerSec: number;
+  /** Create answered → the watch saw the Session (the hop the operator's watch adds in a real launch). */
+  createToWatchP50Ms: number;
+  /** Claim writes answered 409 (none expected: every sequence claims its own stand-in). */
+  conflicts: number;
+}
+
+/** One row of the targets table (targets.ts). */
+export interface Target {
+  what: string;
+  /** The JSON key(s) the measured value comes from. */
+  figure: string;
+  value: number | undefined;
+  target: string;
+  /** undefined: not measured in this run (or not measurable yet; `by` says which). */
+  met: boolean | undefined;
+  /** How far off, when missed; why there is no value, when not measured. */
+  by?: string;
+}
+
+export interface Results {
+  commit: string;
+  date: string;
+  machine: Machine;
+  benchScale: number;
+  /** Scenarios run (all of them in a full run; `--only` and their prerequisites otherwise). */
+  scenarios?: string[];
+  sizes: Figures;
+  operatorSettings: Figures;
+  /** How the operator and service ran (absent in runs before they ran compiled: those used tsx). */
+  runtime?: Runtime;
+  runSeconds?: number;
+  /** The floor: the bare API writes of a warm launch, with the operator and the service not running. */
+  floorSequential?: FloorFigures;
+  floorParallel?: FloorFigures;
+  floorSustained?: FloorFigures;
+  poolFill?: Figures;
+  operatorAtStart?: Figures;
+  eagerSequential?: Figures;
+  eagerConcurrent?: Figures;
+  lazySequential?: Figures;
+  lazyConcurrent?: Figures;
+  claimThroughput?: Figures;
+  costEager?: Figures;
+  costLazy?: Figures;
+  injectionEphemeral?: Figures;
+  injectionWorkspace?: Figures;
+  scale?: Figures[];
+  /** The first scale step not reached within the time budget. */
+  scaleStoppedBefore?: number;
+  bridgeRequests?: Figures;
+  /** Each launch scenario over its floor (targets.ts); written with the results. */
+  vsFloor?: Record<string, number | null>;
+  /** The targets, as measured in this run (targets.ts); written with the results. */
+  targets?: Target[];
+}

@@ -1,0 +1,35 @@
+// What a scenario is: a module in scenarios/ that measures one thing and returns its figures under
+// the Results keys it owns. run.ts runs them in order on one control plane.
+import type { ApiMetrics } from './apimetrics.js';
+import type { Sizes } from './config.js';
+import type { Bench } from './harness.js';
+import type { Progress } from './progress.js';
+import type { Results } from './results.js';
+
+export interface Context {
+  bench: Bench;
+  sizes: Sizes;
+  progress: Progress;
+  /** kube-apiserver's request counters, with IDE Cloud's own requests from the audit log. */
+  api: ApiMetrics;
+  /** The operator's RSS and CPU seconds so far (from /proc). */
+  operatorStats(): { rssMb: number; cpuSeconds: number };
+  /** The results so far (a scenario may read what an earlier one measured, e.g. the pool's size). */
+  results: Results;
+}
+
+export interface Scenario {
+  name: string;
+  /** One line for the progress display. */
+  title: string;
+  /** Rough share of a full run's time, for the progress bar. */
+  weight: number;
+  /**
+   * `control-plane`: runs on the control plane alone, before the operator and the service start.
+   * `ide-cloud`: needs them running (and the warm pool, unless it is the pool's own scenario).
+   */
+  needs: 'control-plane' | 'ide-cloud';
+  /** Scenarios that must have run before this one (also run by `--only`). */
+  after?: string[];
+  run(context: Context): Promise<Partial<Results>>;
+}

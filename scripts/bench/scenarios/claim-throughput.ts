@@ -1,0 +1,51 @@
+// Claims per second: the rest of the warm pool in one burst, `burstConcurrency` launches in flight,
+// until the pool is exhausted; answered launches per second (client) and reservations per second
+// (the operator's, from the harness's watch). Then every session ends and the pool's refill is timed.
+import { APPS } from '../config.js';
+import { endAndRefill, strategies } from '../measure.js';
+import type { Context, Scenario } from '../scenario.js';
+import { pool, prefix, round, summarize } from '../util.js';
+
+export const claimThroughput: Scenario = {
+  name: 'claim-throughput',
+  title: 'claims per second',
+  weight: 7,
+  needs: 'ide-cloud',
+  after: ['warm-pool'],
+  async run({ bench, sizes, progress, operatorStats }: Context) {
+    const burst = Math.max(1, bench.freeReadyInstances(APPS.eager));
+    progress.step(`${burst} warm launches (the rest of the pool), ${sizes.burstConcurrency} in flight`);
+    const t0 = performance.now();
+    const cpuBefore = operatorStats().cpuSeconds;
+    let done = 0;
+    const latencies = await pool(burst, sizes.burstConcurrency, async (i) => {
+      const r = await bench.launch(`burst-${i}`, APPS.eager);
+      done++;
+      progress.at((done / burst) * 0.5, `${done}/${burst}`);
+      return r.ms;
+    });
+    const seconds = (performance.now() - t0) / 1000;
+    const cpuSeconds = operatorStats().cpuSeconds - cpuBefore;
+    const reservations = bench.sessionSource
+      .list()
+      .filter((s) => s.spec.user.startsWith('burst-'))
+      .map((s) => bench.sessions.get(s.metadata.name))
+      .filter((t) => t?.strategy === 'eager' && t.reserved)
+      .map((t) => t!.reserved!)
+      .sort((a, b) => a - b);
+    const reservationSpan = (reservations.at(-1)! - reservations[0]!) / 1000;
+    const figures = {
+      launches: burst,
+      concurrency: sizes.burstConcurrency,
+      freeInstancesLeft: bench.freeReadyInstances(APPS.eager),
+      launchesPerSec: round(burst / seconds),
+      claimsPerSecOperator: round(reservations.length / Math.max(reservationSpan, 0.001)),
+      ...prefix('latency', summarize(latencies)),
+      operatorCpuSecondsPerLaunch: round(cpuSeconds / burst, 4),
+      ...strategies(bench, 'burst-'),
+    };
+    progress.step(`ending all ${sizes.pool} sessions of the pool, pool refill`);
+    const refillMs = await endAndRefill(bench, progress, sizes.pool);
+    return { claimThroughput: { ...figures, refillMs } };
+  },
+};

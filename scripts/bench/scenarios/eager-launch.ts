@@ -1,0 +1,60 @@
+// Warm launches (start strategy eager): POST /service timed by the client from the request to the URL
+// in the answer, first one at a time, then (the pool refilled) `eagerConcurrent` sent at once. Also
+// the delay from the reservation to EnvInjected of the sequential ones (their pods ran already).
+import { APPS } from '../config.js';
+import type { Bench } from '../harness.js';
+import { breakdown, endAndRefill, strategies } from '../measure.js';
+import type { Context, Scenario } from '../scenario.js';
+import { prefix, summarize } from '../util.js';
+
+export const eagerLaunch: Scenario = {
+  name: 'eager-launch',
+  title: 'warm launches',
+  weight: 14,
+  needs: 'ide-cloud',
+  after: ['warm-pool'],
+  async run({ bench, sizes, progress }: Context) {
+    progress.step(`${sizes.eagerSequential} warm launches, one at a time`);
+    const seq: number[] = [];
+    for (let i = 0; i < sizes.eagerSequential; i++) {
+      seq.push((await bench.launch(`eager-seq-${i}`, APPS.eager)).ms);
+      progress.at(((i + 1) / sizes.eagerSequential) * 0.4, `${i + 1}/${sizes.eagerSequential}`);
+    }
+    const eagerSequential = {
+      ...summarize(seq),
+      ...strategies(bench, 'eager-seq-'),
+      ...breakdown(bench, 'eager-seq-'),
+    };
+    const injectionEphemeral = injectionFromReservation(bench, 'eager-seq-');
+
+    progress.step(`ending the ${sizes.eagerSequential} sessions, pool refill`);
+    const refillAfterSequentialMs = await endAndRefill(bench, progress, sizes.pool);
+    progress.at(0.8, '');
+
+    progress.step(`${sizes.eagerConcurrent} warm launches at once`);
+    const t0 = performance.now();
+    const conc = await Promise.all(
+      Array.from({ length: sizes.eagerConcurrent }, (_, i) =>
+        bench.launch(`eager-conc-${i}`, APPS.eager).then((r) => r.ms),
+      ),
+    );
+    const eagerConcurrent = {
+      ...summarize(conc),
+      wallMs: Math.round(performance.now() - t0),
+      ...strategies(bench, 'eager-conc-'),
+      ...breakdown(bench, 'eager-conc-'),
+    };
+    return { eagerSequential, injectionEphemeral, eagerConcurrent, claimThroughput: { refillAfterSequentialMs } };
+  },
+};
+
+/** Eager sessions whose pod was already running: reservation seen → EnvInjected=True seen. */
+function injectionFromReservation(bench: Bench, userPrefix: string): Record<string, number> {
+  const delays: number[] = [];
+  for (const s of bench.sessionSource.list()) {
+    if (!s.spec.user.startsWith(userPrefix)) continue;
+    const t = bench.sessions.get(s.metadata.name);
+    if (t?.reserved && t.envInjected) delays.push(t.envInjected - t.reserved);
+  }
+  return prefix('reservedToInjected', summarize(delays));
+}
