@@ -181,7 +181,7 @@ export class BridgeServer {
       this.logger.error(`cannot write the allowed-users file: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
       throw new HttpError(500, 'the allowed-users file could not be written');
     }
-    this.logger.info('the session user is the proxy\'s only allowed user');
+    this.logger.info("the session user is the proxy's only allowed user");
   }
 
   /** Reads the body up to the cap; past it the rest is drained (so the client reads the 413) and dropped. */

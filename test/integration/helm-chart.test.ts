@@ -20,7 +20,12 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const chart = path.join(root, 'charts', 'ide-cloud');
 const allOn = path.join(chart, 'ci', 'all-on-values.yaml');
 /** What every installation must give at least: its identity provider (on by default). */
-const ISSUER = ['--set', 'identityProvider.issuer=https://login.example.org/realms/ide-cloud'];
+const ISSUER = [
+  '--set',
+  'identityProvider.issuer=https://login.example.org/realms/ide-cloud',
+  '--set',
+  'identityProvider.sessionClient.secret=secret-of-the-session-client',
+];
 
 type Manifest = k8s.KubernetesObject & Record<string, unknown>;
 

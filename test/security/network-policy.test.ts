@@ -29,7 +29,12 @@ import {
 
 const run = promisify(execFile);
 const chart = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../charts/ide-cloud');
-const ISSUER = ['--set', 'identityProvider.issuer=https://login.example.org/realms/ide-cloud'];
+const ISSUER = [
+  '--set',
+  'identityProvider.issuer=https://login.example.org/realms/ide-cloud',
+  '--set',
+  'identityProvider.sessionClient.secret=secret-of-the-session-client',
+];
 const RELEASE = 'rel';
 const policyName = (suffix: string) => `${RELEASE}-ide-cloud-${suffix}`;
 

@@ -9,12 +9,16 @@
 // image's entrypoint with the container spec the operator wrote), a real OpenID Connect provider, the
 // real data bridge, and a real HTTP server as the IDE.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import type { Browser } from 'playwright-core';
+import YAML from 'yaml';
 import { MemoryLogger } from '../../extension/src/logger.js';
 import { BridgeServer } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
@@ -22,11 +26,18 @@ import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { AUTH_PROXY_CONTAINER, AUTH_PROXY_USERS_DIR } from '../../server/src/operator/auth-proxy.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
-import { freePort } from '../../scripts/cluster/control-plane.js';
-import { startAuthProxy, type AuthProxyProcess } from '../support/auth-proxy.js';
+import { ensureBinaries, freePort } from '../../scripts/cluster/control-plane.js';
+import {
+  startAuthProxy,
+  startIngressStandIn,
+  type AuthProxyProcess,
+  type IngressStandIn,
+} from '../support/auth-proxy.js';
+import { isLoopback, launchBrowser, screenshot } from '../support/browser.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
 import { AUDIENCE, startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
+import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
 import {
   bridgeToken,
   cleanUpSuite,
@@ -230,6 +241,261 @@ describe('security: only its user opens a session URL (3)', function () {
     );
     assert.equal((await get(at, await idp.token('other'))).status, 403, 'another signed-in user');
     refused(await get(at), 'no credentials');
+  });
+});
+
+describe('security: a student signs in on the session host and lands in their own session only (3)', function () {
+  this.timeout(300_000);
+  const SESSION_HOST = 'ide.sessions.test';
+  const CHART = path.resolve(import.meta.dirname, '..', '..', 'charts', 'ide-cloud');
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let core: k8s.CoreV1Api;
+  let operator: RunningOperator;
+  let login: LoginProvider;
+  let ide: http.Server;
+  let ingress: IngressStandIn;
+  let browser: Browser;
+  const backends = new Map<string, string>();
+  const proxies: AuthProxyProcess[] = [];
+  let usersDir: string;
+
+  before(async () => {
+    ide = http.createServer((_req, res) => res.end(IDE_PAGE));
+    await new Promise<void>((resolve) => ide.listen(0, '127.0.0.1', resolve));
+    login = await listenLoginProvider();
+    let helmBin: string;
+    [cluster, helmBin, browser] = await Promise.all([
+      useCluster(),
+      ensureBinaries('helm').then((dir) => path.join(dir, 'helm')),
+      launchBrowser(),
+    ]);
+    namespace = await createTestNamespace(cluster.kc, 'sec-sign-in');
+    r = ideCloudResources(cluster.kc, namespace);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    const net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
+    await createAppDefinition(r, LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 });
+    operator = await testOperator(cluster.kc, namespace, {
+      eagerStart: false,
+      sessionHost: SESSION_HOST,
+      sessionScheme: 'http',
+      sessionIssuer: login.issuer,
+      sessionAudience: AUDIENCE,
+    });
+
+    // The chart's session sign-in and its Secret, as an installation with this provider renders them.
+    const clientSecret = 'secret-of-the-session-host-client';
+    const rendered = YAML.parseAllDocuments(
+      (
+        await promisify(execFile)(
+          helmBin,
+          [
+            'template',
+            'ide-cloud',
+            CHART,
+            '--namespace',
+            namespace,
+            '--set',
+            `identityProvider.issuer=${login.issuer}`,
+            '--set',
+            `identityProvider.audience=${AUDIENCE}`,
+            '--set',
+            `identityProvider.sessionClient.secret=${clientSecret}`,
+            '--set',
+            `operator.sessionHost=${SESSION_HOST}`,
+            '--set',
+            'operator.sessionScheme=http',
+          ],
+          { maxBuffer: 32 << 20 },
+        )
+      ).stdout,
+    ).map((doc) => doc.toJS() as { kind?: string; metadata?: { name?: string } } | null);
+    const find = <T>(kind: string, name: string) =>
+      rendered.find((d) => d?.kind === kind && d.metadata?.name === name) as T;
+    const secret = find<k8s.V1Secret>('Secret', 'ide-cloud-auth-proxy');
+    await core.createNamespacedSecret({ namespace, body: secret });
+    await net.createNamespacedIngress({ namespace, body: find<k8s.V1Ingress>('Ingress', 'ide-cloud-session-sign-in') });
+    await login.start({
+      clientId: 'ide-cloud-sessions',
+      redirectUris: [`http://${SESSION_HOST}/oauth2/callback`],
+      secret: clientSecret,
+    });
+    const secrets = Object.fromEntries(
+      Object.entries(secret.data!).map(([k, v]) => [`ide-cloud-auth-proxy/${k}`, Buffer.from(v, 'base64').toString()]),
+    );
+    const signIn = find<k8s.V1Deployment>('Deployment', 'ide-cloud-session-sign-in');
+    const signInProxy = await startAuthProxy({
+      container: signIn.spec!.template.spec!.containers[0]!,
+      secrets,
+      mounts: {},
+      address: `127.0.0.1:${await freePort()}`,
+    });
+    proxies.push(signInProxy);
+    backends.set('ide-cloud-session-sign-in', signInProxy.origin);
+
+    // A lazy session of ada; its proxy as the kubelet runs it, behind the route the operator wrote.
+    await createSession(r, 'ada-ide', { user: OWNER, appDefinition: LAZY_APP, sessionSecret: 'a'.repeat(32) });
+    await waitForSession(r, 'ada-ide', running);
+    const pod = (await cluster.kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: 'ada-ide', namespace }))
+      .spec!.template.spec!;
+    usersDir = await mkdtemp(path.join(os.tmpdir(), 'auth-proxy-'));
+    const users = await core.readNamespacedSecret({ name: 'ada-ide-env', namespace });
+    await writeFile(path.join(usersDir, 'users'), Buffer.from(users.data!['.auth-proxy-users']!, 'base64'));
+    const sessionProxy = await startAuthProxy({
+      container: pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!,
+      secrets,
+      mounts: { [AUTH_PROXY_USERS_DIR]: usersDir },
+      address: `127.0.0.1:${await freePort()}`,
+    });
+    proxies.push(sessionProxy);
+    backends.set('ada-ide', sessionProxy.origin);
+    ingress = await startIngressStandIn(async () => (await net.listNamespacedIngress({ namespace })).items, backends);
+  });
+  after(async () => {
+    await browser?.close();
+    await ingress?.close();
+    await Promise.all(proxies.map((p) => p.kill()));
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+    await login?.close();
+    ide?.close();
+    if (usersDir) await rm(usersDir, { recursive: true, force: true });
+  });
+
+  /** Opens the session's URL in a fresh browser, signs in as `who`; resolves with what the page shows. */
+  async function openAs(who: string): Promise<{ status: number | undefined; text: string; url: string }> {
+    const url = (await r.sessions.get('ada-ide')).status!.url!;
+    const context = await browser.newContext({ proxy: { server: ingress.proxyServer, bypass: '127.0.0.1' } });
+    const left: string[] = [];
+    await context.route('**/*', (route) => {
+      const target = route.request().url();
+      if (isLoopback(target) || new URL(target).hostname === SESSION_HOST) return route.continue();
+      left.push(target);
+      return route.abort('blockedbyclient');
+    });
+    try {
+      const page = await context.newPage();
+      await page.goto(url);
+      await page.waitForSelector('input[name=login]', { timeout: 30_000 });
+      assert.ok(page.url().startsWith(login.issuer), 'sent to the identity provider first');
+      await page.fill('input[name=login]', who);
+      await page.fill('input[name=password]', 'any password');
+      await page.click('button[type=submit]');
+      await page.waitForSelector('input[name=prompt][value=consent]', { state: 'attached', timeout: 30_000 });
+      const landed = page.waitForResponse((res) => res.url() === url, { timeout: 60_000 });
+      await page.click('button[type=submit]');
+      const response = await landed.catch((error: Error) => {
+        const logs = proxies.flatMap((p) => p.output.join('').split('\n').slice(-10));
+        throw new Error(`${error.message}; the page is at ${page.url()}; the proxies said:\n${logs.join('\n')}`);
+      });
+      await page.waitForLoadState();
+      await screenshot(page, `session-sign-in-${who.split('@')[0]}`);
+      assert.deepEqual(
+        left.filter((u) => !u.startsWith('https://fonts.googleapis.com/')),
+        [],
+      );
+      return { status: response.status(), text: await page.content(), url: page.url() };
+    } finally {
+      await context.close();
+    }
+  }
+
+  it("the session's user signs in once and the IDE opens", async () => {
+    const seen = await openAs(OWNER);
+    assert.equal(seen.status, 200, seen.text.slice(0, 300));
+    assert.ok(seen.text.includes(IDE_PAGE));
+  });
+
+  it('another student who signs in gets 403 at the same URL, and never the IDE', async () => {
+    const seen = await openAs(OTHER);
+    assert.equal(seen.status, 403);
+    assert.ok(!seen.text.includes(IDE_PAGE));
+  });
+});
+
+describe('security: in anonymous mode the URL key is the credential, and only its path is routed (3)', function () {
+  this.timeout(180_000);
+  const SESSION_HOST = 'ide.anonymous.test';
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator;
+  let ide: http.Server;
+  let ingress: IngressStandIn;
+  let proxy: AuthProxyProcess;
+  const backends = new Map<string, string>();
+
+  before(async () => {
+    ide = http.createServer((req, res) => res.end(`${IDE_PAGE} ${req.url}`));
+    await new Promise<void>((resolve) => ide.listen(0, '127.0.0.1', resolve));
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'sec-url-key');
+    r = ideCloudResources(cluster.kc, namespace);
+    await createAppDefinition(r, LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionHost: SESSION_HOST });
+    const net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
+    ingress = await startIngressStandIn(async () => (await net.listNamespacedIngress({ namespace })).items, backends);
+  });
+  after(async () => {
+    await proxy?.kill();
+    await ingress?.close();
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+    ide?.close();
+  });
+
+  /** A request through the ingress stand-in (the browser's way: the session host through the proxy). */
+  const through = (url: string) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const proxyUrl = new URL(ingress.proxyServer);
+      const req = http.request(
+        { host: proxyUrl.hostname, port: proxyUrl.port, path: url, headers: { host: new URL(url).host } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+
+  it('opens at the URL with its key; without the key, or with another, nothing is there', async () => {
+    await createSession(r, 'anon-ada', { user: OWNER, appDefinition: LAZY_APP, sessionSecret: 'k'.repeat(32) });
+    const session = await waitForSession(r, 'anon-ada', running);
+    const url = session.status!.url!;
+    const key = new URL(url).pathname.split('/')[2]!;
+    assert.match(key, /^[0-9a-f]{32}$/, 'a key of 128 bits');
+    const pod = (
+      await cluster.kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: 'anon-ada', namespace })
+    ).spec!.template.spec!;
+    proxy = await startAuthProxy({
+      container: pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!,
+      secrets: SECRETS,
+      mounts: {},
+      address: `127.0.0.1:${await freePort()}`,
+    });
+    backends.set('anon-ada', proxy.origin);
+
+    const opened = await through(`${url}src/main.py`);
+    assert.equal(opened.status, 200, opened.text);
+    assert.equal(opened.text, `${IDE_PAGE} /src/main.py`);
+    const origin = `http://${SESSION_HOST}`;
+    for (const guess of [
+      `${origin}/anon-ada/`,
+      `${origin}/anon-ada/${'0'.repeat(32)}/`,
+      `${origin}/anon-ada/x/${key}/`,
+    ]) {
+      const answer = await through(guess);
+      assert.equal(answer.status, 404, `${guess}: ${answer.status}`);
+      assert.ok(!answer.text.includes(IDE_PAGE));
+    }
+    // A new session of the same name (the next launch after a stop) gets another key.
+    await r.sessions.delete('anon-ada');
+    await eventually(async () => assert.equal((await r.sessions.list()).length, 0), 60_000);
+    await createSession(r, 'anon-ada', { user: OWNER, appDefinition: LAZY_APP, sessionSecret: 'n'.repeat(32) });
+    const next = await waitForSession(r, 'anon-ada', running);
+    assert.notEqual(new URL(next.status!.url!).pathname.split('/')[2], key);
+    assert.equal((await through(`${url}src/main.py`)).status, 404, 'the old URL opens nothing');
   });
 });
 

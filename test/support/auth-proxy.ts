@@ -4,6 +4,8 @@
 // operator wrote into the pod spec. What the kubelet would do is done here: secret references are
 // resolved, and the image's and volumes' paths are mapped to the repository and to local directories.
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as k8s from '@kubernetes/client-node';
@@ -79,5 +81,55 @@ export async function startAuthProxy(run: AuthProxyRun): Promise<AuthProxyProces
       if (child.exitCode === null) child.kill('SIGKILL');
       await exited;
     },
+  };
+}
+
+export interface IngressStandIn {
+  /** The proxy server a browser context sends its requests to (loopback stays direct). */
+  proxyServer: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The ingress controller's routing, on loopback, as the HTTP proxy of a browser context: each request
+ * goes, unchanged, to the process serving the backend Service of the longest path prefix among the
+ * rules of its host in `ingresses()` (read at each request, like a controller's watch); `backends` maps
+ * Service names to those processes' origins. No route: 404.
+ */
+export async function startIngressStandIn(
+  ingresses: () => Promise<k8s.V1Ingress[]>,
+  backends: Map<string, string>,
+): Promise<IngressStandIn> {
+  const server = http.createServer((req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
+      const paths = (await ingresses()).flatMap((ingress) =>
+        (ingress.spec?.rules ?? []).filter((r) => r.host === url.hostname).flatMap((r) => r.http?.paths ?? []),
+      );
+      const match = paths
+        .filter((p) => p.path && url.pathname.startsWith(p.path))
+        .sort((a, b) => b.path!.length - a.path!.length)[0];
+      const origin = match?.backend.service?.name ? backends.get(match.backend.service.name) : undefined;
+      if (!origin) return void res.writeHead(404).end(`no route for ${url.pathname}`);
+      const upstream = http.request(
+        `${origin}${url.pathname}${url.search}`,
+        { method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', () => res.writeHead(502).end('backend unreachable'));
+      req.pipe(upstream);
+    })().catch(() => res.writeHead(500).end('stand-in failed'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    proxyServer: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -17,7 +17,8 @@ export interface LoginProvider {
   audience: string;
   /** The scopes a client should ask for: openid, email and the service's resource scope. */
   scope: string;
-  start(client: { clientId: string; redirectUris: string[] }): Promise<void>;
+  /** With a `secret`, a confidential client (as the session host's sign-in is), else a public one. */
+  start(client: { clientId: string; redirectUris: string[]; secret?: string }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -33,7 +34,7 @@ export async function listenLoginProvider(): Promise<LoginProvider> {
     issuer,
     audience: AUDIENCE,
     scope: 'openid email api',
-    async start({ clientId, redirectUris }) {
+    async start({ clientId, redirectUris, secret }) {
       const { privateKey } = await generateKeyPair('RS256', { extractable: true });
       const key = { ...(await exportJWK(privateKey)), kid: 'login-key', alg: 'RS256', use: 'sig' };
       // Keys beyond the repository's minimal declaration of oidc-provider (oidc-provider.d.ts) ride along untyped.
@@ -41,27 +42,31 @@ export async function listenLoginProvider(): Promise<LoginProvider> {
         clients: [
           {
             client_id: clientId,
-            token_endpoint_auth_method: 'none',
+            ...(secret
+              ? { client_secret: secret, token_endpoint_auth_method: 'client_secret_basic' }
+              : { token_endpoint_auth_method: 'none' }),
             grant_types: ['authorization_code'],
             response_types: ['code'],
             redirect_uris: redirectUris,
-            scope: 'openid email api',
+            scope: 'openid email profile api',
           },
         ],
         jwks: { keys: [key] },
-        scopes: ['openid', 'email', 'api'],
-        claims: { openid: ['sub'], email: ['email'] },
+        scopes: ['openid', 'email', 'profile', 'api'],
+        claims: { openid: ['sub'], email: ['email'], profile: ['preferred_username'] },
         conformIdTokenClaims: false,
         pkce: { required: () => true },
         findAccount: (_ctx: unknown, id: string) => ({
           accountId: id,
-          claims: () => ({ sub: id, email: id }),
+          claims: () => ({ sub: id, email: id, preferred_username: id }),
         }),
         features: {
           devInteractions: { enabled: true },
           resourceIndicators: {
             enabled: true,
-            defaultResource: () => AUDIENCE,
+            // A confidential client (the session host's) gets access tokens for the provider's own
+            // userinfo, where its proxy completes the claims, as with any provider.
+            defaultResource: () => (secret ? undefined : AUDIENCE),
             useGrantedResource: () => true,
             getResourceServerInfo: () => ({
               scope: 'api',

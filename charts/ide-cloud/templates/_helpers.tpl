@@ -23,6 +23,22 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 
 {{- define "ide-cloud.tokensSecret" -}}{{ include "ide-cloud.fullname" . }}-tokens{{- end -}}
 
+{{/* The session proxies' Secret: cookie-secret (generated), client-secret (identity provider). */}}
+{{- define "ide-cloud.authProxySecret" -}}{{ include "ide-cloud.fullname" . }}-auth-proxy{{- end -}}
+
+{{/*
+The session host's sign-in, the same for the sign-in proxy and every session's proxy (the operator
+writes the sessions' from its environment: server/src/operator/auth-proxy.ts): the cookie and the
+callback must agree, or a sign-in never reaches the session.
+*/}}
+{{- define "ide-cloud.sessionSignInArgs" -}}
+- --redirect-url={{ .Values.operator.sessionScheme }}://{{ .Values.operator.sessionHost }}/oauth2/callback
+- --cookie-name=_ide_cloud_session
+- --cookie-expire=24h
+- --cookie-secure={{ eq .Values.operator.sessionScheme "https" }}
+- --reverse-proxy=true
+{{- end -}}
+
 {{/* Non-root, read-only root file system, no privilege escalation: every IDE Cloud container. */}}
 {{- define "ide-cloud.containerSecurityContext" -}}
 runAsNonRoot: true

@@ -22,8 +22,10 @@ describe('operator names, routes, configuration and stop reasons', () => {
     });
     const path = routePath(session('s-1', 'secret-1'));
     assert.match(path, /^\/s-1\/[0-9a-f]{32}\/$/);
-    assert.equal(sessionUrl({ sessionScheme: 'https', sessionHost: 'ide.example.org' }, session('s-1', 'secret-1')),
-      `https://ide.example.org${path}`);
+    assert.equal(
+      sessionUrl({ sessionScheme: 'https', sessionHost: 'ide.example.org' }, session('s-1', 'secret-1')),
+      `https://ide.example.org${path}`,
+    );
     assert.equal(routePath(session('s-1', 'secret-1')), path, 'the same session, the same path on every pass');
     assert.notEqual(routePath(session('s-1', 'secret-2')), path);
     assert.notEqual(routePath(session('s-2', 'secret-1')), path);
