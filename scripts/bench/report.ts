@@ -41,7 +41,7 @@ function floorTable(r: Results): string {
     what,
     `${fmt(value, unit)} ${key(figure)}`,
     `${fmt(floor, unit)} ${key(floorKey)}`,
-    `${ratios[ratioKey] == null ? 'n/a' : `${fmt(ratios[ratioKey])}×`} ${key(`vsFloor.${ratioKey}`)}`,
+    `${ratios[ratioKey] == null ? 'n/a' : `${ratios[ratioKey]!.toFixed(2)}×`} ${key(`vsFloor.${ratioKey}`)}`,
     target.target,
     verdict(target.met, target.by),
   ];
@@ -60,7 +60,7 @@ function floorTable(r: Results): string {
         t[0]!,
       ),
       row(
-        `warm launch p50, ${fmt(num(r.eagerConcurrent, 'n'))} at once`,
+        `warm launch p50, ${fmt(num(r.sizes, 'eagerConcurrent'))} at once`,
         'eagerConcurrent.p50Ms',
         num(r.eagerConcurrent, 'p50Ms'),
         'floorParallel.p50Ms',
@@ -70,7 +70,7 @@ function floorTable(r: Results): string {
         t[1]!,
       ),
       row(
-        `claims per second, ${fmt(num(r.claimThroughput, 'concurrency'))} in flight`,
+        `claims per second, ${fmt(num(r.sizes, 'burstConcurrency'))} in flight`,
         'claimThroughput.launchesPerSec',
         num(r.claimThroughput, 'launchesPerSec'),
         'floorSustained.sequencesPerSec',
@@ -83,7 +83,7 @@ function floorTable(r: Results): string {
         "API writes per warm launch, IDE Cloud's own (Events apart)",
         `${fmt(writes)} ${key('costEager.ideCloudWritesPerLaunch')}`,
         '3 (create, claim, status)',
-        writes === undefined ? 'n/a' : `${fmt(writes / 3)}×`,
+        writes === undefined ? 'n/a' : `${(writes / 3).toFixed(2)}×`,
         t[3]!.target,
         verdict(t[3]!.met, t[3]!.by),
       ],
@@ -115,7 +115,7 @@ function floorModes(r: Results): string {
       'p99 ms',
       'max ms',
       'sequences/s',
-      'create → watch p50 ms',
+      'create sent → seen on the watch, p50 ms',
       '409s',
     ],
     [
@@ -262,7 +262,6 @@ export function results(r: Results): string {
     r.benchScale === 1 && !r.scenarios
       ? 'the full configuration'
       : `**a reduced configuration** (scale ${r.benchScale}${r.scenarios ? `; scenarios ${r.scenarios.join(', ')}` : ''})`;
-  const missing = (name: string, f: unknown) => (f ? '' : `${name}: not measured in this run. `);
   return [
     `One run of \`npm run bench\` (${scope}) on commit \`${r.commit}\`, ${r.date}, ${fmt(r.runSeconds)} s. ` +
       `Machine: ${m.nproc} cores (${m.cpuModel}), ${m.memoryGiB} GiB, shared with other work: load average ` +
@@ -271,10 +270,9 @@ export function results(r: Results): string {
     '',
     '### Against the floor',
     '',
-    missing('The floor', r.floorSequential),
     floorTable(r),
     '',
-    floorModes(r),
+    r.floorSequential ? floorModes(r) : 'The floor was not measured in this run.',
     '',
     '### Launches',
     '',

@@ -40,7 +40,7 @@ export interface FloorFigures extends Figures {
   wallMs: number;
   /** Sequences completed per second of `wallMs`. */
   sequencesPerSec: number;
-  /** Create answered → the watch saw the Session (the hop the operator's watch adds in a real launch). */
+  /** Create sent → the watch saw the Session (the hop before the operator can claim, in a real launch). */
   createToWatchP50Ms: number;
   /** Claim writes answered 409 (none expected: every sequence claims its own stand-in). */
   conflicts: number;

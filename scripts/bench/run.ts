@@ -99,12 +99,12 @@ async function main(): Promise<void> {
       results,
     };
     for (const scenario of scenarios) {
+      progress.next(scenario.title);
       if (scenario.needs === 'ide-cloud' && !bench.operator) {
         progress.step('starting the operator and the service');
         await bench.startIdeCloud();
         results.runtime = runtime(bench, build!);
       }
-      progress.next(scenario.title);
       merge(results, await scenario.run(context));
     }
     if (bench.operator) results.bridgeRequests = { ...bench.bridgeRequests };

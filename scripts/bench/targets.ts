@@ -50,7 +50,7 @@ function check(
   const met = options.atLeast ? value >= limit : value <= limit;
   const gap = Math.abs(value - limit);
   // A small gap keeps two decimals, not rounded to "0 over".
-  const amount = gap < 0.1 ? `${gap.toFixed(2)}${unit}` : fmt(gap, unit);
+  const amount = gap < 0.1 || unit === '×' ? `${gap.toFixed(2)}${unit}` : fmt(gap, unit);
   const by = met
     ? undefined
     : `${amount} ${options.atLeast ? 'short' : 'over'} (${fmt((value / limit) * 100)} % of the target)${options.also ? `; ${options.also}` : ''}`;
@@ -91,7 +91,7 @@ export function targets(r: Results): Target[] {
       { absent: noFloor },
     ),
     check(
-      `warm launch p50, ${fmt(num(r.eagerConcurrent, 'n'))} at once, over the floor`,
+      `warm launch p50, ${fmt(num(r.sizes, 'eagerConcurrent'))} at once, over the floor`,
       'vsFloor.eagerConcurrentP50 = eagerConcurrent.p50Ms / floorParallel.p50Ms',
       ratios.eagerConcurrentP50 ?? undefined,
       1.5,

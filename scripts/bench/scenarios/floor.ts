@@ -191,7 +191,6 @@ class FloorClient {
       },
       spec: { user, appDefinition: APP, sessionSecret: randomBytes(16).toString('hex') },
     });
-    const createdAt = performance.now();
     // 2. the claim: conditional on the resourceVersion in the cache
     let conflicts = 0;
     for (;;) {
@@ -245,7 +244,7 @@ class FloorClient {
     // 4. seen on the watch
     const seenAt = await seenUrl;
     const seen = this.seen.get(name);
-    return { ms: seenAt - t0, createToWatchMs: seen === undefined ? undefined : seen - createdAt, conflicts };
+    return { ms: seenAt - t0, createToWatchMs: seen === undefined ? undefined : seen - t0, conflicts };
   }
 
   /** Deletes the floor's Sessions and stand-ins and waits until they are gone. */
