@@ -96,7 +96,6 @@ async function main(): Promise<void> {
       progress,
       api: new ApiMetrics(bench.kc, bench.audit),
       operatorStats: () => processStats(bench.operatorPid()),
-      results,
     };
     for (const scenario of scenarios) {
       progress.next(scenario.title);

@@ -14,8 +14,6 @@ export interface Context {
   api: ApiMetrics;
   /** The operator's RSS and CPU seconds so far (from /proc). */
   operatorStats(): { rssMb: number; cpuSeconds: number };
-  /** The results so far (a scenario may read what an earlier one measured, e.g. the pool's size). */
-  results: Results;
 }
 
 export interface Scenario {
