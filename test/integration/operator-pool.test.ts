@@ -8,6 +8,7 @@ import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
+import { sessionUrlPattern } from '../support/landing.js';
 import {
   cleanUpSuite,
   createAppDefinition,
@@ -125,7 +126,7 @@ describe('operator: warm pool and eager start', function () {
     const id = session.metadata.annotations?.[ANNOTATIONS.instanceId];
     assert.ok(id === '1' || id === '2');
     assert.equal(session.status?.instanceId, id);
-    assert.equal(session.status?.url, 'http://ide.localtest.me/eager-1/');
+    assert.match(session.status!.url!, sessionUrlPattern('eager-1'));
 
     const instance = await apps.readNamespacedDeployment({ name: `${APP}-pool-${id}`, namespace });
     assert.equal(instance.metadata?.labels?.[LABELS.session], 'eager-1');
@@ -136,7 +137,7 @@ describe('operator: warm pool and eager start', function () {
     const paths = ingress.spec!.rules!.flatMap((rule) =>
       rule.http!.paths.map((p) => [p.path, p.backend.service?.name]),
     );
-    assert.deepEqual(paths, [['/eager-1/', `${APP}-pool-${id}`]]);
+    assert.deepEqual(paths, [[new URL(session.status!.url!).pathname, `${APP}-pool-${id}`]]);
 
     const injected = await waitForSession(r, 'eager-1', (s) =>
       (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
@@ -147,6 +148,7 @@ describe('operator: warm pool and eager start', function () {
     assert.deepEqual(bodies, [
       {
         environment: { GIT_USER: 'erin', COURSE: 'secret-wins', GIT_MAIL: 'a@example.com', PLATFORM_TOKEN: 'tok-123' },
+        user: 'erin@example.com',
       },
     ]);
     assert.deepEqual(
@@ -215,7 +217,7 @@ describe('operator: warm pool and eager start', function () {
       'ws-eager',
       (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
     );
-    assert.deepEqual(bridge.received, [{ environment: { GIT_USER: 'gina' } }]);
+    assert.deepEqual(bridge.received, [{ environment: { GIT_USER: 'gina' }, user: 'gina@example.com' }]);
     await r.sessions.delete('ws-eager');
     // The instance itself, not the pool counts: those are written at most every 2 s and can still show
     // the state from before the reservation.

@@ -112,7 +112,7 @@ describe('the bundled operator and service (the images run them)', function () {
       body: { appId: APP_ID, user: 'bundle@example.com', appDefinition: 'python-latest', ephemeral: true },
     });
     assert.equal(answer.status, 200, `${answer.text}${running()}`);
-    assert.match(answer.text, /^http:\/\/ide\.localtest\.me\/session-python-latest-[a-z0-9-]+\/$/);
+    assert.match(answer.text, /^http:\/\/ide\.localtest\.me\/session-python-latest-[a-z0-9-]+\/[0-9a-f]{32}\/$/);
     assert.equal(operator.process.exitCode, null, `the operator exited${running()}`);
   });
 });

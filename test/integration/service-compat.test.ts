@@ -149,7 +149,9 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
       timeout: 2,
     });
     assert.equal(started.status, 200, started.text);
-    assert.equal(started.text, first.text);
+    // A new session of the same workspace: the same name, a new key (the stopped session's URL opens nothing).
+    assert.match(started.text, sessionUrlPattern(sessionName));
+    assert.notEqual(started.text, first.text);
 
     const deleted = await send('DELETE', '/service/workspace', 'workspaceDeletionRequest', {
       appId,

@@ -9,6 +9,7 @@ import { sessionNameFor } from '../../server/src/model/names.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import { sessionUrlPattern } from '../support/landing.js';
 import { provideVolume, testOperator } from '../support/operator.js';
 import {
   SERVICE_AUTH_TOKEN,
@@ -49,7 +50,7 @@ describe('service end to end with the operator', function () {
       body: { appId, user, appDefinition: 'python-latest', ephemeral: true, timeout: 2 },
     });
     assert.equal(answer.status, 200, answer.text);
-    assert.match(answer.text, /^http:\/\/ide\.localtest\.me\/session-python-latest-[a-z0-9-]+\/$/);
+    assert.match(answer.text, /^http:\/\/ide\.localtest\.me\/session-python-latest-[a-z0-9-]+\/[0-9a-f]{32}\/$/);
     const sessions = await call(service.url, 'GET', `/service/session/${appId}/${encodeURIComponent(user)}`);
     const [item] = sessions.json as { name: string; phase: string; url: string; startStrategy: string }[];
     assert.equal(item?.phase, 'Running');
@@ -92,7 +93,7 @@ describe('service end to end with the operator', function () {
     const body = { appId, user, appDefinition: 'python-latest', workspaceName: 'ws-e2e-stable', timeout: 2 };
     const first = await call(service.url, 'POST', '/service', { body });
     assert.equal(first.status, 200, first.text);
-    assert.equal(first.text, `http://ide.localtest.me/${sessionNameFor('ws-e2e-stable')}/`);
+    assert.match(first.text, sessionUrlPattern(sessionNameFor('ws-e2e-stable')));
     const second = await call(service.url, 'POST', '/service', { body });
     assert.equal(second.text, first.text);
 

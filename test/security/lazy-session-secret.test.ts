@@ -76,7 +76,8 @@ describe('security: a lazy session keeps its values in a Secret it owns (7)', fu
       // The proxies' cookie key is the installation's (one sign-in serves all sessions), by reference.
       const cookie = (proxy!.env ?? []).find((e) => e.name === 'OAUTH2_PROXY_COOKIE_SECRET');
       assert.equal(cookie?.value, undefined);
-      assert.deepEqual(cookie?.valueFrom?.secretKeyRef, { name: 'ide-cloud-auth-proxy', key: 'cookie-secret' });
+      const ref = cookie?.valueFrom?.secretKeyRef;
+      assert.deepEqual([ref?.name, ref?.key], ['ide-cloud-auth-proxy', 'cookie-secret']);
     }
   });
 

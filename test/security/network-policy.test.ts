@@ -167,7 +167,7 @@ describe('security: every pod the operator makes is inside the NetworkPolicies (
     ];
     for (const args of [[], custom]) {
       const rendered = await policies(...args);
-      assert.equal(rendered.length, 7);
+      assert.equal(rendered.length, 8);
       for (const policy of rendered) {
         await objects
           .create({ ...policy, metadata: { ...policy.metadata, namespace } }, undefined, 'All')
