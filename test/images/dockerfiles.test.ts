@@ -10,7 +10,12 @@ import { validate } from 'dockerfile-utils';
 import YAML from 'yaml';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const DOCKERFILES = ['images/server/Dockerfile', 'images/session-base/Dockerfile', 'images/session/Dockerfile'];
+const DOCKERFILES = [
+  'images/auth-proxy/Dockerfile',
+  'images/server/Dockerfile',
+  'images/session-base/Dockerfile',
+  'images/session/Dockerfile',
+];
 
 interface Stage {
   name?: string;
