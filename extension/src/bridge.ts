@@ -1,7 +1,10 @@
 // The data bridge as one disposable service: restores the store, serves HTTP, answers dataBridge.getEnv.
 // It receives its collaborators (secret storage, logger, command registry) so it runs outside the IDE too.
+// When the session image runs the bridge as its own process (DATA_BRIDGE_URL), the extension serves
+// nothing: it reads the values from that process and keeps them in the IDE's secret storage.
 import type { BridgeConfig } from './config.js';
 import { GET_ENV_COMMAND, getEnvCommand } from './getEnv.js';
+import { parseKeyList } from './payload.js';
 import type { Logger } from './logger.js';
 import type { Environment } from './payload.js';
 import { BridgeServer } from './server.js';
@@ -11,7 +14,7 @@ export interface Disposable {
   dispose(): unknown;
 }
 
-export type RegisterCommand = (id: string, handler: (keys: unknown) => Environment) => Disposable;
+export type RegisterCommand = (id: string, handler: (keys: unknown) => Promise<Environment>) => Disposable;
 
 export interface DataBridgeDeps {
   config: BridgeConfig;
@@ -42,7 +45,20 @@ export class DataBridge implements Disposable {
       return undefined;
     }
     await this.store.restore();
-    this.disposables.push(this.deps.registerCommand(GET_ENV_COMMAND, getEnvCommand(this.store, logger)));
+    const answer = getEnvCommand(this.store, logger);
+    if (config.processUrl) {
+      const source = config.processUrl.replace(/\/$/, '');
+      this.disposables.push(
+        this.deps.registerCommand(GET_ENV_COMMAND, async (keys) => {
+          parseKeyList(keys); // a wrong argument fails before any request
+          await this.pull(source, config.token);
+          return answer(keys);
+        }),
+      );
+      logger.info('data bridge active: the values come from the bridge process');
+      return Number(new URL(source).port);
+    }
+    this.disposables.push(this.deps.registerCommand(GET_ENV_COMMAND, async (keys) => answer(keys)));
     this.server = new BridgeServer(this.store, logger, {
       host: config.host,
       port: config.port,
@@ -59,6 +75,25 @@ export class DataBridge implements Disposable {
       logger.error(`data bridge not serving: ${error instanceof Error ? error.message : String(error)}`);
       return undefined;
     }
+  }
+
+  /** Takes what the bridge process holds that the store lacks; unreachable, the store answers alone. */
+  private async pull(source: string, token: string): Promise<void> {
+    let held: Environment;
+    try {
+      const response = await fetch(`${source}/data`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(2000),
+      });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      held = ((await response.json()) as { environment: Environment }).environment;
+    } catch (error) {
+      this.deps.logger.warn(`the bridge process did not answer (${error instanceof Error ? error.message : 'error'})`);
+      return;
+    }
+    const current = this.store.pick(Object.keys(held));
+    const changed = Object.fromEntries(Object.entries(held).filter(([key, value]) => current[key] !== value));
+    if (Object.keys(changed).length > 0) await this.store.merge(changed);
   }
 
   dispose(): void {

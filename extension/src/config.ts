@@ -1,6 +1,7 @@
 // The bridge's configuration comes from the session container's environment, read once at activation.
 
 export const DEFAULT_PORT = 16281;
+const LOOPBACK_URL = /^http:\/\/(127\.0\.0\.1|localhost):\d{1,5}\/?$/;
 
 export const TOKEN_ENV = 'DATA_BRIDGE_TOKEN';
 /** Shortest token accepted: the operator's are 43 characters (32 random bytes, base64url). */
@@ -8,13 +9,15 @@ export const MIN_TOKEN_LENGTH = 16;
 
 export type BridgeConfig =
   | { enabled: false; reason: string }
-  | { enabled: true; host: string; port: number; token: string; usersFile?: string }
+  | { enabled: true; host: string; port: number; token: string; usersFile?: string; processUrl?: string }
   | { enabled: true; error: string };
 
 /**
  * DATA_BRIDGE_ENABLED must be 1 or true (case-insensitive); DATA_BRIDGE_PORT a TCP port, default 16281;
  * DATA_BRIDGE_TOKEN the secret the operator authenticates with (required: without it, no port opens);
- * DATA_BRIDGE_USERS_FILE, when set, the authentication proxy's allowed-users file the session's user goes to.
+ * DATA_BRIDGE_USERS_FILE, when set, the authentication proxy's allowed-users file the session's user goes to;
+ * DATA_BRIDGE_URL, when set (by the session image, which runs the bridge as its own process), where the
+ * extension reads the values from instead of serving: http on loopback only.
  */
 export function readBridgeConfig(env: Record<string, string | undefined>): BridgeConfig {
   const flag = env.DATA_BRIDGE_ENABLED?.trim().toLowerCase();
@@ -34,5 +37,16 @@ export function readBridgeConfig(env: Record<string, string | undefined>): Bridg
     return { enabled: true, error: `${TOKEN_ENV} ${why} (the secret the operator authenticates with)` };
   }
   const usersFile = env.DATA_BRIDGE_USERS_FILE?.trim();
-  return { enabled: true, host: '0.0.0.0', port, token, ...(usersFile ? { usersFile } : {}) };
+  const processUrl = env.DATA_BRIDGE_URL?.trim();
+  if (processUrl && !LOOPBACK_URL.test(processUrl)) {
+    return { enabled: true, error: `DATA_BRIDGE_URL must be http://127.0.0.1:<port> or http://localhost:<port>` };
+  }
+  return {
+    enabled: true,
+    host: '0.0.0.0',
+    port,
+    token,
+    ...(usersFile ? { usersFile } : {}),
+    ...(processUrl ? { processUrl } : {}),
+  };
 }

@@ -22,6 +22,8 @@ export interface BridgeServerOptions {
   token: string;
   /** The authentication proxy's allowed-users file: the injection's user replaces its content. */
   usersFile?: string;
+  /** Serve the values back (GET /data) to callers on this host with the token: the IDE's extension. */
+  serveValues?: boolean;
   maxBodyBytes?: number;
   /** How long to keep retrying a port still held, e.g. by the extension host of a window just reloaded. */
   bindRetryMs?: number;
@@ -107,8 +109,13 @@ export class BridgeServer {
         if (req.method !== 'GET' && req.method !== 'HEAD') throw methodNotAllowed('GET');
         return send(res, 200, { status: 'UP' });
       }
+      if (path === '/data' && req.method === 'GET' && this.options.serveValues) {
+        if (!isLoopback(req.socket.remoteAddress)) throw new HttpError(403, 'the values are served on this host only');
+        this.authenticate(req);
+        return send(res, 200, { environment: this.store.all() });
+      }
       if (path === '/data') {
-        if (req.method !== 'POST') throw methodNotAllowed('POST');
+        if (req.method !== 'POST') throw methodNotAllowed(this.options.serveValues ? 'GET or POST' : 'POST');
         this.authenticate(req);
         const reservation = reservationOf(req);
         const body = await this.readBody(req);
@@ -141,11 +148,11 @@ export class BridgeServer {
   private authenticate(req: http.IncomingMessage): void {
     const match = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '');
     if (!match) {
-      this.logger.warn('POST /data refused: no bearer token');
+      this.logger.warn(`${req.method} /data refused: no bearer token`);
       throw new HttpError(401, 'a bearer token is required', {}, { 'www-authenticate': 'Bearer' });
     }
     if (!timingSafeEqual(digest(match[1]!), this.tokenDigest)) {
-      this.logger.warn('POST /data refused: wrong token');
+      this.logger.warn(`${req.method} /data refused: wrong token`);
       throw new HttpError(403, "the token is not this instance's");
     }
   }
@@ -207,6 +214,12 @@ export class BridgeServer {
   private tooLarge(): HttpError {
     return new HttpError(413, `body exceeds ${this.maxBodyBytes} bytes`);
   }
+}
+
+function isLoopback(address: string | undefined): boolean {
+  return (
+    address !== undefined && (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'))
+  );
 }
 
 function methodNotAllowed(allowed: string): HttpError {

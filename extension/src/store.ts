@@ -72,6 +72,11 @@ export class EnvironmentStore {
     }
   }
 
+  /** Every value held. */
+  all(): Environment {
+    return Object.fromEntries(this.values);
+  }
+
   /** The values of the keys present; absent keys are left out. */
   pick(keys: readonly string[]): Environment {
     const present: [string, string][] = [];

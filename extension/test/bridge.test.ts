@@ -259,10 +259,17 @@ describe('extension: BridgeServer', () => {
 
 describe('extension: DataBridge', () => {
   const local = (port: number): BridgeConfig => ({ enabled: true, host: '127.0.0.1', port, token: BRIDGE_TOKEN });
+  const viaProcess = (processUrl: string): BridgeConfig => ({
+    enabled: true,
+    host: '127.0.0.1',
+    port: 1,
+    token: BRIDGE_TOKEN,
+    processUrl,
+  });
 
   function harness(config: BridgeConfig, secrets = new MemorySecretStorage()) {
     const logger = new MemoryLogger();
-    const commands = new Map<string, (keys: unknown) => Environment>();
+    const commands = new Map<string, (keys: unknown) => Promise<Environment>>();
     const registerCommand: RegisterCommand = (id, handler) => {
       commands.set(id, handler);
       return { dispose: () => commands.delete(id) };
@@ -345,10 +352,10 @@ describe('extension: DataBridge', () => {
       await post(`http://127.0.0.1:${port}`, JSON.stringify({ environment: { TOKEN: SECRET } }));
       const getEnv = commands.get('dataBridge.getEnv');
       assert.ok(getEnv);
-      assert.deepEqual(getEnv(['TOKEN', 'OLD', 'MISSING']), { TOKEN: SECRET, OLD: 'kept' });
-      assert.throws(() => getEnv('TOKEN'), /expects an array of key names, got a string/);
+      assert.deepEqual(await getEnv(['TOKEN', 'OLD', 'MISSING']), { TOKEN: SECRET, OLD: 'kept' });
+      await assert.rejects(getEnv('TOKEN'), /expects an array of key names, got a string/);
       assert.ok(logger.lines.includes('info getEnv: 2 of 3 key(s) present; missing: MISSING'));
-      assert.deepEqual(getEnv(['constructor']), {});
+      assert.deepEqual(await getEnv(['constructor']), {});
       assert.ok(logger.lines.includes('info getEnv: 0 of 1 key(s) present; missing: constructor'));
       assertNoSecretIn(logger.lines);
     } finally {
@@ -356,5 +363,43 @@ describe('extension: DataBridge', () => {
     }
     assert.equal(commands.size, 0);
     await assert.rejects(fetch(`http://127.0.0.1:${port}/health`));
+  });
+
+  it('with a bridge process, serves nothing and answers dataBridge.getEnv from what the process holds', async () => {
+    // The process: the real server, serving its values back to this host with the token.
+    const processLogger = new MemoryLogger();
+    const processStore = new EnvironmentStore(new MemorySecretStorage(), processLogger);
+    const bridgeProcess = new BridgeServer(processStore, processLogger, {
+      host: '127.0.0.1',
+      port: 0,
+      token: BRIDGE_TOKEN,
+      serveValues: true,
+    });
+    const { port } = await bridgeProcess.listen();
+    const source = `http://127.0.0.1:${port}`;
+    const secrets = new MemorySecretStorage();
+    const { bridge, logger, commands } = harness(viaProcess(source), secrets);
+    try {
+      assert.equal(await bridge.start(), port, 'no port of its own: the process serves');
+      const getEnv = commands.get('dataBridge.getEnv')!;
+      assert.deepEqual(await getEnv(['TOKEN']), {}, 'nothing injected yet');
+      await post(source, JSON.stringify({ environment: { TOKEN: SECRET } }));
+      assert.deepEqual(await getEnv(['TOKEN', 'MISSING']), { TOKEN: SECRET });
+      assert.deepEqual(JSON.parse(secrets.data.get(SECRET_KEY)!), { TOKEN: SECRET }, 'kept in secret storage');
+      await assert.rejects(getEnv('TOKEN'), /expects an array of key names, got a string/);
+      // The values go back to the token's holder only.
+      assert.equal((await fetch(`${source}/data`)).status, 401);
+      assert.equal((await fetch(`${source}/data`, { headers: { authorization: 'Bearer guessed' } })).status, 403);
+      assertNoSecretIn([...logger.lines, ...processLogger.lines]);
+    } finally {
+      bridge.dispose();
+      bridgeProcess.dispose();
+    }
+    // The process gone, the secret storage still answers.
+    const again = harness(viaProcess(source), secrets);
+    await again.bridge.start();
+    assert.deepEqual(await again.commands.get('dataBridge.getEnv')!(['TOKEN']), { TOKEN: SECRET });
+    assert.ok(again.logger.lines.some((line) => line.startsWith('warn the bridge process did not answer')));
+    again.bridge.dispose();
   });
 });

@@ -61,4 +61,29 @@ describe('extension: readBridgeConfig', () => {
       error: 'DATA_BRIDGE_TOKEN is shorter than 16 characters (the secret the operator authenticates with)',
     });
   });
+
+  it('reads the allowed-users file and where a bridge process serves, on loopback only', () => {
+    const on = { DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_TOKEN: TOKEN };
+    assert.deepEqual(
+      readBridgeConfig({
+        ...on,
+        DATA_BRIDGE_USERS_FILE: '/var/run/ide-cloud/auth-proxy/users',
+        DATA_BRIDGE_URL: 'http://127.0.0.1:16281',
+      }),
+      {
+        enabled: true,
+        host: '0.0.0.0',
+        port: DEFAULT_PORT,
+        token: TOKEN,
+        usersFile: '/var/run/ide-cloud/auth-proxy/users',
+        processUrl: 'http://127.0.0.1:16281',
+      },
+    );
+    for (const url of ['http://attacker.example:16281', 'https://127.0.0.1:16281', 'http://127.0.0.1.example:1']) {
+      assert.deepEqual(readBridgeConfig({ ...on, DATA_BRIDGE_URL: url }), {
+        enabled: true,
+        error: 'DATA_BRIDGE_URL must be http://127.0.0.1:<port> or http://localhost:<port>',
+      });
+    }
+  });
 });

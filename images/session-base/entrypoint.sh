@@ -14,6 +14,15 @@ if [ "${SESSION_ENV_STRATEGY:-env}" != "data-bridge" ] && [ -n "${GIT_URI:-}" ];
   ide-cloud-agent bootstrap --dir "$WORKSPACE_DIR" || echo "ide-cloud: the repository was not cloned (see above); starting the IDE anyway" >&2
 fi
 
+case "$(printf '%s' "${DATA_BRIDGE_ENABLED:-}" | tr -d ' ' | tr '[:upper:]' '[:lower:]')" in
+  1 | true)
+    # The bridge runs on its own, so the values (and the user the session's proxy admits) land as soon
+    # as the instance is claimed, before any browser opens the IDE; the extension reads them from it.
+    node "${DATA_BRIDGE_PROCESS:-/opt/ide-cloud/bridge/bridge.mjs}" &
+    export DATA_BRIDGE_URL="http://127.0.0.1:${DATA_BRIDGE_PORT:-16281}"
+    ;;
+esac
+
 # Workspace trust stays on: the repository comes from a link anyone can craft, and its tasks or
 # settings must not run before the student trusts it. The session's own extensions (agent, data
 # bridge) declare that they work in an untrusted workspace.

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -293,6 +295,89 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       const final = channelText(await host.outputChannelLogs(CHANNEL));
       assert.equal(final.match(/inactive/g)?.length, 1, 'said once');
       assert.doesNotMatch(final, /listening/);
+    });
+  });
+  describe('as its own process, as the session image runs it: the values land before any window opens', () => {
+    const BRIDGE_PROCESS = path.join(ROOT, 'extension', 'dist', 'bridge.mjs');
+    let host: VscodeHost | undefined;
+    let bridgeProcess: ReturnType<typeof spawn> | undefined;
+    let bridge: string;
+    let usersDir: string;
+    const processOutput: string[] = [];
+
+    before(async function () {
+      this.timeout(60_000);
+      const port = await freePort();
+      bridge = `http://127.0.0.1:${port}`;
+      usersDir = await mkdtemp(path.join(os.tmpdir(), 'bridge-users-'));
+      bridgeProcess = spawn(process.execPath, [BRIDGE_PROCESS], {
+        env: {
+          PATH: process.env.PATH,
+          DATA_BRIDGE_ENABLED: 'true',
+          DATA_BRIDGE_PORT: String(port),
+          DATA_BRIDGE_TOKEN: BRIDGE_TOKEN,
+          DATA_BRIDGE_USERS_FILE: path.join(usersDir, 'users'),
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      for (const stream of [bridgeProcess.stdout!, bridgeProcess.stderr!]) {
+        stream.on('data', (chunk: Buffer) => processOutput.push(chunk.toString('utf8')));
+      }
+      await waitFor('the bridge process to answer /health', async () => (await fetch(`${bridge}/health`)).ok, {
+        timeoutMs: 30_000,
+      });
+    });
+    after(async function () {
+      this.timeout(60_000);
+      await host?.stop();
+      bridgeProcess?.kill('SIGKILL');
+      await rm(usersDir, { recursive: true, force: true });
+    });
+
+    it("takes the operator's values and user with no IDE running; a window opened later gets them", async () => {
+      const injection = { environment: SECRETS, user: 'ada@example.org' };
+      const posted = await fetch(`${bridge}/data`, {
+        method: 'POST',
+        body: JSON.stringify(injection),
+        headers: { 'content-type': 'application/json', ...OPERATOR },
+      });
+      assert.equal(posted.status, 200);
+      // The session's proxy admits its user from now on, though no browser has opened anything.
+      assert.equal(await readFile(path.join(usersDir, 'users'), 'utf8'), 'ada@example.org\n');
+
+      // The student opens the IDE later: the extension reads what the process holds.
+      const consumerPort = await freePort();
+      host = await VscodeHost.start({
+        install,
+        name: 'bridge-process',
+        extensions: [BRIDGE_VSIX, CONSUMER_VSIX],
+        env: {
+          DATA_BRIDGE_ENABLED: 'true',
+          DATA_BRIDGE_PORT: new URL(bridge).port,
+          DATA_BRIDGE_TOKEN: BRIDGE_TOKEN,
+          DATA_BRIDGE_URL: bridge,
+          GETENV_CONSUMER_PORT: String(consumerPort),
+        },
+      });
+      await host.openWorkbench();
+      const answer = await waitFor(
+        'dataBridge.getEnv in the late window',
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, {
+            method: 'POST',
+            body: JSON.stringify({ args: [['GIT_USER', 'GIT_URI', 'PLATFORM_TOKEN', 'NOT_SENT']] }),
+          });
+          const body = (await res.json()) as ConsumerAnswer;
+          return body.result !== undefined && body;
+        },
+        { timeoutMs: 90_000, intervalMs: 500 },
+      );
+      assert.deepEqual(answer.result, SECRETS);
+      const log = channelText(await host.outputChannelLogs(CHANNEL));
+      assert.match(log, /data bridge active: the values come from the bridge process/);
+      for (const value of Object.values(SECRETS)) {
+        assert.ok(!log.includes(value) && !processOutput.join('').includes(value), 'a value reached a log');
+      }
     });
   });
   describe('with an invalid DATA_BRIDGE_PORT', () => {

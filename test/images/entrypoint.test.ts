@@ -17,17 +17,26 @@ const entrypoint = path.resolve(
 async function runEntrypoint(env: Record<string, string>, agentExit = 0) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-entrypoint-'));
   const calls = path.join(dir, 'calls.log');
-  const stub = (name: string, exit: number) => `#!/bin/sh\necho "${name} $*" >> "${calls}"\nexit ${exit}\n`;
-  await writeFile(path.join(dir, 'code-server'), stub('code-server', 0));
-  await writeFile(path.join(dir, 'ide-cloud-agent'), stub('ide-cloud-agent', agentExit));
-  await chmod(path.join(dir, 'code-server'), 0o755);
-  await chmod(path.join(dir, 'ide-cloud-agent'), 0o755);
+  const stub = (name: string, exit: number) =>
+    `#!/bin/sh\necho "${name} $* \${DATA_BRIDGE_URL:+(DATA_BRIDGE_URL=$DATA_BRIDGE_URL)}" >> "${calls}"\nexit ${exit}\n`;
+  for (const [name, exit] of [
+    ['code-server', 0],
+    ['ide-cloud-agent', agentExit],
+    ['node', 0],
+  ] as const) {
+    await writeFile(path.join(dir, name), stub(name, exit));
+    await chmod(path.join(dir, name), 0o755);
+  }
   const workspace = path.join(dir, 'workspace');
   const result = await run('sh', [entrypoint], {
     env: { PATH: `${dir}:/usr/bin:/bin`, WORKSPACE_DIR: workspace, ...env },
   });
-  const lines = (await readFile(calls, 'utf8')).trim().split('\n');
-  return { lines, workspace, stderr: result.stderr };
+  const read = async () =>
+    (await readFile(calls, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => l.trimEnd());
+  return { lines: await read(), read, workspace, stderr: result.stderr };
 }
 
 describe('session entrypoint', () => {
@@ -45,6 +54,31 @@ describe('session entrypoint', () => {
     });
     assert.deepEqual(
       lines.map((l) => l.split(' ')[0]),
+      ['code-server'],
+    );
+  });
+
+  it('with the data bridge on, starts the bridge process and tells the IDE where it serves', async () => {
+    const { lines, read } = await runEntrypoint({
+      SESSION_ENV_STRATEGY: 'data-bridge',
+      DATA_BRIDGE_ENABLED: 'TRUE',
+      DATA_BRIDGE_PORT: '16300',
+    });
+    assert.match(
+      lines.find((l) => l.startsWith('code-server'))!,
+      /\(DATA_BRIDGE_URL=http:\/\/127\.0\.0\.1:16300\)$/,
+    );
+    // Started in the background: it may record its start after the IDE's.
+    const deadline = Date.now() + 10_000;
+    let all = lines;
+    while (!all.some((l) => l.startsWith('node ')) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      all = await read();
+    }
+    assert.ok(all.includes('node /opt/ide-cloud/bridge/bridge.mjs'), all.join('\n'));
+    const off = await runEntrypoint({ SESSION_ENV_STRATEGY: 'data-bridge', DATA_BRIDGE_ENABLED: 'false' });
+    assert.deepEqual(
+      off.lines.map((l) => l.split(' ')[0]),
       ['code-server'],
     );
   });
