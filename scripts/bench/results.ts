@@ -1,5 +1,6 @@
 // What one run of the benchmark produces: BENCHMARKS.json is a `Results`. Each scenario module
 // (scenarios/*.ts) returns the keys it measures; report.ts and targets.ts only read them.
+import type { Summary } from './util.js';
 
 /** The figures of one scenario: flat `name → number` (the unit in the name), with a few nested breakdowns. */
 export type Figures = Record<string, unknown>;
@@ -26,14 +27,8 @@ export interface Runtime {
 }
 
 /** The floor's figures of one mode (scenarios/floor.ts): per sequence, from its create to the watch seeing its URL. */
-export interface FloorFigures extends Figures {
-  /** Sequences measured (warm-up excluded). */
-  n: number;
-  p50Ms: number;
-  p95Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  meanMs: number;
+/** `n`: sequences measured (warm-up excluded). */
+export interface FloorFigures extends Figures, Summary {
   /** Sequences in flight at once. */
   concurrency: number;
   /** First sequence started → last one seen on the watch. */

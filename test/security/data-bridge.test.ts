@@ -9,6 +9,7 @@ import * as k8s from '@kubernetes/client-node';
 import { BridgeServer, RESERVATION_HEADER } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
 import { MemoryLogger } from '../../extension/src/logger.js';
+import { MemorySecretStorage } from '../../extension/test/fakes.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
@@ -28,17 +29,6 @@ const APP = 'python-latest';
 const INSTANCE = `${APP}-pool-1`;
 const REAL_PLATFORM = 'https://learn.example.org';
 const ATTACKER = 'https://attacker.example';
-
-class MemorySecrets {
-  readonly data = new Map<string, string>();
-  get(key: string) {
-    return Promise.resolve(this.data.get(key));
-  }
-  store(key: string, value: string) {
-    this.data.set(key, value);
-    return Promise.resolve();
-  }
-}
 
 /** What the kubelet gives the IDE container: DATA_BRIDGE_TOKEN resolved from its reference. */
 async function podToken(core: k8s.CoreV1Api, namespace: string, pod: k8s.V1Pod): Promise<string | undefined> {
@@ -85,7 +75,7 @@ describe('security: the data bridge takes values only from the operator, once pe
     const ip = pod.status!.podIP!;
     token = (await podToken(core, namespace, pod)) ?? 'the-pod-has-no-token-at-all';
     const logger = new MemoryLogger();
-    store = new EnvironmentStore(new MemorySecrets(), logger);
+    store = new EnvironmentStore(new MemorySecretStorage(), logger);
     bridge = new BridgeServer(store, logger, { host: ip, port: 16281, token });
     await bridge.listen();
     base = `http://${ip}:16281`;

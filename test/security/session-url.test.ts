@@ -20,6 +20,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Browser } from 'playwright-core';
 import YAML from 'yaml';
 import { MemoryLogger } from '../../extension/src/logger.js';
+import { MemorySecretStorage } from '../../extension/test/fakes.js';
 import { BridgeServer } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
@@ -207,7 +208,7 @@ describe('security: only its user opens a session URL (3)', function () {
     const usersFile = ideContainer.env!.find((e) => e.name === 'DATA_BRIDGE_USERS_FILE')!.value!;
     assert.ok(usersFile.startsWith(`${AUTH_PROXY_USERS_DIR}/`), 'the bridge writes on the shared volume');
     const logger = new MemoryLogger();
-    bridge = new BridgeServer(new EnvironmentStore(new MemorySecrets(), logger), logger, {
+    bridge = new BridgeServer(new EnvironmentStore(new MemorySecretStorage(), logger), logger, {
       host: pod.status!.podIP!,
       port: 16281,
       token: await bridgeToken(cluster.kc, namespace, instance),
@@ -498,14 +499,3 @@ describe('security: in anonymous mode the URL key is the credential, and only it
     assert.equal((await through(`${url}src/main.py`)).status, 404, 'the old URL opens nothing');
   });
 });
-
-class MemorySecrets {
-  private readonly data = new Map<string, string>();
-  get(key: string) {
-    return Promise.resolve(this.data.get(key));
-  }
-  store(key: string, value: string) {
-    this.data.set(key, value);
-    return Promise.resolve();
-  }
-}
