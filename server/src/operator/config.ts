@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { z } from 'zod';
 
@@ -61,10 +62,18 @@ export const OperatorConfigSchema = z
     rewatchIntervalMs: int(100).default(300_000),
     /** Session reconcile workers (app definitions and workspaces use at most 2): launches wait mostly on API calls, so many run at once. */
     workers: int(1).default(16),
-    /** operator.replicas > 1: elect one leader through a coordination.k8s.io Lease. */
-    leaderElection: bool.default(false),
+    /**
+     * Elect one leader through a coordination.k8s.io Lease, whatever the number of replicas: two
+     * operators never act together (a rolling update overlaps the old and the new pod). A single
+     * replica takes a free Lease at once. Off only for a test or tool that needs it explicitly.
+     */
+    leaderElection: bool.default(true),
     leaseName: z.string().default('ide-cloud-operator'),
-    identity: z.string().min(1).default(`${os.hostname()}-${process.pid}`),
+    /** Holder identity in the Lease: unique per operator started (two in one process never share it). */
+    identity: z
+      .string()
+      .min(1)
+      .default(() => `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`),
     leaseDurationMs: int(100).default(15_000),
     leaseRenewIntervalMs: int(50).default(2_000),
   })
@@ -121,8 +130,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
 
 /**
  * Reads the configuration from environment variables (names in OPERATOR_ENV; IDE_CLOUD_NAMESPACE
- * defaults to `default`, IDE_CLOUD_OPERATOR_REPLICAS > 1 turns leader election on). Throws a clear
- * message naming each invalid variable.
+ * defaults to `default`). Throws a clear message naming each invalid variable.
  */
 export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): OperatorConfig {
   const input: Record<string, string> = {};
@@ -131,8 +139,5 @@ export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): Operat
     if (value !== undefined && value !== '') input[key] = value;
   }
   input.namespace ??= 'default';
-  if (input.leaderElection === undefined && Number(env.IDE_CLOUD_OPERATOR_REPLICAS ?? '1') > 1) {
-    input.leaderElection = 'true';
-  }
   return parseOperatorConfig(input as OperatorConfigInput);
 }

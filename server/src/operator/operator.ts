@@ -31,7 +31,7 @@ export interface OperatorOptions {
 
 export interface RunningOperator {
   readonly config: OperatorConfig;
-  /** True while this instance leads (always true without leader election once started). */
+  /** True while this instance leads (always true with leader election turned off). */
   isLeader(): boolean;
   /** Drops every watch connection, as a network failure would; the sources relist and rewatch. */
   dropWatches(): void;
@@ -74,7 +74,11 @@ class Controllers {
   private readonly events: EventRecorder;
   private stopped = false;
 
-  constructor(clients: ApiClients, config: OperatorConfig, log: Logger) {
+  constructor(
+    clients: ApiClients,
+    config: OperatorConfig,
+    private readonly log: Logger,
+  ) {
     const { namespace } = config;
     const { resources } = clients;
     const cache = (this.cache = createCache(clients.kc, {
@@ -85,10 +89,17 @@ class Controllers {
     const events = (this.events = new EventRecorder(clients.core, 'ide-cloud-operator', log));
     const onError = (what: string) => (key: string, error: unknown) =>
       log.warn({ key, err: describeFailure(error) }, `${what} reconcile failed`);
-    const sessionQueue = new WorkQueue((key) => sessions.reconcile(key), {
-      workers: config.workers,
-      onError: onError('session'),
-    });
+    // At debug level each session pass is logged: which operator acted on a session, when two run.
+    const sessionQueue = new WorkQueue(
+      (key) => {
+        log.debug({ session: key }, 'session pass');
+        return sessions.reconcile(key);
+      },
+      {
+        workers: config.workers,
+        onError: onError('session'),
+      },
+    );
     const appQueue = new WorkQueue((key) => apps.reconcile(key), {
       workers: Math.min(2, config.workers),
       onError: onError('app definition'),
@@ -190,6 +201,7 @@ class Controllers {
     if (this.stopped) return;
     for (const q of this.queues) q.start();
     this.activity.start();
+    this.log.info('controllers started');
   }
 
   dropWatches(): void {
@@ -204,12 +216,14 @@ class Controllers {
     this.injector.stop();
     await Promise.all(informersOf(this.cache).map((i) => i.stop()));
     await this.events.flush();
+    this.log.info('controllers stopped');
   }
 }
 
 /**
- * Starts the operator for one namespace: with leader election, it campaigns for the Lease and runs
- * the controllers only while it leads; without, it runs them at once.
+ * Starts the operator for one namespace: it campaigns for the Lease and runs the controllers only
+ * while it leads (a free Lease is taken before this resolves); with leader election turned off (a
+ * test's or tool's explicit choice), it runs them at once.
  */
 export async function startOperator(
   input: OperatorConfig | OperatorConfigInput,
@@ -255,11 +269,15 @@ export async function startOperator(
       },
       operatorLog,
     );
-    elector.start();
+    // The first attempt takes a free Lease at once: a single replica starts without waiting.
+    await elector.start();
   } else {
     await startControllers();
   }
-  operatorLog.info({ eagerStart: config.eagerStart, leaderElection: config.leaderElection }, 'operator started');
+  operatorLog.info(
+    { eagerStart: config.eagerStart, leaderElection: config.leaderElection, leading: elector?.isLeader ?? true },
+    'operator started',
+  );
 
   return {
     config,

@@ -56,12 +56,15 @@ describe('operator names, routes, configuration and stop reasons', () => {
       IDE_CLOUD_NAMESPACE: 'ide',
       IDE_CLOUD_EAGER_START: 'false',
       IDE_CLOUD_SESSIONS_PER_USER: '3',
-      IDE_CLOUD_OPERATOR_REPLICAS: '2',
     });
     assert.equal(config.namespace, 'ide');
     assert.equal(config.eagerStart, false);
     assert.equal(config.sessionsPerUser, 3);
+    // Leader election is on by default, also for a single replica; only an explicit setting turns it off.
     assert.equal(config.leaderElection, true);
+    assert.equal(loadOperatorConfig({ IDE_CLOUD_LEADER_ELECTION: 'false' }).leaderElection, false);
+    // Two operators started in one process never share a Lease holder identity.
+    assert.notEqual(loadOperatorConfig({}).identity, loadOperatorConfig({}).identity);
     assert.equal(config.sessionHost, 'ide.localtest.me');
     assert.equal(config.bridgeHealthAttempts, 60);
     assert.equal(config.bridgeHealthIntervalMs, 1000);

@@ -3,7 +3,6 @@ import { isConflict, isNotFound, describeFailure } from '../../kube/client.js';
 import type { Logger } from './logger.js';
 
 const group = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
-const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
 interface Lease {
   metadata: { name: string; namespace?: string; resourceVersion?: string };
@@ -21,23 +20,29 @@ function microTime(date: Date): string {
   return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
+/** Share of the lease duration within which a leader must renew, else it stops leading (client-go: 10 s of 15 s). */
+const RENEW_DEADLINE_SHARE = 2 / 3;
+
 /**
  * Leader election with a coordination.k8s.io Lease, as client-go does it: the holder renews the
  * lease every renew interval; a candidate takes it over when the renew time is older than the lease
- * duration; every write carries the resourceVersion read, so two candidates never both win. Leases
- * are sent as plain objects (CustomObjectsApi) to keep MicroTime exact.
+ * duration; every write is an update carrying the resourceVersion read, so two candidates never both
+ * win. A free Lease (none yet, or released) is taken on the first attempt, at start. A leader that
+ * could not renew within the renew deadline (two thirds of the lease duration, counted from the
+ * renewal it last wrote) stops leading, even while an API call hangs, before any candidate may take
+ * the Lease over. Leases are sent as plain objects (CustomObjectsApi) to keep MicroTime exact.
  */
 export class LeaderElector {
   private timer?: NodeJS.Timeout;
+  private deadline?: NodeJS.Timeout;
   private leading = false;
-  private lastRenew = 0;
   private stopped = false;
   private tick?: Promise<void>;
 
   constructor(
     private readonly api: Pick<
       k8s.CustomObjectsApi,
-      'getNamespacedCustomObject' | 'createNamespacedCustomObject' | 'patchNamespacedCustomObject'
+      'getNamespacedCustomObject' | 'createNamespacedCustomObject' | 'replaceNamespacedCustomObject'
     >,
     private readonly options: {
       namespace: string;
@@ -55,14 +60,16 @@ export class LeaderElector {
     return this.leading;
   }
 
-  start(): void {
+  /** Starts campaigning; resolves after the first attempt (a free Lease is taken then, no waiting). */
+  start(): Promise<void> {
     const loop = () => {
-      if (this.stopped) return;
+      if (this.stopped) return Promise.resolve();
       this.tick = this.attempt().finally(() => {
         if (!this.stopped) this.timer = setTimeout(loop, this.options.renewIntervalMs);
       });
+      return this.tick;
     };
-    loop();
+    return loop();
   }
 
   /** Stops campaigning; a leader releases the lease so a standby takes over at once. */
@@ -70,6 +77,7 @@ export class LeaderElector {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.tick;
+    clearTimeout(this.deadline);
     if (this.leading) {
       this.leading = false;
       await this.options.onStoppedLeading();
@@ -82,30 +90,47 @@ export class LeaderElector {
   }
 
   private async attempt(): Promise<void> {
+    // The renewal written is `now`: a candidate counts the lease duration from it, so the deadline does too.
+    const now = new Date();
     try {
-      const acquired = await this.tryAcquireOrRenew();
-      if (acquired) this.lastRenew = Date.now();
+      const acquired = await this.tryAcquireOrRenew(now);
+      if (acquired) this.armDeadline(now);
       if (acquired && !this.leading) {
         this.leading = true;
-        this.log.info('became leader');
+        this.log.info({ lease: this.options.name }, 'became leader');
         await this.options.onStartedLeading();
       }
       if (!acquired && this.leading) await this.lose('lease held by another candidate');
     } catch (error) {
       this.log.warn({ err: describeFailure(error) }, 'leader election attempt failed');
-      if (this.leading && Date.now() - this.lastRenew > this.options.leaseDurationMs)
-        await this.lose('could not renew');
     }
   }
 
+  /** A leader that has not renewed by the deadline stops leading, whatever its API calls are doing. */
+  private armDeadline(renewed: Date): void {
+    clearTimeout(this.deadline);
+    const renewDeadlineMs = Math.max(
+      this.options.renewIntervalMs,
+      Math.floor(this.options.leaseDurationMs * RENEW_DEADLINE_SHARE),
+    );
+    const left = renewed.getTime() + renewDeadlineMs - Date.now();
+    this.deadline = setTimeout(
+      () => {
+        if (this.leading && !this.stopped) void this.lose('could not renew before the renew deadline');
+      },
+      Math.max(0, left),
+    );
+  }
+
   private async lose(why: string): Promise<void> {
+    if (!this.leading) return;
     this.leading = false;
+    clearTimeout(this.deadline);
     this.log.warn({ why }, 'stopped leading');
     await this.options.onStoppedLeading();
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
-    const now = new Date();
+  private async tryAcquireOrRenew(now: Date): Promise<boolean> {
     const { name, identity } = this.options;
     const durationSeconds = Math.max(1, Math.ceil(this.options.leaseDurationMs / 1000));
     let lease: Lease | undefined;
@@ -150,10 +175,7 @@ export class LeaderElector {
       leaseTransitions: (spec.leaseTransitions ?? 0) + (holder === identity ? 0 : 1),
     };
     try {
-      await this.api.patchNamespacedCustomObject(
-        { ...this.base(), name, body: { metadata: { resourceVersion: lease.metadata.resourceVersion }, spec: next } },
-        mergePatch,
-      );
+      await this.api.replaceNamespacedCustomObject({ ...this.base(), name, body: { ...lease, spec: next } });
       return true;
     } catch (error) {
       if (isConflict(error)) return false;
@@ -164,13 +186,10 @@ export class LeaderElector {
   private async release(): Promise<void> {
     const lease = (await this.api.getNamespacedCustomObject({ ...this.base(), name: this.options.name })) as Lease;
     if (lease.spec?.holderIdentity !== this.options.identity) return;
-    await this.api.patchNamespacedCustomObject(
-      {
-        ...this.base(),
-        name: this.options.name,
-        body: { metadata: { resourceVersion: lease.metadata.resourceVersion }, spec: { holderIdentity: null } },
-      },
-      mergePatch,
-    );
+    await this.api.replaceNamespacedCustomObject({
+      ...this.base(),
+      name: this.options.name,
+      body: { ...lease, spec: { ...lease.spec, holderIdentity: null } },
+    });
   }
 }
