@@ -1,7 +1,10 @@
 // Helpers of the operator suites: the operator started in-process exactly as main.ts does, with fast
 // settings, and a data-bridge stand-in served on a pod's own (loopback) address.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import * as k8s from '@kubernetes/client-node';
 import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
@@ -10,6 +13,7 @@ import type { AppDefinitionSpecInput } from '../../server/src/model/app-definiti
 import { DATA_BRIDGE_RESERVATION_HEADER, DATA_BRIDGE_TOKEN_KEY } from '../../server/src/model/data-bridge.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session, SessionSpec } from '../../server/src/model/session.js';
+import { OPERATOR_ENV } from '../../server/src/operator/config.js';
 import { startOperator, type OperatorConfigInput, type RunningOperator } from '../../server/src/operator/index.js';
 import { bridgeTokenSecretName } from '../../server/src/operator/manifests.js';
 import { eventually } from './kube.js';
@@ -40,6 +44,85 @@ export function testOperator(
     ? pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) })
     : pino({ level: process.env.IDE_CLOUD_TEST_LOG ?? 'silent' });
   return startOperator({ namespace, ...FAST, ...overrides }, { kubeConfig: kc, logger });
+}
+
+/** One log line of an operator process (pino's JSON). */
+export interface OperatorLogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+/** The operator as its own OS process (`server/src/operator/main.ts` under tsx), for kills that are real. */
+export interface OperatorProcess {
+  readonly identity: string;
+  readonly child: ChildProcess;
+  /** Every JSON line it logged (at debug level), in order. */
+  readonly logs: OperatorLogLine[];
+  /** What it wrote that was not a JSON line (start-up errors). */
+  readonly otherOutput: string[];
+  readonly exited: Promise<void>;
+  logged(msg: string): OperatorLogLine[];
+  /** SIGTERM: a graceful stop (a leader releases its Lease); SIGKILL: a crash. Resolves once it exited. */
+  kill(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../server/src/operator/main.ts');
+
+/** Starts main.ts in a child process with the FAST settings (as environment variables), logging at debug level. */
+export function spawnOperator(
+  kubeconfig: string,
+  namespace: string,
+  identity: string,
+  overrides: Partial<OperatorConfigInput> = {},
+): OperatorProcess {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    KUBECONFIG: kubeconfig,
+    IDE_CLOUD_LOG_LEVEL: 'debug',
+  };
+  const settings: Partial<OperatorConfigInput> = { namespace, identity, ...FAST, ...overrides };
+  for (const [key, value] of Object.entries(settings)) {
+    if (value !== undefined) env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] = String(value);
+  }
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    cwd: path.dirname(path.dirname(path.dirname(MAIN))),
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: OperatorLogLine[] = [];
+  const otherOutput: string[] = [];
+  let pending = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      try {
+        logs.push(JSON.parse(line) as OperatorLogLine);
+      } catch {
+        otherOutput.push(line);
+      }
+    }
+  });
+  child.stderr!.on('data', (chunk: Buffer) => otherOutput.push(chunk.toString('utf8')));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const kill = async (signal: 'SIGTERM' | 'SIGKILL') => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+  return {
+    identity,
+    child,
+    logs,
+    otherOutput,
+    exited,
+    logged: (msg) => logs.filter((l) => l.msg === msg),
+    kill,
+    stop: () => kill('SIGTERM'),
+  };
 }
 
 export function appDefinitionSpec(name: string, extra: Partial<AppDefinitionSpecInput> = {}): AppDefinitionSpecInput {
@@ -229,7 +312,7 @@ export async function provideVolume(kc: k8s.KubeConfig, namespace: string, claim
 export async function cleanUpSuite(
   kc: k8s.KubeConfig,
   namespace: string,
-  operators: readonly (RunningOperator | undefined)[],
+  operators: readonly (Pick<RunningOperator, 'stop'> | undefined)[],
 ): Promise<void> {
   const r = ideCloudResources(kc, namespace);
   try {
