@@ -81,6 +81,11 @@ export class ActivityMonitor {
     await this.running;
   }
 
+  /**
+   * One pass over the active sessions. Each stop is independent: a refused patch or delete is logged
+   * (the session, the API's status and reason, never the error itself) and the sweep goes on with the
+   * next session; the failed one is tried again next interval. Returns the sessions stopped.
+   */
   async sweep(idleCheck: boolean): Promise<string[]> {
     const { deps } = this;
     const definitions = new Map<string, AppDefinition>();
@@ -98,9 +103,18 @@ export class ActivityMonitor {
         now: this.now(),
       });
       if (!reason) continue;
-      if (!(await stopSession(deps, session, reason))) continue;
-      deps.log.info({ session: session.metadata.name, reason }, 'session stopped');
-      stopped.push(session.metadata.name);
+      const name = session.metadata.name;
+      try {
+        if (!(await stopSession(deps, session, reason))) continue;
+      } catch (error) {
+        deps.log.warn(
+          { session: name, reason, err: describeFailure(error) },
+          'could not stop session; next sweep retries',
+        );
+        continue;
+      }
+      deps.log.info({ session: name, reason }, 'session stopped');
+      stopped.push(name);
     }
     return stopped;
   }
