@@ -127,11 +127,21 @@ export class Launcher {
     const { resources } = this.deps;
     const appDefinitionName = plan.appDefinition.metadata.name;
 
-    // 1. A workspace that already has a session: answer that session (idempotent launch).
+    // 1. A workspace that already has a session: answer that session (idempotent launch). It may be
+    // half-started by a launch whose call is gone (a restarted service): this launch adopts it, and
+    // if it still fails or does not start in time, removes it like its own, so it never holds the
+    // user's session slot (553) after the answer; the next launch starts afresh.
     if (plan.workspace?.existing) {
       const sessionName = sessionNameFor(plan.workspace.name);
       const running = await this.findSessionOf(sessionName, plan.workspace.name, input.user, deadline);
-      if (running) return { ...(await this.await(running, deadline)), reused: true };
+      if (running) {
+        try {
+          return { ...(await this.await(running, deadline)), reused: true };
+        } catch (error) {
+          await this.removeSession(running, error);
+          throw error;
+        }
+      }
     }
 
     // 2. Limits, before anything is created, on the cache (the operator checks again: this races anyway).
@@ -216,18 +226,26 @@ export class Launcher {
     try {
       return { ...(await this.await(session, deadline)), reused: false };
     } catch (error) {
-      // Shutting down: leave the session, as an exiting process would; nobody hears the answer.
-      if (error instanceof ServiceStopping) throw error;
-      if (await resources.sessions.delete(sessionName).catch(() => false)) {
-        await this.deps.sessions.reflectsDeletion(sessionName, session.metadata.uid);
+      await this.removeSession(session, error);
+      if (createdWorkspace && !(error instanceof ServiceStopping)) {
+        await this.deps.workspaces.deleteQuietly(createdWorkspace);
       }
-      if (createdWorkspace) await this.deps.workspaces.deleteQuietly(createdWorkspace);
-      this.deps.logger.info(
-        { appDefinition: appDefinitionName, session: sessionName, err: describeError(error) },
-        'launch failed; removed what it created',
-      );
       throw error;
     }
+  }
+
+  /** Removes a session whose launch failed, once the cache shows it gone. */
+  private async removeSession(session: Session, error: unknown): Promise<void> {
+    // Shutting down: leave the session, as an exiting process would; the retry adopts it.
+    if (error instanceof ServiceStopping) return;
+    const name = session.metadata.name;
+    if (await this.deps.resources.sessions.delete(name).catch(() => false)) {
+      await this.deps.sessions.reflectsDeletion(name, session.metadata.uid);
+    }
+    this.deps.logger.info(
+      { appDefinition: session.spec.appDefinition, session: name, err: describeError(error) },
+      'launch failed; removed its session',
+    );
   }
 
   /**
