@@ -10,43 +10,98 @@ export function loadKubeConfig(file?: string): k8s.KubeConfig {
 }
 
 const CONFIGURED = Symbol('ide-cloud.configured');
+interface RequestContext {
+  setHeaderParam(key: string, value: string): void;
+  getSignal(): AbortSignal | undefined;
+  setSignal(signal: AbortSignal): void;
+}
 type Hooks = {
   createAgent(cluster: unknown, options: Record<string, unknown>): unknown;
-  applySecurityAuthentication(context: { setHeaderParam(key: string, value: string): void }): Promise<void>;
+  applySecurityAuthentication(context: RequestContext): Promise<void>;
   applyToFetchOptions(options: unknown): Promise<{ headers: { set(key: string, value: string): void } }>;
 };
 
+/** How long one Kubernetes API call may take by default (a watch is not one call: see configureClient). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+export interface ClientOptions {
+  /** Deadline of each API call (request and answer); default DEFAULT_REQUEST_TIMEOUT_MS. */
+  requestTimeoutMs?: number;
+}
+
 /**
- * Makes a KubeConfig fit for a long-running client, once (later calls change nothing):
+ * Makes a KubeConfig fit for a long-running client, once (later calls change nothing, so a
+ * KubeConfig shared by two components keeps the first one's settings):
  * - one keep-alive agent: client-node 1.x builds a new https.Agent for every request, so every API
  *   call would pay a TCP and TLS handshake. The agent is made from the first request's options (the
  *   cluster's CA and client certificate; bearer tokens travel in headers, so a rotated token is
  *   still read per request);
- * - a User-Agent naming the component, as client-go's clients do, so the API server's audit log and
+ * - a deadline on every API call (`requestTimeoutMs`): a paused or partitioned API server accepts the
+ *   connection and never answers, and without a deadline the call waits for the operating system to
+ *   give up (minutes). When it passes, the call rejects with an AbortError (`isApiUnavailable`) and
+ *   only its own connection is dropped; the pool stays. Every call of the generated API clients and of
+ *   KubernetesObjectApi gets it, the informers' lists included. Watches (`k8s.Watch`) do not: they
+ *   are meant to stay open and are renewed by the informer (`rewatchIntervalMs`);
+ * - a User-Agent (`userAgent`) naming the component, as client-go's clients do, so the API server's audit log and
  *   request metrics tell IDE Cloud's requests from everyone else's.
  */
-export function configureClient(kc: k8s.KubeConfig, userAgent: string): k8s.KubeConfig {
+export function configureClient(kc: k8s.KubeConfig, userAgent: string, options: ClientOptions = {}): k8s.KubeConfig {
   const target = kc as unknown as Hooks & { [CONFIGURED]?: boolean };
   if (target[CONFIGURED]) return kc;
   target[CONFIGURED] = true;
+  const { requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS } = options;
   const createAgent = target.createAgent.bind(kc);
   let agent: unknown;
   // Idle sockets beyond a few are closed: a burst does not leave hundreds open.
-  target.createAgent = (cluster, options) =>
-    (agent ??= createAgent(cluster, { ...options, keepAlive: true, maxFreeSockets: 16 }));
+  target.createAgent = (cluster, agentOptions) =>
+    (agent ??= createAgent(cluster, { ...agentOptions, keepAlive: true, maxFreeSockets: 16 }));
+  // Called once per request of the generated clients and KubernetesObjectApi (never for a watch),
+  // before it is sent: the deadline counts from here and covers the answer's body too.
   const authenticate = target.applySecurityAuthentication.bind(kc);
   target.applySecurityAuthentication = async (context) => {
+    const deadline = AbortSignal.timeout(requestTimeoutMs);
     await authenticate(context);
     context.setHeaderParam('User-Agent', userAgent);
+    const own = context.getSignal();
+    context.setSignal(own ? AbortSignal.any([own, deadline]) : deadline);
   };
+  // Watches (and exec, logs) build their requests from these options: no deadline here.
   const fetchOptions = target.applyToFetchOptions.bind(kc);
-  target.applyToFetchOptions = async (options) => {
-    const result = await fetchOptions(options);
+  target.applyToFetchOptions = async (fetchOpts) => {
+    const result = await fetchOptions(fetchOpts);
     result.headers.set('User-Agent', userAgent);
     return result;
   };
   return kc;
 }
+
+/**
+ * Why a call got no answer from the API server, or undefined when it got one (or failed otherwise):
+ * `timeout` when the deadline of configureClient passed, `unreachable` when no connection could be
+ * made or it broke before the answer (refused, reset, no route, DNS). Both are worth a retry later.
+ */
+export function isApiUnavailable(error: unknown): 'timeout' | 'unreachable' | undefined {
+  if (error instanceof k8s.ApiException) return undefined;
+  const e = error as { name?: unknown; type?: unknown; code?: unknown } | null;
+  if (!e || typeof e !== 'object') return undefined;
+  if (e.name === 'AbortError' || e.name === 'TimeoutError' || e.type === 'aborted') return 'timeout';
+  if (e.name === 'FetchError' && (e.type === 'system' || e.type === 'request-timeout')) return 'unreachable';
+  if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) return 'unreachable';
+  return undefined;
+}
+
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** Server-side apply of a whole object under IDE Cloud's one field manager. */
 export async function applyObject<T extends k8s.KubernetesObject>(

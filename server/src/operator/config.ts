@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { z } from 'zod';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/client.js';
 
 const bool = z
   .union([z.boolean(), z.string()])
@@ -60,6 +61,11 @@ export const OperatorConfigSchema = z
     maxSessionLifetimeMinutes: int(0).default(0),
     /** Watch connections are renewed this often (from the last resourceVersion), because watches can stall silently. */
     rewatchIntervalMs: int(100).default(300_000),
+    /**
+     * Deadline of each Kubernetes API call (not of watches, which stay open and are renewed): a call
+     * the API server does not answer in time fails, and its work item is retried with backoff.
+     */
+    apiRequestTimeoutMs: int(100).default(DEFAULT_REQUEST_TIMEOUT_MS),
     /** Session reconcile workers (app definitions and workspaces use at most 2): launches wait mostly on API calls, so many run at once. */
     workers: int(1).default(16),
     /**
@@ -120,6 +126,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   activityIntervalMs: 'IDE_CLOUD_ACTIVITY_INTERVAL_MS',
   maxSessionLifetimeMinutes: 'IDE_CLOUD_MAX_SESSION_LIFETIME_MINUTES',
   rewatchIntervalMs: 'IDE_CLOUD_REWATCH_INTERVAL_MS',
+  apiRequestTimeoutMs: 'IDE_CLOUD_API_REQUEST_TIMEOUT_MS',
   workers: 'IDE_CLOUD_OPERATOR_WORKERS',
   leaderElection: 'IDE_CLOUD_LEADER_ELECTION',
   leaseName: 'IDE_CLOUD_LEASE_NAME',

@@ -231,7 +231,9 @@ export async function startOperator(
 ): Promise<RunningOperator> {
   const config = parseOperatorConfig(input);
   const log = options.logger ?? createLogger();
-  const kc = configureClient(options.kubeConfig ?? loadKubeConfig(config.kubeconfig), 'ide-cloud-operator');
+  const kc = configureClient(options.kubeConfig ?? loadKubeConfig(config.kubeconfig), 'ide-cloud-operator', {
+    requestTimeoutMs: config.apiRequestTimeoutMs,
+  });
   const clients = apiClients(kc, config.namespace);
   const operatorLog = log.child({ namespace: config.namespace, identity: config.identity });
   let controllers: Controllers | undefined;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_CONNECTION_LIMITS } from '../http/listen.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/client.js';
 
 /**
  * Configuration of the service, from environment variables named after the installation values.
@@ -20,6 +21,7 @@ import { DEFAULT_CONNECTION_LIMITS } from '../http/listen.js';
  * | IDE_CLOUD_SESSIONS_PER_USER | operator.sessionsPerUser, read by the operator too        | 1             |
  * | LAUNCH_TIMEOUT_MINUTES    | default launch timeout in minutes (fractions allowed)           | 3             |
  * | IDE_CLOUD_REWATCH_INTERVAL_MS | the caches renew their watches this often (no relist)       | 300000        |
+ * | IDE_CLOUD_API_REQUEST_TIMEOUT_MS | deadline of each Kubernetes API call (not watches); 503 past it | 10000  |
  * | PROGRESS_STREAMS_PER_USER | progress streams one user may hold open at once (429 over)     | 4             |
  * | PROGRESS_STREAMS_TOTAL    | progress streams open at once on one replica (429 over)         | 500           |
  * | PROGRESS_STREAM_MAX_SECONDS | a progress stream ends after this (the browser reconnects)    | 1800          |
@@ -80,6 +82,11 @@ const ConfigSchema = z.object({
     .int({ error: 'IDE_CLOUD_REWATCH_INTERVAL_MS must be an integer' })
     .min(100, { error: 'IDE_CLOUD_REWATCH_INTERVAL_MS must be >= 100' })
     .default(300_000),
+  apiRequestTimeoutMs: z.coerce
+    .number({ error: 'IDE_CLOUD_API_REQUEST_TIMEOUT_MS must be a number' })
+    .int({ error: 'IDE_CLOUD_API_REQUEST_TIMEOUT_MS must be an integer' })
+    .min(100, { error: 'IDE_CLOUD_API_REQUEST_TIMEOUT_MS must be >= 100' })
+    .default(DEFAULT_REQUEST_TIMEOUT_MS),
   progressStreamsPerUser: z.coerce
     .number({ error: 'PROGRESS_STREAMS_PER_USER must be a number' })
     .int({ error: 'PROGRESS_STREAMS_PER_USER must be an integer' })
@@ -153,6 +160,7 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
     sessionsPerUser: get('IDE_CLOUD_SESSIONS_PER_USER'),
     launchTimeoutMinutes: get('LAUNCH_TIMEOUT_MINUTES'),
     rewatchIntervalMs: get('IDE_CLOUD_REWATCH_INTERVAL_MS'),
+    apiRequestTimeoutMs: get('IDE_CLOUD_API_REQUEST_TIMEOUT_MS'),
     progressStreamsPerUser: get('PROGRESS_STREAMS_PER_USER'),
     progressStreamsTotal: get('PROGRESS_STREAMS_TOTAL'),
     progressStreamMaxSeconds: get('PROGRESS_STREAM_MAX_SECONDS'),

@@ -55,6 +55,29 @@ export class ServiceStopping extends ApiError {
 }
 
 /**
+ * The API server gave no answer: the call's deadline passed (`IDE_CLOUD_API_REQUEST_TIMEOUT_MS`) or
+ * no connection could be made. Answered 503 with `Retry-After`; the reason says only that, never
+ * what the client library reported. A write that timed out may still take effect once the API server
+ * answers again, as with any client: a retried launch finds its session by the workspace's name.
+ */
+export class ApiServerUnavailable extends ApiError {
+  constructor(why: 'timeout' | 'unreachable') {
+    super(
+      503,
+      why === 'timeout'
+        ? 'the Kubernetes API server did not answer in time; retry later'
+        : 'the Kubernetes API server is not reachable; retry later',
+      undefined,
+      { 'Retry-After': String(API_SERVER_RETRY_AFTER_SECONDS) },
+    );
+    this.name = 'ApiServerUnavailable';
+  }
+}
+
+/** What `Retry-After` tells a caller when the API server did not answer. */
+export const API_SERVER_RETRY_AFTER_SECONDS = 5;
+
+/**
  * A write lost a race: the API server answered 409 (the name is taken, or the object changed since
  * it was read). Callers that expect the race recognise it by type; others answer it as a 409.
  */

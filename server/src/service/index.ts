@@ -43,8 +43,11 @@ export function createServiceContext(
   kc: k8s.KubeConfig;
   caches: ServiceCaches;
 } {
-  // One keep-alive connection pool for every API call (as the operator does), not a handshake each.
-  const kc = configureClient(options.kubeConfig ?? loadKubeConfig(config.kubeconfig), 'ide-cloud-service');
+  // One keep-alive connection pool for every API call (as the operator does), not a handshake each,
+  // and a deadline on each call: a silent API server costs a 503, never a hanging request.
+  const kc = configureClient(options.kubeConfig ?? loadKubeConfig(config.kubeconfig), 'ide-cloud-service', {
+    requestTimeoutMs: config.apiRequestTimeoutMs,
+  });
   const logger = createLogger(config.logLevel, options.logDestination);
   const resources = serviceResources(kc, config.namespace);
   const caches = new ServiceCaches(kc, resources, {

@@ -1,7 +1,7 @@
 // The service's boundary to the API server: every Kubernetes call the service makes goes through here,
 // and a failed one is mapped once to the service's ApiError.
 import * as k8s from '@kubernetes/client-node';
-import { apiStatus, readMetadata } from '../kube/client.js';
+import { apiStatus, isApiUnavailable, readMetadata } from '../kube/client.js';
 import { ErrorCode } from '../model/error-codes.js';
 import { type EnvSourceKind } from '../model/session-env.js';
 import {
@@ -11,7 +11,7 @@ import {
   type Kind,
   type ResourceOf,
 } from '../kube/resources.js';
-import { ApiError, Conflict } from './errors.js';
+import { ApiError, ApiServerUnavailable, Conflict } from './errors.js';
 import type { ObjectReader } from './cache.js';
 import type { PodMetrics } from './views.js';
 
@@ -32,12 +32,16 @@ interface Failure {
  * | 429        | 429 with `Retry-After`                                                         |
  * | 400 / 422  | 400                                                                            |
  * | other      | 500                                                                            |
+ * | no answer  | `ApiServerUnavailable`: 503 with `Retry-After`, when the call's deadline passed |
+ * |            | (configureClient) or the API server could not be reached                       |
  *
  * Only the status code is read: the API server's message may quote the submitted object (env
  * values, the session secret), so no reason ever carries it.
  */
 function mapped(error: unknown, { action, notFound }: Failure): ApiError {
   if (error instanceof ApiError) return error;
+  const unavailable = isApiUnavailable(error);
+  if (unavailable) return new ApiServerUnavailable(unavailable);
   const status = apiStatus(error);
   if (status !== undefined) {
     if (status === 422 || status === 400) return ApiError.badRequest(`${action} was refused by the API server`);
