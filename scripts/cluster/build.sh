@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries from the Go module proxy, once, into a cache outside the
 # repository: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (and helm or the
-# session pods' authentication proxy, oauth2-proxy, when asked).
+# session pods' authentication proxy, oauth2-proxy, or the real node's kubelet, when asked).
 # Each tool family gets its own wrapper module so their dependency graphs never mix.
-# Usage: build.sh [all|k8s|helm|auth-proxy|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
+# Usage: build.sh [all|k8s|helm|auth-proxy|kubelet|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
 #
 # Safe to run concurrently: each tool family is built under its own lock, so a second build of the same
 # tool waits for the first and then finds its binary cached. With IDE_CLOUD_BUILD_WATCH_STDIN=1 (set by
@@ -31,16 +31,17 @@ fi
 
 # Seconds each binary took from empty Go caches on 2 cores (module download included), for the
 # estimate of what is left; scaled by the cores this machine has.
-declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90)
+declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90 [kubelet]=150)
 case "$what" in
   k8s) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok) ;;
   helm) tools=(helm) ;;
   auth-proxy) tools=(oauth2-proxy) ;;
+  kubelet) tools=(kubelet) ;;
   all) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm) ;;
   etcd) tools=(etcd) ;;
   kubernetes) tools=(kube-apiserver kube-controller-manager kube-scheduler) ;;
   kwok) tools=(kwok) ;;
-  *) echo "usage: build.sh [all|k8s|helm|auth-proxy|etcd|kubernetes|kwok]" >&2; exit 2 ;;
+  *) echo "usage: build.sh [all|k8s|helm|auth-proxy|kubelet|etcd|kubernetes|kwok]" >&2; exit 2 ;;
 esac
 cores=$(nproc 2>/dev/null || echo 2)
 pending=()
@@ -110,10 +111,10 @@ build_etcd() (
   build_one etcd "$dir" go.etcd.io/etcd/server/v3
 )
 
-build_kubernetes() (
-  lock kubernetes
+# The wrapper module of the Kubernetes components (kube-apiserver, kube-controller-manager,
+# kube-scheduler and, for the real node, kubelet); the caller holds the kubernetes lock.
+kubernetes_module() {
   local dir="$work/kubernetes" v=$K8S_VERSION
-  local minor=${v#*.}; minor=${minor%%.*}
   if fresh_module "$dir"; then
     log "kubernetes: resolving k8s.io/kubernetes@v$v"
     local upstream
@@ -131,10 +132,36 @@ build_kubernetes() (
     (cd "$dir" && go_get "k8s.io/kubernetes/cmd/kube-apiserver@v$v" \
       "k8s.io/kubernetes/cmd/kube-controller-manager@v$v" "k8s.io/kubernetes/cmd/kube-scheduler@v$v")
   fi
-  local ld="-s -w -X k8s.io/component-base/version.gitVersion=v$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+}
+
+kubernetes_ldflags() {
+  local v=$K8S_VERSION minor
+  minor=${v#*.}; minor=${minor%%.*}
+  echo "-s -w -X k8s.io/component-base/version.gitVersion=v$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+}
+
+build_kubernetes() (
+  lock kubernetes
+  kubernetes_module
+  local dir="$work/kubernetes" ld
+  ld=$(kubernetes_ldflags)
   for c in kube-apiserver kube-controller-manager kube-scheduler; do
     build_one "$c" "$dir" "k8s.io/kubernetes/cmd/$c" "$ld"
   done
+)
+
+# kubelet, for the real node (control-plane.ts, realNode): the same wrapper module and version as the
+# API server; its few extra modules are added to that module once (a marker records it).
+build_kubelet() (
+  lock kubernetes
+  kubernetes_module
+  local dir="$work/kubernetes" v=$K8S_VERSION
+  if [ ! -x "$bin/kubelet" ] && [ ! -f "$dir/.kubelet-resolved" ]; then
+    log "kubelet: resolving k8s.io/kubernetes/cmd/kubelet@v$v"
+    (cd "$dir" && go_get "k8s.io/kubernetes/cmd/kubelet@v$v")
+    touch "$dir/.kubelet-resolved"
+  fi
+  build_one kubelet "$dir" k8s.io/kubernetes/cmd/kubelet "$(kubernetes_ldflags)"
 )
 
 build_kwok() (
@@ -181,6 +208,7 @@ for t in "${tools[@]}"; do
     kwok) build_kwok ;;
     helm) build_helm ;;
     oauth2-proxy) build_oauth2_proxy ;;
+    kubelet) build_kubelet ;;
   esac
 done
 echo "$bin"

@@ -1,4 +1,5 @@
-// npm run cluster -- <up|down|status|build>
+// npm run cluster -- <up [--real-node]|down|status|build [helm|kubelet]>
+// --real-node adds a real node (kubelet, containerd; root only) beside the kwok node: real-node.ts.
 // `up` starts a local control plane in .cluster/ and prints KUBECONFIG=<path> as its last line.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +24,7 @@ async function main(command: string | undefined): Promise<number> {
         console.log(`KUBECONFIG=${existing.kubeconfig}`);
         return 0;
       }
-      const state = await startControlPlane(dir);
+      const state = await startControlPlane(dir, { realNode: process.argv.includes('--real-node') });
       console.log(`KUBECONFIG=${state.kubeconfig}`);
       return 0;
     }
@@ -34,11 +35,13 @@ async function main(command: string | undefined): Promise<number> {
     case 'status':
       for (const line of await describeControlPlane(dir)) console.log(line);
       return 0;
-    case 'build':
-      console.log(await ensureBinaries(process.argv[3] === 'helm' ? 'helm' : 'k8s'));
+    case 'build': {
+      const target = process.argv[3];
+      console.log(await ensureBinaries(target === 'helm' || target === 'kubelet' ? target : 'k8s'));
       return 0;
+    }
     default:
-      console.error('usage: npm run cluster -- <up|down|status|build [helm]>');
+      console.error('usage: npm run cluster -- <up [--real-node]|down|status|build [helm|kubelet]>');
       return 2;
   }
 }

@@ -2,7 +2,7 @@
 // kube-scheduler and kwok (a fake kubelet), built from the Go module proxy and started on loopback.
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import http from 'node:http';
@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { installCrds } from '../../server/src/kube/crds.js';
+import { REAL_NODE, startRealNode, stopRealNode } from './real-node.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -24,6 +25,8 @@ export interface ControlPlaneState {
   pids: Partial<Record<Component, number>>;
   /** kube-apiserver's audit log (JSON lines), when started with `auditLog`. */
   auditLog?: string;
+  /** The real node's directory (real-node.ts), when started with `realNode`. */
+  realNode?: string;
 }
 
 export const KWOK_NODE = 'kwok-node-0';
@@ -32,7 +35,7 @@ const log = (message: string): void => {
   process.stderr.write(`[cluster ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 };
 
-export type BuildTarget = 'k8s' | 'helm' | 'auth-proxy';
+export type BuildTarget = 'k8s' | 'helm' | 'auth-proxy' | 'kubelet';
 
 const builds = new Map<BuildTarget, Promise<string>>();
 /** Builds (or finds in the cache) the binaries, once per process; returns their directory. */
@@ -172,6 +175,13 @@ export interface ControlPlaneOptions {
    * `npm run cluster -- up`, whose control plane outlives the command by design.
    */
   tiedToThisProcess?: boolean;
+  /**
+   * Off by default. A real node, `real-node-0`, beside the kwok node: kubelet, containerd and a CNI
+   * bridge on this machine (root only; see real-node.ts), tainted so that only pods with
+   * REAL_NODE_PLACEMENT land there. The first start installs Debian packages and builds kubelet and
+   * the pause image (a few minutes); later starts take seconds. `stopControlPlane` removes it all.
+   */
+  realNode?: boolean;
 }
 
 /**
@@ -205,7 +215,7 @@ const AUDIT_POLICY_YAML = [
 
 /** Starts every component in `dir` (created fresh) and returns once the API server is ready with CRDs installed. */
 export async function startControlPlane(dir: string, options: ControlPlaneOptions = {}): Promise<ControlPlaneState> {
-  const bin = await ensureBinaries('k8s');
+  const [bin] = await Promise.all([ensureBinaries('k8s'), options.realNode ? ensureBinaries('kubelet') : undefined]);
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.join(dir, 'logs'), { recursive: true });
   if (options.tiedToThisProcess) startWatchdog(dir);
@@ -280,6 +290,8 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       '--enable-priority-and-fairness=false',
       '--profiling=false',
       ...auditArgs,
+      // kubectl logs/exec reach the real node's kubelet at its address (its hostname resolves nowhere).
+      ...(options.realNode ? ['--kubelet-preferred-address-types=InternalIP,Hostname'] : []),
     ]);
     await saveState();
     await waitFor(
@@ -345,6 +357,13 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
         { name: KWOK_NODE, body: { spec: { taints: null } } },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       );
+    if (options.realNode) {
+      log(`starting the real node ${REAL_NODE}`);
+      state.realNode = path.join(dir, 'node');
+      await saveState();
+      const ports = (await Promise.all([freePort(), freePort()])) as [number, number];
+      await startRealNode(state.realNode, { kubeconfig: state.kubeconfig, bin, ports });
+    }
     log(`ready: ${state.server}`);
     return state;
   } catch (error) {
@@ -410,6 +429,8 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
 /** Stops every process recorded in `dir` (by PID, whole process group) and removes the directory. */
 export async function stopControlPlane(dir: string): Promise<void> {
   const state = await readState(dir);
+  // The real node first, while the API server still answers its kubelet.
+  if (state?.realNode) await stopRealNode(state.realNode);
   const pids = Object.values(state?.pids ?? {}).filter((pid): pid is number => typeof pid === 'number');
   // Reverse start order: kwok and the controllers before the API server, etcd last.
   for (const pid of [...pids].reverse()) signalGroup(pid, 'SIGTERM');
@@ -421,6 +442,16 @@ export async function stopControlPlane(dir: string): Promise<void> {
 
 /** Synchronous variant for process exit handlers, where nothing asynchronous runs any more. */
 export function killControlPlaneSync(state: ControlPlaneState): void {
+  if (state.realNode) {
+    try {
+      const node = JSON.parse(readFileSync(path.join(state.realNode, 'node.json'), 'utf8')) as {
+        pids: Record<string, number>;
+      };
+      for (const pid of Object.values(node.pids)) if (pid) signalGroup(pid, 'SIGKILL');
+    } catch {
+      // not started
+    }
+  }
   for (const pid of Object.values(state.pids).reverse()) if (pid) signalGroup(pid, 'SIGKILL');
 }
 
@@ -431,6 +462,17 @@ export async function describeControlPlane(dir: string): Promise<string[]> {
     const pid = state.pids[name];
     return `${name.padEnd(24)} ${pid && isAlive(pid) ? `running (pid ${pid})` : 'not running'}`;
   });
+  if (state.realNode) {
+    try {
+      const node = JSON.parse(await readFile(path.join(state.realNode, 'node.json'), 'utf8')) as {
+        pids: Record<string, number>;
+      };
+      for (const [name, pid] of Object.entries(node.pids))
+        lines.push(`${`${name} (${REAL_NODE})`.padEnd(24)} ${isAlive(pid) ? `running (pid ${pid})` : 'not running'}`);
+    } catch {
+      lines.push(`${REAL_NODE.padEnd(24)} not running`);
+    }
+  }
   lines.push(`server                   ${state.server}`, `KUBECONFIG=${state.kubeconfig}`);
   return lines;
 }

@@ -1,0 +1,510 @@
+// A real node beside the kwok node (control-plane.ts, option realNode): kubelet built from the same
+// wrapper module as kube-apiserver, containerd, runc and the CNI plugins from Debian's packages, a
+// locally built pause image. The node is tainted: only pods that tolerate REAL_NODE_TAINT land there.
+//
+// It owns, and stopRealNode removes: its processes (containerd, kubelet, the shims and every process
+// in the pods' cgroups), the mounts under its directory and the pods' network namespaces, the bridge
+// `idecloud0`, the iptables chains that appeared while it ran (KUBE-*, CNI-*), the cgroups `kubepods`,
+// the machine paths kubelet and containerd write to when they were absent before (/var/lib/kubelet,
+// /var/log/pods, /var/log/containers, /run/containerd, /var/lib/cni, /run/netns), and ip_forward's value.
+// One real node per machine (their names and chains are machine-wide): a lock in /run says whose it is.
+import { execFile, spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+
+const run = promisify(execFile);
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export const REAL_NODE = 'real-node-0';
+export const REAL_NODE_LABELS = { type: 'real', 'ide-cloud.dev/real-node': 'true' } as const;
+export const REAL_NODE_TAINT = { key: 'ide-cloud.dev/real-node', value: 'true', effect: 'NoSchedule' } as const;
+/** What a pod needs to run on the real node: `{ ...spec, ...REAL_NODE_PLACEMENT }`. */
+export const REAL_NODE_PLACEMENT = {
+  nodeSelector: { 'ide-cloud.dev/real-node': 'true' },
+  tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Equal', value: 'true', effect: 'NoSchedule' }],
+};
+export const REAL_NODE_BRIDGE = 'idecloud0';
+export const REAL_NODE_SUBNET = '10.217.0.0/24';
+/** The bridge's address: the node's InternalIP, where kubelet listens and pods reach the host. */
+export const REAL_NODE_IP = '10.217.0.1';
+const LOCK = '/run/ide-cloud-real-node';
+/** Machine paths kubelet, containerd and CNI write to; removed at the end when they were absent before. */
+const MACHINE_PATHS = ['/var/lib/kubelet', '/var/log/pods', '/var/log/containers', '/run/containerd', '/var/lib/cni'];
+// /var/run is /run on Debian: the one directory of the pods' network namespaces.
+const NETNS_DIRS = ['/run/netns'];
+const CHAIN_PATTERN = /^(KUBE-|CNI-)/;
+
+export interface RealNodeState {
+  root: string;
+  socket: string;
+  pids: { containerd?: number; kubelet?: number };
+  kubeletPort: number;
+  /** Chains per `<family>:<table>` before the node started (the ones after it, matching KUBE-/CNI-, are its own). */
+  chainsBefore: Record<string, string[]>;
+  /** MACHINE_PATHS and NETNS_DIRS entries absent before. */
+  createdPaths: string[];
+  netnsBefore: string[];
+  kubepodsCgroupsBefore: boolean;
+  ipForwardBefore: string;
+}
+
+const log = (message: string): void => {
+  process.stderr.write(`[real node ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+};
+
+async function sh(command: string, args: string[], input?: string): Promise<string> {
+  if (input === undefined) return (await run(command, args, { maxBuffer: 64 << 20 })).stdout;
+  return new Promise((resolve, reject) => {
+    const child = execFile(command, args, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    child.stdin!.end(input);
+  });
+}
+
+/** Runs a build script (build.sh style: progress on stderr, result lines on stdout). */
+async function script(file: string, args: string[]): Promise<string[]> {
+  const child = spawn('bash', [file, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  if (code !== 0) throw new Error(`${path.basename(file)} ${args.join(' ')} failed with exit code ${code}`);
+  return out.trim().split('\n').filter(Boolean);
+}
+
+/** Installs the Debian packages the real node and the image builds need (once; needs root). */
+export async function installRealNodePackages(): Promise<void> {
+  await script(path.join(here, 'install-real-node-packages.sh'), []);
+}
+
+/** Builds (or finds in the cache) the OCI archive of a local image: scripts/images/build.sh <target>. */
+export async function buildImage(target: 'pause' | 'auth-proxy'): Promise<string> {
+  return (await script(path.join(here, '../images/build.sh'), [target])).pop()!;
+}
+
+/** `ctr images import` of an OCI archive into the real node's containerd. */
+export async function importImage(node: RealNodeState, archive: string): Promise<void> {
+  await sh('ctr', ['--address', node.socket, '-n', 'k8s.io', 'images', 'import', archive]);
+}
+
+async function chains(): Promise<Record<string, string[]>> {
+  const result: Record<string, string[]> = {};
+  for (const family of ['iptables', 'ip6tables']) {
+    const saved = await sh(`${family}-save`, []).catch(() => '');
+    let table = '';
+    for (const line of saved.split('\n')) {
+      if (line.startsWith('*')) table = line.slice(1);
+      else if (line.startsWith(':')) (result[`${family}:${table}`] ??= []).push(line.slice(1).split(' ')[0]!);
+    }
+  }
+  return result;
+}
+
+function isAlive(pid: number | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function startProcess(root: string, name: string, file: string, args: string[]): number {
+  const out = openSync(path.join(root, `${name}.log`), 'a');
+  const child = spawn(file, args, { detached: true, stdio: ['ignore', out, out] });
+  closeSync(out);
+  child.unref();
+  return child.pid!;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, pid?: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (pid !== undefined && !isAlive(pid)) throw new Error(`${what}: the process exited (see its log)`);
+    if (Date.now() > deadline) throw new Error(`${what}: not ready within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function containerdConfig(root: string, socket: string, pauseImage: string): string {
+  const cri = 'plugins."io.containerd.grpc.v1.cri"';
+  return `version = 2
+root = "${root}/containerd/root"
+state = "${root}/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+
+[grpc]
+  address = "${socket}"
+
+[ttrpc]
+  address = "${socket}.ttrpc"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "${root}/containerd/opt"
+
+[${cri}]
+  sandbox_image = "${pauseImage}"
+  # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails in runc create.
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+
+[${cri}.containerd]
+  snapshotter = "overlayfs"
+  default_runtime_name = "runc"
+
+[${cri}.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[${cri}.containerd.runtimes.runc.options]
+  SystemdCgroup = false
+
+[${cri}.cni]
+  bin_dir = "/usr/lib/cni"
+  conf_dir = "${root}/cni/net.d"
+`;
+}
+
+function cniConfig(root: string): string {
+  return JSON.stringify(
+    {
+      cniVersion: '1.0.0',
+      name: 'ide-cloud-real-node',
+      plugins: [
+        {
+          type: 'bridge',
+          bridge: REAL_NODE_BRIDGE,
+          isGateway: true,
+          ipMasq: true,
+          hairpinMode: true,
+          ipam: {
+            type: 'host-local',
+            ranges: [[{ subnet: REAL_NODE_SUBNET, gateway: REAL_NODE_IP }]],
+            routes: [{ dst: '0.0.0.0/0' }],
+            dataDir: path.join(root, 'cni', 'ipam'),
+          },
+        },
+        { type: 'portmap', capabilities: { portMappings: true } },
+      ],
+    },
+    null,
+    2,
+  );
+}
+
+function kubeletConfig(socket: string, port: number, healthzPort: number): string {
+  return JSON.stringify(
+    {
+      apiVersion: 'kubelet.config.k8s.io/v1beta1',
+      kind: 'KubeletConfiguration',
+      // On the bridge only (never the machine's public interface): anonymous requests are allowed.
+      address: REAL_NODE_IP,
+      port,
+      readOnlyPort: 0,
+      healthzBindAddress: '127.0.0.1',
+      healthzPort,
+      cgroupDriver: 'cgroupfs',
+      failSwapOn: false,
+      failCgroupV1: false,
+      containerRuntimeEndpoint: `unix://${socket}`,
+      authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
+      authorization: { mode: 'AlwaysAllow' },
+      resolvConf: '/etc/resolv.conf',
+      // Images are imported, not pulled: never collect them, and evict only when the machine is full.
+      evictionHard: { 'nodefs.available': '1%', 'imagefs.available': '1%', 'memory.available': '100Mi' },
+      imageGCHighThresholdPercent: 100,
+      imageGCLowThresholdPercent: 99,
+      registerWithTaints: [REAL_NODE_TAINT],
+      serializeImagePulls: false,
+      maxPods: 50,
+    },
+    null,
+    2,
+  );
+}
+
+/** Takes the machine's real-node lock for `root`, or says whose it is. A dead owner's lock is taken over. */
+async function takeLock(root: string): Promise<void> {
+  try {
+    await mkdir(LOCK);
+  } catch {
+    const owner = await readFile(path.join(LOCK, 'owner'), 'utf8').catch(() => '');
+    const ownerState = owner ? await readNodeState(owner) : undefined;
+    if (ownerState && (isAlive(ownerState.pids.containerd) || isAlive(ownerState.pids.kubelet))) {
+      throw new Error(`a real node already runs on this machine (${owner}): one at a time; stop it first`);
+    }
+    if (ownerState) await stopRealNode(owner).catch(() => undefined);
+    await mkdir(LOCK, { recursive: true });
+  }
+  await writeFile(path.join(LOCK, 'owner'), root);
+}
+
+async function readNodeState(root: string): Promise<RealNodeState | undefined> {
+  try {
+    return JSON.parse(await readFile(path.join(root, 'node.json'), 'utf8')) as RealNodeState;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface StartRealNodeOptions {
+  /** The control plane's admin kubeconfig (kubelet registers with it). */
+  kubeconfig: string;
+  /** The directory of kubelet. */
+  bin: string;
+  /** Free ports for kubelet's server and its health endpoint. */
+  ports: [number, number];
+}
+
+/** Starts containerd and kubelet under `root` and returns once the node is Ready and schedulable. */
+export async function startRealNode(root: string, options: StartRealNodeOptions): Promise<RealNodeState> {
+  if (process.getuid?.() !== 0) throw new Error('the real node needs root (kubelet, containerd, mounts)');
+  const started = Date.now();
+  await installRealNodePackages();
+  const pauseArchive = await buildImage('pause');
+  await mkdir(root, { recursive: true });
+  await takeLock(root);
+  const socket = path.join(root, 'containerd.sock');
+  const node: RealNodeState = {
+    root,
+    socket,
+    pids: {},
+    kubeletPort: options.ports[0],
+    chainsBefore: await chains(),
+    createdPaths: [...MACHINE_PATHS, ...NETNS_DIRS].filter((p) => !existsSync(p)),
+    netnsBefore: NETNS_DIRS.flatMap((d) => (existsSync(d) ? readdirSync(d).map((n) => path.join(d, n)) : [])),
+    kubepodsCgroupsBefore: cgroupDirs().length > 0,
+    ipForwardBefore: readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim(),
+  };
+  const save = () => writeFile(path.join(root, 'node.json'), JSON.stringify(node, null, 2));
+  await save();
+  try {
+    // The bridge exists before kubelet, whose node IP is its address; the CNI bridge plugin adopts it.
+    await sh('ip', ['link', 'add', REAL_NODE_BRIDGE, 'type', 'bridge']);
+    await sh('ip', ['addr', 'add', `${REAL_NODE_IP}/24`, 'dev', REAL_NODE_BRIDGE]);
+    await sh('ip', ['link', 'set', REAL_NODE_BRIDGE, 'up']);
+
+    const pauseImage = `registry.k8s.io/pause:${await pinned('PAUSE_VERSION')}`;
+    await mkdir(path.join(root, 'cni', 'net.d'), { recursive: true });
+    await writeFile(path.join(root, 'cni', 'net.d', '10-ide-cloud.conflist'), cniConfig(root));
+    await writeFile(path.join(root, 'containerd.toml'), containerdConfig(root, socket, pauseImage));
+    log('starting containerd');
+    node.pids.containerd = startProcess(root, 'containerd', 'containerd', [
+      '--config',
+      path.join(root, 'containerd.toml'),
+    ]);
+    await save();
+    await waitFor(
+      'containerd',
+      async () => (await sh('ctr', ['--address', socket, 'version']), true),
+      30_000,
+      node.pids.containerd,
+    );
+    await importImage(node, pauseArchive);
+
+    log('starting kubelet');
+    const kubeletRoot = path.join(root, 'kubelet');
+    await mkdir(kubeletRoot, { recursive: true });
+    await writeFile(path.join(root, 'kubelet.json'), kubeletConfig(socket, options.ports[0], options.ports[1]));
+    node.pids.kubelet = startProcess(root, 'kubelet', path.join(options.bin, 'kubelet'), [
+      `--config=${path.join(root, 'kubelet.json')}`,
+      `--kubeconfig=${options.kubeconfig}`,
+      `--root-dir=${kubeletRoot}`,
+      `--cert-dir=${path.join(kubeletRoot, 'pki')}`,
+      `--hostname-override=${REAL_NODE}`,
+      `--node-ip=${REAL_NODE_IP}`,
+      `--node-labels=${Object.entries(REAL_NODE_LABELS)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',')}`,
+    ]);
+    await save();
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(options.kubeconfig);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await waitFor(
+      `node ${REAL_NODE}`,
+      async () =>
+        (await core.readNode({ name: REAL_NODE })).status?.conditions?.some(
+          (c) => c.type === 'Ready' && c.status === 'True',
+        ) ?? false,
+      120_000,
+      node.pids.kubelet,
+    );
+    // No node lifecycle controller here to remove the not-ready taint the admission gave the new node.
+    await core.patchNode(
+      { name: REAL_NODE, body: { spec: { taints: [REAL_NODE_TAINT] } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s (kubelet on ${REAL_NODE_IP}:${options.ports[0]})`);
+    return node;
+  } catch (error) {
+    await stopRealNode(root).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function pinned(name: string): Promise<string> {
+  const env = await readFile(path.join(here, 'versions.env'), 'utf8');
+  const value = new RegExp(`^${name}=(.+)$`, 'm').exec(env)?.[1];
+  if (!value) throw new Error(`${name} is not in versions.env`);
+  return value.trim();
+}
+
+/** The `kubepods` cgroups of every cgroup v1 hierarchy (or of the v2 one). */
+function cgroupDirs(): string[] {
+  const base = '/sys/fs/cgroup';
+  const dirs = existsSync(path.join(base, 'kubepods')) ? [path.join(base, 'kubepods')] : [];
+  for (const name of existsSync(base) ? readdirSync(base) : []) {
+    const dir = path.join(base, name, 'kubepods');
+    if (existsSync(dir)) dirs.push(dir);
+  }
+  return [...new Set(dirs)];
+}
+
+/** Every process in the cgroups below `dir`. */
+function cgroupProcesses(dir: string): number[] {
+  const pids: number[] = [];
+  const walk = (d: string): void => {
+    try {
+      for (const line of readFileSync(path.join(d, 'cgroup.procs'), 'utf8').split('\n')) if (line) pids.push(+line);
+      for (const entry of readdirSync(d, { withFileTypes: true }))
+        if (entry.isDirectory()) walk(path.join(d, entry.name));
+    } catch {
+      // gone meanwhile
+    }
+  };
+  walk(dir);
+  return pids;
+}
+
+function removeCgroupTree(dir: string): void {
+  try {
+    for (const entry of readdirSync(dir, { withFileTypes: true }))
+      if (entry.isDirectory()) removeCgroupTree(path.join(dir, entry.name));
+    rmdirSync(dir);
+  } catch {
+    // gone, or still busy (reported by the caller's check)
+  }
+}
+
+/** Processes whose command line names `text` (the shims name containerd's socket). */
+function processesNaming(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || +entry === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(text)) pids.push(+entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+function kill(pids: number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function waitGone(pids: number[], timeoutMs: number): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  while (pids.some((pid) => isAlive(pid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  return pids.filter((pid) => isAlive(pid));
+}
+
+/** Mount points under any of `prefixes`, deepest first. */
+function mountsUnder(prefixes: string[]): string[] {
+  const points = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' ')[4]!.replace(/\\040/g, ' '));
+  return [...new Set(points.filter((p) => prefixes.some((prefix) => p === prefix || p.startsWith(`${prefix}/`))))].sort(
+    (a, b) => b.length - a.length,
+  );
+}
+
+/** Stops the real node of `root` and removes everything it made (see the file's comment); idempotent. */
+export async function stopRealNode(root: string): Promise<void> {
+  const node = await readNodeState(root);
+  if (!node) return;
+  // kubelet first (it would restart what is stopped), then every pod process, the shims, containerd.
+  // Nothing of theirs needs a graceful end: everything they leave is removed below.
+  if (node.pids.kubelet) {
+    kill([-node.pids.kubelet, node.pids.kubelet], 'SIGKILL');
+    await waitGone([node.pids.kubelet], 5_000);
+  }
+  if (!node.kubepodsCgroupsBefore) {
+    for (let round = 0; round < 20; round++) {
+      const pods = cgroupDirs().flatMap(cgroupProcesses);
+      if (pods.length === 0) break;
+      kill(pods, 'SIGKILL');
+      await waitGone(pods, 2_000);
+    }
+  }
+  const shims = processesNaming(node.socket);
+  kill(shims, 'SIGKILL');
+  await waitGone(shims, 5_000);
+  if (node.pids.containerd) {
+    kill([-node.pids.containerd, node.pids.containerd], 'SIGTERM');
+    kill(await waitGone([node.pids.containerd], 10_000), 'SIGKILL');
+  }
+
+  const newNetns = NETNS_DIRS.flatMap((d) => (existsSync(d) ? readdirSync(d).map((n) => path.join(d, n)) : [])).filter(
+    (p) => !node.netnsBefore.includes(p),
+  );
+  const kubeletOutside = node.createdPaths.filter((p) => MACHINE_PATHS.includes(p));
+  for (const point of mountsUnder([root, ...kubeletOutside, ...newNetns])) {
+    await sh('umount', [point]).catch(() => sh('umount', ['-l', point]).catch(() => undefined));
+  }
+  for (const netns of newNetns) await rm(netns, { force: true }).catch(() => undefined);
+  if (!node.kubepodsCgroupsBefore) for (const dir of cgroupDirs()) removeCgroupTree(dir);
+
+  await sh('ip', ['link', 'del', REAL_NODE_BRIDGE]).catch(() => undefined);
+  await removeChains(node.chainsBefore);
+  if (node.ipForwardBefore !== '1') await writeFile('/proc/sys/net/ipv4/ip_forward', node.ipForwardBefore);
+  for (const p of node.createdPaths) await rm(p, { recursive: true, force: true }).catch(() => undefined);
+  await rm(root, { recursive: true, force: true });
+  const owner = await readFile(path.join(LOCK, 'owner'), 'utf8').catch(() => '');
+  if (owner === root) await rm(LOCK, { recursive: true, force: true });
+}
+
+/** Removes the KUBE-* and CNI-* chains absent from `before`, and the rules that jump to them. */
+async function removeChains(before: Record<string, string[]>): Promise<void> {
+  for (const family of ['iptables', 'ip6tables']) {
+    const saved = await sh(`${family}-save`, []).catch(() => '');
+    const tables = new Map<string, { ours: string[]; rules: string[] }>();
+    let table = '';
+    for (const line of saved.split('\n')) {
+      if (line.startsWith('*')) {
+        table = line.slice(1);
+        tables.set(table, { ours: [], rules: [] });
+      } else if (line.startsWith(':')) {
+        const chain = line.slice(1).split(' ')[0]!;
+        if (CHAIN_PATTERN.test(chain) && !(before[`${family}:${table}`] ?? []).includes(chain))
+          tables.get(table)!.ours.push(chain);
+      } else if (line.startsWith('-A ')) tables.get(table)!.rules.push(line);
+    }
+    let restore = '';
+    for (const [name, { ours, rules }] of tables) {
+      if (ours.length === 0) continue;
+      const jumpsToOurs = rules.filter((rule) => {
+        const [, chain] = rule.split(' ');
+        const target = / -[jg] (\S+)/.exec(rule)?.[1];
+        return !ours.includes(chain!) && target !== undefined && ours.includes(target);
+      });
+      restore += `*${name}\n`;
+      restore += jumpsToOurs.map((rule) => `-D${rule.slice(2)}\n`).join('');
+      restore += ours.map((chain) => `-F ${chain}\n`).join('');
+      restore += ours.map((chain) => `-X ${chain}\n`).join('');
+      restore += 'COMMIT\n';
+    }
+    if (restore) await sh(`${family}-restore`, ['--noflush'], restore);
+  }
+}

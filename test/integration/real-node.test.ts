@@ -1,0 +1,252 @@
+// The real node (scripts/cluster/real-node.ts): a control plane of its own with kubelet and containerd
+// beside the kwok node; the auth proxy's image built from images/auth-proxy/Dockerfile, unchanged, with
+// buildah (scripts/images/build.sh), imported into the node's containerd and run as a real pod.
+// Then `down`, and nothing of the node is left: processes, mounts, links, iptables chains, directories.
+// Root only (CI runs as root). Cold (packages, kubelet, base images, the image): about 10 min; warm: ~30 s.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import * as k8s from '@kubernetes/client-node';
+import {
+  isAlive,
+  KWOK_NODE,
+  startControlPlane,
+  stopControlPlane,
+  type ControlPlaneState,
+} from '../../scripts/cluster/control-plane.js';
+import {
+  buildImage,
+  importImage,
+  REAL_NODE,
+  REAL_NODE_BRIDGE,
+  REAL_NODE_PLACEMENT,
+  type RealNodeState,
+} from '../../scripts/cluster/real-node.js';
+
+const isRoot = process.getuid?.() === 0;
+const MACHINE_PATHS = [
+  '/var/lib/kubelet',
+  '/var/log/pods',
+  '/var/log/containers',
+  '/run/containerd',
+  '/var/lib/cni',
+  '/run/netns',
+  '/sys/fs/cgroup/memory/kubepods',
+];
+
+/** What the machine looks like to the node: chains and rules, links, mount points, paths, ip_forward. */
+function machine() {
+  const iptables = ['iptables-save', 'ip6tables-save'].flatMap((save) =>
+    execFileSync(save, { encoding: 'utf8' })
+      .split('\n')
+      // Rules and chains, not the counters or comments; empty built-in tables are as good as absent.
+      .filter((line) => line.startsWith('-A ') || (line.startsWith(':') && !/^:[A-Z]+ (ACCEPT|DROP) /.test(line)))
+      .map((line) => `${save}: ${line.replace(/ \[\d+:\d+\]$/, '')}`),
+  );
+  const links = execFileSync('ip', ['-o', 'link'], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(': ')[1]!.split('@')[0]!);
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' ')[4]!)
+    // The image builds' store is a cache outside the node.
+    .filter((point) => !point.includes('/ide-cloud/images/'));
+  const paths = MACHINE_PATHS.filter((p) => existsSync(p));
+  const ipForward = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim();
+  return { iptables: iptables.sort(), links: links.sort(), mounts: mounts.sort(), paths, ipForward };
+}
+
+async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+function get(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { timeout: 3000 }, (response) => {
+        let body = '';
+        response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      })
+      .on('error', reject)
+      .on('timeout', function (this: http.ClientRequest) {
+        this.destroy(new Error('timeout'));
+      });
+  });
+}
+
+const seconds = (since: number): string => `${((Date.now() - since) / 1000).toFixed(1)} s`;
+
+describe('the real node', function () {
+  this.timeout(20 * 60_000);
+  let state: ControlPlaneState | undefined;
+  let initially: ReturnType<typeof machine>;
+  const timings: string[] = [];
+
+  before(function () {
+    if (!isRoot) this.skip();
+    initially = machine();
+  });
+
+  after(async () => {
+    if (state) await stopControlPlane(state.dir);
+    if (timings.length) console.log(`      real node timings: ${timings.join(', ')}`);
+  });
+
+  it('runs the auth proxy image built from its Dockerfile as a real pod; down leaves nothing behind', async () => {
+    let since = Date.now();
+    const dir = path.join(await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-real-node-')), 'cluster');
+    state = await startControlPlane(dir, { realNode: true });
+    timings.push(`control plane with the real node ${seconds(since)}`);
+    const node = JSON.parse(readFileSync(path.join(state.realNode!, 'node.json'), 'utf8')) as RealNodeState;
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+
+    // The real node: Ready, only its own taint, the machine's kubelet; the kwok node is still kwok's.
+    const real = await core.readNode({ name: REAL_NODE });
+    assert.deepEqual(
+      real.spec?.taints?.map((t) => `${t.key}=${t.value}:${t.effect}`),
+      ['ide-cloud.dev/real-node=true:NoSchedule'],
+    );
+    assert.equal(real.status?.nodeInfo?.kubeletVersion, 'v1.34.4');
+    assert.match(real.status?.nodeInfo?.containerRuntimeVersion ?? '', /^containerd:/);
+    const kwok = await core.readNode({ name: KWOK_NODE });
+    assert.equal(kwok.metadata?.annotations?.['kwok.x-k8s.io/node'], 'fake');
+    assert.equal(real.metadata?.annotations?.['kwok.x-k8s.io/node'], undefined);
+
+    since = Date.now();
+    const archive = await buildImage('auth-proxy');
+    timings.push(`auth-proxy image ${seconds(since)}`);
+    since = Date.now();
+    await importImage(node, archive);
+    timings.push(`import ${seconds(since)}`);
+
+    // As the operator runs it in anonymous mode (server/src/operator/auth-proxy.ts), on the real node.
+    since = Date.now();
+    await core.createNamespacedPod({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'auth-proxy' },
+        spec: {
+          ...REAL_NODE_PLACEMENT,
+          terminationGracePeriodSeconds: 1,
+          containers: [
+            {
+              name: 'auth-proxy',
+              image: 'ide-cloud/auth-proxy:0.1.0',
+              imagePullPolicy: 'Never',
+              args: [
+                '--alpha-config=/etc/ide-cloud/auth-proxy/url-key.yaml',
+                '--email-domain=*',
+                '--skip-auth-route=.*',
+                '--cookie-secure=false',
+                '--reverse-proxy=true',
+              ],
+              env: [
+                { name: 'AUTH_PROXY_ADDRESS', value: '0.0.0.0:8080' },
+                { name: 'AUTH_PROXY_UPSTREAM', value: 'http://127.0.0.1:8081' },
+                { name: 'OAUTH2_PROXY_COOKIE_SECRET', value: '0123456789abcdef0123456789abcdef' },
+              ],
+              ports: [{ name: 'http', containerPort: 8080 }],
+              readinessProbe: { httpGet: { path: '/ping', port: 8080 }, periodSeconds: 1 },
+            },
+          ],
+        },
+      },
+    });
+    // And one that asks for nothing: the taint keeps it on the kwok node.
+    await core.createNamespacedPod({
+      namespace: 'default',
+      body: { metadata: { name: 'fake' }, spec: { containers: [{ name: 'c', image: 'ide-cloud/auth-proxy:0.1.0' }] } },
+    });
+    const pod = await waitFor(
+      'the auth proxy pod Ready',
+      async () => {
+        const p = await core.readNamespacedPod({ name: 'auth-proxy', namespace: 'default' });
+        const ready = p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+        return ready ? p : undefined;
+      },
+      120_000,
+    );
+    timings.push(`pod Ready ${seconds(since)}`);
+    assert.equal(pod.spec?.nodeName, REAL_NODE);
+    const fake = await waitFor(
+      'the unpinned pod scheduled',
+      async () => (await core.readNamespacedPod({ name: 'fake', namespace: 'default' })).spec?.nodeName,
+      60_000,
+    );
+    assert.equal(fake, KWOK_NODE);
+
+    // The pod's HTTP port from the host, its logs and exec through the API server.
+    const ping = await get(`http://${pod.status!.podIP}:8080/ping`);
+    assert.deepEqual(ping, { status: 200, body: 'OK' });
+    const logs = await core.readNamespacedPodLog({ name: 'auth-proxy', namespace: 'default' });
+    assert.match(logs, /GET - "\/ping" HTTP\/1\.1 "kube-probe\/1\.34" 200/);
+    const stdout = new PassThrough();
+    let out = '';
+    stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const status = await new Promise<k8s.V1Status>((resolve, reject) => {
+      new k8s.Exec(kc)
+        .exec('default', 'auth-proxy', 'auth-proxy', ['oauth2-proxy', '--version'], stdout, null, null, false, resolve)
+        .catch(reject);
+    });
+    assert.equal(status.status, 'Success');
+    assert.match(out, /oauth2-proxy v7\.8\.1/);
+
+    // kubelet's KUBE-FIREWALL drops traffic to 127.0.0.0/8 from elsewhere: kwok's loopback pod
+    // addresses (127.1.x.x), served and reached on this machine, still work.
+    const server = net.createServer((socket) => socket.end('kwok'));
+    await new Promise<void>((resolve) => server.listen(0, '127.1.200.7', resolve));
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect((server.address() as net.AddressInfo).port, '127.1.200.7');
+      let data = '';
+      socket.on('data', (chunk: Buffer) => (data += chunk.toString()));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+    server.close();
+    assert.equal(reply, 'kwok');
+
+    // down: nothing of the node is left.
+    const during = machine();
+    assert.ok(during.links.includes(REAL_NODE_BRIDGE));
+    assert.ok(during.iptables.some((line) => line.includes(':KUBE-FIREWALL')));
+    const shims = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+      .split('\n')
+      .filter((line) => line.includes(node.socket))
+      .map((line) => +line.trim().split(' ')[0]!);
+    assert.ok(shims.length > 0);
+    const pids = [...Object.values(node.pids), ...shims];
+    since = Date.now();
+    await stopControlPlane(state.dir);
+    timings.push(`down ${seconds(since)}`);
+    const root = state.realNode!;
+    state = undefined;
+    assert.deepEqual(pids.filter(isAlive), []);
+    assert.deepEqual(machine(), initially);
+    assert.equal(existsSync(dir), false);
+    assert.equal(existsSync(root), false);
+    assert.equal(existsSync('/run/ide-cloud-real-node'), false);
+    assert.deepEqual(
+      execFileSync('ps', ['-eo', 'args='], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.includes(root)),
+      [],
+    );
+  });
+});
