@@ -5,6 +5,12 @@ import { ObjectMetaSchema } from './object-meta.js';
 
 export const DEFAULT_DATA_BRIDGE_PORT = 16281;
 export const DEFAULT_MAX_INSTANCES = 1000;
+/**
+ * Start deadline of a session when its app definition sets none: the service's default launch
+ * timeout (LAUNCH_TIMEOUT_MINUTES, 3 minutes), so a session the service has given up on does not
+ * linger `Starting` on the operator's side either.
+ */
+export const DEFAULT_START_DEADLINE_SECONDS = 180;
 
 export const SidecarSchema = z
   .object({
@@ -67,6 +73,15 @@ export const AppDefinitionSpecSchema = z
       .min(0)
       .optional()
       .describe('minutes of inactivity before an idle session stops; 0 or unset: never'),
+    startDeadlineSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .optional()
+      .describe(
+        "seconds from a session's creation within which its IDE must serve, else it fails (StartDeadlineExceeded); unset: 180, the service's default launch timeout",
+      ),
     sidecars: z.array(SidecarSchema).optional(),
     monitor: MonitorSchema.optional(),
   })
@@ -142,6 +157,11 @@ export function effectiveMinInstances(
 export function dataBridgePort(spec: Pick<AppDefinitionSpec, 'options'>): number {
   const port = Number(spec.options?.dataBridgePort ?? DEFAULT_DATA_BRIDGE_PORT);
   return Number.isInteger(port) && port > 0 && port < 65536 ? port : DEFAULT_DATA_BRIDGE_PORT;
+}
+
+/** Seconds from a session's creation within which it must serve (`startDeadlineSeconds`, else the default). */
+export function startDeadlineSeconds(spec: Pick<AppDefinitionSpec, 'startDeadlineSeconds'>): number {
+  return spec.startDeadlineSeconds ?? DEFAULT_START_DEADLINE_SECONDS;
 }
 
 export function hasWorkspaceMountingSidecars(spec: Pick<AppDefinitionSpec, 'sidecars'>): boolean {

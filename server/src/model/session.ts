@@ -72,6 +72,31 @@ export const SessionReadyReason = {
   stopping: 'Stopping',
 } as const;
 
+/**
+ * Machine reasons of a Ready condition False for a session that could not start (terminal, like
+ * `failed`): `status.error.reason` and the Ready condition's message say it in words a student and a
+ * teacher can read.
+ */
+export const SessionFailureReason = {
+  /** An image of the session pod could not be pulled (past a short bound: a pull error can be transient). */
+  imagePullFailed: 'ImagePullFailed',
+  /** A container of the session pod keeps crashing (CrashLoopBackOff). */
+  crashLooping: 'CrashLooping',
+  /** No node can take the session pod, and nothing is about to make room. */
+  unschedulable: 'Unschedulable',
+  /** A container cannot be created from its configuration (e.g. a Secret or key it references is missing). */
+  containerConfigError: 'ContainerConfigError',
+  /** The IDE did not serve within the app definition's start deadline. */
+  startDeadlineExceeded: 'StartDeadlineExceeded',
+} as const;
+export type SessionFailureReasonValue = (typeof SessionFailureReason)[keyof typeof SessionFailureReason];
+
+/** Every Ready reason that means Failed. */
+const FAILED_REASONS: ReadonlySet<string> = new Set([
+  SessionReadyReason.failed,
+  ...Object.values(SessionFailureReason),
+]);
+
 type SessionState = Pick<Session, 'status'>;
 
 /**
@@ -99,10 +124,10 @@ export function isSessionReady(session: SessionState): boolean {
   return readyState(session)?.status === 'True' && !!session.status?.url;
 }
 
-/** Failed: the operator gave up on it; terminal, `status.error` says why. */
+/** Failed: the operator gave up on it (a refusal, or a start that failed); terminal, `status.error` says why. */
 export function isSessionFailed(session: SessionState): boolean {
   const ready = readyState(session);
-  return ready?.status === 'False' && ready.reason === SessionReadyReason.failed;
+  return ready?.status === 'False' && ready.reason !== undefined && FAILED_REASONS.has(ready.reason);
 }
 
 /** Stopping: its finalizer runs. */

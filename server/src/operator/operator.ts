@@ -133,6 +133,7 @@ class Controllers {
       appDefinitions: cache.appDefinitions,
       workspaces: cache.workspaces,
       deployments: cache.deployments,
+      pods: cache.pods,
       services: cache.services,
       appDefinitionsApi: resources.appDefinitions,
       workspacesApi: resources.workspaces,
@@ -190,6 +191,16 @@ class Controllers {
       if (session) sessionQueue.add(session);
       const app = labels[LABELS.appDefinition];
       if (labels[LABELS.component] === COMPONENT.poolInstance && app) poolChanged(app);
+    });
+    // A pod's change wakes the session it starts (a lazy session's own pod, or its reserved warm
+    // instance's), so a start that cannot succeed fails at once; a served session's pods wake nothing.
+    cache.pods.on((_t, pod) => {
+      const labels = pod.metadata?.labels ?? {};
+      const instance = labels[LABELS.poolInstance];
+      const name =
+        labels[LABELS.session] ?? (instance && cache.deployments.get(instance)?.metadata?.labels?.[LABELS.session]);
+      const session = name ? cache.sessions.get(name) : undefined;
+      if (session && !session.status?.url && !isSessionFailed(session)) sessionQueue.add(session.metadata.name);
     });
   }
 

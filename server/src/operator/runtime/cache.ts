@@ -22,6 +22,11 @@ export interface OperatorCache {
   ingresses: Informer<k8s.V1Ingress>;
   /** Services IDE Cloud manages (a lazy session's is applied again only when it is gone). */
   services: Informer<k8s.V1Service>;
+  /**
+   * Pods IDE Cloud manages, only what tells their start (labels, scheduling, container states): a
+   * starting session's pods are looked at for a start that cannot succeed (session/start-failure.ts).
+   */
+  pods: Informer<k8s.V1Pod>;
 }
 
 export function createCache(
@@ -61,6 +66,7 @@ export function createCache(
       withoutTemplateUnlessPoolInstance,
     ),
     services: informer<k8s.V1Service>(`/api/v1/namespaces/${namespace}/services`, 'v1', 'Service', managed),
+    pods: informer<k8s.V1Pod>(`/api/v1/namespaces/${namespace}/pods`, 'v1', 'Pod', managed, startStateOnly),
     ingresses: informer<k8s.V1Ingress>(
       `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses`,
       'networking.k8s.io/v1',
@@ -84,4 +90,30 @@ function withoutTemplateUnlessPoolInstance(d: k8s.V1Deployment): k8s.V1Deploymen
   const { template: _template, ...spec } = d.spec;
   void _template;
   return { ...d, spec: spec as k8s.V1DeploymentSpec };
+}
+
+/** Of a pod, the cache keeps what its start state is read from: no spec, no addresses. */
+function startStateOnly(pod: k8s.V1Pod): k8s.V1Pod {
+  const { name, namespace, uid, resourceVersion, labels, creationTimestamp, deletionTimestamp } = pod.metadata ?? {};
+  const status = pod.status ?? {};
+  const container = (c: k8s.V1ContainerStatus): k8s.V1ContainerStatus => ({
+    name: c.name,
+    image: c.image,
+    imageID: c.imageID,
+    ready: c.ready,
+    restartCount: c.restartCount,
+    state: c.state,
+    lastState: c.lastState,
+  });
+  return {
+    metadata: { name, namespace, uid, resourceVersion, labels, creationTimestamp, deletionTimestamp },
+    status: {
+      phase: status.phase,
+      startTime: status.startTime,
+      nominatedNodeName: status.nominatedNodeName,
+      conditions: status.conditions,
+      initContainerStatuses: status.initContainerStatuses?.map(container),
+      containerStatuses: status.containerStatuses?.map(container),
+    },
+  };
 }

@@ -1,9 +1,11 @@
 import { describeFailure } from '../../kube/client.js';
 import { randomBytes } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
+import type { SessionFailureReasonValue } from '../../model/session.js';
 import type { Logger } from './logger.js';
 
-export type EventReason = 'LazyStart' | 'InjectionFailed' | 'Failed' | 'Stopped';
+/** A start that failed is told under its machine reason (ImagePullFailed, CrashLooping, …). */
+export type EventReason = 'LazyStart' | 'InjectionFailed' | 'Failed' | 'Stopped' | SessionFailureReasonValue;
 
 /** The object an Event is about. */
 export type EventSubject = {

@@ -4,6 +4,7 @@
  * delay, fail the object with a code and reason, warn and go on, or an unexpected error (the work
  * queue retries it with backoff and logs it).
  */
+import type { SessionFailureReasonValue } from '../../model/session.js';
 import type { EventReason } from './events.js';
 
 /** Every delay a reconciler waits before it looks again, by what it waits for. */
@@ -18,8 +19,13 @@ export const Delay = {
   dependentsDeleting: 300,
   /** The pool changed in this pass (or an instance is recreated): look again once it settled. */
   poolChanging: 500,
-  /** The IDE pod is starting. */
+  /** A session that has served waits for its restarting pod (its Deployment's changes wake it sooner). */
   podStarting: 5000,
+  /**
+   * A pull error of a starting pod is looked at again after this bound (a few pull attempts); still
+   * failing then, it fails the session (session/start-failure.ts).
+   */
+  imagePullBound: 30_000,
   /** Pool counts change with every reservation: launches within this delay share one status write. */
   poolStatusBatch: 2000,
   /** Upper bound of the random wait between two read-modify-write attempts of a shared Ingress. */
@@ -39,11 +45,15 @@ export class RetryLater extends Error {
   }
 }
 
-/** The object cannot be served: it goes to Failed with this code and reason (terminal). */
+/**
+ * The object cannot be served: it goes to Failed with this code and reason (terminal). A start that
+ * failed names its machine reason too (the Ready condition's and the Event's); a refusal does not.
+ */
 export class FailObject extends Error {
   constructor(
     readonly code: number,
     readonly reason: string,
+    readonly failureReason?: SessionFailureReasonValue,
   ) {
     super(reason);
     this.name = 'FailObject';
@@ -66,13 +76,20 @@ export class WarnAndContinue extends Error {
 
 export type Outcome =
   | { kind: 'retry'; afterMs: number; message: string }
-  | { kind: 'fail'; code: number; reason: string }
+  | { kind: 'fail'; code: number; reason: string; failureReason?: SessionFailureReasonValue }
   | { kind: 'warn'; message: string; event?: EventReason }
   | { kind: 'error'; error: unknown };
 
 export function outcomeOf(error: unknown): Outcome {
   if (error instanceof RetryLater) return { kind: 'retry', afterMs: error.afterMs, message: error.message };
-  if (error instanceof FailObject) return { kind: 'fail', code: error.code, reason: error.reason };
+  if (error instanceof FailObject) {
+    return {
+      kind: 'fail',
+      code: error.code,
+      reason: error.reason,
+      ...(error.failureReason ? { failureReason: error.failureReason } : {}),
+    };
+  }
   if (error instanceof WarnAndContinue) return { kind: 'warn', message: error.message, event: error.event };
   return { kind: 'error', error };
 }

@@ -3,6 +3,7 @@ import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
 import { settle, type Outcome, type Reconciled } from '../runtime/outcome.js';
 import { finalizeSession, type FinalizeDeps } from './finalize.js';
+import { releaseFailedSession, type ReleaseDeps } from './release.js';
 import { Pass, writeStatus, type StatusWriterDeps } from './status.js';
 import {
   applyConfigStore,
@@ -19,6 +20,7 @@ import {
 
 export type SessionReconcilerDeps = SessionStepDeps &
   FinalizeDeps &
+  ReleaseDeps &
   StatusWriterDeps & {
     injector: SessionStepDeps['injector'] & FinalizeDeps['injector'];
     events: EventSink;
@@ -29,8 +31,9 @@ export type SessionReconcilerDeps = SessionStepDeps &
  * Reconciles a Session into a running IDE: fetch → gone? → deleting? finalize → guards (app
  * definition, workspace, limits) → 1 start strategy (reserve a warm instance, or lazy) and the
  * session's metadata (finalizer) → 2 config store → 3 resources (lazy) or attached instance (eager)
- * → 4 environment → 5 route → 6 readiness and URL. Status is gathered in memory and written once;
- * what the steps throw is mapped by the outcome policy.
+ * → 4 environment → 5 route → 6 readiness and URL (or a failed start: session/start-failure.ts).
+ * Status is gathered in memory and written once; what the steps throw is mapped by the outcome
+ * policy. A Failed session's passes release what it still holds (session/release.ts).
  */
 export class SessionReconciler {
   constructor(private readonly deps: SessionReconcilerDeps) {}
@@ -48,7 +51,13 @@ export class SessionReconciler {
         return settle(error, { warn: (warning) => this.logWarning(name, warning) });
       }
     }
-    if (isSessionFailed(session)) return;
+    if (isSessionFailed(session)) {
+      try {
+        return await releaseFailedSession(deps, session);
+      } catch (error) {
+        return settle(error, { warn: (warning) => this.logWarning(name, warning) });
+      }
+    }
 
     const pass = new Pass(session);
     try {
@@ -56,16 +65,18 @@ export class SessionReconciler {
       return;
     } catch (error) {
       return settle(error, {
-        fail: ({ code, reason }) => {
+        fail: ({ code, reason, failureReason }) => {
           pass.status.phase = 'Failed';
           pass.status.error = { code, reason };
+          // A start that failed says why in its machine reason (ImagePullFailed, …); a refusal is Failed.
           pass.condition({
             type: SessionCondition.ready,
             status: 'False',
-            reason: SessionReadyReason.failed,
+            reason: failureReason ?? SessionReadyReason.failed,
             message: reason,
           });
-          pass.event('Warning', 'Failed', `${code}: ${reason}`);
+          if (failureReason) pass.event('Warning', failureReason, reason);
+          else pass.event('Warning', 'Failed', `${code}: ${reason}`);
         },
         warn: (warning) => {
           if (warning.event) pass.event('Warning', warning.event, warning.message);
@@ -95,7 +106,7 @@ export class SessionReconciler {
     await route(deps, session, guarded, workload, pass);
     recordEnvironment(deps, session, workload, injecting, pass);
     // 6. Readiness and URL.
-    readiness(deps, session, workload, pass);
+    readiness(deps, session, guarded, workload, pass);
   }
 
   private logWarning(name: string, warning: Extract<Outcome, { kind: 'warn' }>): void {

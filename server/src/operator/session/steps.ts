@@ -9,7 +9,12 @@ import { applyObject, isConflict } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
-import { dataBridgePort, effectiveMinInstances, type AppDefinition } from '../../model/app-definition.js';
+import {
+  dataBridgePort,
+  effectiveMinInstances,
+  startDeadlineSeconds,
+  type AppDefinition,
+} from '../../model/app-definition.js';
 import { findCondition } from '../../model/conditions.js';
 import { ErrorCode } from '../../model/error-codes.js';
 import { checkSessionLimits } from '../../model/limits.js';
@@ -26,6 +31,7 @@ import { workspaceClaimName, type Workspace } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
 import {
   bridgeTokenSecretName,
+  COMPONENT,
   deployment,
   lazyAllowedUsers,
   lazyEnv,
@@ -46,6 +52,7 @@ import { deploymentReady, finalizersOf } from '../runtime/objects.js';
 import { Delay, FailObject, RetryLater } from '../runtime/outcome.js';
 import { ROUTE_ANNOTATION, SESSION_FINALIZER } from './finalize.js';
 import type { DataInjector } from './injection.js';
+import { podVerdict, startDeadlineAt, startDeadlineFailure } from './start-failure.js';
 import type { Pass } from './status.js';
 
 /** What the steps use: the caches they read, the clients they write with, and their collaborators. */
@@ -56,6 +63,8 @@ export interface SessionStepDeps {
   appDefinitions: Pick<Informer<AppDefinition>, 'find'>;
   workspaces: Pick<Informer<Workspace>, 'find'>;
   deployments: Pick<Informer<k8s.V1Deployment>, 'get'>;
+  /** The pods IDE Cloud manages: what a starting session's pods are in (session/start-failure.ts). */
+  pods: Pick<Informer<k8s.V1Pod>, 'list'>;
   services: Pick<Informer<k8s.V1Service>, 'get' | 'observe'>;
   /** Confirm a cache miss: the service creates a workspace an instant before its session. */
   appDefinitionsApi: Pick<CustomResourceClient<'appDefinition'>, 'find'>;
@@ -70,6 +79,8 @@ export interface SessionStepDeps {
   poolChanged: (appDefinitionName: string) => void;
   /** The metadata of a Secret or ConfigMap a session names for its environment (undefined: none such). */
   envSource: (kind: EnvSourceKind, name: string) => Promise<{ labels?: Record<string, string> } | undefined>;
+  /** The clock of the start deadline and the pull bound (ms since the epoch). */
+  now?: () => number;
 }
 
 /** What the guards found. */
@@ -81,8 +92,9 @@ export interface Guarded {
 const isStartStrategy = (value: unknown): value is StartStrategy => StartStrategySchema.safeParse(value).success;
 
 /**
- * Guards: the app definition and the workspace exist, a decision already made is taken up, limits
- * hold (checked once, before a start strategy), conditions are Unknown on the first visit.
+ * Guards: the app definition and the workspace exist, a session that has not served is within its
+ * start deadline, a decision already made is taken up, limits hold (checked once, before a start
+ * strategy), conditions are Unknown on the first visit.
  */
 export async function guards(deps: SessionStepDeps, session: Session, pass: Pass): Promise<Guarded> {
   const appDefinition = await deps.appDefinitions.find(session.spec.appDefinition, (n) =>
@@ -91,6 +103,7 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
   if (!appDefinition) {
     throw new FailObject(ErrorCode.unknownAppDefinition, `unknown app definition ${session.spec.appDefinition}`);
   }
+  checkStartDeadline(deps, session, appDefinition);
   let claimName: string | undefined;
   if (session.spec.workspace) {
     // The service creates the workspace just before the session, and the two come by different
@@ -121,6 +134,20 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
     }
   }
   return { appDefinition, claimName };
+}
+
+/**
+ * Whatever keeps a session from serving (a pod that never gets ready, a step that retries), it fails
+ * at its start deadline; one that has served (has its URL) is past its start.
+ */
+function checkStartDeadline(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition): void {
+  if (session.status?.url) return;
+  const seconds = startDeadlineSeconds(appDefinition.spec);
+  const at = startDeadlineAt(session, seconds);
+  if (at !== undefined && (deps.now ?? Date.now)() >= at) {
+    const failure = startDeadlineFailure(seconds);
+    throw new FailObject(failure.code, failure.message, failure.reason);
+  }
 }
 
 function checkLimits(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition): void {
@@ -447,8 +474,19 @@ function recordInjection(deps: SessionStepDeps, session: Session, pass: Pass): v
   }
 }
 
-/** 6. Readiness and URL; while the pod starts, the pass looks again later. */
-export function readiness(deps: SessionStepDeps, session: Session, workload: Workload, pass: Pass): void {
+/**
+ * 6. Readiness and URL. While the pod starts, its state is looked at (session/start-failure.ts): an
+ * unrecoverable one fails the session at once; else the pass looks again at the start deadline, or
+ * sooner at a pull error's bound. Every change of the pods or the Deployment wakes the session
+ * before that (operator.ts): nothing polls.
+ */
+export function readiness(
+  deps: SessionStepDeps,
+  session: Session,
+  { appDefinition, claimName }: Guarded,
+  workload: Workload,
+  pass: Pass,
+): void {
   if (deploymentReady(workload.deployment)) {
     pass.status.url = sessionUrl(deps.config, session);
     pass.status.phase = 'Running';
@@ -467,5 +505,31 @@ export function readiness(deps: SessionStepDeps, session: Session, workload: Wor
     reason: SessionReadyReason.podNotReady,
     message: 'waiting for the IDE pod',
   });
-  throw new RetryLater('waiting for the IDE pod', Delay.podStarting);
+  const now = (deps.now ?? Date.now)();
+  // A session that has served is past its start: a pod of its that restarts is not a failed start.
+  const starting = !session.status?.url;
+  const verdict = starting ? podVerdict(sessionPods(deps, session, workload, claimName), now) : {};
+  if (verdict.failure) throw new FailObject(verdict.failure.code, verdict.failure.message, verdict.failure.reason);
+  const deadline = starting ? startDeadlineAt(session, startDeadlineSeconds(appDefinition.spec)) : undefined;
+  const next = Math.min(deadline ?? Infinity, verdict.recheckAtMs ?? Infinity);
+  const afterMs = Number.isFinite(next) ? Math.max(next - now, Delay.conflict) : Delay.podStarting;
+  throw new RetryLater('waiting for the IDE pod', afterMs);
+}
+
+/**
+ * The IDE pods of a session, from the cache: a lazy session's own (its `session` label; its
+ * sidecars' pods carry none), or its warm instance's (with a workspace, only the pod that mounts it).
+ */
+function sessionPods(
+  deps: SessionStepDeps,
+  session: Session,
+  workload: Workload,
+  claimName: string | undefined,
+): k8s.V1Pod[] {
+  const name = session.metadata.name;
+  return deps.pods.list().filter((pod) => {
+    const labels = pod.metadata?.labels ?? {};
+    if (!workload.eager) return labels[LABELS.session] === name && labels[LABELS.component] === COMPONENT.session;
+    return labels[LABELS.poolInstance] === workload.backend && (!claimName || labels[LABELS.session] === name);
+  });
 }

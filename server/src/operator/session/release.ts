@@ -1,0 +1,62 @@
+import type * as k8s from '@kubernetes/client-node';
+import { isNotFound } from '../../kube/client.js';
+import type { Informer } from '../../kube/informer.js';
+import { LABELS } from '../../model/api-group.js';
+import type { Session } from '../../model/session.js';
+import type { OperatorConfig } from '../config.js';
+import { COMPONENT, routePath, sessionEnvSecretName } from '../manifests.js';
+import type { RouteTable } from '../routes/routes.js';
+import { ROUTE_ANNOTATION } from './finalize.js';
+
+export interface ReleaseDeps {
+  namespace: string;
+  config: Pick<OperatorConfig, 'sessionHost'>;
+  deployments: Pick<Informer<k8s.V1Deployment>, 'list'>;
+  services: Pick<Informer<k8s.V1Service>, 'list'>;
+  objects: Pick<k8s.KubernetesObjectApi, 'delete'>;
+  routes: RouteTable;
+}
+
+/**
+ * A Failed session keeps its status (and its Session object) for people to read, but nothing that
+ * runs or routes: its path leaves the shared Ingress, and a lazy session's Deployments and Services
+ * (the IDE's and its sidecars') and its Secret of values are deleted. A warm instance it held goes
+ * back to the pool (pool/reconciler.ts). Level-based: each pass of a Failed session deletes what the
+ * caches still show, so a session with nothing left (a refusal) costs no API call.
+ */
+export async function releaseFailedSession(deps: ReleaseDeps, session: Session): Promise<void> {
+  const name = session.metadata.name;
+  const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
+  // Removing a path the cached Ingress does not hold writes nothing.
+  if (ingressName) {
+    await deps.routes.set(
+      ingressName,
+      { host: deps.config.sessionHost, path: routePath(session), serviceName: '' },
+      false,
+    );
+  }
+  const owned = (o: k8s.V1Deployment | k8s.V1Service) => {
+    const labels = o.metadata?.labels ?? {};
+    return (
+      labels[LABELS.session] === name &&
+      labels[LABELS.component] !== COMPONENT.poolInstance &&
+      !o.metadata?.deletionTimestamp
+    );
+  };
+  const deployments = deps.deployments.list().filter(owned);
+  const services = deps.services.list().filter(owned);
+  if (deployments.length + services.length === 0) return;
+  const meta = (n: string) => ({ name: n, namespace: deps.namespace });
+  const doomed: k8s.KubernetesObject[] = [
+    ...deployments.map((d) => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: meta(d.metadata!.name!) })),
+    ...services.map((s) => ({ apiVersion: 'v1', kind: 'Service', metadata: meta(s.metadata!.name!) })),
+    { apiVersion: 'v1', kind: 'Secret', metadata: meta(sessionEnvSecretName(name)) },
+  ];
+  await Promise.all(
+    doomed.map((o) =>
+      deps.objects.delete(o, undefined, undefined, undefined, undefined, 'Background').catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      }),
+    ),
+  );
+}

@@ -1,0 +1,264 @@
+// A session whose start cannot succeed fails within seconds with a reason (status, Event, progress
+// stream), and one that never gets ready fails at its app definition's start deadline; a failed
+// session keeps nothing that runs or routes. On the real control plane: Unschedulable comes from the
+// real scheduler. The other pod states come from a kubelet: kwok manages only the nodes annotated for
+// it and would make every pod ready at once, so these sessions' pods go to a node of this suite that
+// kwok leaves alone (they request more CPU than kwok's node has), and the test writes their status
+// through pods/status as that node's kubelet would.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { LABELS } from '../../server/src/model/api-group.js';
+import { ErrorCode } from '../../server/src/model/error-codes.js';
+import { SessionCondition, SessionFailureReason, type Session } from '../../server/src/model/session.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { toProgressView } from '../../server/src/service/session-progress.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import {
+  cleanUpSuite,
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
+
+/** More than kwok's node offers (512), less than this suite's node: only that node can take the pod. */
+const ON_OWN_NODE = { requestsCpu: '600', limitsCpu: '600' };
+
+describe('operator: a start that cannot succeed fails with a reason', function () {
+  this.timeout(120_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let node: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator;
+  let core: k8s.CoreV1Api;
+  let apps: k8s.AppsV1Api;
+  let net: k8s.NetworkingV1Api;
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-start');
+    node = `unmanaged-${namespace}`;
+    r = ideCloudResources(cluster.kc, namespace);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
+    // A node without kwok's annotation: nothing runs its pods but this test, acting as its kubelet.
+    await core.createNode({
+      body: {
+        metadata: { name: node, labels: { 'kubernetes.io/hostname': node, 'kubernetes.io/os': 'linux' } },
+        status: {
+          allocatable: { cpu: '4096', memory: '8Ti', pods: '20' },
+          capacity: { cpu: '4096', memory: '8Ti', pods: '20' },
+          conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
+        },
+      },
+    });
+    // The admission's not-ready taint, which only the (absent) node lifecycle controller would remove.
+    await core.patchNode(
+      { name: node, body: { spec: { taints: null } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    await createAppDefinition(r, 'huge', { requestsCpu: '100000', limitsCpu: '100000' });
+    await createAppDefinition(r, 'python', ON_OWN_NODE);
+    await createAppDefinition(r, 'slow', { ...ON_OWN_NODE, startDeadlineSeconds: 3 });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 10 });
+  });
+
+  after(async () => {
+    // Pods on a node without a kubelet never finish terminating: removed here, as a kubelet would.
+    const pods = await core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as k8s.V1Pod[] }));
+    await Promise.all(
+      pods.items.map((p) =>
+        core.deleteNamespacedPod({ name: p.metadata!.name!, namespace, gracePeriodSeconds: 0 }).catch(() => undefined),
+      ),
+    );
+    await core.deleteNode({ name: node }).catch(() => undefined);
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+  });
+
+  /** The session's pod once the scheduler bound it to this suite's node. */
+  async function boundPod(session: string): Promise<k8s.V1Pod> {
+    return eventually(async () => {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=${session}` });
+      const pod = pods.items.find((p) => p.spec?.nodeName === node);
+      assert.ok(pod, `no pod of ${session} on ${node} yet`);
+      return pod;
+    }, 30_000);
+  }
+
+  /** What the node's kubelet reports: the pod started, its IDE container waiting for `reason`. */
+  async function kubeletReports(
+    pod: k8s.V1Pod,
+    waiting: { reason: string; message: string },
+    extra: { startTime?: Date; restartCount?: number; exitCode?: number } = {},
+  ): Promise<void> {
+    const [ide, ...others] = pod.spec!.containers;
+    const status = (c: k8s.V1Container, w?: typeof waiting): k8s.V1ContainerStatus => ({
+      name: c.name,
+      image: c.image!,
+      imageID: '',
+      ready: false,
+      restartCount: w ? (extra.restartCount ?? 0) : 0,
+      state: { waiting: w ?? { reason: 'ContainerCreating' } },
+      ...(w && extra.exitCode !== undefined ? { lastState: { terminated: { exitCode: extra.exitCode } } } : {}),
+    });
+    await core.patchNamespacedPodStatus(
+      {
+        name: pod.metadata!.name!,
+        namespace,
+        body: {
+          status: {
+            phase: 'Pending',
+            startTime: extra.startTime ?? new Date(),
+            containerStatuses: [status(ide!, waiting), ...others.map((c) => status(c))],
+          },
+        },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  }
+
+  /** The session failed with `reason`: status, Ready condition, an Event, the progress stream. */
+  async function assertFailed(name: string, reason: string, code: number, message: RegExp): Promise<Session> {
+    const session = await waitForSession(r, name, (s) => s.status?.phase === 'Failed', 30_000);
+    assert.equal(session.status?.error?.code, code);
+    assert.match(session.status!.error!.reason, message);
+    const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
+    assert.equal(ready?.status, 'False');
+    assert.equal(ready?.reason, reason);
+    assert.equal(ready?.message, session.status!.error!.reason);
+    // What the service's progress stream sends of it.
+    const view = toProgressView(session);
+    assert.deepEqual(view.error, session.status!.error);
+    assert.deepEqual(
+      view.conditions.find((c) => c.type === SessionCondition.ready),
+      { type: 'Ready', status: 'False', reason, message: session.status!.error!.reason },
+    );
+    await eventually(async () => {
+      const events = await core.listNamespacedEvent({
+        namespace,
+        fieldSelector: `involvedObject.kind=Session,involvedObject.name=${name}`,
+      });
+      const event = events.items.find((e) => e.reason === reason);
+      assert.ok(event, `no ${reason} event: ${JSON.stringify(events.items.map((e) => e.reason))}`);
+      assert.equal(event.type, 'Warning');
+      assert.equal(event.message, session.status!.error!.reason);
+    });
+    return session;
+  }
+
+  /** Nothing of the failed session runs or routes: its Deployment, Service, Secret and route are gone. */
+  async function assertReleased(name: string): Promise<void> {
+    await eventually(async () => {
+      const gone = async (read: () => Promise<unknown>) => {
+        try {
+          const o = (await read()) as { metadata?: k8s.V1ObjectMeta };
+          return !!o.metadata?.deletionTimestamp;
+        } catch (error) {
+          return (error as { code?: number }).code === 404;
+        }
+      };
+      assert.ok(await gone(() => apps.readNamespacedDeployment({ name, namespace })), 'deployment');
+      assert.ok(await gone(() => core.readNamespacedService({ name, namespace })), 'service');
+      assert.ok(await gone(() => core.readNamespacedSecret({ name: `${name}-env`, namespace })), 'secret');
+      // The shared Ingress goes with its last path.
+      const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace }).catch(() => undefined);
+      const routed = ingress?.spec?.rules?.flatMap((rule) => rule.http?.paths.map((p) => p.path) ?? []) ?? [];
+      assert.ok(!routed.some((p) => p?.startsWith(`/${name}/`)), `route of ${name} still there`);
+    }, 30_000);
+    // The session stays (Failed) for people to read, until it is deleted.
+    assert.equal((await r.sessions.get(name)).status?.phase, 'Failed');
+  }
+
+  it('Unschedulable (the real scheduler: no node has the CPU asked for) fails at once', async () => {
+    await createSession(r, 'huge-1', { user: 'ann@example.com', appDefinition: 'huge' });
+    await assertFailed(
+      'huge-1',
+      SessionFailureReason.unschedulable,
+      ErrorCode.internal,
+      /^no node of the cluster can run the IDE \(0\/\d+ nodes are available/,
+    );
+    await assertReleased('huge-1');
+  });
+
+  it('an image pull failing past its bound fails with ImagePullFailed', async () => {
+    await createSession(r, 'pull-1', { user: 'ben@example.com', appDefinition: 'python' });
+    const pod = await boundPod('pull-1');
+    // Pulling for a minute already, the last attempt failed.
+    await kubeletReports(
+      pod,
+      { reason: 'ErrImagePull', message: 'failed to pull image: not found' },
+      { startTime: new Date(Date.now() - 60_000) },
+    );
+    await assertFailed(
+      'pull-1',
+      SessionFailureReason.imagePullFailed,
+      ErrorCode.internal,
+      /^the IDE image could not be pulled: ide-cloud\/session-python:latest \(failed to pull image: not found\)$/,
+    );
+    await assertReleased('pull-1');
+  });
+
+  it('a crash-looping IDE fails with CrashLooping', async () => {
+    await createSession(r, 'crash-1', { user: 'cat@example.com', appDefinition: 'python' });
+    const pod = await boundPod('crash-1');
+    await kubeletReports(
+      pod,
+      { reason: 'CrashLoopBackOff', message: 'back-off 20s restarting failed container' },
+      { restartCount: 3, exitCode: 1 },
+    );
+    await assertFailed(
+      'crash-1',
+      SessionFailureReason.crashLooping,
+      ErrorCode.internal,
+      /^the IDE keeps crashing at start: container python restarted 3 times, last exit code 1$/,
+    );
+    await assertReleased('crash-1');
+  });
+
+  it('a Secret the pod references that is missing fails with ContainerConfigError', async () => {
+    await createSession(r, 'config-1', {
+      user: 'dan@example.com',
+      appDefinition: 'python',
+      envVars: { GIT_USER: 'dan' },
+    });
+    const pod = await boundPod('config-1');
+    // The session's Secret of values goes before its container starts: what the kubelet then finds.
+    await core.deleteNamespacedSecret({ name: 'config-1-env', namespace });
+    const ide = pod.spec!.containers[0]!;
+    const missing: string[] = [];
+    for (const env of ide.env ?? []) {
+      const ref = env.valueFrom?.secretKeyRef;
+      if (!ref) continue;
+      const found = await core.readNamespacedSecret({ name: ref.name!, namespace }).catch(() => undefined);
+      if (!found) missing.push(ref.name!);
+    }
+    assert.deepEqual(missing, ['config-1-env']);
+    await kubeletReports(pod, { reason: 'CreateContainerConfigError', message: `secret "${missing[0]}" not found` });
+    await assertFailed(
+      'config-1',
+      SessionFailureReason.containerConfigError,
+      ErrorCode.internal,
+      /^the IDE cannot start: the configuration of container python is incomplete \(secret "config-1-env" not found\)$/,
+    );
+    await assertReleased('config-1');
+  });
+
+  it('a pod that never gets ready fails at the start deadline of its app definition', async () => {
+    await createSession(r, 'slow-1', { user: 'eve@example.com', appDefinition: 'slow' });
+    const pod = await boundPod('slow-1');
+    // Starting, as far as its kubelet tells: nothing unrecoverable, just never ready.
+    await kubeletReports(pod, { reason: 'ContainerCreating', message: '' });
+    await assertFailed(
+      'slow-1',
+      SessionFailureReason.startDeadlineExceeded,
+      ErrorCode.launchTimeout,
+      /^the IDE did not start within 3 s$/,
+    );
+    await assertReleased('slow-1');
+  });
+});
