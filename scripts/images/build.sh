@@ -150,7 +150,7 @@ auth_proxy() {
   } | hash_of)
   if [ "$(built_hash "$image")" != "$inputs" ]; then
     local start=$SECONDS
-    log "$image: buildah bud images/auth-proxy/Dockerfile (unchanged; typically 2-3 min the first time)"
+    log "$image: buildah bud images/auth-proxy/Dockerfile (unchanged; about 5 min on 2 cores the first time)"
     bud auth-proxy --layers --pull=never --network host --format oci -f "$auth_proxy_dockerfile" \
       --build-arg "OAUTH2_PROXY_VERSION=$OAUTH2_PROXY_VERSION" \
       --label "ide-cloud.inputs=$inputs" -t "$image" "$root"
