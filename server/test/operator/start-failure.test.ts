@@ -82,7 +82,7 @@ describe('start failure: pod states mapped to a failed start', () => {
     assert.equal(unschedulable.failure?.message, 'no node of the cluster can run the IDE (0/1 nodes are available)');
   });
 
-  it('leaves alone a pod being deleted, a preemption under way, and pods that are merely starting', () => {
+  it('leaves alone a pod being deleted, a preemption or a claim binding under way, and pods merely starting', () => {
     const crashing = { containerStatuses: [waiting('CrashLoopBackOff')] };
     assert.deepEqual(podVerdict([pod(crashing, true)], NOW), {});
     const preempting = pod({
@@ -90,6 +90,17 @@ describe('start failure: pod states mapped to a failed start', () => {
       conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }],
     });
     assert.deepEqual(podVerdict([preempting], NOW), {});
+    const claimPending = pod({
+      conditions: [
+        {
+          type: 'PodScheduled',
+          status: 'False',
+          reason: 'Unschedulable',
+          message: '0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.',
+        },
+      ],
+    });
+    assert.deepEqual(podVerdict([claimPending], NOW), {});
     assert.deepEqual(podVerdict([pod({ containerStatuses: [waiting('ContainerCreating')] })], NOW), {});
     assert.deepEqual(podVerdict([], NOW), {});
   });

@@ -23,6 +23,12 @@ const PULL_RETRYING = new Set(['ErrImagePull', 'ImagePullBackOff']);
 /** Waiting reasons of a pull that never will. */
 const PULL_IMPOSSIBLE = new Set(['InvalidImageName', 'ErrImageNeverPull']);
 
+/**
+ * The scheduler also says Unschedulable while a pod's claim is being bound or provisioned (a
+ * workspace created an instant before its session): that ends by itself, so only the deadline ends it.
+ */
+const WAITING_FOR_VOLUME = /persistentvolumeclaim|persistent volume/i;
+
 const MAX_DETAIL = 300;
 const detail = (text: string | undefined): string =>
   text ? ` (${text.length > MAX_DETAIL ? `${text.slice(0, MAX_DETAIL)}…` : text})` : '';
@@ -32,14 +38,20 @@ const detail = (text: string | undefined): string =>
  * unrecoverable state found fails the session. Unrecoverable: an image pull that failed past
  * `Delay.imagePullBound` from the pod's start (or one that never can), a container in
  * CrashLoopBackOff, a container whose configuration cannot be met (CreateContainerConfigError), and
- * a pod the scheduler found no node for (Unschedulable) with no preemption under way.
+ * a pod the scheduler found no node for (Unschedulable) with no preemption under way and no claim
+ * still to be bound.
  */
 export function podVerdict(pods: readonly k8s.V1Pod[], now: number): PodVerdict {
   let recheckAtMs: number | undefined;
   for (const pod of pods) {
     if (pod.metadata?.deletionTimestamp) continue;
     const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
-    if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable' && !pod.status?.nominatedNodeName) {
+    if (
+      scheduled?.status === 'False' &&
+      scheduled.reason === 'Unschedulable' &&
+      !pod.status?.nominatedNodeName &&
+      !WAITING_FOR_VOLUME.test(scheduled.message ?? '')
+    ) {
       return {
         failure: {
           code: ErrorCode.internal,
