@@ -16,7 +16,14 @@ import type { RunningOperator } from '../../server/src/operator/index.js';
 import { launchBrowser, loopbackContext, screenshot } from '../support/browser.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
-import { createAppDefinition, ideCloudResources, provideVolume, testOperator } from '../support/operator.js';
+import {
+  createAppDefinition,
+  ideCloudResources,
+  nodeWithoutKubelet,
+  ON_NODE_WITHOUT_KUBELET,
+  provideVolume,
+  testOperator,
+} from '../support/operator.js';
 import {
   LANDING_APPS,
   logSink,
@@ -35,6 +42,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
   let namespace: string;
   let r: IdeCloudResources;
   let operator: RunningOperator;
+  let withoutKubelet: Awaited<ReturnType<typeof nodeWithoutKubelet>> | undefined;
   let service: TestService;
   const visited: string[] = [];
   let landing: RunningLandingPage;
@@ -69,7 +77,9 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     r = ideCloudResources(cluster.kc, namespace);
     await createAppDefinition(r, 'python-latest');
     await createAppDefinition(r, 'java-17-templates-latest');
-    await createAppDefinition(r, 'ocaml-latest', { requestsCpu: '1000', limitsCpu: '1000' });
+    // Its pods go to a node no kubelet runs: they never start, so its sessions stay starting.
+    withoutKubelet = await nodeWithoutKubelet(cluster.kc, namespace);
+    await createAppDefinition(r, 'ocaml-latest', ON_NODE_WITHOUT_KUBELET);
     operator = await testOperator(cluster.kc, namespace, {
       eagerStart: false,
       sessionHost: SESSION_HOST,
@@ -106,6 +116,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     await landing?.close();
     await service?.close();
     await operator?.stop();
+    await withoutKubelet?.remove();
     if (cluster && namespace) await deleteTestNamespace(cluster.kc, namespace);
   });
 
@@ -238,7 +249,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
   });
 
   it('shows progress while the session starts, and cancel stops the session', async () => {
-    // ocaml-latest asks for more CPU than the node has: its pod is never scheduled, the session stays starting.
+    // ocaml-latest's pods go to a node no kubelet runs: its pod never starts, the session stays starting.
     const user = 'carol@example.com';
     const { sessionName } = launchTarget('ocaml-latest', user, repo);
     const page = await context.newPage();

@@ -20,18 +20,18 @@ import {
   createAppDefinition,
   createSession,
   ideCloudResources,
+  nodeWithoutKubelet,
+  ON_NODE_WITHOUT_KUBELET as ON_OWN_NODE,
   testOperator,
   waitForSession,
 } from '../support/operator.js';
-
-/** More than kwok's node offers (512), less than this suite's node: only that node can take the pod. */
-const ON_OWN_NODE = { requestsCpu: '600', limitsCpu: '600' };
 
 describe('operator: a start that cannot succeed fails with a reason', function () {
   this.timeout(120_000);
   let cluster: TestCluster;
   let namespace: string;
   let node: string;
+  let ownNode: Awaited<ReturnType<typeof nodeWithoutKubelet>> | undefined;
   let r: IdeCloudResources;
   let operator: RunningOperator;
   let core: k8s.CoreV1Api;
@@ -41,27 +41,13 @@ describe('operator: a start that cannot succeed fails with a reason', function (
   before(async () => {
     cluster = await useCluster();
     namespace = await createTestNamespace(cluster.kc, 'op-start');
-    node = `unmanaged-${namespace}`;
     r = ideCloudResources(cluster.kc, namespace);
     core = cluster.kc.makeApiClient(k8s.CoreV1Api);
     apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
     net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
     // A node without kwok's annotation: nothing runs its pods but this test, acting as its kubelet.
-    await core.createNode({
-      body: {
-        metadata: { name: node, labels: { 'kubernetes.io/hostname': node, 'kubernetes.io/os': 'linux' } },
-        status: {
-          allocatable: { cpu: '4096', memory: '8Ti', pods: '20' },
-          capacity: { cpu: '4096', memory: '8Ti', pods: '20' },
-          conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
-        },
-      },
-    });
-    // The admission's not-ready taint, which only the (absent) node lifecycle controller would remove.
-    await core.patchNode(
-      { name: node, body: { spec: { taints: null } } },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
+    ownNode = await nodeWithoutKubelet(cluster.kc, namespace);
+    node = ownNode.name;
     await createAppDefinition(r, 'huge', { requestsCpu: '100000', limitsCpu: '100000' });
     await createAppDefinition(r, 'python', ON_OWN_NODE);
     await createAppDefinition(r, 'slow', { ...ON_OWN_NODE, startDeadlineSeconds: 3 });
@@ -69,14 +55,7 @@ describe('operator: a start that cannot succeed fails with a reason', function (
   });
 
   after(async () => {
-    // Pods on a node without a kubelet never finish terminating: removed here, as a kubelet would.
-    const pods = await core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as k8s.V1Pod[] }));
-    await Promise.all(
-      pods.items.map((p) =>
-        core.deleteNamespacedPod({ name: p.metadata!.name!, namespace, gracePeriodSeconds: 0 }).catch(() => undefined),
-      ),
-    );
-    await core.deleteNode({ name: node }).catch(() => undefined);
+    await ownNode?.remove();
     await cleanUpSuite(cluster.kc, namespace, [operator]);
   });
 

@@ -339,3 +339,49 @@ export async function cleanUpSuite(
       .catch(() => undefined);
   }
 }
+
+/** Resource requests only a node of `nodeWithoutKubelet` can take (kwok's node offers 512 CPU). */
+export const ON_NODE_WITHOUT_KUBELET = { requestsCpu: '600', limitsCpu: '600' };
+
+/**
+ * A Ready node that kwok does not manage (no kwok annotation) and no kubelet runs: pods the scheduler
+ * puts there (those requesting `ON_NODE_WITHOUT_KUBELET`) stay as the test leaves them, for example
+ * never started, or in a state the test writes through pods/status as a kubelet would. `remove`
+ * deletes the namespace's pods at once (nothing would finish their termination) and the node.
+ */
+export async function nodeWithoutKubelet(
+  kc: k8s.KubeConfig,
+  namespace: string,
+): Promise<{ name: string; remove(): Promise<void> }> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const name = `no-kubelet-${namespace}`.slice(0, 63);
+  await core.createNode({
+    body: {
+      metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' } },
+      status: {
+        allocatable: { cpu: '4096', memory: '8Ti', pods: '20' },
+        capacity: { cpu: '4096', memory: '8Ti', pods: '20' },
+        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }],
+      },
+    },
+  });
+  // The admission's not-ready taint, which only the (absent) node lifecycle controller would remove.
+  await core.patchNode(
+    { name, body: { spec: { taints: null } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  );
+  return {
+    name,
+    async remove() {
+      const pods = await core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as k8s.V1Pod[] }));
+      await Promise.all(
+        pods.items.map((p) =>
+          core
+            .deleteNamespacedPod({ name: p.metadata!.name!, namespace, gracePeriodSeconds: 0 })
+            .catch(() => undefined),
+        ),
+      );
+      await core.deleteNode({ name }).catch(() => undefined);
+    },
+  };
+}
