@@ -25,8 +25,10 @@ import { testOperator } from '../support/operator.js';
 import {
   SERVICE_AUTH_TOKEN,
   applyAppDefinitions,
+  call,
   resourcesOf,
   startTestService,
+  type Answer,
   type TestService,
 } from '../support/service-harness.js';
 
@@ -41,29 +43,9 @@ const TIMED_OUT = {
   reason: 'the Kubernetes API server did not answer in time; retry later',
 };
 
-interface Answer {
-  status: number;
-  text: string;
-  json: unknown;
-  retryAfter: string | null;
-}
-
 /** One call of the service that must answer within ANSWER_WITHIN_MS (it rejects otherwise). */
-async function callWithin(base: string, method: string, route: string, body?: unknown): Promise<Answer> {
-  const response = await fetch(`${base}${route}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
-  });
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, text, json, retryAfter: response.headers.get('retry-after') };
+function callWithin(base: string, method: string, route: string, body?: unknown): Promise<Answer> {
+  return call(base, method, route, { body, timeoutMs: ANSWER_WITHIN_MS });
 }
 
 function kubeConfigOf(file: string): k8s.KubeConfig {
@@ -189,7 +171,7 @@ describe('Kubernetes API calls with a deadline: the API server paused', function
       for (const answer of [stop, stopUnknown, launch]) {
         assert.equal(answer.status, 503, answer.text);
         assert.deepEqual(answer.json, TIMED_OUT);
-        assert.equal(answer.retryAfter, String(API_SERVER_RETRY_AFTER_SECONDS));
+        assert.equal(answer.headers.get('retry-after'), String(API_SERVER_RETRY_AFTER_SECONDS));
         // Nothing of what the client library reported reaches the caller.
         assert.doesNotMatch(answer.text, /abort|fetch|ECONN|socket/i);
       }

@@ -49,12 +49,12 @@ export interface Answer {
   headers: Headers;
 }
 
-/** One HTTP call; a JSON body is sent as application/json. */
+/** One HTTP call; a JSON body is sent as application/json; with `timeoutMs`, it rejects past it. */
 export async function call(
   base: string,
   method: string,
   path: string,
-  options: { body?: unknown; headers?: Record<string, string>; rawBody?: string } = {},
+  options: { body?: unknown; headers?: Record<string, string>; rawBody?: string; timeoutMs?: number } = {},
 ): Promise<Answer> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | undefined = options.rawBody;
@@ -63,7 +63,8 @@ export async function call(
     body = JSON.stringify(options.body);
   }
   if (body !== undefined) headers['content-type'] ??= 'application/json';
-  const response = await fetch(`${base}${path}`, { method, headers, body });
+  const signal = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
+  const response = await fetch(`${base}${path}`, { method, headers, body, signal });
   const text = await response.text();
   let json: unknown;
   try {
