@@ -73,6 +73,14 @@ export const AppDefinitionSpecSchema = z
       .min(0)
       .optional()
       .describe('minutes of inactivity before an idle session stops; 0 or unset: never'),
+    maxLifetimeMinutes: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe(
+        "minutes from a session's creation after which it stops, active or not; unset: the operator's IDE_CLOUD_MAX_SESSION_LIFETIME_MINUTES (0: none)",
+      ),
     startDeadlineSeconds: z
       .number()
       .int()

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { isDnsLabel } from '../../src/model/names.js';
-import { stopReason } from '../../src/operator/session/activity.js';
+import { lifetimeMinutes, stopReason } from '../../src/operator/session/activity.js';
 import { loadOperatorConfig } from '../../src/operator/config.js';
 import { withRoute } from '../../src/operator/routes/ingress.js';
 import { poolInstanceName, routePath, sessionPodApp, sessionUrl, sidecarName } from '../../src/operator/manifests.js';
@@ -91,5 +91,14 @@ describe('operator names, routes, configuration and stop reasons', () => {
       }) ?? '',
       /^MaxLifetime/,
     );
+  });
+
+  it("takes an app definition's lifetime over the operator's", () => {
+    const app = (maxLifetimeMinutes?: number) =>
+      ({ metadata: { name: 'a' }, spec: { maxLifetimeMinutes } }) as Parameters<typeof lifetimeMinutes>[0];
+    assert.equal(lifetimeMinutes(app(90), 240), 90);
+    assert.equal(lifetimeMinutes(app(0), 240), 0, '0 on the app definition: none, whatever the operator says');
+    assert.equal(lifetimeMinutes(app(), 240), 240);
+    assert.equal(lifetimeMinutes(undefined, 0), 0);
   });
 });

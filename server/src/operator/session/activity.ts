@@ -13,6 +13,11 @@ export function idleTimeoutMinutes(appDefinition: AppDefinition): number {
   return appDefinition.spec.timeout ?? appDefinition.spec.monitor?.activityTracker?.timeoutAfter ?? 0;
 }
 
+/** Minutes from creation after which a session of this app definition stops however active; 0: never. */
+export function lifetimeMinutes(appDefinition: AppDefinition | undefined, operatorDefault: number): number {
+  return appDefinition?.spec.maxLifetimeMinutes ?? operatorDefault;
+}
+
 /**
  * Why a session should stop now, or undefined. Idle: lastActivity (set by PATCH /service/session),
  * or the creation time when no activity was reported, older than the timeout. Lifetime: created
@@ -38,9 +43,10 @@ export function stopReason(input: {
 }
 
 /**
- * Idle shutdown: every interval, with monitor.enable and monitor.activityTracker.enable on, sessions
- * past their app definition's timeout (or the hard lifetime) are stopped: the reason is recorded in
- * the stop-reason annotation and an event, then the Session is deleted.
+ * Idle shutdown and lifetimes: every interval, sessions past their app definition's idle timeout (with
+ * monitor.enable and monitor.activityTracker.enable on) or past its lifetime (the app definition's
+ * maxLifetimeMinutes, else the operator's) are stopped: the reason is recorded in the stop-reason
+ * annotation and an event, then the Session is deleted.
  */
 export interface ActivityMonitorDeps {
   config: Pick<
@@ -65,8 +71,8 @@ export class ActivityMonitor {
 
   start(): void {
     const { config } = this.deps;
+    // Runs even with the idle check off: an app definition may give its sessions a lifetime any time.
     const idleCheck = config.monitorEnabled && config.activityTrackerEnabled;
-    if (!idleCheck && config.maxSessionLifetimeMinutes === 0) return;
     this.timer = setInterval(() => {
       if (this.running) return;
       this.running = this.sweep(idleCheck)
@@ -98,7 +104,7 @@ export class ActivityMonitor {
       const reason = stopReason({
         session,
         timeoutMinutes: appDefinition ? idleTimeoutMinutes(appDefinition) : 0,
-        maxLifetimeMinutes: deps.config.maxSessionLifetimeMinutes,
+        maxLifetimeMinutes: lifetimeMinutes(appDefinition, deps.config.maxSessionLifetimeMinutes),
         idleCheck,
         now: this.now(),
       });
