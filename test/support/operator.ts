@@ -365,9 +365,14 @@ export async function nodeWithoutKubelet(
       },
     },
   });
-  // The admission's not-ready taint, which only the (absent) node lifecycle controller would remove.
+  // Instead of the admission's not-ready taint (only the absent node lifecycle controller would remove
+  // it), one the scheduler only avoids: pods that fit elsewhere go elsewhere (it outweighs the node's
+  // larger free capacity), those that fit nowhere else still come here.
   await core.patchNode(
-    { name, body: { spec: { taints: null } } },
+    {
+      name,
+      body: { spec: { taints: [{ key: 'ide-cloud.test/no-kubelet', value: 'true', effect: 'PreferNoSchedule' }] } },
+    },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
   return {
