@@ -17,23 +17,57 @@ export function fmt(v: number | undefined | null, unit = ''): string {
 const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
   a === undefined || b === undefined || b === 0 ? undefined : Math.round((a / b) * 100) / 100;
 
-/** Each launch scenario over its floor, keyed `<scenario><figure>`; null where either side was not measured. */
-export function vsFloor(r: Results): Record<string, number | null> {
-  const entries: [string, number | undefined][] = [
-    ['eagerSequentialP50', ratio(num(r.eagerSequential, 'p50Ms'), num(r.floorSequential, 'p50Ms'))],
-    ['eagerSequentialP99', ratio(num(r.eagerSequential, 'p99Ms'), num(r.floorSequential, 'p99Ms'))],
-    ['eagerConcurrentP50', ratio(num(r.eagerConcurrent, 'p50Ms'), num(r.floorParallel, 'p50Ms'))],
-    ['eagerConcurrentP99', ratio(num(r.eagerConcurrent, 'p99Ms'), num(r.floorParallel, 'p99Ms'))],
-    [
-      'claimThroughputLaunchesPerSec',
-      ratio(num(r.claimThroughput, 'launchesPerSec'), num(r.floorSustained, 'sequencesPerSec')),
-    ],
-    [
-      'claimThroughputClaimsPerSecOperator',
-      ratio(num(r.claimThroughput, 'claimsPerSecOperator'), num(r.floorSustained, 'sequencesPerSec')),
-    ],
-  ];
-  return Object.fromEntries(entries.map(([k, v]) => [k, v ?? null]));
+/** A launch figure and its floor: `vsFloor.<key>` = `<scenario>.<figure>` / `<floor>.<floorFigure>`. */
+export interface FloorPair {
+  scenario: keyof Results;
+  figure: string;
+  floor: keyof Results;
+  floorFigure: string;
+}
+
+/** Each launch scenario beside the floor measured in the same run, keyed `<scenario><figure>`. */
+export const FLOOR_PAIRS = {
+  eagerSequentialP50: { scenario: 'eagerSequential', figure: 'p50Ms', floor: 'floorSequential', floorFigure: 'p50Ms' },
+  eagerSequentialP99: { scenario: 'eagerSequential', figure: 'p99Ms', floor: 'floorSequential', floorFigure: 'p99Ms' },
+  eagerConcurrentP50: { scenario: 'eagerConcurrent', figure: 'p50Ms', floor: 'floorParallel', floorFigure: 'p50Ms' },
+  eagerConcurrentP99: { scenario: 'eagerConcurrent', figure: 'p99Ms', floor: 'floorParallel', floorFigure: 'p99Ms' },
+  claimThroughputLaunchesPerSec: {
+    scenario: 'claimThroughput',
+    figure: 'launchesPerSec',
+    floor: 'floorSustained',
+    floorFigure: 'sequencesPerSec',
+  },
+  claimThroughputClaimsPerSecOperator: {
+    scenario: 'claimThroughput',
+    figure: 'claimsPerSecOperator',
+    floor: 'floorSustained',
+    floorFigure: 'sequencesPerSec',
+  },
+} satisfies Record<string, FloorPair>;
+export type FloorKey = keyof typeof FLOOR_PAIRS;
+
+/** A pair's two figures in `r`: the launch's and its floor's. */
+export function floorPair(r: Results, k: FloorKey): { value?: number; floor?: number } {
+  const pair: FloorPair = FLOOR_PAIRS[k];
+  return {
+    value: num(r[pair.scenario] as Figures | undefined, pair.figure),
+    floor: num(r[pair.floor] as Figures | undefined, pair.floorFigure),
+  };
+}
+
+/** How `vsFloor.<k>` is computed, in the keys of BENCHMARKS.json. */
+export function floorFormula(k: FloorKey): string {
+  const pair: FloorPair = FLOOR_PAIRS[k];
+  return `vsFloor.${k} = ${pair.scenario}.${pair.figure} / ${pair.floor}.${pair.floorFigure}`;
+}
+
+/** Each launch scenario over its floor; null where either side was not measured. */
+export function vsFloor(r: Results): Record<FloorKey, number | null> {
+  const entries = (Object.keys(FLOOR_PAIRS) as FloorKey[]).map((k) => {
+    const { value, floor } = floorPair(r, k);
+    return [k, ratio(value, floor) ?? null];
+  });
+  return Object.fromEntries(entries) as Record<FloorKey, number | null>;
 }
 
 /** `value` ≤ `limit` (or ≥ with `atLeast`), with how far off in words when missed. */
@@ -84,7 +118,7 @@ export function targets(r: Results): Target[] {
   return [
     check(
       'warm launch p50, sequential, over the floor',
-      'vsFloor.eagerSequentialP50 = eagerSequential.p50Ms / floorSequential.p50Ms',
+      floorFormula('eagerSequentialP50'),
       ratios.eagerSequentialP50 ?? undefined,
       1.5,
       '×',
@@ -92,7 +126,7 @@ export function targets(r: Results): Target[] {
     ),
     check(
       `warm launch p50, ${fmt(num(r.sizes, 'eagerConcurrent'))} at once, over the floor`,
-      'vsFloor.eagerConcurrentP50 = eagerConcurrent.p50Ms / floorParallel.p50Ms',
+      floorFormula('eagerConcurrentP50'),
       ratios.eagerConcurrentP50 ?? undefined,
       1.5,
       '×',
@@ -106,7 +140,7 @@ export function targets(r: Results): Target[] {
     ),
     check(
       'claims per second, sustained, over the ceiling',
-      'vsFloor.claimThroughputLaunchesPerSec = claimThroughput.launchesPerSec / floorSustained.sequencesPerSec',
+      floorFormula('claimThroughputLaunchesPerSec'),
       ratios.claimThroughputLaunchesPerSec ?? undefined,
       0.8,
       '×',

@@ -9,8 +9,8 @@ import {
   readState,
   startControlPlane,
   stopControlPlane,
-  isAlive,
 } from './control-plane.js';
+import { isAlive } from './processes.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const dir = process.env.IDE_CLOUD_CLUSTER_DIR ?? path.join(root, '.cluster', 'local');

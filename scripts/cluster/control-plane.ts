@@ -2,7 +2,7 @@
 // kube-scheduler and kwok (a fake kubelet), built from the Go module proxy and started on loopback.
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import http from 'node:http';
@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { installCrds } from '../../server/src/kube/crds.js';
+import { isAlive, startDetached, waitFor } from './processes.js';
 import { REAL_NODE, startRealNode, stopRealNode } from './real-node.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -89,32 +90,8 @@ function httpStatus(url: string, headers: Record<string, string> = {}): Promise<
   });
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, pid?: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (pid !== undefined && !isAlive(pid)) throw new Error(`${what}: the process exited (see its log)`);
-    if (Date.now() > deadline) throw new Error(`${what}: not ready within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function startProcess(dir: string, name: Component, bin: string, args: string[]): number {
-  // The log file itself is the child's stdout/stderr (no pipe through us), and the child leads its own
-  // process group: it outlives `npm run cluster -- up`, and `down` stops it with all it started.
-  const log = openSync(path.join(dir, 'logs', `${name}.log`), 'a');
-  const child = spawn(path.join(bin, name), args, { detached: true, stdio: ['ignore', log, log] });
-  closeSync(log);
-  child.unref();
-  return child.pid!;
+  return startDetached(path.join(dir, 'logs', `${name}.log`), path.join(bin, name), args);
 }
 
 function kubeconfigYaml(server: string, caFile: string, token: string): string {

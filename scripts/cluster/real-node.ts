@@ -9,12 +9,13 @@
 // /var/log/pods, /var/log/containers, /run/containerd, /var/lib/cni, /run/netns), and ip_forward's value.
 // One real node per machine (their names and chains are machine-wide): a lock in /run says whose it is.
 import { execFile, spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import { isAlive, startDetached, waitFor } from './processes.js';
 
 const run = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -102,31 +103,8 @@ async function chains(): Promise<Record<string, string[]>> {
   return result;
 }
 
-function isAlive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function startProcess(root: string, name: string, file: string, args: string[]): number {
-  const out = openSync(path.join(root, `${name}.log`), 'a');
-  const child = spawn(file, args, { detached: true, stdio: ['ignore', out, out] });
-  closeSync(out);
-  child.unref();
-  return child.pid!;
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, pid?: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (pid !== undefined && !isAlive(pid)) throw new Error(`${what}: the process exited (see its log)`);
-    if (Date.now() > deadline) throw new Error(`${what}: not ready within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  return startDetached(path.join(root, `${name}.log`), file, args);
 }
 
 function containerdConfig(root: string, socket: string, pauseImage: string): string {

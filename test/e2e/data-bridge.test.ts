@@ -61,6 +61,12 @@ function npmRunPackage(): Promise<void> {
   });
 }
 
+/** Has the consumer extension (on its port) call dataBridge.getEnv with `args`; what it got back. */
+async function consumerCall(consumerPort: number, ...args: unknown[]): Promise<ConsumerAnswer> {
+  const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, { method: 'POST', body: JSON.stringify({ args }) });
+  return (await res.json()) as ConsumerAnswer;
+}
+
 function channelText(logs: LogFile[]): string {
   return logs.map((log) => log.text).join('');
 }
@@ -94,13 +100,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       return { status: res.status, json: await res.json() };
     }
 
-    async function callGetEnv(...args: unknown[]): Promise<ConsumerAnswer> {
-      const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, {
-        method: 'POST',
-        body: JSON.stringify({ args }),
-      });
-      return (await res.json()) as ConsumerAnswer;
-    }
+    const callGetEnv = (...args: unknown[]) => consumerCall(consumerPort, ...args);
 
     before(async function () {
       this.timeout(3 * 60_000);
@@ -279,17 +279,9 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       console.log(`    [e2e] "${CHANNEL}" output channel, bridge disabled:\n${log.replace(/^/gm, '      ')}`);
       assert.match(log, /\[info\] data bridge inactive: DATA_BRIDGE_ENABLED is not set/);
       // The consumer activates at the same time; once it answers, the bridge has long had its chance.
-      const answer = await waitFor(
-        'the consumer extension',
-        async () => {
-          const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, {
-            method: 'POST',
-            body: JSON.stringify({ args: [['GIT_USER']] }),
-          });
-          return (await res.json()) as ConsumerAnswer;
-        },
-        { timeoutMs: 90_000 },
-      );
+      const answer = await waitFor('the consumer extension', () => consumerCall(consumerPort, ['GIT_USER']), {
+        timeoutMs: 90_000,
+      });
       assert.match(answer.error ?? '', /command 'dataBridge\.getEnv' not found/);
       assert.equal(await isPortOpen(bridgePort), false, 'the bridge port is closed');
       const final = channelText(await host.outputChannelLogs(CHANNEL));
@@ -363,11 +355,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       const answer = await waitFor(
         'dataBridge.getEnv in the late window',
         async () => {
-          const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, {
-            method: 'POST',
-            body: JSON.stringify({ args: [['GIT_USER', 'GIT_URI', 'PLATFORM_TOKEN', 'NOT_SENT']] }),
-          });
-          const body = (await res.json()) as ConsumerAnswer;
+          const body = await consumerCall(consumerPort, ['GIT_USER', 'GIT_URI', 'PLATFORM_TOKEN', 'NOT_SENT']);
           return body.result !== undefined && body;
         },
         { timeoutMs: 90_000, intervalMs: 500 },
@@ -413,17 +401,9 @@ describe('data bridge in a real VS Code host (e2e)', function () {
         /\[error\] data bridge not started: DATA_BRIDGE_PORT must be an integer from 1 to 65535, got "99999"/,
       );
       // Another extension in the same extension host still works.
-      const answer = await waitFor(
-        'the consumer extension',
-        async () => {
-          const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, {
-            method: 'POST',
-            body: JSON.stringify({ args: [['GIT_USER']] }),
-          });
-          return (await res.json()) as ConsumerAnswer;
-        },
-        { timeoutMs: 90_000 },
-      );
+      const answer = await waitFor('the consumer extension', () => consumerCall(consumerPort, ['GIT_USER']), {
+        timeoutMs: 90_000,
+      });
       assert.match(answer.error ?? '', /command 'dataBridge\.getEnv' not found/);
     });
   });

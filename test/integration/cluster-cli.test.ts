@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import { isAlive, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
+import type { ControlPlaneState } from '../../scripts/cluster/control-plane.js';
+import { isAlive } from '../../scripts/cluster/processes.js';
 
 const run = promisify(execFile);
 

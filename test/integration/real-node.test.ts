@@ -14,12 +14,12 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import {
-  isAlive,
   KWOK_NODE,
   startControlPlane,
   stopControlPlane,
   type ControlPlaneState,
 } from '../../scripts/cluster/control-plane.js';
+import { isAlive } from '../../scripts/cluster/processes.js';
 import {
   buildImage,
   importImage,

@@ -2,15 +2,16 @@ import { z } from 'zod';
 import { ConditionsSchema } from './conditions.js';
 import { QuantitySchema } from './quantity.js';
 import { ObjectMetaSchema } from './object-meta.js';
+import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from './requests.js';
 
 export const DEFAULT_DATA_BRIDGE_PORT = 16281;
 export const DEFAULT_MAX_INSTANCES = 1000;
 /**
  * Start deadline of a session when its app definition sets none: the service's default launch
- * timeout (LAUNCH_TIMEOUT_MINUTES, 3 minutes), so a session the service has given up on does not
- * linger `Starting` on the operator's side either.
+ * timeout, so a session the service has given up on does not linger `Starting` on the operator's
+ * side either.
  */
-export const DEFAULT_START_DEADLINE_SECONDS = 180;
+export const DEFAULT_START_DEADLINE_SECONDS = DEFAULT_LAUNCH_TIMEOUT_MINUTES * 60;
 
 export const SidecarSchema = z
   .object({

@@ -63,12 +63,15 @@ const EnvName = z
 export const AppIdSchema = z.string().describe('the shared service auth token');
 const UserSchema = z.string().max(320).describe("user id, usually the user's e-mail");
 
+/** The launch timeout when a request gives none (the service's LAUNCH_TIMEOUT_MINUTES by default). */
+export const DEFAULT_LAUNCH_TIMEOUT_MINUTES = 3;
+
 /** A launch timeout in minutes. Fractions are allowed (tests use a few seconds); at most one hour. */
 export const TimeoutMinutesSchema = z
   .number()
   .positive()
   .max(60)
-  .describe('minutes to wait for the session URL; default 3');
+  .describe(`minutes to wait for the session URL; default ${DEFAULT_LAUNCH_TIMEOUT_MINUTES}`);
 
 export const EnvironmentVarsSchema = z
   .object({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_CONNECTION_LIMITS } from '../http/listen.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/client.js';
+import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from '../model/requests.js';
 
 /**
  * Configuration of the service, from environment variables named after the installation values.
@@ -76,7 +77,7 @@ const ConfigSchema = z.object({
   launchTimeoutMinutes: z.coerce
     .number({ error: 'LAUNCH_TIMEOUT_MINUTES must be a number' })
     .positive({ error: 'LAUNCH_TIMEOUT_MINUTES must be > 0' })
-    .default(3),
+    .default(DEFAULT_LAUNCH_TIMEOUT_MINUTES),
   rewatchIntervalMs: z.coerce
     .number({ error: 'IDE_CLOUD_REWATCH_INTERVAL_MS must be a number' })
     .int({ error: 'IDE_CLOUD_REWATCH_INTERVAL_MS must be an integer' })

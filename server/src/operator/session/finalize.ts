@@ -21,6 +21,19 @@ export const SESSION_FINALIZER = 'ide-cloud.io/session-route';
 /** Annotation recording the shared Ingress the session's path was added to, for clean-up. */
 export const ROUTE_ANNOTATION = 'ide-cloud.io/route';
 
+/** Takes the session's path out of the shared Ingress it was added to; a path the cache does not hold writes nothing. */
+export async function removeSessionRoute(
+  deps: { config: Pick<OperatorConfig, 'sessionHost'>; routes: RouteTable },
+  session: Session,
+): Promise<void> {
+  const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
+  if (!ingressName) return;
+  // A session routed before URLs had a key holds `/<name>/`.
+  for (const path of [routePath(session), `/${session.metadata.name}/`]) {
+    await deps.routes.set(ingressName, { host: deps.config.sessionHost, path, serviceName: '' }, false);
+  }
+}
+
 export interface FinalizeDeps {
   config: Pick<OperatorConfig, 'sessionHost'>;
   sessions: Pick<Informer<Session>, 'observe'>;
@@ -59,13 +72,7 @@ export async function finalizeSession(deps: FinalizeDeps, session: Session): Pro
       session.metadata.resourceVersion = stopping.metadata.resourceVersion;
     }
   }
-  const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
-  if (ingressName) {
-    // A session routed before URLs had a key holds `/<name>/`: removing an absent path writes nothing.
-    for (const path of [routePath(session), `/${name}/`]) {
-      await deps.routes.set(ingressName, { host: deps.config.sessionHost, path, serviceName: '' }, false);
-    }
-  }
+  await removeSessionRoute(deps, session);
   deps.injector.forget(session.metadata.uid ?? name);
   try {
     await deps.sessionsApi.mergePatch(name, {

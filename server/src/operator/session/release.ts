@@ -4,9 +4,9 @@ import type { Informer } from '../../kube/informer.js';
 import { LABELS } from '../../model/api-group.js';
 import type { Session } from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
-import { COMPONENT, routePath, sessionEnvSecretName } from '../manifests.js';
+import { COMPONENT, sessionEnvSecretName } from '../manifests.js';
 import type { RouteTable } from '../routes/routes.js';
-import { ROUTE_ANNOTATION } from './finalize.js';
+import { removeSessionRoute } from './finalize.js';
 
 export interface ReleaseDeps {
   namespace: string;
@@ -26,15 +26,7 @@ export interface ReleaseDeps {
  */
 export async function releaseFailedSession(deps: ReleaseDeps, session: Session): Promise<void> {
   const name = session.metadata.name;
-  const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
-  // Removing a path the cached Ingress does not hold writes nothing.
-  if (ingressName) {
-    await deps.routes.set(
-      ingressName,
-      { host: deps.config.sessionHost, path: routePath(session), serviceName: '' },
-      false,
-    );
-  }
+  await removeSessionRoute(deps, session);
   const owned = (o: k8s.V1Deployment | k8s.V1Service) => {
     const labels = o.metadata?.labels ?? {};
     return (
