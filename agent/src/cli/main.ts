@@ -11,6 +11,7 @@ import {
   cloneParticipation,
   describeError,
   resolveSessionValues,
+  saveWork,
   stripCredentials,
 } from '../core/index.js';
 
@@ -21,6 +22,12 @@ export const USAGE = `Usage:
   ide-cloud-agent participation --participation-id ID --repository URL [--participant NAME] [--dir DIR]
       Get a participation access token from PLATFORM_URL with PLATFORM_TOKEN and clone URL with it.
       NAME defaults to GIT_USER.
+  ide-cloud-agent save [--dir DIR] [--json]
+      Commit the uncommitted changes of the repository in DIR (or in a folder inside it) and push them,
+      with any unpushed commits, to a new branch ide-cloud/saved-<time> of its origin, authenticated
+      with a participation token from PLATFORM_URL (participation clones) or GIT_URI's credential.
+      The student's branch and files stay as they are. --json: the result as one JSON line on stdout
+      ({"outcome": "saved" | "nothing-to-save" | "failed", ...}), the progress on stderr.
 
 Environment: GIT_URI, GIT_USER, GIT_MAIL, PLATFORM_URL, PLATFORM_TOKEN, TEMPLATE (maven, gradle, make, bazel).
 Exit codes: 0 done, 1 failed (the message says what to do), 2 wrong usage.`;
@@ -43,6 +50,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         'participation-id': { type: 'string' },
         repository: { type: 'string' },
         participant: { type: 'string' },
+        json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -57,7 +65,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 0;
   }
   const command = positionals[0] ?? 'bootstrap';
-  if (!['bootstrap', 'participation'].includes(command) || positionals.length > 1) {
+  if (!['bootstrap', 'participation', 'save'].includes(command) || positionals.length > 1) {
     io.err(`error: unknown command ${positionals.join(' ')}`);
     io.err(USAGE);
     return 2;
@@ -65,8 +73,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
   const dir = path.resolve(io.cwd, flags.dir ?? '.');
   const secrets = [io.env.PLATFORM_TOKEN, ...credentialsOf(io.env.GIT_URI)];
-  const log = new RedactingLog(io.out, secrets);
+  const log = new RedactingLog(command === 'save' && flags.json ? io.err : io.out, secrets);
   const errors = new RedactingLog(io.err, secrets);
+  if (command === 'save') return save(dir, io, log, errors, flags.json === true);
   try {
     if (command === 'participation') {
       if (!flags['participation-id'] || !flags.repository) {
@@ -98,6 +107,27 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   } catch (error) {
     errors.log(`error: ${describeError(error)}`);
     if (!(error instanceof AgentError)) errors.log('this is unexpected; please report it with the lines above');
+    return 1;
+  }
+}
+
+/** The save command: exit 0 saved or nothing to save, 1 failed; with --json the result on stdout. */
+async function save(dir: string, io: CliIo, log: RedactingLog, errors: RedactingLog, json: boolean): Promise<number> {
+  try {
+    const { values } = await resolveSessionValues({ env: { ...io.env, SESSION_ENV_STRATEGY: 'env' }, log: log.log });
+    const result = await saveWork({ dir, values, log, env: io.env });
+    if (json) {
+      const { outcome, repository } = result;
+      io.out(JSON.stringify(result.outcome === 'saved' ? { outcome, branch: result.branch, repository } : { outcome }));
+    }
+    return 0;
+  } catch (error) {
+    errors.log(`error: ${describeError(error)}`);
+    if (json) {
+      const code = error instanceof AgentError ? error.code : 'Unexpected';
+      const message = error instanceof AgentError ? error.message : 'the save failed unexpectedly';
+      io.out(errors.redact(JSON.stringify({ outcome: 'failed', code, message })));
+    }
     return 1;
   }
 }

@@ -101,7 +101,7 @@ async function currentRemote(dir: string, options: GitOptions): Promise<string> 
  * Hands git the URL's user and password from the environment (never in a process's arguments, which
  * anyone on the machine can list): the helper answers `get` with what IDE_CLOUD_GIT_* hold.
  */
-const ENVIRONMENT_CREDENTIAL_HELPER =
+export const ENVIRONMENT_CREDENTIAL_HELPER =
   '!f() { test "$1" = get || return 0; printf "username=%s\\npassword=%s\\n" "$IDE_CLOUD_GIT_USERNAME" "$IDE_CLOUD_GIT_PASSWORD"; }; f';
 
 async function cloneFresh(uri: string, target: string, options: CloneOptions): Promise<void> {

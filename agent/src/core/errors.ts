@@ -14,6 +14,7 @@ export type AgentErrorCode =
   | 'GitRemoteUnreachable'
   | 'WorkspaceConflict'
   | 'GitFailed'
+  | 'NoRepository'
   | 'UnknownTemplate';
 
 export class AgentError extends Error {

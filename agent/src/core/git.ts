@@ -44,6 +44,11 @@ const SUBCOMMANDS = new Set([
   'status',
   'push',
   'credential',
+  'read-tree',
+  'add',
+  'write-tree',
+  'commit-tree',
+  'rev-list',
 ]);
 
 export function gitEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {

@@ -13,3 +13,4 @@ export * from './values/environment.js';
 export * from './values/data-bridge.js';
 export * from './values/strategy.js';
 export * from './credentials.js';
+export * from './save.js';

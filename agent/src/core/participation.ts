@@ -3,10 +3,13 @@
 import { cloneIntoWorkspace, type CloneResult } from './clone.js';
 import { rememberCredential } from './credentials.js';
 import { AgentError, missingValue } from './errors.js';
-import type { GitOptions } from './git.js';
+import { git, type GitOptions } from './git.js';
 import type { RedactingLog } from './log.js';
 import { PlatformClient } from './platform.js';
 import { stripCredentials } from './redact.js';
+
+/** Keys of a participation clone's local git config naming its participation and participant. */
+export const PARTICIPATION_CONFIG = { id: 'ide-cloud.participationId', participant: 'ide-cloud.participant' } as const;
 
 /** `https://<participant>:<token>@host/path.git` from a repository URL (any credentials in it replaced). */
 export function participationCloneUrl(repository: string, participant: string, token: string): string {
@@ -53,6 +56,11 @@ export async function cloneParticipation(options: ParticipationCloneOptions): Pr
   log.log(`cloning ${stripCredentials(url)} into ${options.dir}…`);
   const secrets = [options.platformToken, token];
   const result = await cloneIntoWorkspace(url, options.dir, { ...options, secrets });
+  if (result.outcome !== 'other-repository') {
+    // Where a later save of the student's work gets a fresh token from (core/save.ts); no secret.
+    await git(['-C', options.dir, 'config', '--local', PARTICIPATION_CONFIG.id, options.participationId], options);
+    await git(['-C', options.dir, 'config', '--local', PARTICIPATION_CONFIG.participant, options.participant], options);
+  }
   if (result.outcome === 'already-present') {
     // The same repository is there already: the fresh token serves its next push instead.
     const stored = await rememberCredential(url, options.dir, {

@@ -12,6 +12,8 @@ export const DEFAULT_MAX_INSTANCES = 1000;
  * side either.
  */
 export const DEFAULT_START_DEADLINE_SECONDS = DEFAULT_LAUNCH_TIMEOUT_MINUTES * 60;
+/** How long before an idle or lifetime stop the IDE warns the student when the app definition says nothing. */
+export const DEFAULT_STOP_WARNING_SECONDS = 300;
 
 export const SidecarSchema = z
   .object({
@@ -90,6 +92,21 @@ export const AppDefinitionSpecSchema = z
       .optional()
       .describe(
         "seconds from a session's creation within which its IDE must serve, else it fails (StartDeadlineExceeded); unset: 180, the service's default launch timeout",
+      ),
+    stopWarningSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(86_400)
+      .optional()
+      .describe(
+        'seconds before an idle or lifetime stop that the IDE warns the student through the data bridge, and activity in them keeps an idle session; 0: no warning; unset: the lead of monitor.activityTracker.notifyAfter for idle stops, else 300',
+      ),
+    saveWorkOnStop: z
+      .boolean()
+      .optional()
+      .describe(
+        "before an idle or lifetime stop, commit the student's uncommitted work and push it to a new branch of their repository; unset: false",
       ),
     sidecars: z.array(SidecarSchema).optional(),
     monitor: MonitorSchema.optional(),
@@ -171,6 +188,30 @@ export function dataBridgePort(spec: Pick<AppDefinitionSpec, 'options'>): number
 /** Seconds from a session's creation within which it must serve (`startDeadlineSeconds`, else the default). */
 export function startDeadlineSeconds(spec: Pick<AppDefinitionSpec, 'startDeadlineSeconds'>): number {
   return spec.startDeadlineSeconds ?? DEFAULT_START_DEADLINE_SECONDS;
+}
+
+/**
+ * Seconds before a stop of `kind` that the student is warned: `stopWarningSeconds`; for idle stops
+ * without it, the lead monitor.activityTracker.notifyAfter gives (timeout minus notifyAfter); else the
+ * default. Never longer than the timeout or lifetime it warns of (`limitMinutes`).
+ */
+export function stopWarningSeconds(
+  spec: Pick<AppDefinitionSpec, 'stopWarningSeconds' | 'monitor'>,
+  kind: 'Idle' | 'MaxLifetime',
+  limitMinutes: number,
+): number {
+  const notifyAfter = spec.monitor?.activityTracker?.notifyAfter;
+  const lead =
+    spec.stopWarningSeconds ??
+    (kind === 'Idle' && notifyAfter !== undefined && notifyAfter < limitMinutes
+      ? (limitMinutes - notifyAfter) * 60
+      : DEFAULT_STOP_WARNING_SECONDS);
+  return Math.min(lead, limitMinutes * 60);
+}
+
+/** Whether the student's work is saved to a branch of their repository before an idle or lifetime stop. */
+export function saveWorkOnStop(spec: Pick<AppDefinitionSpec, 'saveWorkOnStop'>): boolean {
+  return spec.saveWorkOnStop === true;
 }
 
 export function hasWorkspaceMountingSidecars(spec: Pick<AppDefinitionSpec, 'sidecars'>): boolean {

@@ -14,3 +14,34 @@ export const DATA_BRIDGE_RESERVATION_HEADER = 'x-ide-cloud-reservation';
  * allowed-users file of the session's authentication proxy, which admits nobody else.
  */
 export const DATA_BRIDGE_USERS_FILE_ENV = 'DATA_BRIDGE_USERS_FILE';
+
+/**
+ * The stop warning, the IDE's activity and the save of the student's work travel through the bridge
+ * too (extension/src/server.ts serves them, extension/README.md documents the wire): the operator
+ * posts a notice with the seconds left, reads how long ago the IDE was last used, and asks for the
+ * save before an idle or lifetime stop; the extension reads the notice and reports activity on loopback.
+ */
+export const DATA_BRIDGE_PATHS = { notice: '/notice', activity: '/activity', save: '/save' } as const;
+
+/** Why a session is about to stop, as the notice and the stop-reason annotation name it. */
+export type StopKind = 'Idle' | 'MaxLifetime';
+
+/** Body of POST /notice. */
+export interface StopNotice {
+  reason: StopKind;
+  /** Seconds until the stop, counted by the bridge from when it receives the notice (no clock skew). */
+  secondsLeft: number;
+  /** Whether the student's uncommitted work will be saved to a branch before the stop. */
+  saveWork: boolean;
+}
+
+/** Answer of GET /activity: seconds since the IDE last reported activity, null when it never did. */
+export interface BridgeActivity {
+  secondsSinceActivity: number | null;
+}
+
+/** Answer of POST /save: what the agent did with the workspace's repository. */
+export type SaveWorkResult =
+  | { outcome: 'saved'; branch: string; repository: string }
+  | { outcome: 'nothing-to-save' }
+  | { outcome: 'failed'; code: string; message: string };
