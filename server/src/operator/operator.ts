@@ -9,12 +9,13 @@ import { PoolInstances } from './pool/instances.js';
 import { AppDefinitionReconciler } from './pool/reconciler.js';
 import { Routes } from './routes/routes.js';
 import { createCache, informersOf, type OperatorCache } from './runtime/cache.js';
-import { EventRecorder } from './runtime/events.js';
+import { EventRecorder, type EventsApi } from './runtime/events.js';
 import { LeaderElector } from './runtime/leader-election.js';
 import { createLogger, type Logger } from './runtime/logger.js';
 import { Delay } from './runtime/outcome.js';
 import { WorkQueue } from './runtime/work-queue.js';
 import { ActivityMonitor } from './session/activity.js';
+import { LazyStartGate } from './session/admission.js';
 import { DataInjector } from './session/injection.js';
 import { SessionReconciler } from './session/reconciler.js';
 import { WorkspaceReconciler } from './workspace/reconciler.js';
@@ -27,6 +28,8 @@ export interface OperatorOptions {
   /** A kubeconfig to use instead of config.kubeconfig / $KUBECONFIG / in-cluster. */
   kubeConfig?: k8s.KubeConfig;
   logger?: Logger;
+  /** The calls Events are written with, instead of the API client's (a test's, to hold them). */
+  eventsApi?: EventsApi;
 }
 
 export interface RunningOperator {
@@ -51,6 +54,7 @@ interface ApiClients {
   custom: k8s.CustomObjectsApi;
   objects: k8s.KubernetesObjectApi;
   resources: IdeCloudResources;
+  events?: EventsApi;
 }
 
 function apiClients(kc: k8s.KubeConfig, namespace: string): ApiClients {
@@ -76,7 +80,7 @@ class Controllers {
 
   constructor(
     clients: ApiClients,
-    config: OperatorConfig,
+    private readonly config: OperatorConfig,
     private readonly log: Logger,
   ) {
     const { namespace } = config;
@@ -86,7 +90,7 @@ class Controllers {
       rewatchIntervalMs: config.rewatchIntervalMs,
       onError: (path, error) => log.warn({ path, err: describeFailure(error) }, 'watch failed; restarting'),
     }));
-    const events = (this.events = new EventRecorder(clients.core, 'ide-cloud-operator', log));
+    const events = (this.events = new EventRecorder(clients.events ?? clients.core, 'ide-cloud-operator', log));
     const onError = (what: string) => (key: string, error: unknown) =>
       log.warn({ key, err: describeFailure(error) }, `${what} reconcile failed`);
     // At debug level each session pass is logged: which operator acted on a session, when two run.
@@ -126,9 +130,17 @@ class Controllers {
       ingresses: cache.ingresses,
       ingressClassName: config.ingressClassName,
     });
+    // Lazy starts at a rate, first come first served; a gate's wake-up is a pass of that session.
+    const admission =
+      config.lazyStartsPerSecond > 0
+        ? new LazyStartGate({ perSecond: config.lazyStartsPerSecond, burst: config.lazyStartBurst }, (name) =>
+            sessionQueue.add(name),
+          )
+        : undefined;
     const sessions = new SessionReconciler({
       config,
       namespace,
+      admission,
       sessions: cache.sessions,
       appDefinitions: cache.appDefinitions,
       workspaces: cache.workspaces,
@@ -226,7 +238,7 @@ class Controllers {
     await Promise.all(this.queues.map((q) => q.stop()));
     this.injector.stop();
     await Promise.all(informersOf(this.cache).map((i) => i.stop()));
-    await this.events.flush();
+    await this.events.flush(this.config.apiRequestTimeoutMs);
     this.log.info('controllers stopped');
   }
 }
@@ -245,7 +257,7 @@ export async function startOperator(
   const kc = configureClient(options.kubeConfig ?? loadKubeConfig(config.kubeconfig), 'ide-cloud-operator', {
     requestTimeoutMs: config.apiRequestTimeoutMs,
   });
-  const clients = apiClients(kc, config.namespace);
+  const clients = { ...apiClients(kc, config.namespace), events: options.eventsApi };
   const operatorLog = log.child({ namespace: config.namespace, identity: config.identity });
   let controllers: Controllers | undefined;
   let chain: Promise<void> = Promise.resolve();

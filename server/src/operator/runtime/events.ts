@@ -1,11 +1,31 @@
-import { describeFailure } from '../../kube/client.js';
+import * as k8s from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import type * as k8s from '@kubernetes/client-node';
+import { describeFailure, isConflict, isNotFound } from '../../kube/client.js';
 import type { SessionFailureReasonValue } from '../../model/session.js';
+import {
+  EventCorrelator,
+  type CorrelatedEvent,
+  type EventCorrelatorOptions,
+  type EventType,
+} from './event-correlator.js';
 import type { Logger } from './logger.js';
 
-/** A start that failed is told under its machine reason (ImagePullFailed, CrashLooping, …). */
-export type EventReason = 'LazyStart' | 'InjectionFailed' | 'Failed' | 'Stopped' | SessionFailureReasonValue;
+/**
+ * Why an Event was recorded. The steps of a launch (Normal, each told when its condition changes):
+ * Reserved, LazyStart, Routed, Injected, Ready; what went wrong (Warning): NotReady, InjectionFailed,
+ * Failed, or a start that failed under its machine reason (ImagePullFailed, CrashLooping, …); Stopped.
+ */
+export type EventReason =
+  | 'Reserved'
+  | 'LazyStart'
+  | 'Routed'
+  | 'Injected'
+  | 'Ready'
+  | 'NotReady'
+  | 'InjectionFailed'
+  | 'Failed'
+  | 'Stopped'
+  | SessionFailureReasonValue;
 
 /** The object an Event is about. */
 export type EventSubject = {
@@ -16,54 +36,119 @@ export type EventSubject = {
 
 /** What a reconciler needs of the recorder: record, in the background. */
 export interface EventSink {
-  record(object: EventSubject, type: 'Normal' | 'Warning', reason: EventReason, message: string): void;
+  record(object: EventSubject, type: EventType, reason: EventReason, message: string): void;
+}
+
+/** The calls Events are written with. */
+export type EventsApi = Pick<k8s.CoreV1Api, 'createNamespacedEvent' | 'patchNamespacedEvent'>;
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+/** An Event to write, with what it is about. */
+interface Write {
+  object: EventSubject;
+  namespace: string;
+  type: EventType;
+  reason: EventReason;
+  event: CorrelatedEvent;
+}
+
+export interface EventRecorderOptions extends Partial<Omit<EventCorrelatorOptions, 'newName'>> {
+  /** Writes waiting beyond which new ones are dropped (client-go's broadcaster: 1000). */
+  maxQueued?: number;
 }
 
 /**
- * Kubernetes Events on IDE Cloud objects, for what a person may want explained: a lazy start (why it
- * took longer), failures, stops. A warm launch that goes as planned is told by the session's
- * conditions alone: every Event is an API write, and a launch should cost few. Messages are written
- * by the operator from names and counts only: never values of the session environment.
+ * Kubernetes Events on IDE Cloud objects, so that `kubectl describe` tells a launch's story.
+ * Aggregated as client-go's recorder does (runtime/event-correlator.ts): a repeat patches the
+ * count of its Event, an object has a budget of writes. Written in the background by one writer,
+ * in order, as client-go's broadcaster does: a reconcile pass neither waits for an Event nor fails
+ * with one, and a burst of launches does not send its Events all at once. Messages are written by
+ * the operator from names and counts only: never values of the session environment.
  */
 export class EventRecorder implements EventSink {
-  private readonly pending = new Set<Promise<void>>();
+  private readonly correlator: EventCorrelator;
+  private readonly maxQueued: number;
+  private readonly queue: Write[] = [];
+  private writing?: Promise<void>;
+  private sequence = 0;
 
   constructor(
-    private readonly core: Pick<k8s.CoreV1Api, 'createNamespacedEvent'>,
+    private readonly api: EventsApi,
     private readonly component: string,
     private readonly log: Logger,
-  ) {}
+    options: EventRecorderOptions = {},
+  ) {
+    this.maxQueued = options.maxQueued ?? 1000;
+    this.correlator = new EventCorrelator({ ...options, newName: (name, now) => this.newName(name, now) });
+  }
+
+  record(object: EventSubject, type: EventType, reason: EventReason, message: string): void {
+    const { name, namespace = 'default', uid } = object.metadata;
+    const event = this.correlator.correlate({
+      objectKey: uid ?? `${object.kind}/${namespace}/${name}`,
+      objectName: name,
+      type,
+      reason,
+      message,
+    });
+    if (!event) {
+      this.log.debug({ object: name, reason }, "event over its object's budget: counted, not written yet");
+      return;
+    }
+    if (this.queue.length >= this.maxQueued) {
+      this.log.warn({ object: name, reason }, 'too many events waiting: event dropped');
+      return;
+    }
+    this.queue.push({ object, namespace, type, reason, event });
+    this.writing ??= this.drain();
+  }
 
   /**
-   * Records in the background, as client-go's recorder does: an Event is for people reading
-   * `kubectl describe`, so a reconcile pass neither waits for it nor fails with it.
+   * Waits for the Events still to be written, at most `timeoutMs`; those still waiting then are
+   * dropped (the API server may be what is gone).
    */
-  record(object: EventSubject, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
-    const sent = this.send(object, type, reason, message).finally(() => this.pending.delete(sent));
-    this.pending.add(sent);
+  async flush(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    const drained = (async () => {
+      while (this.writing) await this.writing;
+    })();
+    await Promise.race([drained, timeout]);
+    clearTimeout(timer);
+    this.queue.length = 0;
   }
 
-  /** Waits for the Events still being sent. */
-  async flush(): Promise<void> {
-    await Promise.all([...this.pending]);
-  }
-
-  private async send(
-    object: EventSubject,
-    type: 'Normal' | 'Warning',
-    reason: EventReason,
-    message: string,
-  ): Promise<void> {
-    const namespace = object.metadata.namespace ?? 'default';
-    const now = new Date();
+  private async drain(): Promise<void> {
     try {
-      await this.core.createNamespacedEvent({
+      for (let next = this.queue.shift(); next; next = this.queue.shift()) await this.write(next);
+    } finally {
+      this.writing = undefined;
+    }
+  }
+
+  /** Creates the Event, or patches its count; a write that a later one already carried is skipped. */
+  private async write(write: Write): Promise<void> {
+    const { event } = write;
+    const count = event.count;
+    if (event.writtenCount >= count) return;
+    try {
+      if (event.writtenCount === 0) await this.create(write);
+      else await this.patch(write);
+      event.writtenCount = Math.max(event.writtenCount, count);
+    } catch (error) {
+      this.log.warn({ err: describeFailure(error), reason: write.reason }, 'could not record event');
+    }
+  }
+
+  /** A new Event; one already there under that name (a create that answered too late) is patched. */
+  private async create(write: Write, fallBack = true): Promise<void> {
+    const { object, namespace, type, reason, event } = write;
+    try {
+      await this.api.createNamespacedEvent({
         namespace,
         body: {
-          metadata: {
-            name: `${object.metadata.name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`,
-            namespace,
-          },
+          metadata: { name: event.name, namespace },
           involvedObject: {
             apiVersion: object.apiVersion,
             kind: object.kind,
@@ -73,15 +158,44 @@ export class EventRecorder implements EventSink {
           },
           type,
           reason,
-          message,
+          message: event.message,
           source: { component: this.component },
-          firstTimestamp: now,
-          lastTimestamp: now,
-          count: 1,
+          firstTimestamp: new Date(event.firstTimestamp),
+          lastTimestamp: new Date(event.lastTimestamp),
+          count: event.count,
         },
       });
     } catch (error) {
-      this.log.warn({ err: describeFailure(error), reason }, 'could not record event');
+      if (!fallBack || !isConflict(error)) throw error;
+      await this.patch(write, false);
     }
+  }
+
+  /** The repeat's count on the Event; one gone meanwhile (Events expire) is created again. */
+  private async patch(write: Write, fallBack = true): Promise<void> {
+    const { namespace, event } = write;
+    try {
+      await this.api.patchNamespacedEvent(
+        {
+          name: event.name,
+          namespace,
+          body: {
+            count: event.count,
+            lastTimestamp: new Date(event.lastTimestamp).toISOString(),
+            message: event.message,
+          },
+        },
+        mergePatch,
+      );
+    } catch (error) {
+      if (!fallBack || !isNotFound(error)) throw error;
+      await this.create(write, false);
+    }
+  }
+
+  /** `<object>.<hex time><hex sequence><random>`: ordered as recorded, unique across operators. */
+  private newName(objectName: string, now: number): string {
+    const sequence = (this.sequence++ % 0x10000).toString(16).padStart(4, '0');
+    return `${objectName}.${now.toString(16)}${sequence}${randomBytes(2).toString('hex')}`;
   }
 }

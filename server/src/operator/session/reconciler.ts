@@ -32,8 +32,9 @@ export type SessionReconcilerDeps = SessionStepDeps &
  * definition, workspace, limits) → 1 start strategy (reserve a warm instance, or lazy) and the
  * session's metadata (finalizer) → 2 config store → 3 resources (lazy) or attached instance (eager)
  * → 4 environment → 5 route → 6 readiness and URL (or a failed start: session/start-failure.ts).
- * Status is gathered in memory and written once; what the steps throw is mapped by the outcome
- * policy. A Failed session's passes release what it still holds (session/release.ts).
+ * Status is gathered in memory and written once, then the pass's Events (each step told when its
+ * condition changes); what the steps throw is mapped by the outcome policy. A Failed session's
+ * passes release what it still holds (session/release.ts).
  */
 export class SessionReconciler {
   constructor(private readonly deps: SessionReconcilerDeps) {}
@@ -85,6 +86,8 @@ export class SessionReconciler {
       });
     } finally {
       await writeStatus(deps, session, pass.status);
+      // After the status, in the background: the write carrying the URL never waits for an Event.
+      // A status write that failed takes the pass's Events with it; the next pass tells them again.
       for (const [type, reason, message] of pass.events) deps.events.record(session, type, reason, message);
     }
   }

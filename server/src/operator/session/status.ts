@@ -1,29 +1,46 @@
 import { isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
-import { setCondition, type ConditionInput } from '../../model/conditions.js';
+import { findCondition, setCondition, type ConditionInput } from '../../model/conditions.js';
 import type { Session, SessionStatus } from '../../model/session.js';
+import type { EventType } from '../runtime/event-correlator.js';
 import type { EventReason } from '../runtime/events.js';
 import { sameStatus } from '../runtime/objects.js';
 
-/** What a pass learnt about a Session: its status and the Events to record, written once at the end. */
+/** An Event that tells a step: recorded when its condition changes in the pass. */
+export interface StepEvent {
+  type?: EventType;
+  reason: EventReason;
+  message: string;
+}
+
+/**
+ * What a pass learnt about a Session: its status and the Events to record. The status is written
+ * once at the end; the Events after it, in the background, so the URL never waits for one.
+ */
 export class Pass {
   readonly status: SessionStatus;
-  readonly events: [type: 'Normal' | 'Warning', reason: EventReason, message: string][] = [];
+  readonly events: [type: EventType, reason: EventReason, message: string][] = [];
 
   constructor(readonly session: Session) {
     this.status = structuredClone(session.status ?? {});
     this.status.observedGeneration = session.metadata.generation;
   }
 
-  condition(next: Omit<ConditionInput, 'observedGeneration'>): void {
+  /**
+   * Sets a condition; with `told`, a step's Event is recorded when the condition's status differs
+   * from the one read at the start of the pass, so a step is told once, not on every pass.
+   */
+  condition(next: Omit<ConditionInput, 'observedGeneration'>, told?: StepEvent): void {
+    const before = findCondition(this.session.status?.conditions, next.type)?.status;
+    if (told && before !== next.status) this.event(told.type ?? 'Normal', told.reason, told.message);
     this.status.conditions = setCondition(this.status.conditions, {
       ...next,
       observedGeneration: this.session.metadata.generation,
     });
   }
 
-  event(type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
+  event(type: EventType, reason: EventReason, message: string): void {
     this.events.push([type, reason, message]);
   }
 }

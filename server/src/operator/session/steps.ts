@@ -50,9 +50,10 @@ import { applySidecars, type PoolInstance, type PoolInstances } from '../pool/in
 import type { RouteTable } from '../routes/routes.js';
 import { deploymentReady, finalizersOf } from '../runtime/objects.js';
 import { Delay, FailObject, RetryLater } from '../runtime/outcome.js';
+import { admitLazyStart, startDeadlineOf, type LazyStartGate } from './admission.js';
 import { ROUTE_ANNOTATION, SESSION_FINALIZER } from './finalize.js';
 import type { DataInjector } from './injection.js';
-import { podVerdict, startDeadlineAt, startDeadlineFailure } from './start-failure.js';
+import { podVerdict, startDeadlineFailure } from './start-failure.js';
 import type { Pass } from './status.js';
 
 /** What the steps use: the caches they read, the clients they write with, and their collaborators. */
@@ -79,6 +80,8 @@ export interface SessionStepDeps {
   poolChanged: (appDefinitionName: string) => void;
   /** The metadata of a Secret or ConfigMap a session names for its environment (undefined: none such). */
   envSource: (kind: EnvSourceKind, name: string) => Promise<{ labels?: Record<string, string> } | undefined>;
+  /** The lazy-start gate (session/admission.ts); absent: lazy starts go at once. */
+  admission?: LazyStartGate;
   /** The clock of the start deadline and the pull bound (ms since the epoch). */
   now?: () => number;
 }
@@ -143,7 +146,7 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
 function checkStartDeadline(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition): void {
   if (session.status?.url) return;
   const seconds = startDeadlineSeconds(appDefinition.spec);
-  const at = startDeadlineAt(session, seconds);
+  const at = startDeadlineOf(session, seconds);
   if (at !== undefined && (deps.now ?? Date.now)() >= at) {
     const failure = startDeadlineFailure(seconds);
     throw new FailObject(failure.code, failure.message, failure.reason);
@@ -198,12 +201,15 @@ export async function chooseStrategy(
     if (instance) {
       pass.status.startStrategy = 'eager';
       pass.status.instanceId = String(instance.id);
-      pass.condition({
-        type: SessionCondition.reserved,
-        status: 'True',
-        reason: 'InstanceReserved',
-        message: `warm instance ${instance.id}`,
-      });
+      pass.condition(
+        {
+          type: SessionCondition.reserved,
+          status: 'True',
+          reason: 'InstanceReserved',
+          message: `warm instance ${instance.id}`,
+        },
+        { reason: 'Reserved', message: `warm instance ${instance.id} reserved` },
+      );
       deps.poolChanged(appDefinition.metadata.name);
     } else {
       pass.status.startStrategy = 'lazy-fallback';
@@ -295,7 +301,10 @@ export interface Workload {
   deployment?: k8s.V1Deployment;
 }
 
-/** 3. Resources of the session: the reserved warm instance (eager), or its own objects (lazy). */
+/**
+ * 3. Resources of the session: the reserved warm instance (eager), or its own objects (lazy), once
+ * past the lazy-start gate (session/admission.ts).
+ */
 export async function provision(
   deps: SessionStepDeps,
   session: Session,
@@ -313,6 +322,7 @@ export async function provision(
     }
     return { eager: true, backend: instanceName, deployment: workload };
   }
+  admitLazyStart(deps, session, pass);
   const workload = await applyLazyResources(deps, session, appDefinition, claimName, configStore);
   return { eager: false, backend: name, deployment: workload };
 }
@@ -411,12 +421,16 @@ export async function route(
   const ingressName = appDefinition.spec.ingressname;
   const path = routePath(session);
   await deps.routes.set(ingressName, { host: deps.config.sessionHost, path, serviceName: workload.backend }, true);
-  pass.condition({
-    type: SessionCondition.routed,
-    status: 'True',
-    reason: 'RouteAdded',
-    message: `path ${path} in ingress ${ingressName}`,
-  });
+  pass.condition(
+    {
+      type: SessionCondition.routed,
+      status: 'True',
+      reason: 'RouteAdded',
+      message: `path ${path} in ingress ${ingressName}`,
+    },
+    // The path carries the session's key: the Event names the Ingress only.
+    { reason: 'Routed', message: `route added to ingress ${ingressName}` },
+  );
 }
 
 /** 4 (cont.). The environment's state as the EnvInjected condition. */
@@ -436,12 +450,15 @@ export function recordEnvironment(
       message: 'the reserved instance is not ready yet',
     });
   else
-    pass.condition({
-      type: SessionCondition.envInjected,
-      status: 'True',
-      reason: 'PodEnvironment',
-      message: "values in the session's Secret, referenced from the pod",
-    });
+    pass.condition(
+      {
+        type: SessionCondition.envInjected,
+        status: 'True',
+        reason: 'PodEnvironment',
+        message: "values in the session's Secret, referenced from the pod",
+      },
+      { reason: 'Injected', message: "values in the session's Secret, referenced from the pod" },
+    );
 }
 
 /** The injection's state as the EnvInjected condition; counts only in final states, so waiting writes nothing. */
@@ -453,7 +470,10 @@ function recordInjection(deps: SessionStepDeps, session: Session, pass: Pass): v
   const max = deps.config.bridgeHealthAttempts;
   const detail = `health checks ${state.attempts}/${max}, posts ${state.postAttempts}${state.lastError ? `, last error: ${state.lastError}` : ''}`;
   if (state.phase === 'Injected') {
-    pass.condition({ type: SessionCondition.envInjected, status: 'True', reason: 'Injected', message: detail });
+    pass.condition(
+      { type: SessionCondition.envInjected, status: 'True', reason: 'Injected', message: detail },
+      { reason: 'Injected', message: `values delivered to the data bridge (posts ${state.postAttempts})` },
+    );
   } else if (state.phase === 'Failed') {
     pass.condition({
       type: SessionCondition.envInjected,
@@ -490,27 +510,36 @@ export function readiness(
   if (deploymentReady(workload.deployment)) {
     pass.status.url = sessionUrl(deps.config, session);
     pass.status.phase = 'Running';
-    pass.condition({
-      type: SessionCondition.ready,
-      status: 'True',
-      reason: SessionReadyReason.podReady,
-      message: 'the IDE pod is ready',
-    });
+    pass.condition(
+      {
+        type: SessionCondition.ready,
+        status: 'True',
+        reason: SessionReadyReason.podReady,
+        message: 'the IDE pod is ready',
+      },
+      { reason: 'Ready', message: 'the IDE pod is ready: the session serves its URL' },
+    );
     return;
   }
-  pass.status.phase = 'Starting';
-  pass.condition({
-    type: SessionCondition.ready,
-    status: 'False',
-    reason: SessionReadyReason.podNotReady,
-    message: 'waiting for the IDE pod',
-  });
-  const now = (deps.now ?? Date.now)();
   // A session that has served is past its start: a pod of its that restarts is not a failed start.
   const starting = !session.status?.url;
+  pass.status.phase = 'Starting';
+  pass.condition(
+    {
+      type: SessionCondition.ready,
+      status: 'False',
+      reason: SessionReadyReason.podNotReady,
+      message: 'waiting for the IDE pod',
+    },
+    // A start waits for its pod as planned; a session that served has lost it.
+    starting ? undefined : { type: 'Warning', reason: 'NotReady', message: 'the IDE pod is not ready: waiting for it' },
+  );
+  const now = (deps.now ?? Date.now)();
   const verdict = starting ? podVerdict(sessionPods(deps, session, workload, claimName), now) : {};
   if (verdict.failure) throw new FailObject(verdict.failure.code, verdict.failure.message, verdict.failure.reason);
-  const deadline = starting ? startDeadlineAt(session, startDeadlineSeconds(appDefinition.spec)) : undefined;
+  const deadline = starting
+    ? startDeadlineOf({ ...session, status: pass.status }, startDeadlineSeconds(appDefinition.spec))
+    : undefined;
   const next = Math.min(deadline ?? Infinity, verdict.recheckAtMs ?? Infinity);
   const afterMs = Number.isFinite(next) ? Math.max(next - now, Delay.conflict) : Delay.podStarting;
   throw new RetryLater('waiting for the IDE pod', afterMs);
