@@ -60,6 +60,22 @@ export const SessionCondition = {
   ready: 'Ready',
 } as const;
 
+/**
+ * The lazy-start gate's condition (operator: session/admission.ts): whether a lazy start may create
+ * its Deployment. Set only on a session that meets the gate, a lazy start while the operator's
+ * `lazyStartsPerSecond` is on; warm claims never meet it, so it is not among the conditions set
+ * Unknown on a first visit. The queue's rules (order, position, estimate) are in model/admission.ts.
+ */
+export const SESSION_ADMITTED_CONDITION = 'Admitted';
+
+/** Reasons of the Admitted condition. */
+export const SessionAdmittedReason = {
+  /** False: waiting at the gate, in creation order; the message carries the gate's rate. */
+  queued: 'Queued',
+  /** True: past the gate; `lastTransitionTime` is when its start token was granted. */
+  admitted: 'Admitted',
+} as const;
+
 /** Reasons of a Session's Ready condition that the logic reads. */
 export const SessionReadyReason = {
   /** First visit: nothing decided yet. */

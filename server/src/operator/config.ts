@@ -59,6 +59,13 @@ export const OperatorConfigSchema = z
     activityIntervalMs: int(10).default(60_000),
     /** Hard lifetime of a session in minutes; 0: none. */
     maxSessionLifetimeMinutes: int(0).default(0),
+    /**
+     * Lazy starts (a session's own Deployment, beyond the warm pool) admitted per second, first come
+     * first served (session/admission.ts); 0: no gate, every lazy start goes at once.
+     */
+    lazyStartsPerSecond: z.coerce.number().min(0).max(10_000).default(0),
+    /** How many lazy starts the gate lets through at once after a quiet spell (its token bucket's size). */
+    lazyStartBurst: int(1).default(10),
     /** Watch connections are renewed this often (from the last resourceVersion), because watches can stall silently. */
     rewatchIntervalMs: int(100).default(300_000),
     /**
@@ -125,6 +132,8 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   activityTrackerEnabled: 'IDE_CLOUD_ACTIVITY_TRACKER_ENABLE',
   activityIntervalMs: 'IDE_CLOUD_ACTIVITY_INTERVAL_MS',
   maxSessionLifetimeMinutes: 'IDE_CLOUD_MAX_SESSION_LIFETIME_MINUTES',
+  lazyStartsPerSecond: 'IDE_CLOUD_LAZY_STARTS_PER_SECOND',
+  lazyStartBurst: 'IDE_CLOUD_LAZY_START_BURST',
   rewatchIntervalMs: 'IDE_CLOUD_REWATCH_INTERVAL_MS',
   apiRequestTimeoutMs: 'IDE_CLOUD_API_REQUEST_TIMEOUT_MS',
   workers: 'IDE_CLOUD_OPERATOR_WORKERS',

@@ -26,6 +26,8 @@ export const Delay = {
    * failing then, it fails the session (session/start-failure.ts).
    */
   imagePullBound: 30_000,
+  /** A lazy start waits at the gate behind a session whose start strategy is not decided yet (its first pass). */
+  admissionUndecided: 200,
   /** Pool counts change with every reservation: launches within this delay share one status write. */
   poolStatusBatch: 2000,
   /** Upper bound of the random wait between two read-modify-write attempts of a shared Ingress. */

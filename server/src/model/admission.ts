@@ -1,0 +1,81 @@
+/**
+ * The lazy-start queue as both sides read it. The operator's gate (operator/session/admission.ts)
+ * lets lazy starts create their Deployments at a rate, in creation order, and marks a session it
+ * holds back with the Admitted condition False, reason Queued, once; the service derives each queued
+ * session's position and an estimate from its session cache and the rate the condition's message
+ * carries, so no one writes anything per waiting session while the queue moves.
+ */
+import { findCondition } from './conditions.js';
+import { isActiveSession, SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from './session.js';
+
+/** The gate's rate: tokens per second, and how many it holds at most (a burst). */
+export interface LazyStartRate {
+  perSecond: number;
+  burst: number;
+}
+
+/** Where a queued session stands: 1 is next; the estimate in whole seconds (absent without a known rate). */
+export interface QueuePlace {
+  position: number;
+  estimatedWaitSeconds?: number;
+}
+
+type Queueable = Pick<Session, 'metadata' | 'status'>;
+
+const RATE = /the operator starts ([0-9]+(?:\.[0-9]+)?) per second \(bursts of ([0-9]+)\)/;
+
+/** The message of the Queued condition: it carries the rate, the one place the service learns it from. */
+export function queuedMessage(rate: LazyStartRate): string {
+  return `waiting for a lazy start: the operator starts ${rate.perSecond} per second (bursts of ${rate.burst}), in order of creation`;
+}
+
+/** The rate a Queued condition's message carries; undefined for any other text. */
+export function rateOfQueued(message: string | undefined): LazyStartRate | undefined {
+  const match = RATE.exec(message ?? '');
+  if (!match) return undefined;
+  const perSecond = Number(match[1]);
+  const burst = Number(match[2]);
+  return perSecond > 0 && burst >= 1 ? { perSecond, burst } : undefined;
+}
+
+/**
+ * Creation order, the queue's order: creation time, then name. Creation times have whole seconds, so
+ * sessions of the same second go by name; every reader orders them the same way.
+ */
+export function byCreation(a: Queueable, b: Queueable): number {
+  const time = (s: Queueable) => Date.parse(String(s.metadata.creationTimestamp ?? '')) || 0;
+  return time(a) - time(b) || (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0);
+}
+
+/** Waiting at the gate: active, and its Admitted condition False with reason Queued. */
+export function isQueued(session: Queueable): boolean {
+  const admitted = findCondition(session.status?.conditions, SESSION_ADMITTED_CONDITION);
+  return (
+    admitted?.status === 'False' &&
+    admitted.reason === SessionAdmittedReason.queued &&
+    isActiveSession(session) &&
+    !session.status?.url
+  );
+}
+
+/** The queued sessions among `sessions`, in the queue's order. */
+export function queueOf<T extends Queueable>(sessions: readonly T[]): T[] {
+  return sessions.filter(isQueued).sort(byCreation);
+}
+
+/** Seconds until a session at `position` is let through, at the gate's rate (rounded up). */
+export function estimatedWaitSeconds(position: number, rate: LazyStartRate): number {
+  return Math.ceil(position / rate.perSecond);
+}
+
+/**
+ * The place of `session` in `queue` (queueOf's answer): its position from 1 and the estimate at the
+ * rate its own condition carries; undefined when it is not queued.
+ */
+export function placeIn(queue: readonly Queueable[], session: Queueable): QueuePlace | undefined {
+  const index = queue.findIndex((s) => s.metadata.name === session.metadata.name);
+  if (index < 0) return undefined;
+  const rate = rateOfQueued(findCondition(session.status?.conditions, SESSION_ADMITTED_CONDITION)?.message);
+  const position = index + 1;
+  return rate ? { position, estimatedWaitSeconds: estimatedWaitSeconds(position, rate) } : { position };
+}

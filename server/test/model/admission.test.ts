@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import {
+  byCreation,
+  estimatedWaitSeconds,
+  placeIn,
+  queuedMessage,
+  queueOf,
+  rateOfQueued,
+} from '../../src/model/admission.js';
+import { setCondition } from '../../src/model/conditions.js';
+import {
+  SESSION_ADMITTED_CONDITION,
+  SessionAdmittedReason,
+  SessionCondition,
+  SessionReadyReason,
+  type Session,
+} from '../../src/model/session.js';
+
+const RATE = { perSecond: 0.5, burst: 4 };
+
+function session(
+  name: string,
+  created: string,
+  admitted?: 'True' | 'False',
+  extra: { deleting?: boolean; failed?: boolean } = {},
+): Session {
+  let conditions = admitted
+    ? setCondition(undefined, {
+        type: SESSION_ADMITTED_CONDITION,
+        status: admitted,
+        reason: admitted === 'True' ? SessionAdmittedReason.admitted : SessionAdmittedReason.queued,
+        message: queuedMessage(RATE),
+      })
+    : undefined;
+  if (extra.failed) {
+    conditions = setCondition(conditions, {
+      type: SessionCondition.ready,
+      status: 'False',
+      reason: SessionReadyReason.failed,
+    });
+  }
+  return {
+    metadata: {
+      name,
+      creationTimestamp: created,
+      ...(extra.deleting ? { deletionTimestamp: '2026-01-01T00:00:09Z' } : {}),
+    },
+    spec: { user: name, appDefinition: 'python' },
+    status: { phase: 'Starting', ...(conditions ? { conditions } : {}) },
+  };
+}
+
+describe('model: the lazy-start queue', () => {
+  it('the Queued message carries the rate, and only that text is read as one', () => {
+    assert.deepEqual(rateOfQueued(queuedMessage(RATE)), RATE);
+    assert.deepEqual(rateOfQueued(queuedMessage({ perSecond: 12, burst: 30 })), { perSecond: 12, burst: 30 });
+    assert.equal(rateOfQueued('waiting for the IDE pod'), undefined);
+    assert.equal(rateOfQueued(undefined), undefined);
+  });
+
+  it('orders by creation time, then name (creation times have whole seconds)', () => {
+    const sorted = [
+      session('b', '2026-01-01T00:00:02Z'),
+      session('c', '2026-01-01T00:00:01Z'),
+      session('a', '2026-01-01T00:00:02Z'),
+    ].sort(byCreation);
+    assert.deepEqual(
+      sorted.map((s) => s.metadata.name),
+      ['c', 'a', 'b'],
+    );
+  });
+
+  it('holds the queued sessions only: not admitted, deleting, failed or undecided ones', () => {
+    const sessions = [
+      session('late', '2026-01-01T00:00:05Z', 'False'),
+      session('past', '2026-01-01T00:00:00Z', 'True'),
+      session('early', '2026-01-01T00:00:01Z', 'False'),
+      session('deleted', '2026-01-01T00:00:02Z', 'False', { deleting: true }),
+      session('failed', '2026-01-01T00:00:02Z', 'False', { failed: true }),
+      session('new', '2026-01-01T00:00:03Z'),
+      session('middle', '2026-01-01T00:00:03Z', 'False'),
+    ];
+    const queue = queueOf(sessions);
+    assert.deepEqual(
+      queue.map((s) => s.metadata.name),
+      ['early', 'middle', 'late'],
+    );
+    assert.deepEqual(placeIn(queue, sessions[0]!), { position: 3, estimatedWaitSeconds: 6 });
+    assert.deepEqual(placeIn(queue, sessions[2]!), { position: 1, estimatedWaitSeconds: 2 });
+    assert.equal(placeIn(queue, sessions[1]!), undefined);
+  });
+
+  it('estimates the wait from the position and the rate, in whole seconds rounded up', () => {
+    assert.equal(estimatedWaitSeconds(1, { perSecond: 2, burst: 2 }), 1);
+    assert.equal(estimatedWaitSeconds(7, { perSecond: 2, burst: 2 }), 4);
+    assert.equal(estimatedWaitSeconds(3, { perSecond: 0.1, burst: 1 }), 30);
+  });
+});
