@@ -143,6 +143,25 @@ export interface SessionSnapshot {
   phase?: string;
   url?: string;
   conditions?: { type: string; status: string }[];
+  /** While the launch waits for a start slot: its place in the queue, 1 next (service: model/admission.ts). */
+  queue?: { position: number; estimatedWaitSeconds?: number };
+}
+
+/** A wait in words: seconds under a minute, else whole minutes rounded up. */
+function duration(seconds: number): string {
+  if (seconds < 60) return seconds <= 1 ? 'a second' : `${seconds} seconds`;
+  const minutes = Math.ceil(seconds / 60);
+  return minutes === 1 ? 'a minute' : `${minutes} minutes`;
+}
+
+/**
+ * What the page says while the launch waits in the queue for a start slot (many launches at once,
+ * e.g. at a lecture's start): where it stands and about how long, instead of a timeout.
+ */
+export function queueText(queue: NonNullable<SessionSnapshot['queue']>): string {
+  const place = queue.position === 1 ? 'You are next in line' : `You are number ${queue.position} in line`;
+  const wait = queue.estimatedWaitSeconds === undefined ? '' : `, about ${duration(queue.estimatedWaitSeconds)} to go`;
+  return `Many IDEs are starting right now. ${place} for yours${wait}; please keep this page open.`;
 }
 
 /** The furthest step a session snapshot shows. Phase and conditions both count; steps never go back. */

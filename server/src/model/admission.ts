@@ -68,14 +68,14 @@ export function estimatedWaitSeconds(position: number, rate: LazyStartRate): num
   return Math.ceil(position / rate.perSecond);
 }
 
-/**
- * The place of `session` in `queue` (queueOf's answer): its position from 1 and the estimate at the
- * rate its own condition carries; undefined when it is not queued.
- */
+/** The place of a queued session at `position` (from 1), with the estimate at the rate its own condition carries. */
+export function placeAt(position: number, session: Queueable): QueuePlace {
+  const rate = rateOfQueued(findCondition(session.status?.conditions, SESSION_ADMITTED_CONDITION)?.message);
+  return rate ? { position, estimatedWaitSeconds: estimatedWaitSeconds(position, rate) } : { position };
+}
+
+/** The place of `session` in `queue` (queueOf's answer); undefined when it is not queued. */
 export function placeIn(queue: readonly Queueable[], session: Queueable): QueuePlace | undefined {
   const index = queue.findIndex((s) => s.metadata.name === session.metadata.name);
-  if (index < 0) return undefined;
-  const rate = rateOfQueued(findCondition(session.status?.conditions, SESSION_ADMITTED_CONDITION)?.message);
-  const position = index + 1;
-  return rate ? { position, estimatedWaitSeconds: estimatedWaitSeconds(position, rate) } : { position };
+  return index < 0 ? undefined : placeAt(index + 1, session);
 }

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { isQueued, placeIn, queueOf } from '../model/admission.js';
 import { envSourcesRefusal } from '../model/session-env.js';
 import { LABELS } from '../model/api-group.js';
 import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
@@ -38,7 +39,8 @@ interface Plan {
  * Launch: turns a request into a Workspace and a Session and waits, on the session cache's events,
  * for the URL the operator reports. Creates nothing before every check (app definition, workspace
  * ownership, sidecars, maxInstances, sessionsPerUser) has passed; on timeout or refusal removes what
- * this very call created. A workspace that already has a session answers that session's URL
+ * this very call created, except a workspace's session still queued for a lazy start at the timeout,
+ * which keeps its place (`stillQueued`). A workspace that already has a session answers that session's URL
  * (idempotent). Reads come from the service's caches (the limits check lists no Sessions from the API
  * server); a launch answers once the cache shows its session running, so the caller's next listing
  * shows it.
@@ -138,6 +140,8 @@ export class Launcher {
         try {
           return { ...(await this.await(running, deadline)), reused: true };
         } catch (error) {
+          const queued = this.stillQueued(running, error);
+          if (queued) throw queued;
           await this.removeSession(running, error);
           throw error;
         }
@@ -226,12 +230,37 @@ export class Launcher {
     try {
       return { ...(await this.await(session, deadline)), reused: false };
     } catch (error) {
+      const queued = workspaceName ? this.stillQueued(session, error) : undefined;
+      if (queued) throw queued;
       await this.removeSession(session, error);
       if (createdWorkspace && !(error instanceof ServiceStopping)) {
         await this.deps.workspaces.deleteQuietly(createdWorkspace);
       }
       throw error;
     }
+  }
+
+  /**
+   * A workspace's session still waiting at the operator's lazy-start gate when the launch's timeout
+   * ends is not failed: it keeps its place, the launch answers 551 saying where it stands, and a
+   * launch of the same workspace waits on it again (step 1 adopts it). Undefined for any other end.
+   */
+  private stillQueued(session: Session, error: unknown): ApiError | undefined {
+    if (!(error instanceof ApiError) || error.code !== ErrorCode.launchTimeout) return undefined;
+    const current = this.deps.sessions.get(session.metadata.name);
+    if (!current || current.metadata.uid !== session.metadata.uid || !isQueued(current)) return undefined;
+    const place = placeIn(queueOf(this.deps.sessions.list()), current);
+    const where = place
+      ? ` (position ${place.position}${place.estimatedWaitSeconds === undefined ? '' : `, about ${place.estimatedWaitSeconds} s`})`
+      : '';
+    this.deps.logger.info(
+      { appDefinition: current.spec.appDefinition, session: current.metadata.name, position: place?.position },
+      'launch timed out in the lazy-start queue; the session keeps its place',
+    );
+    return new ApiError(
+      ErrorCode.launchTimeout,
+      `the session is still queued for a start${where}; it keeps its place: launch again to wait for it`,
+    );
   }
 
   /** Removes a session whose launch failed, once the cache shows it gone. */

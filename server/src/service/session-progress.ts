@@ -1,5 +1,6 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { WatchEventType } from '../kube/informer.js';
+import { isQueued, placeAt, queueOf, type QueuePlace } from '../model/admission.js';
 import type { Session } from '../model/session.js';
 import type { CachedResource, SessionEventCache } from './cache.js';
 import { ApiError } from './errors.js';
@@ -12,6 +13,8 @@ export interface SessionProgressView {
   startStrategy?: string;
   error?: { code: number; reason: string };
   conditions: { type: string; status: string; reason?: string; message?: string }[];
+  /** While the session waits at the operator's lazy-start gate: its place in the queue (1 is next). */
+  queue?: QueuePlace;
 }
 
 /** One Kubernetes Event about the session (DESIGN.md: events never carry secrets). */
@@ -28,7 +31,7 @@ export type ProgressMessage =
   | { event: 'deleted'; data: { name: string } }
   | { event: 'event'; data: SessionEventView };
 
-export function toProgressView(session: Session): SessionProgressView {
+export function toProgressView(session: Session, place?: QueuePlace): SessionProgressView {
   const status = session.status;
   return {
     name: session.metadata.name,
@@ -42,7 +45,48 @@ export function toProgressView(session: Session): SessionProgressView {
       ...(c.reason ? { reason: c.reason } : {}),
       ...(c.message ? { message: c.message } : {}),
     })),
+    ...(place ? { queue: place } : {}),
   };
+}
+
+/**
+ * The lazy-start queue as the session cache shows it (model/admission.ts: the sessions the operator
+ * marked Queued, in creation order). The places are computed again only when a session joins or
+ * leaves the queue, once for every stream; then each stream whose place changed sends it. Nothing is
+ * written or polled for it: the operator writes a queued session's condition once, and each session
+ * that leaves the queue (admitted, deleted, failed) is one cache event.
+ */
+export class LazyStartQueue {
+  private readonly members = new Set<string>();
+  private places: Map<string, QueuePlace> | undefined;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly sessions: CachedResource<Session>) {
+    for (const session of sessions.list()) if (isQueued(session)) this.members.add(session.metadata.name);
+    sessions.informer.on((type, session) => {
+      const name = session.metadata.name;
+      const queued = type !== 'DELETED' && isQueued(session);
+      // A session that is not in the queue and was not changes no place.
+      if (!queued && !this.members.has(name)) return;
+      if (queued) this.members.add(name);
+      else this.members.delete(name);
+      this.places = undefined;
+      for (const listener of [...this.listeners]) listener();
+    });
+  }
+
+  /** The session's place; undefined when it is not queued. */
+  placeOf(session: Session): QueuePlace | undefined {
+    if (!isQueued(session)) return undefined;
+    this.places ??= new Map(queueOf(this.sessions.list()).map((s, i) => [s.metadata.name, placeAt(i + 1, s)]));
+    return this.places.get(session.metadata.name);
+  }
+
+  /** Calls `listener` whenever a session joins or leaves the queue. Answers the unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
 }
 
 function toEventView(event: k8s.CoreV1Event): SessionEventView {
@@ -65,7 +109,9 @@ export interface ProgressStreamLimits {
 /**
  * The live progress of one workspace's session, from the service's caches (never a watch of its
  * own, never polling): the Session from the session cache (phase, conditions, URL, error) and the
- * Kubernetes Events whose involved object is that Session from the one shared Event cache. Only a
+ * Kubernetes Events whose involved object is that Session from the one shared Event cache; while the
+ * session waits at the operator's lazy-start gate, its place in the queue (`queue`), sent again
+ * whenever it moves. Only a
  * session of `user` is reported; events are matched to the session by its uid, so the events of an
  * earlier session with the same name are not replayed as the new one's. Streams are capped per user
  * and in total (`admit`).
@@ -73,11 +119,14 @@ export interface ProgressStreamLimits {
 export class SessionProgress {
   private readonly openByUser = new Map<string, number>();
   private open = 0;
+  private readonly queue: LazyStartQueue;
 
   constructor(
     private readonly caches: { sessions: CachedResource<Session>; sessionEvents: SessionEventCache },
     private readonly limits: ProgressStreamLimits,
-  ) {}
+  ) {
+    this.queue = new LazyStartQueue(caches.sessions);
+  }
 
   /**
    * Admits one more stream of `user`: 429 (with Retry-After) when the user already has
@@ -123,6 +172,13 @@ export class SessionProgress {
     const { sessions, sessionEvents } = this.caches;
     if (signal.aborted) return;
     let uid: string | undefined;
+    // The place last sent: a change of the queue sends the session again only when its place moved.
+    let sentPlace: string | undefined;
+    const sendSession = (session: Session) => {
+      const place = this.queue.placeOf(session);
+      sentPlace = JSON.stringify(place);
+      send({ event: 'session', data: toProgressView(session, place) });
+    };
 
     const sendEvent = (event: k8s.CoreV1Event) => send({ event: 'event', data: toEventView(event) });
 
@@ -132,7 +188,7 @@ export class SessionProgress {
         send({ event: 'deleted', data: { name: sessionName } });
         return;
       }
-      send({ event: 'session', data: toProgressView(session) });
+      sendSession(session);
       if (session.metadata.uid && session.metadata.uid !== uid) {
         // A session (new to this stream): the events about it that came before it.
         uid = session.metadata.uid;
@@ -144,13 +200,21 @@ export class SessionProgress {
       if (uid !== undefined && event.involvedObject?.uid === uid) sendEvent(event);
     };
 
+    const onQueue = () => {
+      const session = sessions.get(sessionName);
+      if (!session || session.spec?.user !== user || session.metadata.uid !== uid) return;
+      if (JSON.stringify(this.queue.placeOf(session)) !== sentPlace) sendSession(session);
+    };
+
     const unsubscribeEvents = sessionEvents.subscribe(sessionName, onEvent);
     const unsubscribeSession = sessions.subscribe(sessionName, onSession);
+    const unsubscribeQueue = this.queue.onChange(onQueue);
     signal.addEventListener(
       'abort',
       () => {
         unsubscribeEvents();
         unsubscribeSession();
+        unsubscribeQueue();
       },
       { once: true },
     );

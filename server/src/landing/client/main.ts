@@ -6,6 +6,7 @@ import { UserManager, WebStorageStateStore, type User } from 'oidc-client-ts';
 import {
   messageFor,
   PROGRESS_STEPS,
+  queueText,
   stepIndex,
   stepOf,
   type Failure,
@@ -234,6 +235,8 @@ async function launch(
   const streamControl = new AbortController();
   let cancelled = false;
   let finished = false;
+  // The launch waits in the lazy-start queue (the progress stream says where).
+  let queued = false;
 
   const finish = () => {
     finished = true;
@@ -273,6 +276,14 @@ async function launch(
         if (event === 'session') {
           const snapshot = data as SessionSnapshot & { error?: { code: number } };
           progress.reach(stepOf(snapshot));
+          if (snapshot.queue) {
+            progress.detail(queueText(snapshot.queue));
+            document.body.dataset.queue = String(snapshot.queue.position);
+          } else if (queued) {
+            progress.detail('');
+            delete document.body.dataset.queue;
+          }
+          queued = !!snapshot.queue;
         } else if (event === 'event') {
           const e = data as { reason?: string; message?: string };
           progress.detail([e.reason, e.message].filter(Boolean).join(': '));
@@ -284,16 +295,20 @@ async function launch(
   })();
 
   let response: Response;
-  try {
-    response = await api('api/launch', body, identity);
-  } catch {
-    if (!cancelled && !finished) {
-      finish();
-      showFailure({ kind: 'network' }, again);
+  for (;;) {
+    try {
+      response = await api('api/launch', body, identity);
+    } catch {
+      if (!cancelled && !finished) {
+        finish();
+        showFailure({ kind: 'network' }, again);
+      }
+      return;
     }
-    return;
+    if (cancelled || finished) return;
+    // Still queued at the service's launch timeout: the session kept its place; wait on it again.
+    if (response.status !== 551 || !queued) break;
   }
-  if (cancelled || finished) return;
   if (response.ok) {
     const { url } = (await response.json()) as { url: string };
     progress.reach('ready');
