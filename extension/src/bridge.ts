@@ -7,6 +7,8 @@ import { GET_ENV_COMMAND, getEnvCommand } from './getEnv.js';
 import { parseKeyList } from './payload.js';
 import type { Logger } from './logger.js';
 import type { Environment } from './payload.js';
+import { SessionLifecycle } from './lifecycle.js';
+import { WorkSaver } from './save.js';
 import { BridgeServer } from './server.js';
 import { EnvironmentStore, type SecretStorageLike } from './store.js';
 
@@ -65,6 +67,11 @@ export class DataBridge implements Disposable {
       token: config.token,
       usersFile: config.usersFile,
       bindRetryMs: this.deps.bindRetryMs,
+      lifecycle: new SessionLifecycle(),
+      saver: new WorkSaver(this.store, logger, {
+        workspaceDir: config.workspaceDir,
+        agentCommand: config.agentCommand,
+      }),
     });
     this.disposables.push(this.server);
     try {

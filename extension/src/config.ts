@@ -9,7 +9,16 @@ export const MIN_TOKEN_LENGTH = 16;
 
 export type BridgeConfig =
   | { enabled: false; reason: string }
-  | { enabled: true; host: string; port: number; token: string; usersFile?: string; processUrl?: string }
+  | {
+      enabled: true;
+      host: string;
+      port: number;
+      token: string;
+      usersFile?: string;
+      processUrl?: string;
+      workspaceDir?: string;
+      agentCommand?: string;
+    }
   | { enabled: true; error: string };
 
 /**
@@ -17,7 +26,9 @@ export type BridgeConfig =
  * DATA_BRIDGE_TOKEN the secret the operator authenticates with (required: without it, no port opens);
  * DATA_BRIDGE_USERS_FILE, when set, the authentication proxy's allowed-users file the session's user goes to;
  * DATA_BRIDGE_URL, when set (by the session image, which runs the bridge as its own process), where the
- * extension reads the values from instead of serving: http on loopback only.
+ * extension reads the values from instead of serving: http on loopback only;
+ * WORKSPACE_DIR, the folder the IDE has open, whose repository POST /save saves, with the agent
+ * DATA_BRIDGE_AGENT (default `ide-cloud-agent` from PATH).
  */
 export function readBridgeConfig(env: Record<string, string | undefined>): BridgeConfig {
   const flag = env.DATA_BRIDGE_ENABLED?.trim().toLowerCase();
@@ -41,6 +52,8 @@ export function readBridgeConfig(env: Record<string, string | undefined>): Bridg
   if (processUrl && !LOOPBACK_URL.test(processUrl)) {
     return { enabled: true, error: `DATA_BRIDGE_URL must be http://127.0.0.1:<port> or http://localhost:<port>` };
   }
+  const workspaceDir = env.WORKSPACE_DIR?.trim();
+  const agentCommand = env.DATA_BRIDGE_AGENT?.trim();
   return {
     enabled: true,
     host: '0.0.0.0',
@@ -48,5 +61,7 @@ export function readBridgeConfig(env: Record<string, string | undefined>): Bridg
     token,
     ...(usersFile ? { usersFile } : {}),
     ...(processUrl ? { processUrl } : {}),
+    ...(workspaceDir ? { workspaceDir } : {}),
+    ...(agentCommand ? { agentCommand } : {}),
   };
 }

@@ -3,12 +3,14 @@
 import * as vscode from 'vscode';
 import { DataBridge } from './bridge.js';
 import { readBridgeConfig } from './config.js';
+import { StopNoticeWatcher } from './stop-notice.js';
 
 export function activate(context: vscode.ExtensionContext): void {
   const channel = vscode.window.createOutputChannel('Data Bridge', { log: true });
   context.subscriptions.push(channel);
+  const config = readBridgeConfig(process.env);
   const bridge = new DataBridge({
-    config: readBridgeConfig(process.env),
+    config,
     secrets: context.secrets,
     logger: channel,
     registerCommand: (id, handler) => vscode.commands.registerCommand(id, handler),
@@ -16,8 +18,27 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(bridge);
   // Not awaited: binding may wait for a port still held by the extension host of a reloaded window.
   void bridge.start();
+
+  if (config.enabled && !('error' in config)) {
+    // The bridge on this host, whether its own process or served by this extension.
+    const watcher = new StopNoticeWatcher({
+      source: config.processUrl ?? `http://127.0.0.1:${config.port}`,
+      token: config.token,
+      show: (message, ...actions) => vscode.window.showWarningMessage(message, ...actions),
+      logger: channel,
+    });
+    watcher.start();
+    const active = () => void watcher.reportActivity();
+    context.subscriptions.push(
+      watcher,
+      vscode.workspace.onDidChangeTextDocument((e) => e.contentChanges.length > 0 && active()),
+      vscode.window.onDidChangeActiveTextEditor(active),
+      vscode.window.onDidChangeTextEditorSelection(active),
+      vscode.window.onDidChangeWindowState((state) => state.focused && active()),
+    );
+  }
 }
 
 export function deactivate(): void {
-  // Nothing to do: the bridge and the output channel are on context.subscriptions.
+  // Nothing to do: the bridge, the notice watcher and the output channel are on context.subscriptions.
 }

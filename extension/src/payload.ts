@@ -73,3 +73,61 @@ export function parseKeyList(arg: unknown): string[] {
   });
   return arg as string[];
 }
+
+/** Why the session is about to stop: its idle timeout or its maximum lifetime. */
+export type StopReason = 'Idle' | 'MaxLifetime';
+
+/** The operator's warning before a stop (POST /notice). */
+export interface StopNotice {
+  reason: StopReason;
+  /** Seconds until the stop, from when the bridge receives the notice. */
+  secondsLeft: number;
+  /** Whether the uncommitted work will be saved to a branch before the stop. */
+  saveWork: boolean;
+}
+
+const MAX_NOTICE_SECONDS = 86_400;
+
+function parseObject(body: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    throw new InvalidInputError('body is not valid JSON');
+  }
+  if (!isPlainObject(parsed)) throw new InvalidInputError(`body must be a JSON object, got ${describe(parsed)}`);
+  return parsed;
+}
+
+function refuseUnknown(parsed: Record<string, unknown>, known: readonly string[]): void {
+  const unknownKeys = Object.keys(parsed).filter((key) => !known.includes(key));
+  if (unknownKeys.length > 0) {
+    throw new InvalidInputError(`unexpected field(s) ${unknownKeys.map((k) => JSON.stringify(k)).join(', ')}`);
+  }
+}
+
+/** Parses the body of POST /notice: `{"reason": "Idle" | "MaxLifetime", "secondsLeft": int, "saveWork"?: bool}`. */
+export function parseNoticePayload(body: string): StopNotice {
+  const parsed = parseObject(body);
+  refuseUnknown(parsed, ['reason', 'secondsLeft', 'saveWork']);
+  const { reason, secondsLeft, saveWork } = parsed;
+  if (reason !== 'Idle' && reason !== 'MaxLifetime') {
+    throw new InvalidInputError('field "reason" must be "Idle" or "MaxLifetime"');
+  }
+  if (typeof secondsLeft !== 'number' || !Number.isInteger(secondsLeft) || secondsLeft < 0) {
+    throw new InvalidInputError(`field "secondsLeft" must be an integer from 0 to ${MAX_NOTICE_SECONDS}`);
+  }
+  if (secondsLeft > MAX_NOTICE_SECONDS) {
+    throw new InvalidInputError(`field "secondsLeft" must be an integer from 0 to ${MAX_NOTICE_SECONDS}`);
+  }
+  if (saveWork !== undefined && typeof saveWork !== 'boolean') {
+    throw new InvalidInputError(`field "saveWork" must be a boolean, got ${describe(saveWork)}`);
+  }
+  return { reason, secondsLeft, saveWork: saveWork === true };
+}
+
+/** Bodies of POST /activity and POST /save carry nothing: empty, or `{}`. */
+export function parseEmptyPayload(body: string): void {
+  if (body.trim() === '') return;
+  refuseUnknown(parseObject(body), []);
+}

@@ -4,7 +4,9 @@
 // extension reads the values from here (GET /data, this host only) and keeps them in secret storage.
 // The values stay in this process's memory: a restarted container is a new instance.
 import { readBridgeConfig } from './config.js';
+import { SessionLifecycle } from './lifecycle.js';
 import type { Logger } from './logger.js';
+import { WorkSaver } from './save.js';
 import { BridgeServer } from './server.js';
 import { EnvironmentStore } from './store.js';
 
@@ -38,6 +40,8 @@ async function main(): Promise<number> {
     token: config.token,
     usersFile: config.usersFile,
     serveValues: true,
+    lifecycle: new SessionLifecycle(),
+    saver: new WorkSaver(store, logger, { workspaceDir: config.workspaceDir, agentCommand: config.agentCommand }),
   });
   await server.listen();
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -1,13 +1,18 @@
-// The bridge's HTTP server: GET /health, POST /data. Node's http only; bodies are capped, answers are
-// JSON, and neither answers nor log lines ever carry an injected value. POST /data is the operator's
-// only: it carries the instance's token (Authorization: Bearer) and the reservation it injects for,
-// and the bridge takes one injection per reservation (the instance restarts for the next one).
+// The bridge's HTTP server: GET /health, POST /data, and the session's end (/notice, /activity, /save).
+// Node's http only; bodies are capped, answers are JSON, and neither answers nor log lines ever carry
+// an injected value. Every route but /health needs the instance's token (Authorization: Bearer).
+// POST /data is the operator's: it names the reservation it injects for, and the bridge takes one
+// injection per reservation (the instance restarts for the next one). The operator also posts the
+// stop notice, reads the IDE's last activity and asks for the save; the extension reads the notice
+// and reports activity, on this host only.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.js';
-import { InvalidInputError, parseDataPayload } from './payload.js';
+import type { SessionLifecycle } from './lifecycle.js';
+import { InvalidInputError, parseDataPayload, parseEmptyPayload, parseNoticePayload } from './payload.js';
+import type { WorkSaver } from './save.js';
 import { PersistError, type EnvironmentStore } from './store.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -24,6 +29,10 @@ export interface BridgeServerOptions {
   usersFile?: string;
   /** Serve the values back (GET /data) to callers on this host with the token: the IDE's extension. */
   serveValues?: boolean;
+  /** The stop notice and the IDE's activity (/notice, /activity); without it those routes answer 404. */
+  lifecycle?: SessionLifecycle;
+  /** Runs the save of POST /save; without it a save answers `failed` (SaveUnavailable). */
+  saver?: WorkSaver;
   maxBodyBytes?: number;
   /** How long to keep retrying a port still held, e.g. by the extension host of a window just reloaded. */
   bindRetryMs?: number;
@@ -110,7 +119,7 @@ export class BridgeServer {
         return send(res, 200, { status: 'UP' });
       }
       if (path === '/data' && req.method === 'GET' && this.options.serveValues) {
-        if (!isLoopback(req.socket.remoteAddress)) throw new HttpError(403, 'the values are served on this host only');
+        this.localOnly(req, 'the values are served on this host only');
         this.authenticate(req);
         return send(res, 200, { environment: this.store.all() });
       }
@@ -131,6 +140,41 @@ export class BridgeServer {
         }
         return send(res, 200, { stored: Object.keys(environment).length, total: this.store.size });
       }
+      const lifecycle = this.options.lifecycle;
+      if (path === '/notice' && lifecycle) {
+        if (req.method === 'GET') {
+          this.localOnly(req);
+          this.authenticate(req);
+          return send(res, 200, { notice: lifecycle.notice() ?? null });
+        }
+        if (req.method !== 'POST') throw methodNotAllowed('GET or POST');
+        this.authenticate(req);
+        const notice = parseNoticePayload(await this.readBody(req));
+        const id = lifecycle.notify(notice);
+        this.logger.info(`stop notice ${id}: ${notice.reason} in ${notice.secondsLeft} s`);
+        return send(res, 200, { id });
+      }
+      if (path === '/activity' && lifecycle) {
+        if (req.method === 'GET') {
+          this.authenticate(req);
+          return send(res, 200, { secondsSinceActivity: lifecycle.secondsSinceActivity() });
+        }
+        if (req.method !== 'POST') throw methodNotAllowed('GET or POST');
+        this.localOnly(req);
+        this.authenticate(req);
+        parseEmptyPayload(await this.readBody(req));
+        lifecycle.recordActivity();
+        return send(res, 200, { recorded: true });
+      }
+      if (path === '/save') {
+        if (req.method !== 'POST') throw methodNotAllowed('POST');
+        this.authenticate(req);
+        parseEmptyPayload(await this.readBody(req));
+        const result = this.options.saver
+          ? await this.options.saver.save()
+          : { outcome: 'failed', code: 'SaveUnavailable', message: 'this bridge does not save work' };
+        return send(res, 200, result);
+      }
       throw new HttpError(404, `no route for ${path}`);
     } catch (error) {
       if (error instanceof HttpError) {
@@ -144,15 +188,21 @@ export class BridgeServer {
     }
   }
 
+  /** 403 for a caller on another host: what only the IDE's extension (this host) may do. */
+  private localOnly(req: http.IncomingMessage, message = 'this route answers callers on this host only'): void {
+    if (!isLoopback(req.socket.remoteAddress)) throw new HttpError(403, message);
+  }
+
   /** 401 without a bearer token, 403 with another than the instance's; compared in constant time. */
   private authenticate(req: http.IncomingMessage): void {
+    const route = `${req.method} ${new URL(req.url ?? '/', 'http://bridge').pathname}`;
     const match = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '');
     if (!match) {
-      this.logger.warn(`${req.method} /data refused: no bearer token`);
+      this.logger.warn(`${route} refused: no bearer token`);
       throw new HttpError(401, 'a bearer token is required', {}, { 'www-authenticate': 'Bearer' });
     }
     if (!timingSafeEqual(digest(match[1]!), this.tokenDigest)) {
-      this.logger.warn(`${req.method} /data refused: wrong token`);
+      this.logger.warn(`${route} refused: wrong token`);
       throw new HttpError(403, "the token is not this instance's");
     }
   }

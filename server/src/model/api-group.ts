@@ -14,6 +14,10 @@ export const ANNOTATIONS = {
   instanceId: 'ide-cloud.io/instance-id',
   appDefinitionGeneration: 'ide-cloud.io/app-definition-generation',
   stopReason: 'ide-cloud.io/stop-reason',
+  /** When the IDE was warned of the coming stop (RFC 3339); the stop waits for the window after it. */
+  stopWarning: 'ide-cloud.io/stop-warning',
+  /** Where the student's work went before the stop: the branch, `nothing-to-save` or `failed`. */
+  workSaved: 'ide-cloud.io/work-saved',
 } as const;
 
 export const LABELS = {

@@ -57,6 +57,8 @@ export const OperatorConfigSchema = z
     monitorEnabled: bool.default(true),
     activityTrackerEnabled: bool.default(true),
     activityIntervalMs: int(10).default(60_000),
+    /** How long a stop waits for the bridge to save the student's work (saveWorkOnStop) before it goes on. */
+    saveWorkTimeoutMs: int(1).default(60_000),
     /** Hard lifetime of a session in minutes; 0: none. */
     maxSessionLifetimeMinutes: int(0).default(0),
     /**
@@ -132,6 +134,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   activityTrackerEnabled: 'IDE_CLOUD_ACTIVITY_TRACKER_ENABLE',
   activityIntervalMs: 'IDE_CLOUD_ACTIVITY_INTERVAL_MS',
   maxSessionLifetimeMinutes: 'IDE_CLOUD_MAX_SESSION_LIFETIME_MINUTES',
+  saveWorkTimeoutMs: 'IDE_CLOUD_SAVE_WORK_TIMEOUT_MS',
   lazyStartsPerSecond: 'IDE_CLOUD_LAZY_STARTS_PER_SECOND',
   lazyStartBurst: 'IDE_CLOUD_LAZY_START_BURST',
   rewatchIntervalMs: 'IDE_CLOUD_REWATCH_INTERVAL_MS',

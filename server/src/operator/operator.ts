@@ -18,6 +18,7 @@ import { ActivityMonitor } from './session/activity.js';
 import { LazyStartGate } from './session/admission.js';
 import { DataInjector } from './session/injection.js';
 import { SessionReconciler } from './session/reconciler.js';
+import { SessionBridge } from './session/session-bridge.js';
 import { WorkspaceReconciler } from './workspace/reconciler.js';
 
 /**
@@ -184,6 +185,10 @@ class Controllers {
       appDefinitions: cache.appDefinitions,
       sessions: cache.sessions,
       sessionsApi: resources.sessions,
+      bridges: new SessionBridge(clients.core, namespace, {
+        requestMs: config.bridgeRequestTimeoutMs,
+        saveMs: config.saveWorkTimeoutMs,
+      }),
       events,
       log,
     });

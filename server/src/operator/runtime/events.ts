@@ -25,6 +25,9 @@ export type EventReason =
   | 'InjectionFailed'
   | 'Failed'
   | 'Stopped'
+  | 'StopWarning'
+  | 'WorkSaved'
+  | 'WorkNotSaved'
   | SessionFailureReasonValue;
 
 /** The object an Event is about. */

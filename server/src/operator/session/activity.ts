@@ -1,11 +1,14 @@
 import { describeFailure } from '../../kube/client.js';
-import type { AppDefinition } from '../../model/app-definition.js';
+import { ANNOTATIONS } from '../../model/api-group.js';
+import { saveWorkOnStop, stopWarningSeconds, type AppDefinition } from '../../model/app-definition.js';
+import type { SaveWorkResult, StopKind } from '../../model/data-bridge.js';
 import { isActiveSession, type Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import type { OperatorConfig } from '../config.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
+import type { BridgeTarget, SessionBridgeApi } from './session-bridge.js';
 import { stopSession } from './stop.js';
 
 /** Minutes of inactivity after which a session of this app definition stops; 0: never. */
@@ -18,35 +21,93 @@ export function lifetimeMinutes(appDefinition: AppDefinition | undefined, operat
   return appDefinition?.spec.maxLifetimeMinutes ?? operatorDefault;
 }
 
-/**
- * Why a session should stop now, or undefined. Idle: lastActivity (set by PATCH /service/session),
- * or the creation time when no activity was reported, older than the timeout. Lifetime: created
- * longer ago than the hard lifetime.
- */
-export function stopReason(input: {
+/** A stop ahead of a session: why, when (epoch ms; the session stops once past it), and the limit. */
+export interface PlannedStop {
+  kind: StopKind;
+  reason: string;
+  dueTime: number;
+  limitMinutes: number;
+}
+
+export interface StopInput {
   session: Pick<Session, 'metadata' | 'status'>;
   timeoutMinutes: number;
   maxLifetimeMinutes: number;
   idleCheck: boolean;
-  now: Date;
-}): string | undefined {
-  const created = new Date(input.session.metadata.creationTimestamp ?? input.now).getTime();
-  const last = input.session.status?.lastActivity ? new Date(input.session.status.lastActivity).getTime() : created;
-  const now = input.now.getTime();
-  if (input.idleCheck && input.timeoutMinutes > 0 && now - last > input.timeoutMinutes * 60_000) {
-    return `Idle: no activity for more than ${input.timeoutMinutes} minute(s)`;
-  }
-  if (input.maxLifetimeMinutes > 0 && now - created > input.maxLifetimeMinutes * 60_000) {
-    return `MaxLifetime: running for more than ${input.maxLifetimeMinutes} minute(s)`;
-  }
-  return undefined;
+  /** Activity the IDE reported to its bridge (epoch ms), counted with status.lastActivity. */
+  bridgeActivity?: number;
 }
+
+/**
+ * The earliest stop ahead of a session, or undefined. Idle: lastActivity (set by PATCH
+ * /service/session, or what the IDE told its bridge, whichever is later), or the creation time
+ * when no activity was reported, plus the timeout. Lifetime: the creation time plus the lifetime.
+ */
+export function nextStop(input: StopInput & { now: Date }): PlannedStop | undefined {
+  const created = new Date(input.session.metadata.creationTimestamp ?? input.now).getTime();
+  const reported = input.session.status?.lastActivity ? new Date(input.session.status.lastActivity).getTime() : created;
+  const last = Math.max(reported, input.bridgeActivity ?? 0);
+  const stops: PlannedStop[] = [];
+  if (input.idleCheck && input.timeoutMinutes > 0) {
+    stops.push({
+      kind: 'Idle',
+      reason: `Idle: no activity for more than ${input.timeoutMinutes} minute(s)`,
+      dueTime: last + input.timeoutMinutes * 60_000,
+      limitMinutes: input.timeoutMinutes,
+    });
+  }
+  if (input.maxLifetimeMinutes > 0) {
+    stops.push({
+      kind: 'MaxLifetime',
+      reason: `MaxLifetime: running for more than ${input.maxLifetimeMinutes} minute(s)`,
+      dueTime: created + input.maxLifetimeMinutes * 60_000,
+      limitMinutes: input.maxLifetimeMinutes,
+    });
+  }
+  return stops.sort((a, b) => a.dueTime - b.dueTime)[0];
+}
+
+/** Why a session should stop now (past its idle timeout or its lifetime), or undefined. */
+export function stopReason(input: StopInput & { now: Date }): string | undefined {
+  const stop = nextStop(input);
+  return stop && input.now.getTime() > stop.dueTime ? stop.reason : undefined;
+}
+
+/** What a pass decides for one session. */
+export type StopStep =
+  | { step: 'none' }
+  | { step: 'warn'; secondsLeft: number }
+  /** Warned: the stop waits for the later of its due time and the end of the window. */
+  | { step: 'wait' }
+  | { step: 'stop' };
+
+/**
+ * The warning rule. A warning (given at `warnedAt`) counts for a stop when it came within the stop's
+ * window or later: activity after it moves an idle stop, and with it the window, past the warning,
+ * so the next approach warns again. A counted warning holds the stop until the window has run out
+ * after it, however late it came (an operator that was down, a sweep interval).
+ */
+export function stopStep(stop: PlannedStop, windowMs: number, warnedAt: number | undefined, now: number): StopStep {
+  const windowStart = stop.dueTime - windowMs;
+  if (now < windowStart) return { step: 'none' };
+  if (windowMs > 0) {
+    const counts = warnedAt !== undefined && warnedAt >= windowStart;
+    if (!counts) return { step: 'warn', secondsLeft: Math.ceil(Math.max(stop.dueTime - now, windowMs) / 1000) };
+    if (now < warnedAt + windowMs) return { step: 'wait' };
+  }
+  return now > stop.dueTime ? { step: 'stop' } : { step: 'wait' };
+}
+
+/** Sessions handled at once in a sweep: each may wait on its bridge (a save up to its bound). */
+const SWEEP_CONCURRENCY = 8;
 
 /**
  * Idle shutdown and lifetimes: every interval, sessions past their app definition's idle timeout (with
  * monitor.enable and monitor.activityTracker.enable on) or past its lifetime (the app definition's
  * maxLifetimeMinutes, else the operator's) are stopped: the reason is recorded in the stop-reason
- * annotation and an event, then the Session is deleted.
+ * annotation and an event, then the Session is deleted. A session whose IDE runs a data bridge is
+ * warned first (stopWarningSeconds before), an idle one is kept by activity its IDE reports to the
+ * bridge in that window, and with saveWorkOnStop its work is saved before it goes.
  */
 export interface ActivityMonitorDeps {
   config: Pick<
@@ -56,6 +117,7 @@ export interface ActivityMonitorDeps {
   appDefinitions: Pick<Informer<AppDefinition>, 'list'>;
   sessions: Pick<Informer<Session>, 'list'>;
   sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'delete'>;
+  bridges: SessionBridgeApi;
   events: EventSink;
   log: Logger;
 }
@@ -63,6 +125,8 @@ export interface ActivityMonitorDeps {
 export class ActivityMonitor {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
+  /** Warnings given, by session uid: the annotation's value before the cache shows it. */
+  private readonly warned = new Map<string, number>();
 
   constructor(
     private readonly deps: ActivityMonitorDeps,
@@ -88,40 +152,179 @@ export class ActivityMonitor {
   }
 
   /**
-   * One pass over the active sessions. Each stop is independent: a refused patch or delete is logged
-   * (the session, the API's status and reason, never the error itself) and the sweep goes on with the
-   * next session; the failed one is tried again next interval. Returns the sessions stopped.
+   * One pass over the active sessions. Each session is handled on its own: a refused patch or delete,
+   * or a bridge that does not answer, is logged (the session, the API's status and reason or the
+   * bridge's short reason, never the error itself) and the sweep goes on with the next session; the
+   * failed one is tried again next interval. Returns the sessions stopped.
    */
   async sweep(idleCheck: boolean): Promise<string[]> {
     const { deps } = this;
     const definitions = new Map<string, AppDefinition>();
     // A session names its app definition by resource name (spec.name equals it, a CRD rule).
     for (const a of deps.appDefinitions.list()) definitions.set(a.metadata.name, a);
-    const stopped: string[] = [];
+    const now = this.now();
+    const candidates: { session: Session; appDefinition: AppDefinition | undefined }[] = [];
+    const listed = new Set<string>();
     for (const session of deps.sessions.list()) {
+      listed.add(uidOf(session));
       if (!isActiveSession(session)) continue;
       const appDefinition = definitions.get(session.spec.appDefinition);
-      const reason = stopReason({
-        session,
-        timeoutMinutes: appDefinition ? idleTimeoutMinutes(appDefinition) : 0,
-        maxLifetimeMinutes: lifetimeMinutes(appDefinition, deps.config.maxSessionLifetimeMinutes),
-        idleCheck,
-        now: this.now(),
-      });
-      if (!reason) continue;
-      const name = session.metadata.name;
-      try {
-        if (!(await stopSession(deps, session, reason))) continue;
-      } catch (error) {
-        deps.log.warn(
-          { session: name, reason, err: describeFailure(error) },
-          'could not stop session; next sweep retries',
-        );
-        continue;
-      }
-      deps.log.info({ session: name, reason }, 'session stopped');
-      stopped.push(name);
+      const stop = nextStop({ ...this.limits(session, appDefinition, idleCheck), now });
+      if (!stop) continue;
+      // The widest window it could have: nothing to do for the session before it opens.
+      if (now.getTime() < stop.dueTime - this.windowMs(session, appDefinition, stop)) continue;
+      candidates.push({ session, appDefinition });
     }
+    for (const uid of this.warned.keys()) if (!listed.has(uid)) this.warned.delete(uid);
+
+    const stopped: string[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < candidates.length) {
+        const { session, appDefinition } = candidates[next++]!;
+        const name = session.metadata.name;
+        try {
+          if (await this.handle(session, appDefinition, idleCheck)) stopped.push(name);
+        } catch (error) {
+          deps.log.warn({ session: name, err: describeFailure(error) }, 'could not stop session; next sweep retries');
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(SWEEP_CONCURRENCY, candidates.length) }, worker));
     return stopped;
   }
+
+  private limits(session: Session, appDefinition: AppDefinition | undefined, idleCheck: boolean): StopInput {
+    return {
+      session,
+      timeoutMinutes: appDefinition ? idleTimeoutMinutes(appDefinition) : 0,
+      maxLifetimeMinutes: lifetimeMinutes(appDefinition, this.deps.config.maxSessionLifetimeMinutes),
+      idleCheck,
+    };
+  }
+
+  /** The warning window of a stop: none for a session whose IDE runs no bridge to warn through. */
+  private windowMs(session: Session, appDefinition: AppDefinition | undefined, stop: PlannedStop): number {
+    if (!appDefinition || !this.deps.bridges.hasBridge(session, appDefinition)) return 0;
+    return stopWarningSeconds(appDefinition.spec, stop.kind, stop.limitMinutes) * 1000;
+  }
+
+  /** One session in or past its window: warn, wait, or save and stop. Returns whether it was stopped. */
+  private async handle(
+    session: Session,
+    appDefinition: AppDefinition | undefined,
+    idleCheck: boolean,
+  ): Promise<boolean> {
+    const { deps } = this;
+    const name = session.metadata.name;
+    const limits = this.limits(session, appDefinition, idleCheck);
+    const bridged = !!appDefinition && deps.bridges.hasBridge(session, appDefinition);
+    let target: BridgeTarget | undefined;
+    let bridgeProblem = 'no ready pod';
+    if (bridged) {
+      target = await deps.bridges.locate(session, appDefinition).catch((error: unknown) => {
+        const failure = describeFailure(error);
+        bridgeProblem = `its pod or token could not be read (${String(failure.kubernetesStatus ?? failure.errorName ?? 'error')})`;
+        return undefined;
+      });
+    }
+    let bridgeActivity: number | undefined;
+    if (target && limits.idleCheck && limits.timeoutMinutes > 0) {
+      // Activity the IDE reported in the window moves the idle stop; status.lastActivity stays the service's.
+      const seconds = await deps.bridges.secondsSinceActivity(target).catch((error: unknown) => {
+        deps.log.warn({ session: name, reason: bridgeReason(error) }, 'activity of the IDE could not be read');
+        return null;
+      });
+      if (seconds !== null) bridgeActivity = this.now().getTime() - seconds * 1000;
+    }
+    const now = this.now().getTime();
+    const stop = nextStop({ ...limits, bridgeActivity, now: new Date(now) });
+    if (!stop) return false;
+    const windowMs = this.windowMs(session, appDefinition, stop);
+    const step = stopStep(stop, windowMs, this.warnedAt(session), now);
+    if (step.step === 'none' || step.step === 'wait') return false;
+
+    const saveWork = !!appDefinition && saveWorkOnStop(appDefinition.spec);
+    if (step.step === 'warn') {
+      let delivered: string | undefined;
+      if (target) {
+        const notice = { reason: stop.kind, secondsLeft: step.secondsLeft, saveWork };
+        delivered = await deps.bridges.notice(target, notice).then(
+          () => undefined,
+          (error: unknown) => bridgeReason(error),
+        );
+      } else delivered = bridgeProblem;
+      // Given or attempted, the window runs from now: recorded once, so a restarted operator keeps it.
+      await deps.sessionsApi.mergePatch(name, {
+        metadata: { annotations: { [ANNOTATIONS.stopWarning]: new Date(now).toISOString() } },
+      });
+      this.warned.set(uidOf(session), now);
+      deps.events.record(
+        session,
+        delivered ? 'Warning' : 'Normal',
+        'StopWarning',
+        delivered
+          ? `the IDE could not be warned (${delivered}); ${stop.kind} stop in ${step.secondsLeft} s`
+          : `the IDE was warned: ${stop.kind} stop in ${step.secondsLeft} s`,
+      );
+      deps.log.info(
+        { session: name, kind: stop.kind, secondsLeft: step.secondsLeft, delivered: !delivered },
+        'stop warning',
+      );
+      return false;
+    }
+
+    const annotations: Record<string, string> = {};
+    if (saveWork && session.metadata.annotations?.[ANNOTATIONS.workSaved] === undefined) {
+      const result: SaveWorkResult = target
+        ? await deps.bridges.save(target).catch((error: unknown) => ({
+            outcome: 'failed' as const,
+            code: 'BridgeUnavailable',
+            message: bridgeReason(error),
+          }))
+        : {
+            outcome: 'failed',
+            code: 'BridgeUnavailable',
+            message: bridged ? bridgeProblem : 'the session runs no data bridge (lazy start)',
+          };
+      annotations[ANNOTATIONS.workSaved] = result.outcome === 'saved' ? result.branch : result.outcome;
+      if (result.outcome === 'saved') {
+        deps.events.record(
+          session,
+          'Normal',
+          'WorkSaved',
+          `work saved to branch ${result.branch} of ${result.repository}`,
+        );
+      } else if (result.outcome === 'nothing-to-save') {
+        deps.events.record(
+          session,
+          'Normal',
+          'WorkSaved',
+          'nothing to save: no uncommitted change, no unpushed commit',
+        );
+      } else {
+        deps.events.record(session, 'Warning', 'WorkNotSaved', `work not saved: ${result.code}: ${result.message}`);
+      }
+    }
+    if (!(await stopSession(deps, session, stop.reason, annotations))) return false;
+    deps.log.info({ session: name, reason: stop.reason }, 'session stopped');
+    return true;
+  }
+
+  /** When the session was last warned: the annotation, or a warning this operator gave since. */
+  private warnedAt(session: Session): number | undefined {
+    const annotated = Date.parse(session.metadata.annotations?.[ANNOTATIONS.stopWarning] ?? '');
+    const remembered = this.warned.get(uidOf(session));
+    const times = [annotated, remembered ?? NaN].filter((t) => Number.isFinite(t));
+    return times.length > 0 ? Math.max(...times) : undefined;
+  }
+}
+
+function uidOf(session: Session): string {
+  return session.metadata.uid ?? session.metadata.name;
+}
+
+/** A bridge call's failure as a short reason: its own message, never a body. */
+function bridgeReason(error: unknown): string {
+  return error instanceof Error && error.name === 'BridgeCallError' ? error.message : 'the bridge call failed';
 }

@@ -11,13 +11,21 @@ export interface StopSessionDeps {
 
 /**
  * Stops a session with a reason (idle, lifetime, its workspace deleted): the reason goes into the
- * stop-reason annotation and a `Stopped` Event, then the Session is deleted (its finalizer removes
- * the route). False when the session was gone already.
+ * stop-reason annotation (with `annotations`, e.g. where the work was saved, in the same write) and a
+ * `Stopped` Event, then the Session is deleted (its finalizer removes the route). False when the
+ * session was gone already.
  */
-export async function stopSession(deps: StopSessionDeps, session: Session, reason: string): Promise<boolean> {
+export async function stopSession(
+  deps: StopSessionDeps,
+  session: Session,
+  reason: string,
+  annotations: Record<string, string> = {},
+): Promise<boolean> {
   const name = session.metadata.name;
   try {
-    await deps.sessionsApi.mergePatch(name, { metadata: { annotations: { [ANNOTATIONS.stopReason]: reason } } });
+    await deps.sessionsApi.mergePatch(name, {
+      metadata: { annotations: { ...annotations, [ANNOTATIONS.stopReason]: reason } },
+    });
   } catch (error) {
     if (isNotFound(error)) return false;
     throw error;
