@@ -126,7 +126,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       });
       assert.deepEqual(
         list.items.map((e) => e.reason),
-        ['LazyStart'],
+        ['LazyStart', 'Routed', 'Injected', 'Ready'],
       );
       return list;
     });

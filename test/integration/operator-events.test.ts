@@ -1,0 +1,197 @@
+// The Events a launch records on its Session (what `kubectl describe session` shows), against the
+// real API server: the steps of a lazy launch in order, repeats aggregated on one Event, and Events
+// off the path to the URL (a session reaches Running with its URL while its Event writes are held).
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import * as k8s from '@kubernetes/client-node';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { SessionCondition, type Session } from '../../server/src/model/session.js';
+import { startOperator, type RunningOperator } from '../../server/src/operator/index.js';
+import type { EventsApi } from '../../server/src/operator/runtime/events.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import {
+  cleanUpSuite,
+  createAppDefinition,
+  createSession,
+  FAST,
+  ideCloudResources,
+  running,
+  waitForSession,
+} from '../support/operator.js';
+
+const WARM = 'warm-app';
+// No data bridge: never a warm pool, always the lazy path.
+const LAZY = 'lazy-app';
+
+/**
+ * The real Events API, whose writes can be held: while held, each call waits (unanswered) until
+ * `release`, then goes to the API server.
+ */
+function holdableEventsApi(core: k8s.CoreV1Api) {
+  let held: (() => void)[] | undefined;
+  let waiting = 0;
+  const gate = async () => {
+    if (!held) return;
+    waiting++;
+    await new Promise<void>((resolve) => held!.push(resolve));
+    waiting--;
+  };
+  const api: EventsApi = {
+    createNamespacedEvent: (async (...args: Parameters<k8s.CoreV1Api['createNamespacedEvent']>) => {
+      await gate();
+      return core.createNamespacedEvent(...args);
+    }) as k8s.CoreV1Api['createNamespacedEvent'],
+    patchNamespacedEvent: (async (...args: Parameters<k8s.CoreV1Api['patchNamespacedEvent']>) => {
+      await gate();
+      return core.patchNamespacedEvent(...args);
+    }) as k8s.CoreV1Api['patchNamespacedEvent'],
+  };
+  return {
+    api,
+    hold: () => (held ??= []),
+    release: () => {
+      const resolvers = held ?? [];
+      held = undefined;
+      for (const resolve of resolvers) resolve();
+    },
+    waiting: () => waiting,
+  };
+}
+
+describe('operator: Events tell the story of a launch', function () {
+  this.timeout(300_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let core: k8s.CoreV1Api;
+  let apps: k8s.AppsV1Api;
+  let operator: RunningOperator;
+  let events: ReturnType<typeof holdableEventsApi>;
+
+  async function eventsOf(session: string): Promise<k8s.CoreV1Event[]> {
+    const list = await core.listNamespacedEvent({
+      namespace,
+      fieldSelector: `involvedObject.kind=Session,involvedObject.name=${session}`,
+    });
+    // Named `<session>.<time><sequence>…`: sorted by name, as recorded.
+    return list.items.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+  }
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-events');
+    r = ideCloudResources(cluster.kc, namespace);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    await createAppDefinition(r, WARM, { minInstances: 1 });
+    await createAppDefinition(r, LAZY, { options: {} });
+    events = holdableEventsApi(core);
+    // The operator as main.ts starts it, writing its Events through the holdable API.
+    operator = await startOperator(
+      { namespace, ...FAST, eagerStart: true, sessionsPerUser: 10 },
+      {
+        kubeConfig: cluster.kc,
+        logger: pino({ level: process.env.IDE_CLOUD_TEST_LOG ?? 'silent' }),
+        eventsApi: events.api,
+      },
+    );
+  });
+  after(async () => {
+    events?.release();
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+  });
+
+  it('a warm launch reaches Running with its URL while its Event writes are held; they land once released', async () => {
+    await eventually(async () => {
+      const pool = (await r.appDefinitions.get(WARM)).status?.pool;
+      assert.deepEqual(pool, { desired: 1, ready: 1, reserved: 0 });
+    }, 60_000);
+    events.hold();
+    await createSession(r, 'warm-1', { user: 'wendy@example.com', appDefinition: WARM });
+    const session = await waitForSession(r, 'warm-1', running);
+    assert.equal(session.status?.startStrategy, 'eager');
+    assert.ok(session.status?.url);
+    // The launch's Events were sent after its status and are still waiting for an answer.
+    await eventually(() => assert.ok(events.waiting() >= 1, 'an Event write is held'));
+    assert.deepEqual(await eventsOf('warm-1'), []);
+    events.release();
+    await eventually(async () => {
+      const reasons = (await eventsOf('warm-1')).map((e) => e.reason);
+      for (const step of ['Reserved', 'Routed', 'Ready']) assert.ok(reasons.includes(step), `${step} in ${reasons}`);
+    });
+    const told = await eventsOf('warm-1');
+    const reserved = told.find((e) => e.reason === 'Reserved')!;
+    assert.equal(reserved.type, 'Normal');
+    assert.equal(reserved.message, `warm instance ${session.status?.instanceId} reserved`);
+    assert.equal(reserved.involvedObject.uid, session.metadata.uid);
+    assert.equal(reserved.source?.component, 'ide-cloud-operator');
+    // The route's path carries the session's key: no Event names it.
+    const path = new URL(session.status!.url!).pathname;
+    assert.ok(!JSON.stringify(told.map((e) => e.message)).includes(path));
+  });
+
+  it('a lazy launch tells its steps in order: LazyStart, Routed, Injected, Ready, each once', async () => {
+    await createSession(r, 'lazy-1', {
+      user: 'larry@example.com',
+      appDefinition: LAZY,
+      envVars: { PLATFORM_TOKEN: 'value-never-in-an-event' },
+    });
+    await waitForSession(r, 'lazy-1', running);
+    const told = await eventually(async () => {
+      const list = await eventsOf('lazy-1');
+      assert.deepEqual(
+        list.map((e) => e.reason),
+        ['LazyStart', 'Routed', 'Injected', 'Ready'],
+      );
+      return list;
+    });
+    assert.deepEqual(
+      told.map((e) => [e.type, e.count]),
+      [
+        ['Normal', 1],
+        ['Normal', 1],
+        ['Normal', 1],
+        ['Normal', 1],
+      ],
+    );
+    assert.deepEqual(
+      told.map((e) => e.message),
+      [
+        'no free warm instance: starting lazily',
+        'route added to ingress ide-cloud-sessions',
+        "values in the session's Secret, referenced from the pod",
+        'the IDE pod is ready: the session serves its URL',
+      ],
+    );
+    assert.ok(!JSON.stringify(told).includes('value-never-in-an-event'));
+  });
+
+  it('a session whose pod goes and comes back twice counts each repeat on one Event', async () => {
+    const scale = (replicas: number) =>
+      apps.patchNamespacedDeployment(
+        { name: 'lazy-1', namespace, body: { spec: { replicas } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+    const ready = (status: string) => (s: Session) =>
+      (s.status?.conditions ?? []).some((c) => c.type === SessionCondition.ready && c.status === status);
+    for (let round = 0; round < 2; round++) {
+      await scale(0);
+      await waitForSession(r, 'lazy-1', ready('False'));
+      await scale(1);
+      await waitForSession(r, 'lazy-1', ready('True'));
+    }
+    await eventually(async () => {
+      const told = await eventsOf('lazy-1');
+      const byReason = Object.fromEntries(told.map((e) => [e.reason, e]));
+      assert.equal(told.filter((e) => e.reason === 'Ready').length, 1, 'one Ready Event');
+      assert.equal(told.filter((e) => e.reason === 'NotReady').length, 1, 'one NotReady Event');
+      // At least once per round (the Deployment's status can pass through ready once more while
+      // its generation or its terminating pod catch up): each time counted, never a new Event.
+      assert.ok(byReason.Ready!.count! >= 3, `Ready count ${byReason.Ready!.count}`);
+      assert.ok(byReason.NotReady!.count! >= 2, `NotReady count ${byReason.NotReady!.count}`);
+      assert.equal(byReason.NotReady!.type, 'Warning');
+      assert.ok(new Date(byReason.Ready!.lastTimestamp!) >= new Date(byReason.Ready!.firstTimestamp!));
+    });
+  });
+});
