@@ -5,6 +5,7 @@
  * session's position and an estimate from its session cache and the rate the condition's message
  * carries, so no one writes anything per waiting session while the queue moves.
  */
+import { ANNOTATIONS } from './api-group.js';
 import { findCondition } from './conditions.js';
 import { isActiveSession, SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from './session.js';
 
@@ -47,6 +48,22 @@ export function byCreation(a: Queueable, b: Queueable): number {
   return time(a) - time(b) || (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0);
 }
 
+/**
+ * May hold a place in the queue: active, not serving, not a warm claim, not past the gate. This
+ * counts a session whose start strategy is not decided yet (its first pass decides within moments),
+ * so places only fall: every session ahead of a queued one leaves that set for good (admitted, warm,
+ * serving, failed, deleted). The operator also counts a session whose Deployment exists as past it.
+ */
+export function mayWaitAtGate(session: Queueable): boolean {
+  const strategy = session.status?.startStrategy ?? session.metadata.annotations?.[ANNOTATIONS.startStrategy];
+  return (
+    isActiveSession(session) &&
+    !session.status?.url &&
+    strategy !== 'eager' &&
+    findCondition(session.status?.conditions, SESSION_ADMITTED_CONDITION)?.status !== 'True'
+  );
+}
+
 /** Waiting at the gate: active, and its Admitted condition False with reason Queued. */
 export function isQueued(session: Queueable): boolean {
   const admitted = findCondition(session.status?.conditions, SESSION_ADMITTED_CONDITION);
@@ -58,9 +75,9 @@ export function isQueued(session: Queueable): boolean {
   );
 }
 
-/** The queued sessions among `sessions`, in the queue's order. */
+/** The line: the sessions among `sessions` that may hold a place (mayWaitAtGate), in the queue's order. */
 export function queueOf<T extends Queueable>(sessions: readonly T[]): T[] {
-  return sessions.filter(isQueued).sort(byCreation);
+  return sessions.filter(mayWaitAtGate).sort(byCreation);
 }
 
 /** Seconds until a session at `position` is let through, at the gate's rate (rounded up). */
@@ -76,6 +93,7 @@ export function placeAt(position: number, session: Queueable): QueuePlace {
 
 /** The place of `session` in `queue` (queueOf's answer); undefined when it is not queued. */
 export function placeIn(queue: readonly Queueable[], session: Queueable): QueuePlace | undefined {
+  if (!isQueued(session)) return undefined;
   const index = queue.findIndex((s) => s.metadata.name === session.metadata.name);
   return index < 0 ? undefined : placeAt(index + 1, session);
 }

@@ -1,6 +1,6 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { WatchEventType } from '../kube/informer.js';
-import { isQueued, placeAt, queueOf, type QueuePlace } from '../model/admission.js';
+import { isQueued, mayWaitAtGate, placeAt, queueOf, type QueuePlace } from '../model/admission.js';
 import type { Session } from '../model/session.js';
 import type { CachedResource, SessionEventCache } from './cache.js';
 import { ApiError } from './errors.js';
@@ -50,27 +50,28 @@ export function toProgressView(session: Session, place?: QueuePlace): SessionPro
 }
 
 /**
- * The lazy-start queue as the session cache shows it (model/admission.ts: the sessions the operator
- * marked Queued, in creation order). The places are computed again only when a session joins or
- * leaves the queue, once for every stream; then each stream whose place changed sends it. Nothing is
- * written or polled for it: the operator writes a queued session's condition once, and each session
- * that leaves the queue (admitted, deleted, failed) is one cache event.
+ * The lazy-start queue as the session cache shows it (model/admission.ts: the sessions that may hold
+ * a place, in creation order; a Queued one's place is its position among them). The places are
+ * computed again only when a session joins or leaves that line, once for every stream; then each
+ * stream whose place changed sends it. Nothing is written or polled for it: the operator writes a
+ * queued session's condition once, and each session that leaves the line (admitted, deleted,
+ * failed) is one cache event.
  */
 export class LazyStartQueue {
   private readonly members = new Set<string>();
-  private places: Map<string, QueuePlace> | undefined;
+  private positions: Map<string, number> | undefined;
   private readonly listeners = new Set<() => void>();
 
   constructor(private readonly sessions: CachedResource<Session>) {
-    for (const session of sessions.list()) if (isQueued(session)) this.members.add(session.metadata.name);
+    for (const session of sessions.list()) if (mayWaitAtGate(session)) this.members.add(session.metadata.name);
     sessions.informer.on((type, session) => {
       const name = session.metadata.name;
-      const queued = type !== 'DELETED' && isQueued(session);
-      // A session that is not in the queue and was not changes no place.
-      if (!queued && !this.members.has(name)) return;
-      if (queued) this.members.add(name);
+      const member = type !== 'DELETED' && mayWaitAtGate(session);
+      // Only a session that joins or leaves the line, or a queued one (its rate), moves places.
+      if (member === this.members.has(name) && !isQueued(session)) return;
+      if (member) this.members.add(name);
       else this.members.delete(name);
-      this.places = undefined;
+      this.positions = undefined;
       for (const listener of [...this.listeners]) listener();
     });
   }
@@ -78,11 +79,16 @@ export class LazyStartQueue {
   /** The session's place; undefined when it is not queued. */
   placeOf(session: Session): QueuePlace | undefined {
     if (!isQueued(session)) return undefined;
-    this.places ??= new Map(queueOf(this.sessions.list()).map((s, i) => [s.metadata.name, placeAt(i + 1, s)]));
-    return this.places.get(session.metadata.name);
+    const name = session.metadata.name;
+    // A stream can ask before this listener has seen the event that put the session in the line.
+    if (!this.positions?.has(name)) {
+      this.positions = new Map(queueOf(this.sessions.list()).map((s, i) => [s.metadata.name, i + 1]));
+    }
+    const position = this.positions.get(name);
+    return position === undefined ? undefined : placeAt(position, session);
   }
 
-  /** Calls `listener` whenever a session joins or leaves the queue. Answers the unsubscribe. */
+  /** Calls `listener` whenever places may have moved. Answers the unsubscribe. */
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);

@@ -70,7 +70,7 @@ describe('model: the lazy-start queue', () => {
     );
   });
 
-  it('holds the queued sessions only: not admitted, deleting, failed or undecided ones', () => {
+  it('places a queued session behind the earlier ones that may wait: queued or undecided, not admitted, deleting or failed', () => {
     const sessions = [
       session('late', '2026-01-01T00:00:05Z', 'False'),
       session('past', '2026-01-01T00:00:00Z', 'True'),
@@ -83,11 +83,13 @@ describe('model: the lazy-start queue', () => {
     const queue = queueOf(sessions);
     assert.deepEqual(
       queue.map((s) => s.metadata.name),
-      ['early', 'middle', 'late'],
+      ['early', 'middle', 'new', 'late'],
     );
-    assert.deepEqual(placeIn(queue, sessions[0]!), { position: 3, estimatedWaitSeconds: 6 });
+    assert.deepEqual(placeIn(queue, sessions[0]!), { position: 4, estimatedWaitSeconds: 8 });
     assert.deepEqual(placeIn(queue, sessions[2]!), { position: 1, estimatedWaitSeconds: 2 });
+    // Not queued itself: no place (admitted; undecided).
     assert.equal(placeIn(queue, sessions[1]!), undefined);
+    assert.equal(placeIn(queue, sessions[5]!), undefined);
   });
 
   it('estimates the wait from the position and the rate, in whole seconds rounded up', () => {

@@ -13,15 +13,10 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Informer } from '../../kube/informer.js';
-import { byCreation, queuedMessage, type LazyStartRate } from '../../model/admission.js';
+import { byCreation, mayWaitAtGate, queuedMessage, type LazyStartRate } from '../../model/admission.js';
 import { ANNOTATIONS } from '../../model/api-group.js';
 import { findCondition, setCondition } from '../../model/conditions.js';
-import {
-  isActiveSession,
-  SESSION_ADMITTED_CONDITION,
-  SessionAdmittedReason,
-  type Session,
-} from '../../model/session.js';
+import { SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from '../../model/session.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import { startDeadlineAt } from './start-failure.js';
 import type { Pass } from './status.js';
@@ -133,9 +128,6 @@ export interface AdmissionDeps {
 const strategyOf = (session: Session): string | undefined =>
   session.status?.startStrategy ?? session.metadata.annotations?.[ANNOTATIONS.startStrategy];
 
-const isAdmitted = (session: Pick<Session, 'status'>): boolean =>
-  findCondition(session.status?.conditions, SESSION_ADMITTED_CONDITION)?.status === 'True';
-
 /** Its own Deployment exists: it is past the gate whatever its status says (a lost status write). */
 function hasDeployment(deps: AdmissionDeps, name: string): boolean {
   const deployment = deps.deployments.get(name);
@@ -143,17 +135,11 @@ function hasDeployment(deps: AdmissionDeps, name: string): boolean {
 }
 
 /**
- * Waits at the gate, or may: active, not serving, not a warm claim, not past the gate. Undecided
- * sessions count (see LazyStartGate): their first pass decides within moments.
+ * Waits at the gate, or may (model/admission.ts), and has no Deployment. Undecided sessions count
+ * (see LazyStartGate): their first pass decides within moments.
  */
 function waitsAtGate(deps: AdmissionDeps, session: Session): boolean {
-  return (
-    isActiveSession(session) &&
-    !session.status?.url &&
-    strategyOf(session) !== 'eager' &&
-    !isAdmitted(session) &&
-    !hasDeployment(deps, session.metadata.name)
-  );
+  return mayWaitAtGate(session) && !hasDeployment(deps, session.metadata.name);
 }
 
 function admitted(session: Session, pass: Pass, at: number, message: string): void {

@@ -1,0 +1,302 @@
+// Fair burst admission of lazy starts on the real control plane (pods run through kwok): the
+// operator's gate lets lazy starts create their Deployments at its rate, in creation order; the
+// service's progress stream tells a queued launch its place and an estimate; a launch still queued
+// at its timeout answers 551 and its session keeps its place; a deleted queued session leaves the
+// queue; limits apply to queued sessions; a restarted operator finds the same queue.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { byCreation } from '../../server/src/model/admission.js';
+import { LABELS } from '../../server/src/model/api-group.js';
+import { findCondition } from '../../server/src/model/conditions.js';
+import { ErrorCode } from '../../server/src/model/error-codes.js';
+import { sessionNameFor } from '../../server/src/model/names.js';
+import { SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from '../../server/src/model/session.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import {
+  cleanUpSuite,
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  running,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
+import { call, SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
+
+interface Place {
+  position: number;
+  estimatedWaitSeconds?: number;
+}
+interface SessionMessage {
+  name: string;
+  phase?: string;
+  url?: string;
+  queue?: Place;
+}
+
+/** Follows a workspace's progress stream (Server-Sent Events) and keeps its `session` messages. */
+function followProgress(service: TestService, user: string, workspace: string) {
+  const controller = new AbortController();
+  const sessions: SessionMessage[] = [];
+  const path = `/service/session/events/${SERVICE_AUTH_TOKEN}/${encodeURIComponent(user)}/${workspace}`;
+  const opened = fetch(`${service.url}${path}`, { signal: controller.signal }).then((response) => {
+    assert.equal(response.status, 200);
+    return response;
+  });
+  const reading = (async () => {
+    const response = await opened;
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (/^event: session$/m.test(block) && data) sessions.push(JSON.parse(data) as SessionMessage);
+      }
+    }
+  })().catch(() => undefined);
+  return {
+    sessions,
+    opened,
+    places: () => sessions.flatMap((m) => (m.queue ? [m.queue] : [])),
+    close: async () => {
+      controller.abort();
+      await reading;
+    },
+  };
+}
+
+const admission = (s: Session) => findCondition(s.status?.conditions, SESSION_ADMITTED_CONDITION);
+const admittedAt = (s: Session) => {
+  const condition = admission(s);
+  assert.equal(condition?.status, 'True', `${s.metadata.name} is not admitted: ${JSON.stringify(condition)}`);
+  return Date.parse(condition.lastTransitionTime);
+};
+
+describe('operator: fair burst admission of lazy starts, with a visible queue', function () {
+  this.timeout(300_000);
+  let cluster: TestCluster;
+
+  before(async () => {
+    cluster = await useCluster();
+  });
+
+  describe('at 2 lazy starts a second, bursts of 2', () => {
+    const rate = { perSecond: 2, burst: 2 };
+    let namespace: string;
+    let r: IdeCloudResources;
+    let operator: RunningOperator;
+    let service: TestService;
+
+    before(async () => {
+      namespace = await createTestNamespace(cluster.kc, 'admission');
+      r = ideCloudResources(cluster.kc, namespace);
+      await createAppDefinition(r, 'python-latest');
+      operator = await testOperator(cluster.kc, namespace, {
+        eagerStart: false,
+        lazyStartsPerSecond: rate.perSecond,
+        lazyStartBurst: rate.burst,
+      });
+      service = await startTestService(cluster.kc, namespace);
+    });
+    after(async () => {
+      await service?.close();
+      await cleanUpSuite(cluster.kc, namespace, [operator]);
+    });
+
+    it('admits twelve lazy launches in creation order, never faster than the rate; each queued one sees its place fall', async () => {
+      // Deployment creations as a watch reports them, with the test's clock at the report.
+      const created: { name: string; at: number }[] = [];
+      const watch = await new k8s.Watch(cluster.kc).watch(
+        `/apis/apps/v1/namespaces/${namespace}/deployments`,
+        {},
+        (type: string, d: k8s.V1Deployment) => {
+          if (type === 'ADDED' && d.metadata?.labels?.[LABELS.component] === 'session') {
+            created.push({ name: d.metadata.name!, at: Date.now() });
+          }
+        },
+        () => undefined,
+      );
+      const launches = Array.from({ length: 12 }, (_, i) => {
+        const workspace = `ws-burst-${String(i).padStart(2, '0')}`;
+        return { user: `student-${i}@example.com`, workspace, name: sessionNameFor(workspace) };
+      });
+      const streams = launches.map((l) => followProgress(service, l.user, l.workspace));
+      try {
+        await Promise.all(streams.map((s) => s.opened));
+        const start = Date.now();
+        // One after another, so that creation order is the order of their names too.
+        for (const l of launches) await createSession(r, l.name, { user: l.user, appDefinition: 'python-latest' });
+        const creating = Date.now() - start;
+        const sessions = await Promise.all(launches.map((l) => waitForSession(r, l.name, running, 120_000)));
+        await eventually(() => assert.ok(streams.every((s) => s.sessions.some((m) => m.url))), 30_000);
+
+        // The gate's record: admissions in creation order, and within any window at most
+        // burst + rate × its length (its own clock, the condition's lastTransitionTime).
+        const ordered = [...sessions].sort(byCreation);
+        assert.deepEqual(
+          ordered.map((s) => s.metadata.name),
+          launches.map((l) => l.name),
+        );
+        const times = ordered.map(admittedAt);
+        for (let i = 1; i < times.length; i++) {
+          assert.ok(times[i]! >= times[i - 1]!, `${launches[i]!.name} admitted before ${launches[i - 1]!.name}`);
+        }
+        for (let i = 0; i < times.length; i++) {
+          for (let j = i; j < times.length; j++) {
+            const allowed = rate.burst + (rate.perSecond * (times[j]! - times[i]!)) / 1000;
+            assert.ok(j - i + 1 <= allowed + 1e-6, `admissions ${i}..${j}: ${j - i + 1} > ${allowed}`);
+          }
+        }
+        // What the API server saw: by each Deployment creation's report, no more Deployments than the
+        // gate allows since before the first launch (reports come after creations: a bound, never a race).
+        assert.equal(created.length, 12);
+        created.forEach((d, k) => {
+          const allowed = rate.burst + (rate.perSecond * (d.at - start)) / 1000;
+          assert.ok(k + 1 <= allowed + 1e-6, `${k + 1} Deployments by ${d.at - start} ms: more than ${allowed}`);
+        });
+
+        // The queue as the launches saw it: a place that only falls, with the estimate at the rate.
+        const queued = streams.filter((s) => s.places().length > 0);
+        // Every launch beyond what the gate could let through while they were created was queued.
+        assert.ok(
+          queued.length >= 12 - Math.ceil(rate.burst + (rate.perSecond * creating) / 1000),
+          `${queued.length} launches saw a queue (${creating} ms to create them)`,
+        );
+        assert.ok(streams[11]!.places().length > 0, 'the last launch saw no queue');
+        for (const [i, stream] of streams.entries()) {
+          const places = stream.places();
+          for (const [k, place] of places.entries()) {
+            assert.ok(place.position >= 1 && place.position <= i + 1, `${launches[i]!.name}: ${place.position}`);
+            assert.equal(place.estimatedWaitSeconds, Math.ceil(place.position / rate.perSecond));
+            if (k > 0) assert.ok(place.position <= places[k - 1]!.position, `${launches[i]!.name}: place rose`);
+          }
+          // Once admitted, the stream carries no place any more.
+          assert.equal(stream.sessions.at(-1)!.queue, undefined);
+        }
+      } finally {
+        watch.abort();
+        await Promise.all(streams.map((s) => s.close()));
+      }
+    });
+  });
+
+  describe('at one lazy start every 10 seconds', () => {
+    let namespace: string;
+    let r: IdeCloudResources;
+    let operator: RunningOperator | undefined;
+    let service: TestService;
+    const config = { eagerStart: false, sessionsPerUser: 1, lazyStartsPerSecond: 0.1, lazyStartBurst: 1 };
+    const launch = (user: string, workspaceName: string, timeout: number) =>
+      call(service.url, 'POST', '/service', {
+        body: { appId: SERVICE_AUTH_TOKEN, user, appDefinition: 'python-latest', workspaceName, timeout },
+      });
+    const queuedCondition = async (name: string) => {
+      const s = await waitForSession(r, name, (x) => admission(x)?.reason === SessionAdmittedReason.queued);
+      return admission(s)!;
+    };
+
+    before(async () => {
+      namespace = await createTestNamespace(cluster.kc, 'admission-slow');
+      r = ideCloudResources(cluster.kc, namespace);
+      await createAppDefinition(r, 'python-latest');
+      operator = await testOperator(cluster.kc, namespace, config);
+      service = await startTestService(cluster.kc, namespace);
+    });
+    after(async () => {
+      await service?.close();
+      await cleanUpSuite(cluster.kc, namespace, [operator]);
+    });
+
+    it('a launch still queued at its timeout answers 551 saying so; its session keeps its place and a relaunch gets the URL', async () => {
+      // The first takes the one token; the launch behind it waits about 10 s for the next.
+      await createSession(r, 'session-first', { user: 'first@example.com', appDefinition: 'python-latest' });
+      await waitForSession(r, 'session-first', (s) => admission(s)?.status === 'True');
+      const user = 'late@example.com';
+      const workspace = 'ws-late';
+      const stream = followProgress(service, user, workspace);
+      try {
+        await stream.opened;
+        const answer = await launch(user, workspace, 0.08);
+        assert.equal(answer.status, ErrorCode.launchTimeout, answer.text);
+        assert.deepEqual(answer.json, {
+          code: 551,
+          reason:
+            'the session is still queued for a start (position 1, about 10 s); it keeps its place: launch again to wait for it',
+        });
+        // Kept: the session, still queued (the operator's start deadline does not run in the queue), and its workspace.
+        const kept = await r.sessions.get(sessionNameFor(workspace));
+        assert.equal(kept.metadata.deletionTimestamp, undefined);
+        assert.equal(admission(kept)?.reason, SessionAdmittedReason.queued);
+        await r.workspaces.get(workspace);
+        assert.deepEqual(stream.places().at(-1), { position: 1, estimatedWaitSeconds: 10 });
+
+        const again = await launch(user, workspace, 1);
+        assert.equal(again.status, 200, again.text);
+        const session = await r.sessions.get(sessionNameFor(workspace));
+        assert.equal(again.text, session.status?.url);
+        assert.equal(session.metadata.uid, kept.metadata.uid);
+      } finally {
+        await stream.close();
+      }
+    });
+
+    it('a deleted queued session leaves the queue; limits count queued sessions; a restarted operator finds the queue', async () => {
+      // Wait for a token to be spent, so that the three below queue behind it.
+      await createSession(r, 'session-gate', { user: 'gate@example.com', appDefinition: 'python-latest' });
+      await waitForSession(r, 'session-gate', (s) => admission(s)?.status === 'True', 30_000);
+      const names = ['ws-q-a', 'ws-q-b', 'ws-q-c'];
+      const users = names.map((n) => `${n}@example.com`);
+      const streams = names.map((w, i) => followProgress(service, users[i]!, w));
+      try {
+        await Promise.all(streams.map((s) => s.opened));
+        for (const [i, w] of names.entries()) {
+          await createSession(r, sessionNameFor(w), { user: users[i]!, appDefinition: 'python-latest' });
+        }
+        for (const w of names) await queuedCondition(sessionNameFor(w));
+        await eventually(() => assert.equal(streams[2]!.places().at(-1)?.position, 3), 30_000);
+
+        // A queued session counts against the user's sessions (sessionsPerUser 1): the next one is refused.
+        await createSession(r, 'session-ws-q-b-again', { user: users[1]!, appDefinition: 'python-latest' });
+        const refused = await waitForSession(r, 'session-ws-q-b-again', (s) => s.status?.phase === 'Failed');
+        assert.equal(refused.status?.error?.code, ErrorCode.sessionsPerUserReached);
+
+        // The middle one is deleted: the last moves up (behind the first, unless its token came
+        // meanwhile), and the deleted one is never started.
+        await r.sessions.delete(sessionNameFor(names[1]!));
+        await eventually(async () => {
+          const first = await r.sessions.get(sessionNameFor(names[0]!));
+          const ahead = admission(first)?.status === 'False' ? 1 : 0;
+          assert.equal(streams[2]!.places().at(-1)?.position, ahead + 1);
+        }, 30_000);
+
+        // A new operator (the old one stopped while they wait) rebuilds the queue from the sessions.
+        await operator!.stop();
+        operator = undefined;
+        operator = await testOperator(cluster.kc, namespace, config);
+        const [a, c] = await Promise.all(
+          [names[0]!, names[2]!].map((w) => waitForSession(r, sessionNameFor(w), running, 60_000)),
+        );
+        assert.ok(admittedAt(a!) <= admittedAt(c!), 'admitted out of creation order after the restart');
+        const apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+        const deployments = await apps.listNamespacedDeployment({ namespace });
+        assert.equal(
+          deployments.items.some((d) => d.metadata?.name === sessionNameFor(names[1]!)),
+          false,
+          'the deleted queued session was started',
+        );
+        assert.equal(streams[2]!.sessions.at(-1)?.queue, undefined);
+      } finally {
+        await Promise.all(streams.map((s) => s.close()));
+      }
+    });
+  });
+});
