@@ -28,7 +28,8 @@ export type BridgeConfig =
  * DATA_BRIDGE_URL, when set (by the session image, which runs the bridge as its own process), where the
  * extension reads the values from instead of serving: http on loopback only;
  * WORKSPACE_DIR, the folder the IDE has open, whose repository POST /save saves, with the agent
- * DATA_BRIDGE_AGENT (default `ide-cloud-agent` from PATH).
+ * DATA_BRIDGE_AGENT (default `ide-cloud-agent` from PATH); DATA_BRIDGE_HOST, the address to listen on
+ * (default all of the pod's).
  */
 export function readBridgeConfig(env: Record<string, string | undefined>): BridgeConfig {
   const flag = env.DATA_BRIDGE_ENABLED?.trim().toLowerCase();
@@ -56,7 +57,7 @@ export function readBridgeConfig(env: Record<string, string | undefined>): Bridg
   const agentCommand = env.DATA_BRIDGE_AGENT?.trim();
   return {
     enabled: true,
-    host: '0.0.0.0',
+    host: env.DATA_BRIDGE_HOST?.trim() || '0.0.0.0',
     port,
     token,
     ...(usersFile ? { usersFile } : {}),
