@@ -163,7 +163,7 @@ const OPERATIONS: Operation[] = [
     method: 'get',
     path: '/service/session/events/{appId}/{user}/{workspaceName}',
     summary:
-      "Progress of the session of the caller's own workspace as Server-Sent Events: `session` (phase, conditions, URL, error), `event` (a Kubernetes Event of the session), `deleted`; the workspace and session need not exist yet",
+      "Progress of the session of the caller's own workspace as Server-Sent Events: `session` (phase, conditions, URL, error; `queue` {position, estimatedWaitSeconds} while it waits for a lazy start), `event` (a Kubernetes Event of the session), `deleted`; the workspace and session need not exist yet",
     tag: 'sessions',
     response: 'events',
     security: [...user],
