@@ -41,6 +41,7 @@ export function noticeMessage(notice: StopNotice): string {
 export class StopNoticeWatcher {
   private timer: NodeJS.Timeout | undefined;
   private shownId = 0;
+  private readable = true;
   private lastReport = Number.NEGATIVE_INFINITY;
   private readonly fetch: typeof fetch;
   private readonly clock: () => number;
@@ -63,9 +64,16 @@ export class StopNoticeWatcher {
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       notice = ((await response.json()) as { notice: (StopNotice & { id: number }) | null }).notice;
     } catch (error) {
-      this.deps.logger.warn(`the stop notice could not be read (${error instanceof Error ? error.message : 'error'})`);
+      // Once per outage, not every poll: a bridge that is down would fill the channel.
+      if (this.readable) {
+        this.deps.logger.warn(
+          `the stop notice could not be read (${error instanceof Error ? error.message : 'error'})`,
+        );
+      }
+      this.readable = false;
       return;
     }
+    this.readable = true;
     if (!notice || notice.id <= this.shownId) return;
     this.shownId = notice.id;
     this.deps.logger.info(`stop notice ${notice.id}: ${notice.reason} in ${notice.secondsLeft} s`);
