@@ -135,6 +135,10 @@ export interface PerLaunch {
   byKey: Record<string, number>;
   /** IDE Cloud's own requests (audit log), net of IDE Cloud's own background; absent without the log. */
   own?: Pick<OwnDelta, 'reads' | 'writes' | 'byClient' | 'writesByKey' | 'readsByKey' | 'failedWritesByKey'> & {
+    /** Writes of Events (create and patch), counted apart: the operator sends them after the URL. */
+    eventWrites: number;
+    /** `writes` without the Events: the launch's own writes. */
+    writesWithoutEvents: number;
     /** The operator's and service's own requests per second in the idle window (subtracted). */
     backgroundReadsPerSec: number;
     backgroundWritesPerSec: number;
@@ -204,9 +208,12 @@ export function perLaunch(
       Object.fromEntries(
         Object.entries(map ?? {}).map(([k, x]) => [k, round(x / (background?.seconds ?? 1), 2)] as const),
       );
+    const isEvent = ([key]: readonly [string, number]) => key.endsWith(' events');
     result.own = {
       reads: sum(reads),
       writes: sum(writes),
+      eventWrites: sum(writes.filter(isEvent)),
+      writesWithoutEvents: sum(writes.filter((entry) => !isEvent(entry))),
       byClient,
       writesByKey: byVerbAndResource(writes),
       readsByKey: byVerbAndResource(reads),

@@ -133,7 +133,10 @@ export async function launchCost(
     // IDE Cloud's own: the operator's and the service's requests in the audit log (by User-Agent),
     // net of their own requests in the idle window just before (per client, verb and resource).
     ideCloudReadsPerLaunch: own.reads,
+    // Every write of IDE Cloud's own, then apart: the launch's own writes and its Events.
     ideCloudWritesPerLaunch: own.writes,
+    ideCloudWritesWithoutEventsPerLaunch: own.writesWithoutEvents,
+    ideCloudEventWritesPerLaunch: own.eventWrites,
     ideCloudRawReadsPerLaunch: round((delta.own?.reads ?? 0) / launches, 2),
     ideCloudRawWritesPerLaunch: round((delta.own?.writes ?? 0) / launches, 2),
     ideCloudPerLaunchByClient: own.byClient,

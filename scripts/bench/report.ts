@@ -64,7 +64,7 @@ function floorTable(r: Results): string {
       ),
       [
         "API writes per warm launch, IDE Cloud's own (Events apart)",
-        `${fmt(writes)} ${key('costEager.ideCloudWritesPerLaunch')}`,
+        `${fmt(writes)} ${key('costEager.ideCloudWritesWithoutEventsPerLaunch')}; Events: ${fmt(num(r.costEager, 'ideCloudEventWritesPerLaunch'))} ${key('costEager.ideCloudEventWritesPerLaunch')}`,
         '3 (create, claim, status)',
         writes === undefined ? 'n/a' : `${(writes / 3).toFixed(2)}×`,
         t[3]!.target,
@@ -166,9 +166,14 @@ function figures(r: Results): string {
         '/s',
       ),
       row(
-        "API per warm launch, IDE Cloud's own (audit log): reads / writes",
-        ['costEager.ideCloudReadsPerLaunch', 'ideCloudWritesPerLaunch'],
-        c(r.costEager, 'ideCloudReadsPerLaunch', 'ideCloudWritesPerLaunch'),
+        "API per warm launch, IDE Cloud's own (audit log): reads / writes without Events / Event writes",
+        ['costEager.ideCloudReadsPerLaunch', 'ideCloudWritesWithoutEventsPerLaunch', 'ideCloudEventWritesPerLaunch'],
+        c(
+          r.costEager,
+          'ideCloudReadsPerLaunch',
+          'ideCloudWritesWithoutEventsPerLaunch',
+          'ideCloudEventWritesPerLaunch',
+        ),
       ),
       row(
         'API per warm launch, all clients: reads / writes / KiB read',
@@ -176,9 +181,9 @@ function figures(r: Results): string {
         c(r.costEager, 'readsPerLaunch', 'writesPerLaunch', 'readKiBPerLaunch'),
       ),
       row(
-        "API per lazy launch, IDE Cloud's own (audit log): reads / writes",
-        ['costLazy.ideCloudReadsPerLaunch', 'ideCloudWritesPerLaunch'],
-        c(r.costLazy, 'ideCloudReadsPerLaunch', 'ideCloudWritesPerLaunch'),
+        "API per lazy launch, IDE Cloud's own (audit log): reads / writes without Events / Event writes",
+        ['costLazy.ideCloudReadsPerLaunch', 'ideCloudWritesWithoutEventsPerLaunch', 'ideCloudEventWritesPerLaunch'],
+        c(r.costLazy, 'ideCloudReadsPerLaunch', 'ideCloudWritesWithoutEventsPerLaunch', 'ideCloudEventWritesPerLaunch'),
       ),
       row(
         'API per lazy launch, all clients: reads / writes / KiB read',
@@ -213,7 +218,7 @@ function scaleTable(r: Results): string {
       'warm launch p50 / p99 ms',
       'list p50 / p99 ms',
       'API per launch, all clients: reads / writes / KiB',
-      "IDE Cloud's own per launch: reads / writes",
+      "IDE Cloud's own per launch: reads / writes without Events / Event writes",
     ],
     (r.scale ?? []).map((s) => [
       `${fmt(num(s, 'sessions'))} (${fmt(num(s, 'sessionsRunning'))})`,
@@ -224,7 +229,7 @@ function scaleTable(r: Results): string {
         (num(s, 'eagerLaunchFailures') ? ` (${fmt(num(s, 'eagerLaunchFailures'))} timed out)` : ''),
       pair(s, 'listP50Ms', 'listP99Ms'),
       `${pair(s, 'apiReadsPerLaunch', 'apiWritesPerLaunch')} / ${fmt(num(s, 'apiReadKiBPerLaunch'))}`,
-      pair(s, 'apiIdeCloudReadsPerLaunch', 'apiIdeCloudWritesPerLaunch'),
+      `${pair(s, 'apiIdeCloudReadsPerLaunch', 'apiIdeCloudWritesWithoutEventsPerLaunch')} / ${fmt(num(s, 'apiIdeCloudEventWritesPerLaunch'))}`,
     ]),
   );
 }

@@ -164,6 +164,8 @@ async function measureStep(
     // IDE Cloud's own (operator and service, audit log), net of their own idle background.
     apiIdeCloudReadsPerLaunch: ownCost.reads,
     apiIdeCloudWritesPerLaunch: ownCost.writes,
+    apiIdeCloudWritesWithoutEventsPerLaunch: ownCost.writesWithoutEvents,
+    apiIdeCloudEventWritesPerLaunch: ownCost.eventWrites,
     apiIdeCloudPerLaunchByClient: ownCost.byClient,
     apiIdeCloudWritesPerLaunchByVerbAndResource: ownCost.writesByKey,
     apiIdeCloudFailedWritesPerLaunch: ownCost.failedWritesByKey,
