@@ -286,7 +286,8 @@ async function launch(
           queued = !!snapshot.queue;
         } else if (event === 'event') {
           const e = data as { reason?: string; message?: string };
-          progress.detail([e.reason, e.message].filter(Boolean).join(': '));
+          // While queued, the place in the queue is what the person waits for.
+          if (!queued) progress.detail([e.reason, e.message].filter(Boolean).join(': '));
         }
       });
     } catch {
