@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries from the Go module proxy, once, into a cache outside the
 # repository: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (and helm or the
-# session pods' authentication proxy, oauth2-proxy, or the real node's kubelet, when asked).
+# session pods' authentication proxy, oauth2-proxy, or the real node's kubelet and ingress controller,
+# Traefik, when asked).
 # Each tool family gets its own wrapper module so their dependency graphs never mix.
-# Usage: build.sh [all|k8s|helm|auth-proxy|kubelet|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
+# Usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
 #
 # Safe to run concurrently: each tool family is built under its own lock, so a second build of the same
 # tool waits for the first and then finds its binary cached. With IDE_CLOUD_BUILD_WATCH_STDIN=1 (set by
@@ -31,17 +32,18 @@ fi
 
 # Seconds each binary took from empty Go caches on 2 cores (module download included), for the
 # estimate of what is left; scaled by the cores this machine has.
-declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90 [kubelet]=150)
+declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90 [kubelet]=150 [traefik]=600)
 case "$what" in
   k8s) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok) ;;
   helm) tools=(helm) ;;
   auth-proxy) tools=(oauth2-proxy) ;;
   kubelet) tools=(kubelet) ;;
+  traefik) tools=(traefik) ;;
   all) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm) ;;
   etcd) tools=(etcd) ;;
   kubernetes) tools=(kube-apiserver kube-controller-manager kube-scheduler) ;;
   kwok) tools=(kwok) ;;
-  *) echo "usage: build.sh [all|k8s|helm|auth-proxy|kubelet|etcd|kubernetes|kwok]" >&2; exit 2 ;;
+  *) echo "usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|etcd|kubernetes|kwok]" >&2; exit 2 ;;
 esac
 cores=$(nproc 2>/dev/null || echo 2)
 pending=()
@@ -201,6 +203,34 @@ build_oauth2_proxy() (
     "-s -w -X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=v$OAUTH2_PROXY_VERSION"
 )
 
+# Traefik, the real node's ingress controller. Its upstream go.mod replaces three modules by forks and
+# excludes a version the module proxy refuses: the wrapper module carries the same lines, or the
+# dependency graph differs from upstream's and does not resolve. Its web UI stays the module's
+# placeholder (no dashboard; routing is all the real node needs).
+build_traefik() (
+  lock traefik
+  local dir="$work/traefik" v=$TRAEFIK_VERSION
+  if fresh_module "$dir"; then
+    log "traefik: resolving github.com/traefik/traefik/v3@v$v"
+    local upstream
+    upstream=$(cd "$dir" && go mod download -json "github.com/traefik/traefik/v3@v$v" 2>/dev/null | sed -n 's/^\s*"GoMod": "\(.*\)",\?$/\1/p')
+    {
+      echo "module ide-cloud.local/traefik"
+      echo
+      grep -E '^go ' "$upstream"
+      echo
+      echo "require github.com/traefik/traefik/v3 v$v"
+      echo
+      sed -n '/^replace (/,/^)/p' "$upstream"
+      grep -E '^(replace|exclude) [^(]' "$upstream" || true
+      sed -n '/^exclude (/,/^)/p' "$upstream"
+    } > "$dir/go.mod"
+    (cd "$dir" && go_get "github.com/traefik/traefik/v3/cmd/traefik@v$v")
+  fi
+  build_one traefik "$dir" github.com/traefik/traefik/v3/cmd/traefik \
+    "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=v$v"
+)
+
 for t in "${tools[@]}"; do
   case "$t" in
     etcd) build_etcd ;;
@@ -209,6 +239,7 @@ for t in "${tools[@]}"; do
     helm) build_helm ;;
     oauth2-proxy) build_oauth2_proxy ;;
     kubelet) build_kubelet ;;
+    traefik) build_traefik ;;
   esac
 done
 echo "$bin"

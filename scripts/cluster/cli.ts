@@ -1,5 +1,6 @@
-// npm run cluster -- <up [--real-node]|down|status|build [helm|kubelet]>
-// --real-node adds a real node (kubelet, containerd; root only) beside the kwok node: real-node.ts.
+// npm run cluster -- <up [--real-node]|down|status|build [helm|kubelet|traefik]>
+// --real-node adds a real node (kubelet, containerd, Traefik as its ingress; root only) beside the kwok
+// node: real-node.ts.
 // `up` starts a local control plane in .cluster/ and prints KUBECONFIG=<path> as its last line.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,11 +38,13 @@ async function main(command: string | undefined): Promise<number> {
       return 0;
     case 'build': {
       const target = process.argv[3];
-      console.log(await ensureBinaries(target === 'helm' || target === 'kubelet' ? target : 'k8s'));
+      console.log(
+        await ensureBinaries(target === 'helm' || target === 'kubelet' || target === 'traefik' ? target : 'k8s'),
+      );
       return 0;
     }
     default:
-      console.error('usage: npm run cluster -- <up [--real-node]|down|status|build [helm|kubelet]>');
+      console.error('usage: npm run cluster -- <up [--real-node]|down|status|build [helm|kubelet|traefik]>');
       return 2;
   }
 }

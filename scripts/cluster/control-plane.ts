@@ -36,7 +36,7 @@ const log = (message: string): void => {
   process.stderr.write(`[cluster ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 };
 
-export type BuildTarget = 'k8s' | 'helm' | 'auth-proxy' | 'kubelet';
+export type BuildTarget = 'k8s' | 'helm' | 'auth-proxy' | 'kubelet' | 'traefik';
 
 const builds = new Map<BuildTarget, Promise<string>>();
 /** Builds (or finds in the cache) the binaries, once per process; returns their directory. */
@@ -192,7 +192,9 @@ const AUDIT_POLICY_YAML = [
 
 /** Starts every component in `dir` (created fresh) and returns once the API server is ready with CRDs installed. */
 export async function startControlPlane(dir: string, options: ControlPlaneOptions = {}): Promise<ControlPlaneState> {
-  const [bin] = await Promise.all([ensureBinaries('k8s'), options.realNode ? ensureBinaries('kubelet') : undefined]);
+  // One build at a time: kubelet and Traefik compete with the control plane's binaries for the cores.
+  const bin = await ensureBinaries('k8s');
+  if (options.realNode) for (const target of ['kubelet', 'traefik'] as const) await ensureBinaries(target);
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.join(dir, 'logs'), { recursive: true });
   if (options.tiedToThisProcess) startWatchdog(dir);
@@ -295,7 +297,10 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       // kwok's pods have loopback addresses, which the API server refuses as endpoints: the endpoint
       // controllers would retry every Service forever (Warning events, ~100 writes/s of load). Nothing
       // here routes through Services, so they are off.
-      '--controllers=*,-node-lifecycle-controller,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller',
+      // With the real node, its ingress controller (Traefik) finds pods through EndpointSlices.
+      options.realNode
+        ? '--controllers=*,-node-lifecycle-controller,-endpoints-controller,-endpointslice-mirroring-controller'
+        : '--controllers=*,-node-lifecycle-controller,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller',
       '--concurrent-deployment-syncs=10',
       '--concurrent-replicaset-syncs=10',
       '--concurrent-gc-syncs=20',
@@ -343,8 +348,12 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       log(`starting the real node ${REAL_NODE}`);
       state.realNode = path.join(dir, 'node');
       await saveState();
-      const ports = (await Promise.all([freePort(), freePort()])) as [number, number];
-      await startRealNode(state.realNode, { kubeconfig: state.kubeconfig, bin, ports });
+      const [kubelet, kubeletHealthz, ingress, ingressPing] = await Promise.all(Array.from({ length: 4 }, freePort));
+      await startRealNode(state.realNode, {
+        kubeconfig: state.kubeconfig,
+        bin,
+        ports: { kubelet: kubelet!, kubeletHealthz: kubeletHealthz!, ingress: ingress!, ingressPing: ingressPing! },
+      });
     }
     log(`ready: ${state.server}`);
     return state;
@@ -448,9 +457,11 @@ export async function describeControlPlane(dir: string): Promise<string[]> {
     try {
       const node = JSON.parse(await readFile(path.join(state.realNode, 'node.json'), 'utf8')) as {
         pids: Record<string, number>;
+        ingressUrl: string;
       };
       for (const [name, pid] of Object.entries(node.pids))
         lines.push(`${`${name} (${REAL_NODE})`.padEnd(24)} ${isAlive(pid) ? `running (pid ${pid})` : 'not running'}`);
+      lines.push(`ingress                  ${node.ingressUrl}`);
     } catch {
       lines.push(`${REAL_NODE.padEnd(24)} not running`);
     }

@@ -17,9 +17,13 @@ export function isAlive(pid: number | undefined): boolean {
  * Starts `file` with the log file itself as its stdout/stderr (no pipe through us), leading its own
  * process group: it outlives the command that started it, and its stop ends it with all it started.
  */
-export function startDetached(logFile: string, file: string, args: string[]): number {
+export function startDetached(logFile: string, file: string, args: string[], env?: Record<string, string>): number {
   const log = openSync(logFile, 'a');
-  const child = spawn(file, args, { detached: true, stdio: ['ignore', log, log] });
+  const child = spawn(file, args, {
+    detached: true,
+    stdio: ['ignore', log, log],
+    env: env ? { ...process.env, ...env } : process.env,
+  });
   closeSync(log);
   child.unref();
   return child.pid!;

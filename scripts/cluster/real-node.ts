@@ -1,10 +1,14 @@
 // A real node beside the kwok node (control-plane.ts, option realNode): kubelet built from the same
 // wrapper module as kube-apiserver, containerd, runc and the CNI plugins from Debian's packages, a
 // locally built pause image. The node is tainted: only pods that tolerate REAL_NODE_TAINT land there.
+// Its ingress controller, Traefik (built from Go modules), listens on loopback and routes the Ingresses
+// of class REAL_NODE_INGRESS_CLASS to pod IPs on the node's bridge. There is no kube-proxy: pods reach
+// the API server, and only it, through its Service's ClusterIP (a DNAT rule in the chain IDE-CLOUD-API to
+// kube-apiserver on loopback), so in-cluster clients work as in any cluster.
 //
-// It owns, and stopRealNode removes: its processes (containerd, kubelet, the shims and every process
+// It owns, and stopRealNode removes: its processes (containerd, kubelet, Traefik, the shims and every process
 // in the pods' cgroups), the mounts under its directory and the pods' network namespaces, the bridge
-// `idecloud0`, the iptables chains that appeared while it ran (KUBE-*, CNI-*), the cgroups `kubepods`,
+// `idecloud0`, the iptables chains that appeared while it ran (KUBE-*, CNI-*, IDE-CLOUD-*), the cgroups `kubepods`,
 // the machine paths kubelet and containerd write to when they were absent before (/var/lib/kubelet,
 // /var/log/pods, /var/log/containers, /run/containerd, /var/lib/cni, /run/netns), and ip_forward's value.
 // One real node per machine (their names and chains are machine-wide): a lock in /run says whose it is.
@@ -32,18 +36,24 @@ export const REAL_NODE_BRIDGE = 'idecloud0';
 export const REAL_NODE_SUBNET = '10.217.0.0/24';
 /** The bridge's address: the node's InternalIP, where kubelet listens and pods reach the host. */
 export const REAL_NODE_IP = '10.217.0.1';
+/** The IngressClass Traefik serves (an operator's IDE_CLOUD_INGRESS_CLASS_NAME, the chart's operator.ingressClassName). */
+export const REAL_NODE_INGRESS_CLASS = 'traefik';
+const TRAEFIK_CONTROLLER = 'traefik.io/ingress-controller';
 const LOCK = '/run/ide-cloud-real-node';
 /** Machine paths kubelet, containerd and CNI write to; removed at the end when they were absent before. */
 const MACHINE_PATHS = ['/var/lib/kubelet', '/var/log/pods', '/var/log/containers', '/run/containerd', '/var/lib/cni'];
 // /var/run is /run on Debian: the one directory of the pods' network namespaces.
 const NETNS_DIRS = ['/run/netns'];
-const CHAIN_PATTERN = /^(KUBE-|CNI-)/;
+const CHAIN_PATTERN = /^(KUBE-|CNI-|IDE-CLOUD-)/;
+const API_CHAIN = 'IDE-CLOUD-API';
 
 export interface RealNodeState {
   root: string;
   socket: string;
-  pids: { containerd?: number; kubelet?: number };
+  pids: { containerd?: number; kubelet?: number; traefik?: number };
   kubeletPort: number;
+  /** Traefik's HTTP entry point, on loopback: `http://127.0.0.1:<port>`. */
+  ingressUrl: string;
   /** Chains per `<family>:<table>` before the node started (the ones after it, matching KUBE-/CNI-, are its own). */
   chainsBefore: Record<string, string[]>;
   /** MACHINE_PATHS and NETNS_DIRS entries absent before. */
@@ -80,8 +90,12 @@ export async function installRealNodePackages(): Promise<void> {
   await script(path.join(here, 'install-real-node-packages.sh'), []);
 }
 
+/** The images scripts/images/build.sh makes (each target prints its OCI archive). */
+export type ImageTarget =
+  'pause' | 'auth-proxy' | 'service' | 'operator' | 'landing-page' | 'session-base' | `session-${string}`;
+
 /** Builds (or finds in the cache) the OCI archive of a local image: scripts/images/build.sh <target>. */
-export async function buildImage(target: 'pause' | 'auth-proxy'): Promise<string> {
+export async function buildImage(target: ImageTarget): Promise<string> {
   return (await script(path.join(here, '../images/build.sh'), [target])).pop()!;
 }
 
@@ -172,6 +186,24 @@ function cniConfig(root: string): string {
   );
 }
 
+/**
+ * Traefik's static configuration: one HTTP entry point on loopback, ping on a second one, and the
+ * Kubernetes Ingress provider (its API server and credentials from KUBECONFIG, never from arguments).
+ */
+function traefikConfig(ingressPort: number, adminPort: number): string {
+  return JSON.stringify(
+    {
+      global: { checkNewVersion: false, sendAnonymousUsage: false },
+      entryPoints: { web: { address: `127.0.0.1:${ingressPort}` }, traefik: { address: `127.0.0.1:${adminPort}` } },
+      ping: { entryPoint: 'traefik' },
+      providers: { kubernetesIngress: { ingressClass: REAL_NODE_INGRESS_CLASS } },
+      log: { level: 'INFO' },
+    },
+    null,
+    2,
+  );
+}
+
 function kubeletConfig(socket: string, port: number, healthzPort: number): string {
   return JSON.stringify(
     {
@@ -230,10 +262,10 @@ async function readNodeState(root: string): Promise<RealNodeState | undefined> {
 export interface StartRealNodeOptions {
   /** The control plane's admin kubeconfig (kubelet registers with it). */
   kubeconfig: string;
-  /** The directory of kubelet. */
+  /** The directory of kubelet and traefik. */
   bin: string;
-  /** Free ports for kubelet's server and its health endpoint. */
-  ports: [number, number];
+  /** Free ports: kubelet's server and health endpoint, Traefik's HTTP entry point and its ping. */
+  ports: { kubelet: number; kubeletHealthz: number; ingress: number; ingressPing: number };
 }
 
 /** Starts containerd and kubelet under `root` and returns once the node is Ready and schedulable. */
@@ -249,7 +281,8 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
     root,
     socket,
     pids: {},
-    kubeletPort: options.ports[0],
+    kubeletPort: options.ports.kubelet,
+    ingressUrl: `http://127.0.0.1:${options.ports.ingress}`,
     chainsBefore: await chains(),
     createdPaths: [...MACHINE_PATHS, ...NETNS_DIRS].filter((p) => !existsSync(p)),
     netnsBefore: NETNS_DIRS.flatMap((d) => (existsSync(d) ? readdirSync(d).map((n) => path.join(d, n)) : [])),
@@ -285,7 +318,10 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
     log('starting kubelet');
     const kubeletRoot = path.join(root, 'kubelet');
     await mkdir(kubeletRoot, { recursive: true });
-    await writeFile(path.join(root, 'kubelet.json'), kubeletConfig(socket, options.ports[0], options.ports[1]));
+    await writeFile(
+      path.join(root, 'kubelet.json'),
+      kubeletConfig(socket, options.ports.kubelet, options.ports.kubeletHealthz),
+    );
     node.pids.kubelet = startProcess(root, 'kubelet', path.join(options.bin, 'kubelet'), [
       `--config=${path.join(root, 'kubelet.json')}`,
       `--kubeconfig=${options.kubeconfig}`,
@@ -310,16 +346,76 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
       120_000,
       node.pids.kubelet,
     );
+    await routeApiServer(kc);
     // No node lifecycle controller here to remove the not-ready taint the admission gave the new node.
     await core.patchNode(
       { name: REAL_NODE, body: { spec: { taints: [REAL_NODE_TAINT] } } },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
-    log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s (kubelet on ${REAL_NODE_IP}:${options.ports[0]})`);
+    await startIngress(node, options, kc);
+    log(
+      `ready in ${((Date.now() - started) / 1000).toFixed(1)} s (kubelet on ${REAL_NODE_IP}:${options.ports.kubelet}, ` +
+        `ingress ${node.ingressUrl})`,
+    );
     return node;
   } catch (error) {
     await stopRealNode(root).catch(() => undefined);
     throw error;
+  }
+
+  /**
+   * Pods' in-cluster clients dial the `kubernetes` Service's ClusterIP: DNAT it to kube-apiserver on
+   * loopback, allowed from the node's bridge only (route_localnet on it; the bridge goes at `down`).
+   * The API server's serving certificate names that ClusterIP, so TLS checks pass as in a cluster.
+   */
+  async function routeApiServer(kc: k8s.KubeConfig): Promise<void> {
+    const service = await kc
+      .makeApiClient(k8s.CoreV1Api)
+      .readNamespacedService({ name: 'kubernetes', namespace: 'default' });
+    const apiServer = new URL(kc.getCurrentCluster()!.server);
+    await writeFile(`/proc/sys/net/ipv4/conf/${REAL_NODE_BRIDGE}/route_localnet`, '1');
+    await sh('iptables', ['-t', 'nat', '-N', API_CHAIN]);
+    await sh('iptables', [
+      '-t',
+      'nat',
+      '-A',
+      API_CHAIN,
+      '-i',
+      REAL_NODE_BRIDGE,
+      '-d',
+      `${service.spec!.clusterIP!}/32`,
+      '-p',
+      'tcp',
+      '--dport',
+      String(service.spec!.ports![0]!.port),
+      '-j',
+      'DNAT',
+      '--to-destination',
+      `127.0.0.1:${apiServer.port}`,
+    ]);
+    await sh('iptables', ['-t', 'nat', '-I', 'PREROUTING', '-j', API_CHAIN]);
+  }
+
+  async function startIngress(n: RealNodeState, o: StartRealNodeOptions, kc: k8s.KubeConfig): Promise<void> {
+    // Traefik serves the Ingresses whose class names its controller.
+    await kc.makeApiClient(k8s.NetworkingV1Api).createIngressClass({
+      body: { metadata: { name: REAL_NODE_INGRESS_CLASS }, spec: { controller: TRAEFIK_CONTROLLER } },
+    });
+    log('starting traefik');
+    await writeFile(path.join(n.root, 'traefik.json'), traefikConfig(o.ports.ingress, o.ports.ingressPing));
+    n.pids.traefik = startDetached(
+      path.join(n.root, 'traefik.log'),
+      path.join(o.bin, 'traefik'),
+      [`--configfile=${path.join(n.root, 'traefik.json')}`],
+      { KUBECONFIG: o.kubeconfig },
+    );
+    await save();
+    await waitFor(
+      'traefik',
+      async () => (await fetch(`http://127.0.0.1:${o.ports.ingressPing}/ping`)).ok,
+      60_000,
+      n.pids.traefik,
+    );
   }
 }
 
@@ -414,6 +510,10 @@ export async function stopRealNode(root: string): Promise<void> {
   if (!node) return;
   // kubelet first (it would restart what is stopped), then every pod process, the shims, containerd.
   // Nothing of theirs needs a graceful end: everything they leave is removed below.
+  if (node.pids.traefik) {
+    kill([-node.pids.traefik, node.pids.traefik], 'SIGKILL');
+    await waitGone([node.pids.traefik], 5_000);
+  }
   if (node.pids.kubelet) {
     kill([-node.pids.kubelet, node.pids.kubelet], 'SIGKILL');
     await waitGone([node.pids.kubelet], 5_000);
@@ -444,6 +544,13 @@ export async function stopRealNode(root: string): Promise<void> {
   for (const netns of newNetns) await rm(netns, { force: true }).catch(() => undefined);
   if (!node.kubepodsCgroupsBefore) for (const dir of cgroupDirs()) removeCgroupTree(dir);
 
+  // The pods' veth pairs go with their network namespaces, which the kernel frees asynchronously:
+  // delete the host ends on the bridge (each takes its pair with it) rather than wait for that.
+  const ports = await sh('ip', ['-o', 'link', 'show', 'master', REAL_NODE_BRIDGE]).catch(() => '');
+  for (const line of ports.split('\n').filter(Boolean)) {
+    const name = line.split(': ')[1]?.split('@')[0];
+    if (name) await sh('ip', ['link', 'del', name]).catch(() => undefined);
+  }
   await sh('ip', ['link', 'del', REAL_NODE_BRIDGE]).catch(() => undefined);
   await removeChains(node.chainsBefore);
   if (node.ipForwardBefore !== '1') await writeFile('/proc/sys/net/ipv4/ip_forward', node.ipForwardBefore);

@@ -1,8 +1,11 @@
 // The real node (scripts/cluster/real-node.ts): a control plane of its own with kubelet and containerd
 // beside the kwok node; the auth proxy's image built from images/auth-proxy/Dockerfile, unchanged, with
-// buildah (scripts/images/build.sh), imported into the node's containerd and run as a real pod.
-// Then `down`, and nothing of the node is left: processes, mounts, links, iptables chains, directories.
-// Root only (CI runs as root). Cold (packages, kubelet, base images, the image): about 10 min; warm: ~30 s.
+// buildah (scripts/images/build.sh), imported into the node's containerd and run as a real pod; an
+// Ingress of the class the operator and chart are given routed through Traefik (the node's ingress
+// controller) to that pod. Then `down`, and nothing of the node is left: processes, mounts, links,
+// iptables chains, directories.
+// Root only (CI runs as root). Cold (packages, kubelet, Traefik, base images, the image): about 17 min;
+// warm: ~1 min.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -25,6 +28,7 @@ import {
   importImage,
   REAL_NODE,
   REAL_NODE_BRIDGE,
+  REAL_NODE_INGRESS_CLASS,
   REAL_NODE_PLACEMENT,
   type RealNodeState,
 } from '../../scripts/cluster/real-node.js';
@@ -74,10 +78,10 @@ async function waitFor<T>(what: string, check: () => Promise<T | undefined>, tim
   }
 }
 
-function get(url: string): Promise<{ status: number; body: string }> {
+function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     http
-      .get(url, { timeout: 3000 }, (response) => {
+      .get(url, { timeout: 3000, headers }, (response) => {
         let body = '';
         response.on('data', (chunk: Buffer) => (body += chunk.toString()));
         response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
@@ -89,18 +93,62 @@ function get(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
+/** The auth proxy as the operator runs it in anonymous mode (server/src/operator/auth-proxy.ts), on the real node. */
+function authProxyPod(name: string): k8s.V1Pod {
+  return {
+    metadata: { name, labels: { app: name } },
+    spec: {
+      ...REAL_NODE_PLACEMENT,
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        {
+          name: 'auth-proxy',
+          image: 'ide-cloud/auth-proxy:0.1.0',
+          imagePullPolicy: 'Never',
+          args: [
+            '--alpha-config=/etc/ide-cloud/auth-proxy/url-key.yaml',
+            '--email-domain=*',
+            '--skip-auth-route=.*',
+            '--cookie-secure=false',
+            '--reverse-proxy=true',
+          ],
+          env: [
+            { name: 'AUTH_PROXY_ADDRESS', value: '0.0.0.0:8080' },
+            { name: 'AUTH_PROXY_UPSTREAM', value: 'http://127.0.0.1:8081' },
+            { name: 'OAUTH2_PROXY_COOKIE_SECRET', value: '0123456789abcdef0123456789abcdef' },
+          ],
+          ports: [{ name: 'http', containerPort: 8080 }],
+          readinessProbe: { httpGet: { path: '/ping', port: 8080 }, periodSeconds: 1 },
+        },
+      ],
+    },
+  };
+}
+
 const seconds = (since: number): string => `${((Date.now() - since) / 1000).toFixed(1)} s`;
 
 describe('the real node', function () {
-  this.timeout(20 * 60_000);
+  this.timeout(25 * 60_000);
   let state: ControlPlaneState | undefined;
+  let dir: string;
+  let node: RealNodeState;
+  let kc: k8s.KubeConfig;
+  let core: k8s.CoreV1Api;
   let initially: ReturnType<typeof machine>;
   const timings: string[] = [];
 
-  before(() => {
+  before(async () => {
     // A kubelet, containerd and iptables need root, which CI has: without it this is a failure, not a skip.
     assert.ok(isRoot, 'the real node needs root');
     initially = machine();
+    const since = Date.now();
+    dir = path.join(await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-real-node-')), 'cluster');
+    state = await startControlPlane(dir, { realNode: true });
+    timings.push(`control plane with the real node ${seconds(since)}`);
+    node = JSON.parse(readFileSync(path.join(state.realNode!, 'node.json'), 'utf8')) as RealNodeState;
+    kc = new k8s.KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    core = kc.makeApiClient(k8s.CoreV1Api);
   });
 
   after(async () => {
@@ -108,15 +156,8 @@ describe('the real node', function () {
     if (timings.length) console.log(`      real node timings: ${timings.join(', ')}`);
   });
 
-  it('runs the auth proxy image built from its Dockerfile as a real pod; down leaves nothing behind', async () => {
+  it('runs the auth proxy image built from its Dockerfile as a real pod', async () => {
     let since = Date.now();
-    const dir = path.join(await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-real-node-')), 'cluster');
-    state = await startControlPlane(dir, { realNode: true });
-    timings.push(`control plane with the real node ${seconds(since)}`);
-    const node = JSON.parse(readFileSync(path.join(state.realNode!, 'node.json'), 'utf8')) as RealNodeState;
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(state.kubeconfig);
-    const core = kc.makeApiClient(k8s.CoreV1Api);
 
     // The real node: Ready, only its own taint, the machine's kubelet; the kwok node is still kwok's.
     const real = await core.readNode({ name: REAL_NODE });
@@ -139,37 +180,8 @@ describe('the real node', function () {
 
     // As the operator runs it in anonymous mode (server/src/operator/auth-proxy.ts), on the real node.
     since = Date.now();
-    await core.createNamespacedPod({
-      namespace: 'default',
-      body: {
-        metadata: { name: 'auth-proxy' },
-        spec: {
-          ...REAL_NODE_PLACEMENT,
-          terminationGracePeriodSeconds: 1,
-          containers: [
-            {
-              name: 'auth-proxy',
-              image: 'ide-cloud/auth-proxy:0.1.0',
-              imagePullPolicy: 'Never',
-              args: [
-                '--alpha-config=/etc/ide-cloud/auth-proxy/url-key.yaml',
-                '--email-domain=*',
-                '--skip-auth-route=.*',
-                '--cookie-secure=false',
-                '--reverse-proxy=true',
-              ],
-              env: [
-                { name: 'AUTH_PROXY_ADDRESS', value: '0.0.0.0:8080' },
-                { name: 'AUTH_PROXY_UPSTREAM', value: 'http://127.0.0.1:8081' },
-                { name: 'OAUTH2_PROXY_COOKIE_SECRET', value: '0123456789abcdef0123456789abcdef' },
-              ],
-              ports: [{ name: 'http', containerPort: 8080 }],
-              readinessProbe: { httpGet: { path: '/ping', port: 8080 }, periodSeconds: 1 },
-            },
-          ],
-        },
-      },
-    });
+    // As the operator runs it in anonymous mode, on the real node.
+    await core.createNamespacedPod({ namespace: 'default', body: authProxyPod('auth-proxy') });
     // And one that asks for nothing: the taint keeps it on the kwok node.
     await core.createNamespacedPod({
       namespace: 'default',
@@ -222,8 +234,83 @@ describe('the real node', function () {
     });
     server.close();
     assert.equal(reply, 'kwok');
+  });
 
-    // down: nothing of the node is left.
+  it(`routes an Ingress of class ${REAL_NODE_INGRESS_CLASS} through Traefik to a real pod, and only that class`, async () => {
+    const networking = kc.makeApiClient(k8s.NetworkingV1Api);
+    // Its own backend pod: the first test's pod stays for `down` to stop.
+    await core.createNamespacedPod({ namespace: 'default', body: authProxyPod('routed') });
+    await waitFor(
+      'the routed pod Ready',
+      async () =>
+        (await core.readNamespacedPod({ name: 'routed', namespace: 'default' })).status?.conditions?.some(
+          (c) => c.type === 'Ready' && c.status === 'True',
+        ) || undefined,
+      120_000,
+    );
+    await core.createNamespacedService({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'routed' },
+        spec: { selector: { app: 'routed' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+      },
+    });
+    const ingress = (name: string, className: string, pathPrefix: string): k8s.V1Ingress => ({
+      metadata: { name },
+      spec: {
+        ingressClassName: className,
+        rules: [
+          {
+            host: 'ide.localtest.me',
+            http: {
+              paths: [
+                {
+                  path: pathPrefix,
+                  pathType: 'Prefix',
+                  backend: { service: { name: 'routed', port: { name: 'http' } } },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    // The operator's shape of a route: a Prefix path on the session host, to a Service's named port.
+    await networking.createNamespacedIngress({
+      namespace: 'default',
+      body: ingress('routed', REAL_NODE_INGRESS_CLASS, '/ping'),
+    });
+    // Another controller's class: Traefik leaves it alone.
+    await networking.createNamespacedIngress({ namespace: 'default', body: ingress('other', 'nginx', '/oauth2/') });
+    const host = { Host: 'ide.localtest.me' };
+    const since = Date.now();
+    const routed = await waitFor(
+      'the route through Traefik',
+      async () => {
+        const answer = await get(`${node.ingressUrl}/ping`, host);
+        return answer.status === 200 ? answer : undefined;
+      },
+      120_000,
+    );
+    timings.push(`route through Traefik ${seconds(since)}`);
+    assert.deepEqual(routed, { status: 200, body: 'OK' });
+    assert.equal(node.ingressUrl.startsWith('http://127.0.0.1:'), true);
+    // The pod served it (its log has a /ping from someone other than kubelet's probe).
+    const logs = await core.readNamespacedPodLog({ name: 'routed', namespace: 'default' });
+    assert.match(logs, /GET - "\/ping" HTTP\/1\.1 "(?!kube-probe)[^"]*" 200/);
+    assert.equal((await get(`${node.ingressUrl}/oauth2/sign_in`, host)).status, 404);
+    assert.equal((await get(`${node.ingressUrl}/ping`, { Host: 'elsewhere.example' })).status, 404);
+
+    // The pod gone, its route answers 404 (Traefik follows the EndpointSlices).
+    await core.deleteNamespacedPod({ name: 'routed', namespace: 'default', gracePeriodSeconds: 0 });
+    await waitFor(
+      'the route gone with its pod',
+      async () => ((await get(`${node.ingressUrl}/ping`, host)).status === 404 ? true : undefined),
+      60_000,
+    );
+  });
+
+  it('down stops kubelet, containerd, Traefik and the pods, and leaves nothing behind', async () => {
     const during = machine();
     assert.ok(during.links.includes(REAL_NODE_BRIDGE));
     assert.ok(during.iptables.some((line) => line.includes(':KUBE-FIREWALL')));
@@ -232,11 +319,15 @@ describe('the real node', function () {
       .filter((line) => line.includes(node.socket))
       .map((line) => +line.trim().split(' ')[0]!);
     assert.ok(shims.length > 0);
+    assert.deepEqual(
+      Object.entries(node.pids).map(([name, pid]) => `${name} ${isAlive(pid) ? 'running' : 'gone'}`),
+      ['containerd running', 'kubelet running', 'traefik running'],
+    );
     const pids = [...Object.values(node.pids), ...shims];
-    since = Date.now();
-    await stopControlPlane(state.dir);
+    const since = Date.now();
+    await stopControlPlane(state!.dir);
     timings.push(`down ${seconds(since)}`);
-    const root = state.realNode!;
+    const root = state!.realNode!;
     state = undefined;
     assert.deepEqual(pids.filter(isAlive), []);
     assert.deepEqual(machine(), initially);
