@@ -62,7 +62,7 @@ describe('extension: the stop notice and activity reports', () => {
     const shown: { message: string; actions: string[] }[] = [];
     const w = watcher(shown);
     await w.poll();
-    assert.deepEqual(shown, [], 'no notice, nothing shown');
+    assert.equal(shown.length, 0, 'no notice, nothing shown');
     lifecycle.notify({ reason: 'MaxLifetime', secondsLeft: 600, saveWork: false });
     now += 130_000;
     await w.poll();
