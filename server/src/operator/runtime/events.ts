@@ -75,6 +75,8 @@ export class EventRecorder implements EventSink {
   private readonly queue: Write[] = [];
   private writing?: Promise<void>;
   private sequence = 0;
+  /** Events dropped since the queue was last full. */
+  private dropped = 0;
 
   constructor(
     private readonly api: EventsApi,
@@ -100,8 +102,14 @@ export class EventRecorder implements EventSink {
       return;
     }
     if (this.queue.length >= this.maxQueued) {
-      this.log.warn({ object: name, reason }, 'too many events waiting: event dropped');
+      // One warning per overflow, not one per Event dropped.
+      this.dropped++;
+      if (this.dropped === 1) this.log.warn({ object: name, reason }, 'too many events waiting: events dropped');
       return;
+    }
+    if (this.dropped > 0) {
+      this.log.warn({ dropped: this.dropped }, 'events written again; some were dropped');
+      this.dropped = 0;
     }
     this.queue.push({ object, namespace, type, reason, event });
     this.writing ??= this.drain();
