@@ -188,15 +188,28 @@ describe('operator events: the recorder', () => {
     );
   });
 
-  it('holds at most maxQueued writes; a flush that times out drops what still waits', async () => {
+  it('holds at most maxQueued writes waiting; more are dropped', async () => {
     const fake = fakeApi();
     const recorder = new EventRecorder(fake.api, 'test', silent, { maxQueued: 2 });
     fake.hold();
     for (let i = 0; i < 5; i++) recorder.record(session, 'Warning', 'Failed', `failure ${i}`);
+    fake.release();
+    await recorder.flush(5000);
+    // The first is being written when the others come; two wait; two are dropped.
+    assert.deepEqual(
+      fake.calls.map((c) => c.message),
+      ['failure 0', 'failure 1', 'failure 2'],
+    );
+  });
+
+  it('a flush that times out drops the writes still waiting', async () => {
+    const fake = fakeApi();
+    const recorder = new EventRecorder(fake.api, 'test', silent);
+    fake.hold();
+    for (let i = 0; i < 3; i++) recorder.record(session, 'Warning', 'Failed', `failure ${i}`);
     await recorder.flush(10);
     fake.release();
     await recorder.flush(5000);
-    // The first was being written; two waited (dropped by the flush's timeout); two were never queued.
     assert.deepEqual(
       fake.calls.map((c) => c.message),
       ['failure 0'],
