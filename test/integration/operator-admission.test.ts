@@ -204,7 +204,8 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
     before(async () => {
       namespace = await createTestNamespace(cluster.kc, 'admission-slow');
       r = ideCloudResources(cluster.kc, namespace);
-      await createAppDefinition(r, 'python-latest');
+      // Shorter than some waits in the queue below: the start deadline counts from the admission.
+      await createAppDefinition(r, 'python-latest', { startDeadlineSeconds: 9 });
       operator = await testOperator(cluster.kc, namespace, config);
       service = await startTestService(cluster.kc, namespace);
     });
@@ -283,6 +284,8 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
           [names[0]!, names[2]!].map((w) => waitForSession(r, sessionNameFor(w), running, 60_000)),
         );
         assert.ok(admittedAt(a!) <= admittedAt(c!), 'admitted out of creation order after the restart');
+        // The last one waited longer than its app definition's start deadline, and still started.
+        assert.ok(admittedAt(c!) - Date.parse(String(c!.metadata.creationTimestamp)) > 9000);
         const apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
         const deployments = await apps.listNamespacedDeployment({ namespace });
         assert.equal(
