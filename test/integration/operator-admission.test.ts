@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { byCreation } from '../../server/src/model/admission.js';
-import { LABELS } from '../../server/src/model/api-group.js';
+import { API_VERSION, LABELS } from '../../server/src/model/api-group.js';
 import { findCondition } from '../../server/src/model/conditions.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
 import { sessionNameFor } from '../../server/src/model/names.js';
@@ -254,6 +254,20 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
       const names = ['ws-q-a', 'ws-q-b', 'ws-q-c'];
       const users = names.map((n) => `${n}@example.com`);
       const streams = names.map((w, i) => followProgress(service, users[i]!, w));
+      // Every write to the last one's Session until it is past the gate (a watch reports each).
+      const last = sessionNameFor(names[2]!);
+      const writesWhileWaiting: string[] = [];
+      let passed = false;
+      const watch = await new k8s.Watch(cluster.kc).watch(
+        `/apis/${API_VERSION}/namespaces/${namespace}/sessions`,
+        {},
+        (type: string, s: Session) => {
+          if (s.metadata?.name !== last || type !== 'MODIFIED' || passed) return;
+          passed = admission(s)?.status === 'True';
+          if (!passed) writesWhileWaiting.push(s.metadata.resourceVersion ?? '');
+        },
+        () => undefined,
+      );
       try {
         await Promise.all(streams.map((s) => s.opened));
         for (const [i, w] of names.entries()) {
@@ -285,7 +299,11 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
         );
         assert.ok(admittedAt(a!) <= admittedAt(c!), 'admitted out of creation order after the restart');
         // The last one waited longer than its app definition's start deadline, and still started.
-        assert.ok(admittedAt(c!) - Date.parse(String(c!.metadata.creationTimestamp)) > 9000);
+        const waited = admittedAt(c!) - Date.parse(String(c!.metadata.creationTimestamp));
+        assert.ok(waited > 9000);
+        // And its wait cost two writes whatever its length (its finalizer and start strategy, then
+        // Queued), across two operators: none while the queue moved or the leader changed.
+        assert.equal(writesWhileWaiting.length, 2, `${writesWhileWaiting.length} writes in ${waited} ms of waiting`);
         const apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
         const deployments = await apps.listNamespacedDeployment({ namespace });
         assert.equal(
@@ -295,6 +313,7 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
         );
         assert.equal(streams[2]!.sessions.at(-1)?.queue, undefined);
       } finally {
+        watch.abort();
         await Promise.all(streams.map((s) => s.close()));
       }
     });
