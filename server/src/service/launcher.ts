@@ -39,11 +39,11 @@ interface Plan {
  * Launch: turns a request into a Workspace and a Session and waits, on the session cache's events,
  * for the URL the operator reports. Creates nothing before every check (app definition, workspace
  * ownership, sidecars, maxInstances, sessionsPerUser) has passed; on timeout or refusal removes what
- * this very call created, except a workspace's session still queued for a lazy start at the timeout,
- * which keeps its place (`stillQueued`). A workspace that already has a session answers that session's URL
- * (idempotent). Reads come from the service's caches (the limits check lists no Sessions from the API
- * server); a launch answers once the cache shows its session running, so the caller's next listing
- * shows it.
+ * this very call created, except a workspace's session still queued for a lazy start at the
+ * timeout, which keeps its place (`stillQueued`). A workspace that already has a session answers that
+ * session's URL (idempotent). Reads come from the service's caches (the limits check lists no Sessions
+ * from the API server); a launch answers once the cache shows its session running, so the caller's
+ * next listing shows it.
  */
 export class Launcher {
   constructor(
