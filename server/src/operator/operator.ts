@@ -166,6 +166,8 @@ class Controllers {
       sessions: cache.sessions,
       appDefinitionsApi: resources.appDefinitions,
       instances,
+      ingresses: cache.ingresses,
+      routes,
       log,
     });
     const workspaces = new WorkspaceReconciler({

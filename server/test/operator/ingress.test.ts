@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendRoutesPatch, withRoute } from '../../src/operator/routes/ingress.js';
+import { appendRoutesPatch, sessionRoutesTo, withRoute } from '../../src/operator/routes/ingress.js';
 
 const entry = { host: 'ide.example.org', path: '/s-1/', serviceName: 's-1' };
 const spec = {
@@ -61,5 +61,25 @@ describe('shared Ingress route changes', () => {
       removed.rules!.flatMap((r) => r.http!.paths.map((p) => p.path)),
       ['/s-0/', '/s-x/'],
     );
+  });
+
+  it("finds a session's routes to a warm instance: only its own paths leading there", () => {
+    const path = (p: string, name: string) => ({ path: p, pathType: 'Prefix', backend: { service: { name } } });
+    const ingresses = [
+      {
+        metadata: { name: 'sessions' },
+        spec: {
+          rules: [
+            { host: 'a.example.org', http: { paths: [path('/s-1/k/', 'app-pool-1'), path('/s-10/k/', 'app-pool-1')] } },
+            { host: 'b.example.org', http: { paths: [path('/s-1/k/', 's-1'), path('/s-2/k/', 'app-pool-2')] } },
+          ],
+        },
+      },
+      { metadata: { name: 'other' }, spec: { rules: [{ host: 'c.example.org' }] } },
+    ];
+    assert.deepEqual(sessionRoutesTo(ingresses, 'app-pool-1', 's-1'), [
+      { ingressName: 'sessions', entry: { host: 'a.example.org', path: '/s-1/k/', serviceName: 'app-pool-1' } },
+    ]);
+    assert.deepEqual(sessionRoutesTo(ingresses, 'app-pool-2', 's-1'), []);
   });
 });

@@ -1,3 +1,4 @@
+import type * as k8s from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
@@ -11,6 +12,8 @@ import {
 import { findCondition, setCondition } from '../../model/conditions.js';
 import { isActiveSession, type Session } from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
+import { sessionRoutesTo } from '../routes/ingress.js';
+import type { RouteTable } from '../routes/routes.js';
 import type { Logger } from '../runtime/logger.js';
 import { sameStatus } from '../runtime/objects.js';
 import { Delay, settle, type Reconciled } from '../runtime/outcome.js';
@@ -32,13 +35,17 @@ export interface AppDefinitionReconcilerDeps {
   /** Writes the status. */
   appDefinitionsApi: Pick<CustomResourceClient<'appDefinition'>, 'patchStatus'>;
   instances: Pick<PoolInstances, 'list' | 'delete' | 'returnToPool' | 'create'>;
+  /** The shared Ingresses (cache) and their writer: a released instance's last route is removed first. */
+  ingresses: Pick<Informer<k8s.V1Ingress>, 'list'>;
+  routes: RouteTable;
   log: Logger;
 }
 
 /**
  * Reconciles an AppDefinition's warm pool by the spec's pool table: fetch → gone? (the garbage
  * collector removes the instances it owns) → 1 read instances and their sessions → 2 plan →
- * 3 delete / recreate / return to pool / create → status pool counts, written once.
+ * 3 released instances' routes removed, then delete / recreate / return to pool / create → status
+ * pool counts, written once.
  */
 export class AppDefinitionReconciler {
   constructor(private readonly deps: AppDefinitionReconcilerDeps) {}
@@ -72,7 +79,15 @@ export class AppDefinitionReconciler {
       // 2. Plan by the pool table.
       const plan = planPool({ minInstances: min, generation, instances: states });
       const byId = new Map(instances.map((i) => [i.id, i]));
-      // 3. Act.
+      // 3. Act. The route of a released instance's last session goes first, whoever else removes it
+      // (its finalizer): else, after a crash between the two, that user's URL would lead into the
+      // IDE of the next session to reserve the instance.
+      for (const i of instances) {
+        if (!i.reservedBy || sessionHolds(i, sessions)) continue;
+        for (const { ingressName, entry } of sessionRoutesTo(deps.ingresses.list(), i.name, i.reservedBy.name)) {
+          await deps.routes.set(ingressName, entry, false);
+        }
+      }
       for (const id of plan.delete) await deps.instances.delete(appDefinition, byId.get(id)!, false);
       for (const id of plan.recreate) await deps.instances.delete(appDefinition, byId.get(id)!, true);
       for (const id of plan.returnToPool) await deps.instances.returnToPool(appDefinition, byId.get(id)!, new Date());

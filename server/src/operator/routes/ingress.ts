@@ -77,3 +77,21 @@ export function appendRoutesPatch(
   }
   return { patch, appended };
 }
+
+/** Where a route of `session` leads to `serviceName`: each such path of the shared Ingresses, as an entry to remove. */
+export function sessionRoutesTo(
+  ingresses: readonly k8s.V1Ingress[],
+  serviceName: string,
+  session: string,
+): { ingressName: string; entry: RouteEntry }[] {
+  return ingresses.flatMap((ingress) =>
+    (ingress.spec?.rules ?? []).flatMap((rule) =>
+      (rule.http?.paths ?? [])
+        .filter((p) => p.backend.service?.name === serviceName && p.path?.startsWith(`/${session}/`))
+        .map((p) => ({
+          ingressName: ingress.metadata?.name ?? '',
+          entry: { host: rule.host ?? '', path: p.path!, serviceName },
+        })),
+    ),
+  );
+}
