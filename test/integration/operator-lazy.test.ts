@@ -276,3 +276,53 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     }, 30_000);
   });
 });
+
+describe('operator: sessionsPerUser within one second', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator;
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-limit-second');
+    r = ideCloudResources(cluster.kc, namespace);
+    await createAppDefinition(r, 'c-latest');
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 1 });
+  });
+  after(async () => {
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+  });
+
+  // Creation timestamps have one-second resolution: a session created in the same second as one that
+  // is already past the check, with a name that sorts before it, must still count it.
+  it('a session of the same second whose name sorts first is refused once the other is past the check (553)', async () => {
+    const decided = (s: { metadata: { annotations?: Record<string, string> } }) =>
+      !!s.metadata.annotations?.[ANNOTATIONS.startStrategy];
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const user = `erin-${attempt}@example.com`;
+      const first = `s${attempt}-z-first`;
+      const second = `s${attempt}-a-second`;
+      await createSession(r, first, { user, appDefinition: 'c-latest' });
+      await eventually(
+        async () => assert.ok(decided(await r.sessions.get(first)), `${first} not past the check yet`),
+        30_000,
+        10,
+      );
+      await createSession(r, second, { user, appDefinition: 'c-latest' });
+      const [a, b] = await Promise.all([r.sessions.get(first), r.sessions.get(second)]);
+      if (a.metadata.creationTimestamp !== b.metadata.creationTimestamp) {
+        // Not the same second: the order by time decides, which is not what this test is about.
+        await Promise.all([r.sessions.delete(first), r.sessions.delete(second)]);
+        continue;
+      }
+      const refused = await waitForSession(r, second, (s) => s.status?.phase === 'Failed' || running(s));
+      assert.equal(refused.status?.phase, 'Failed', `${second} of the same second as ${first} was not refused`);
+      assert.equal(refused.status?.error?.code, ErrorCode.sessionsPerUserReached);
+      await waitForSession(r, first, running);
+      return;
+    }
+    assert.fail('20 attempts never created two sessions within one second');
+  });
+});

@@ -142,6 +142,7 @@ class Controllers {
       config,
       namespace,
       admission,
+      limitsPassed: new Set(),
       sessions: cache.sessions,
       appDefinitions: cache.appDefinitions,
       workspaces: cache.workspaces,

@@ -42,7 +42,10 @@ export class SessionReconciler {
   async reconcile(name: string): Promise<Reconciled> {
     const { deps } = this;
     const cached = deps.sessions.get(name);
-    if (!cached) return;
+    if (!cached) {
+      deps.limitsPassed.delete(name);
+      return;
+    }
     // The pass changes its copy as it writes; the cache stays what the API server said.
     const session = structuredClone(cached);
     if (session.metadata.deletionTimestamp) {

@@ -80,6 +80,11 @@ export interface SessionStepDeps {
   poolChanged: (appDefinitionName: string) => void;
   /** The metadata of a Secret or ConfigMap a session names for its environment (undefined: none such). */
   envSource: (kind: EnvSourceKind, name: string) => Promise<{ labels?: Record<string, string> } | undefined>;
+  /**
+   * Sessions this process let past the limits whose decision its cache does not show yet (until
+   * their metadata write): counted by every later check, so two passes at once cannot both pass.
+   */
+  limitsPassed: Set<string>;
   /** The lazy-start gate (session/admission.ts); absent: lazy starts go at once. */
   admission?: LazyStartGate;
   /** The clock of the start deadline and the pull bound (ms since the epoch). */
@@ -153,15 +158,26 @@ function checkStartDeadline(deps: SessionStepDeps, session: Session, appDefiniti
   }
 }
 
+/**
+ * Counts the active sessions that come before this one: those created earlier (by creation time, then
+ * name: the same order whichever is reconciled first) and those already past this check, which a
+ * later-named session of the same second must count too (timestamps have one-second resolution).
+ */
 function checkLimits(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition): void {
-  const all = deps.sessions.list();
   const created = (s: Session) => new Date(s.metadata.creationTimestamp ?? 0).getTime();
-  // Only sessions created before this one count: the decision is the same whichever is reconciled first.
-  const earlier = all.filter(
-    (s) =>
-      s.metadata.name !== session.metadata.name &&
-      (created(s) < created(session) || (created(s) === created(session) && s.metadata.name < session.metadata.name)),
-  );
+  const decided = (s: Session) =>
+    !!s.status?.startStrategy ||
+    isStartStrategy(s.metadata.annotations?.[ANNOTATIONS.startStrategy]) ||
+    deps.limitsPassed.has(s.metadata.name);
+  const earlier = deps.sessions
+    .list()
+    .filter(
+      (s) =>
+        s.metadata.name !== session.metadata.name &&
+        (decided(s) ||
+          created(s) < created(session) ||
+          (created(s) === created(session) && s.metadata.name < session.metadata.name)),
+    );
   const refusal = checkSessionLimits({
     appDefinition: { name: session.spec.appDefinition, maxInstances: appDefinition.spec.maxInstances },
     user: session.spec.user,
@@ -169,6 +185,7 @@ function checkLimits(deps: SessionStepDeps, session: Session, appDefinition: App
     sessionsPerUser: deps.config.sessionsPerUser,
   });
   if (refusal) throw new FailObject(refusal.code, refusal.reason);
+  deps.limitsPassed.add(session.metadata.name);
 }
 
 /** Every Secret and ConfigMap the session names must be marked for session use (model/session-env.ts). */
@@ -254,7 +271,10 @@ export async function writeMetadata(
   const annotations = session.metadata.annotations ?? {};
   const changed = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => annotations[k] !== v));
   const needsFinalizer = !finalizers.includes(SESSION_FINALIZER);
-  if (!needsFinalizer && Object.keys(changed).length === 0) return;
+  if (!needsFinalizer && Object.keys(changed).length === 0) {
+    deps.limitsPassed.delete(session.metadata.name);
+    return;
+  }
   try {
     const updated = await deps.sessionsApi.mergePatch(session.metadata.name, {
       metadata: {
@@ -266,6 +286,7 @@ export async function writeMetadata(
       },
     });
     deps.sessions.observe(updated);
+    deps.limitsPassed.delete(session.metadata.name);
     session.metadata = { ...session.metadata, ...updated.metadata };
   } catch (error) {
     if (isConflict(error)) throw new RetryLater('session changed while its metadata was written', Delay.conflict);
