@@ -144,15 +144,17 @@ context_hash() {
     sort -z | xargs -0 sha256sum)
 }
 
-# Bind mounts for the RUN steps of the project's images (see the header): a build-time npm
-# configuration, never a layer. nodedir: node-gyp compiles native modules against the headers the
-# Node stand-in carries instead of downloading them from nodejs.org.
+# The bind mount for the RUN steps of the project's images (see the header): npm's global
+# configuration directory, /usr/local/etc (empty in the Node images, so no mount point is left in a
+# layer), holding an npmrc that names the machine's CA bundle beside it. nodedir: node-gyp compiles
+# native modules against the headers the Node stand-in carries instead of downloading them.
 build_mounts() {
   local dir="$store/build-config" bundle=/etc/ssl/certs/ca-certificates.crt
-  mkdir -p "$dir"
-  printf 'cafile=/run/ide-cloud-build/ca-certificates.crt\nnodedir=/usr/local\n' >"$dir/npmrc"
   [ -f "$bundle" ] || { echo "no CA bundle at $bundle (Debian's ca-certificates)" >&2; exit 1; }
-  printf '%s\n' -v "$bundle:/run/ide-cloud-build/ca-certificates.crt:ro" -v "$dir/npmrc:/usr/local/etc/npmrc:ro"
+  rm -rf "$dir" && mkdir -p "$dir"
+  cp "$bundle" "$dir/ca-certificates.crt"
+  printf 'cafile=/usr/local/etc/ca-certificates.crt\nnodedir=/usr/local\n' >"$dir/npmrc"
+  printf '%s\n' -v "$dir:/usr/local/etc:ro"
 }
 
 # npm pack of a registry package into the download cache (once); prints the tarball.
@@ -199,11 +201,13 @@ node_standin() {
 
 # project_build <image> <inputs> <log name> <bud arguments...>: builds unless its inputs are unchanged.
 project_build() {
-  local image=$1 inputs=$2 name=$3
+  local image=$1 name=$3 mounts inputs
+  mapfile -t mounts < <(build_mounts)
+  # How the RUN steps are given the configuration shapes the layers (mount points), so it is an input.
+  inputs=$(printf '%s\n' "$2" "${mounts[*]}" | hash_of)
   shift 3
   if [ "$(built_hash "$image")" != "$inputs" ]; then
-    local start=$SECONDS mounts
-    mapfile -t mounts < <(build_mounts)
+    local start=$SECONDS
     log "$image: buildah bud $*"
     bud "$name" --layers --pull=never --network host --format oci "${mounts[@]}" \
       --label "ide-cloud.inputs=$inputs" -t "$image" "$@" "$root"
@@ -211,6 +215,7 @@ project_build() {
   else
     log "$image: cached"
   fi
+  built_inputs=$inputs
 }
 
 # server_image <service|operator|landing-page>: a target of images/server/Dockerfile.
@@ -226,7 +231,7 @@ server_image() {
   } | hash_of)
   project_build "docker.io/ide-cloud/$target:$images_tag" "$inputs" "$target" \
     -f "$server_dockerfile" --target "$target"
-  export_image "docker.io/ide-cloud/$target:$images_tag" "$inputs"
+  export_image "docker.io/ide-cloud/$target:$images_tag" "$built_inputs"
 }
 
 # session_base_build: the session base (each session image's FROM); session_base_inputs names its inputs.
@@ -244,7 +249,7 @@ session_base_build() {
       extension agent
   } | hash_of)
   project_build "docker.io/ide-cloud/session-base:$images_tag" "$inputs" session-base -f "$session_base_dockerfile"
-  session_base_inputs=$inputs
+  session_base_inputs=$built_inputs
 }
 
 # session_image <name of images/session/images.json>, on the session base, tagged :latest (the chart's
@@ -261,7 +266,7 @@ session_image() {
   } | hash_of)
   project_build "docker.io/ide-cloud/$name:latest" "$inputs" "$name" -f "$session_dockerfile" \
     --build-arg "BASE_IMAGE=ide-cloud/session-base:$images_tag" --build-arg "PACKAGES=$packages"
-  export_image "docker.io/ide-cloud/$name:latest" "$inputs"
+  export_image "docker.io/ide-cloud/$name:latest" "$built_inputs"
 }
 
 pause() {
