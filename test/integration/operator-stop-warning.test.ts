@@ -3,7 +3,9 @@
 // activity the IDE reports to its bridge in the window keeps an idle session (not a lifetime one);
 // with saveWorkOnStop the bridge runs the real agent, whose save lands the student's uncommitted change
 // on a new branch of a real git server, with a token from the learning-platform stand-in; without it
-// nothing is pushed. The IDE's side is played by the test on loopback, as the extension calls it.
+// nothing is pushed. A lazy session's pod runs the bridge too, with the session's own token (from its
+// Secret, by reference): it is warned and its work saved the same way. The IDE's side is played by the
+// test on loopback, as the extension calls it.
 import assert from 'node:assert/strict';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -83,6 +85,7 @@ describe('operator: a warning before any stop, activity keeps the session, then 
   let platform: LearningPlatform;
   let sandbox: Sandbox;
   let buildDir: string;
+  let agentPath: string;
   const bridges = new Map<string, BridgeProcess>();
   const logs: string[] = [];
   const ports: Record<string, number> = {};
@@ -145,43 +148,83 @@ describe('operator: a warning before any stop, activity keeps the session, then 
       const instance = `${app}-pool-${id}`;
       const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${instance}`);
       const token = await bridgeToken(cluster.kc, namespace, instance);
-      const repository = `course/${instance}.git`;
-      await git.createRepository(repository, { files: { 'Task.java': 'class Task {}\n' } });
-      const participation = `p-${instance}`;
-      platform.participations.add(participation);
-      platform.participationTokens.set(participation, PARTICIPATION_TOKEN);
-      const workspace = path.join(sandbox.dir, instance);
-      await cloneParticipation({
-        platformUrl: platform.url,
-        platformToken: PLATFORM_TOKEN,
-        participationId: participation,
-        repository: `${git.url}/${repository}`,
-        participant: 'student',
-        dir: workspace,
-        log: new RedactingLog(() => {}),
-        env: sandbox.env,
-        credentialCacheSeconds: 0,
+      const { repository, workspace } = await prepareWorkspace(instance);
+      const bridge = await startBridge(instance, {
+        ...sandbox.env,
+        DATA_BRIDGE_ENABLED: 'true',
+        DATA_BRIDGE_HOST: ip,
+        DATA_BRIDGE_PORT: String(ports[app]),
+        DATA_BRIDGE_TOKEN: token,
+        WORKSPACE_DIR: workspace,
+        DATA_BRIDGE_AGENT: agent,
       });
-      // The student's work, not committed yet.
-      await writeFile(path.join(workspace, 'Task.java'), `class Task { String by = "${instance}"; }\n`);
-      const output: string[] = [];
-      const child = spawn(process.execPath, [path.join(buildDir, 'bridge.mjs')], {
-        env: {
-          ...sandbox.env,
-          DATA_BRIDGE_ENABLED: 'true',
-          DATA_BRIDGE_HOST: ip,
-          DATA_BRIDGE_PORT: String(ports[app]),
-          DATA_BRIDGE_TOKEN: token,
-          WORKSPACE_DIR: workspace,
-          DATA_BRIDGE_AGENT: agent,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (c: Buffer) => output.push(c.toString()));
-      const url = `http://${ip}:${ports[app]}`;
-      bridges.set(instance, { instance, url, token, workspace, repository, child, output });
-      await eventually(async () => assert.ok((await fetch(`${url}/health`)).ok), 30_000, 200);
+      bridges.set(instance, { ...bridge, instance, token, workspace, repository });
     }
+  }
+
+  /** A repository on the git server and a participation clone of it holding the student's uncommitted change. */
+  async function prepareWorkspace(owner: string): Promise<{ repository: string; workspace: string }> {
+    const repository = `course/${owner}.git`;
+    await git.createRepository(repository, { files: { 'Task.java': 'class Task {}\n' } });
+    const participation = `p-${owner}`;
+    platform.participations.add(participation);
+    platform.participationTokens.set(participation, PARTICIPATION_TOKEN);
+    const workspace = path.join(sandbox.dir, owner);
+    await cloneParticipation({
+      platformUrl: platform.url,
+      platformToken: PLATFORM_TOKEN,
+      participationId: participation,
+      repository: `${git.url}/${repository}`,
+      participant: 'student',
+      dir: workspace,
+      log: new RedactingLog(() => {}),
+      env: sandbox.env,
+      credentialCacheSeconds: 0,
+    });
+    // The student's work, not committed yet.
+    await writeFile(path.join(workspace, 'Task.java'), `class Task { String by = "${owner}"; }\n`);
+    return { repository, workspace };
+  }
+
+  /** The bridge process with `env` (its host and port among it), once it answers /health. */
+  async function startBridge(
+    name: string,
+    env: NodeJS.ProcessEnv,
+  ): Promise<{ url: string; child: ChildProcess; output: string[] }> {
+    const output: string[] = [];
+    const child = spawn(process.execPath, [path.join(buildDir, 'bridge.mjs')], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (c: Buffer) => output.push(c.toString()));
+    const url = `http://${env.DATA_BRIDGE_HOST}:${env.DATA_BRIDGE_PORT}`;
+    await eventually(
+      async () => {
+        assert.equal(child.exitCode, null, `the bridge of ${name} exited: ${output.join('')}`);
+        assert.ok((await fetch(`${url}/health`)).ok);
+      },
+      30_000,
+      200,
+    );
+    return { url, child, output };
+  }
+
+  /**
+   * The environment the kubelet gives a pod's IDE container (its first): literal values, and each
+   * reference to a Secret's key read from that Secret, as the pod would see it.
+   */
+  async function containerEnvironment(pod: k8s.V1Pod): Promise<Record<string, string>> {
+    const env: Record<string, string> = {};
+    for (const entry of pod.spec!.containers[0]!.env ?? []) {
+      const ref = entry.valueFrom?.secretKeyRef;
+      if (ref) {
+        const secret = await core.readNamespacedSecret({ name: ref.name!, namespace });
+        const encoded = secret.data?.[ref.key];
+        assert.ok(encoded, `${entry.name}: secret ${ref.name} has no key ${ref.key}`);
+        env[entry.name] = Buffer.from(encoded, 'base64').toString('utf8');
+      } else if (entry.value !== undefined) env[entry.name] = entry.value;
+    }
+    return env;
   }
 
   before(async function () {
@@ -211,7 +254,7 @@ describe('operator: a warning before any stop, activity keeps the session, then 
     });
     await chmod(agent, 0o755);
 
-    for (const app of ['idle', 'timed', 'saving']) ports[app] = await freePort();
+    for (const app of ['idle', 'timed', 'saving', 'lazy-saving']) ports[app] = await freePort();
     const bridgeOptions = (app: string) => ({ dataBridgeEnabled: 'true', dataBridgePort: String(ports[app]) });
     await createAppDefinition(r, 'idle', {
       minInstances: 2,
@@ -233,10 +276,19 @@ describe('operator: a warning before any stop, activity keeps the session, then 
       saveWorkOnStop: true,
       options: bridgeOptions('saving'),
     });
+    // No warm pool: its sessions start lazily, in pods of their own.
+    await createAppDefinition(r, 'lazy-saving', {
+      minInstances: 0,
+      timeout: 1,
+      stopWarningSeconds: SAVE_WINDOW,
+      saveWorkOnStop: true,
+      options: bridgeOptions('lazy-saving'),
+    });
     operator = await testOperator(cluster.kc, namespace, { activityIntervalMs: 300 }, logs);
     await serveBridges('idle', 2, agent);
     await serveBridges('timed', 1, agent);
     await serveBridges('saving', 1, agent);
+    agentPath = agent;
   });
   after(async function () {
     this.timeout(120_000);
@@ -385,6 +437,90 @@ describe('operator: a warning before any stop, activity keeps the session, then 
     // The push authenticated with the participation's token from the platform, asked for at the save.
     assert.ok(platform.requests.some((q) => q.participationId === 'p-saving-pool-1' && q.status === 200));
     assert.equal(git.requests.filter((q) => q.path.endsWith('/git-receive-pack')).at(-1)?.user, 'student');
+  });
+
+  it('a lazy session runs the bridge with its own token, by reference only; it is warned and its work saved the same way', async () => {
+    const values = { PLATFORM_URL: platform.url, PLATFORM_TOKEN, GIT_USER: 'Lou Lazy', GIT_MAIL: 'lou@example.org' };
+    await createSession(r, 'lazy-1', { user: 'lou@example.com', appDefinition: 'lazy-saving', envVars: values });
+    const session = await waitForSession(r, 'lazy-1', running);
+    assert.notEqual(session.status?.startStrategy, 'eager', 'a lazy session, in a pod of its own');
+    const pod = await eventually(async () => {
+      const list = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=lazy-1` });
+      const ready = list.items.find((p) =>
+        (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
+      assert.ok(ready?.status?.podIP, 'no ready pod of the lazy session yet');
+      return ready;
+    });
+    // The pod runs the bridge on the app's port; its token comes from the session's own Secret, by reference.
+    const ide = Object.fromEntries((pod.spec!.containers[0]!.env ?? []).map((e) => [e.name, e]));
+    assert.equal(ide.DATA_BRIDGE_ENABLED?.value, 'true');
+    assert.equal(ide.DATA_BRIDGE_PORT?.value, String(ports['lazy-saving']));
+    assert.equal(ide.DATA_BRIDGE_TOKEN?.value, undefined, 'the token has no literal value');
+    assert.equal(ide.DATA_BRIDGE_TOKEN?.valueFrom?.secretKeyRef?.name, 'lazy-1-env');
+    // Nothing is injected into a lazy session: the session image reads the values from the environment.
+    assert.equal(ide.SESSION_ENV_STRATEGY, undefined);
+    const env = await containerEnvironment(pod);
+    const token = env.DATA_BRIDGE_TOKEN!;
+    assert.ok(token.length >= 43, 'a token of 32 random bytes');
+    // Not the token of any warm instance: the session's own.
+    for (const bridge of bridges.values()) assert.notEqual(token, bridge.token);
+    const deployment = await cluster.kc
+      .makeApiClient(k8s.AppsV1Api)
+      .readNamespacedDeployment({ name: 'lazy-1', namespace });
+    const readable = JSON.stringify([deployment, pod]);
+    for (const secret of [token, PLATFORM_TOKEN]) assert.ok(!readable.includes(secret), 'a secret is in the pod spec');
+
+    // The bridge process as the pod's entrypoint starts it, with the pod's environment.
+    const { repository, workspace } = await prepareWorkspace('lazy-1');
+    const bridge = await startBridge('lazy-1', {
+      ...sandbox.env,
+      ...env,
+      DATA_BRIDGE_HOST: pod.status!.podIP!,
+      WORKSPACE_DIR: workspace,
+      DATA_BRIDGE_AGENT: agentPath,
+    });
+    bridges.set('lazy-1', { ...bridge, instance: 'lazy-1', token, workspace, repository });
+
+    await r.sessions.patchStatus('lazy-1', { lastActivity: new Date(Date.now() - 120_000).toISOString() });
+    const notice = await eventually(
+      async () => {
+        const held = await noticeAt(bridges.get('lazy-1')!);
+        assert.ok(held, 'no notice yet');
+        return held;
+      },
+      60_000,
+      200,
+    );
+    assert.equal(notice.reason, 'Idle');
+    assert.equal(notice.saveWork, true);
+    assert.ok(notice.secondsLeft > 0 && notice.secondsLeft <= SAVE_WINDOW, `seconds left: ${notice.secondsLeft}`);
+    const warning = (await eventsOf('lazy-1')).find((e) => e.reason === 'StopWarning');
+    assert.match(warning?.message ?? '', /^the IDE was warned: Idle stop in \d+ s$/);
+
+    await gone('lazy-1');
+    const saved = await eventually(
+      async () => {
+        const event = (await eventsOf('lazy-1')).find((e) => e.reason === 'WorkSaved' || e.reason === 'WorkNotSaved');
+        assert.ok(event, 'no save Event yet');
+        return event;
+      },
+      30_000,
+      200,
+    );
+    assert.equal(saved.reason, 'WorkSaved', saved.message);
+    const branch =
+      /work saved to branch (ide-cloud\/saved-\d{8}T\d{6}Z) of http:\/\/127\.0\.0\.1:\d+\/course\/lazy-1\.git$/.exec(
+        saved.message ?? '',
+      )?.[1];
+    assert.ok(branch, saved.message);
+    const repo = path.join(git.root, repository);
+    const content = await run('git', ['-C', repo, 'show', `refs/heads/${branch}:Task.java`], { env: sandbox.env });
+    assert.equal(content.stdout, 'class Task { String by = "lazy-1"; }\n');
+    const author = await run('git', ['-C', repo, 'log', '-1', '--format=%an', `refs/heads/${branch}`], {
+      env: sandbox.env,
+    });
+    assert.equal(author.stdout.trim(), 'Lou Lazy', 'the identity from the pod environment');
   });
 
   it('no token or injected value reaches the operator log, the bridges’ output or an Event', async () => {

@@ -1,7 +1,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { createHmac, randomBytes } from 'node:crypto';
 import { ANNOTATIONS, LABELS, OPERATOR_MANAGER } from '../model/api-group.js';
-import { dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-definition.js';
+import { dataBridgeEnabled, dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-definition.js';
 import { DATA_BRIDGE_TOKEN_ENV, DATA_BRIDGE_TOKEN_KEY } from '../model/data-bridge.js';
 import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
@@ -144,6 +144,8 @@ export function sessionEnvSecretName(sessionName: string): string {
 
 /** Key of the authentication proxy's allowed users in the session's Secret; a dot keeps it apart from env names. */
 const ALLOWED_USERS_KEY = '.auth-proxy-users';
+/** Key of the data bridge's token in the session's Secret; a dot keeps it apart from env names. */
+export const SESSION_BRIDGE_TOKEN_KEY = '.data-bridge-token';
 
 /** The values of a lazy session's IDE container: spec.envVars, then what the operator adds. */
 function lazyValues(session: Session): Record<string, string> {
@@ -153,13 +155,15 @@ function lazyValues(session: Session): Record<string, string> {
 /**
  * The Secret of a lazy session: its values (spec.envVars, the activity token), so that neither the
  * Deployment nor the Pod carries any of them in plain text (both are readable with the built-in `view`
- * role; Secrets are not), and the user its authentication proxy admits. Owned by the Session, marked as the
- * operator's (so no launch can name it as an env source).
+ * role; Secrets are not), the user its authentication proxy admits and, when its IDE runs the data
+ * bridge, the bridge's token (the session's own, as a warm instance has its own). Owned by the Session,
+ * marked as the operator's (so no launch can name it as an env source).
  */
-export function sessionEnvSecret(session: Session, namespace: string): k8s.V1Secret {
+export function sessionEnvSecret(session: Session, namespace: string, bridgeToken?: string): k8s.V1Secret {
   const data: Record<string, string> = {};
   for (const [key, value] of Object.entries(lazyValues(session))) data[key] = Buffer.from(value).toString('base64');
   data[ALLOWED_USERS_KEY] = Buffer.from(`${session.spec.user}\n`).toString('base64');
+  if (bridgeToken) data[SESSION_BRIDGE_TOKEN_KEY] = Buffer.from(bridgeToken).toString('base64');
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -174,13 +178,19 @@ export function sessionEnvSecret(session: Session, namespace: string): k8s.V1Sec
   };
 }
 
-/** Env of a lazy session's IDE container: each value a reference to the session's Secret, none in plain text. */
-export function lazyEnv(session: Session): k8s.V1EnvVar[] {
+/**
+ * Env of a lazy session's IDE container: each value a reference to the session's Secret, none in plain
+ * text. With the data bridge, the bridge runs as on a warm instance (its token by reference too), but
+ * the session image reads the values from the environment: nothing is injected into a lazy session.
+ */
+export function lazyEnv(session: Session, appDefinition: AppDefinition): k8s.V1EnvVar[] {
   const secret = sessionEnvSecretName(session.metadata.name);
-  return Object.keys(lazyValues(session)).map((name) => ({
+  const values = Object.keys(lazyValues(session)).map((name) => ({
     name,
     valueFrom: { secretKeyRef: { name: secret, key: name } },
   }));
+  if (!dataBridgeEnabled(appDefinition.spec)) return values;
+  return [...values, ...bridgeEnv(appDefinition, { name: secret, key: SESSION_BRIDGE_TOKEN_KEY })];
 }
 
 /** A lazy session's proxy admits the user named in the session's Secret. */
@@ -195,21 +205,23 @@ export function lazyEnvFrom(session: Session): k8s.V1EnvFromSource[] {
   ];
 }
 
-/** Env of a generic warm instance: the data bridge is on and the session image reads values from it. */
-export function poolEnv(appDefinition: AppDefinition, id: number): k8s.V1EnvVar[] {
+/** Env that runs the data bridge in the IDE container, its token (where the operator keeps it) by reference. */
+function bridgeEnv(appDefinition: AppDefinition, token: k8s.V1SecretKeySelector): k8s.V1EnvVar[] {
   return [
     { name: 'DATA_BRIDGE_ENABLED', value: 'true' },
     { name: 'DATA_BRIDGE_PORT', value: String(dataBridgePort(appDefinition.spec)) },
     // The token the operator authenticates to the bridge with: a reference, never the value.
-    {
-      name: DATA_BRIDGE_TOKEN_ENV,
-      valueFrom: {
-        secretKeyRef: {
-          name: bridgeTokenSecretName(poolInstanceName(appDefinition.metadata.name, id)),
-          key: DATA_BRIDGE_TOKEN_KEY,
-        },
-      },
-    },
+    { name: DATA_BRIDGE_TOKEN_ENV, valueFrom: { secretKeyRef: token } },
+  ];
+}
+
+/** Env of a generic warm instance: the data bridge is on and the session image reads values from it. */
+export function poolEnv(appDefinition: AppDefinition, id: number): k8s.V1EnvVar[] {
+  return [
+    ...bridgeEnv(appDefinition, {
+      name: bridgeTokenSecretName(poolInstanceName(appDefinition.metadata.name, id)),
+      key: DATA_BRIDGE_TOKEN_KEY,
+    }),
     { name: 'SESSION_ENV_STRATEGY', value: 'data-bridge' },
   ];
 }

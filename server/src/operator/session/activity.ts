@@ -285,7 +285,7 @@ export class ActivityMonitor {
         : {
             outcome: 'failed',
             code: 'BridgeUnavailable',
-            message: bridged ? bridgeProblem : 'the session runs no data bridge (lazy start)',
+            message: bridged ? bridgeProblem : 'the session runs no data bridge',
           };
       annotations[ANNOTATIONS.workSaved] = result.outcome === 'saved' ? result.branch : result.outcome;
       if (result.outcome === 'saved') {

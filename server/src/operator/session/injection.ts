@@ -6,6 +6,7 @@ import type { Session } from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
 import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
 import type { Logger } from '../runtime/logger.js';
+import { readBridgeToken, readyPodAddress } from './session-bridge.js';
 
 export interface InjectionTarget {
   /** Label selector of the pods of the instance. */
@@ -90,18 +91,6 @@ export class DataInjector {
     if (!run.cancelled && ended && run.state.phase !== before) this.onChange(session.metadata.name);
   }
 
-  private async podAddress(target: InjectionTarget, namespace: string): Promise<string | undefined> {
-    const pods = await this.core.listNamespacedPod({ namespace, labelSelector: target.podSelector });
-    const ready = pods.items.find(
-      (p) =>
-        !p.metadata?.deletionTimestamp &&
-        p.status?.phase === 'Running' &&
-        p.status.podIP &&
-        (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
-    );
-    return ready?.status?.podIP;
-  }
-
   private async environment(session: Session): Promise<Record<string, string>> {
     const namespace = session.metadata.namespace ?? this.config.namespace;
     const configMaps = [];
@@ -130,16 +119,9 @@ export class DataInjector {
 
   /** The instance's data-bridge token, read by name from its Secret (the operator's own, not an env source). */
   private async bridgeToken(target: InjectionTarget, namespace: string): Promise<string> {
-    let secret: k8s.V1Secret;
-    try {
-      secret = await this.core.readNamespacedSecret({ name: target.tokenSecret, namespace });
-    } catch (error) {
-      if (isNotFound(error)) throw new Error(`data bridge token ${target.tokenSecret} not found`);
-      throw error;
-    }
-    const encoded = secret.data?.[DATA_BRIDGE_TOKEN_KEY];
-    if (!encoded) throw new Error(`data bridge token ${target.tokenSecret} has no ${DATA_BRIDGE_TOKEN_KEY}`);
-    return Buffer.from(encoded, 'base64').toString('utf8');
+    const token = await readBridgeToken(this.core, namespace, { name: target.tokenSecret, key: DATA_BRIDGE_TOKEN_KEY });
+    if (token === undefined) throw new Error(`data bridge token ${target.tokenSecret} not found`);
+    return token;
   }
 
   private async execute(session: Session, target: InjectionTarget, run: Run): Promise<void> {
@@ -150,7 +132,7 @@ export class DataInjector {
       if (run.cancelled) return;
       let error: string | undefined;
       try {
-        address = await this.podAddress(target, namespace);
+        address = await readyPodAddress(this.core, namespace, target.podSelector);
         if (!address) error = 'no ready pod';
         else {
           const response = await fetch(`http://${address}:${target.port}/health`, {

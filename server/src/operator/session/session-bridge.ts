@@ -10,7 +10,7 @@ import {
 import { LABELS } from '../../model/api-group.js';
 import { poolInstanceName, stripCredentials } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
-import { bridgeTokenSecretName } from '../manifests.js';
+import { bridgeTokenSecretName, SESSION_BRIDGE_TOKEN_KEY, sessionEnvSecretName, sessionPodApp } from '../manifests.js';
 
 /** Where a session's bridge answers, and the token it takes. */
 export interface BridgeTarget {
@@ -20,7 +20,7 @@ export interface BridgeTarget {
 
 /** The operator's side of the bridge's end-of-session routes; each call fails with a short reason. */
 export interface SessionBridgeApi {
-  /** Whether the session's IDE runs a bridge at all: an eager session of a data-bridge app definition. */
+  /** Whether the session's IDE runs a bridge at all: a started session of a data-bridge app definition. */
   hasBridge(session: Session, appDefinition: AppDefinition | undefined): boolean;
   /** The bridge of the session's current pod, or undefined when no pod of it is ready. */
   locate(session: Session, appDefinition: AppDefinition): Promise<BridgeTarget | undefined>;
@@ -35,9 +35,9 @@ export class BridgeCallError extends Error {
 }
 
 /**
- * Calls the bridge of an eager session's warm instance on its pod address (the cluster network, the
- * port the NetworkPolicy opens to the operator), with the instance's token read by name from its
- * Secret, as the data injection does. Lazy sessions run no bridge.
+ * Calls the bridge of a session's pod on its address (the cluster network, the port the NetworkPolicy
+ * opens to the operator), with the token read by name from its Secret, as the data injection does: a
+ * warm instance's own Secret, or a lazy session's Secret (the session's own token).
  */
 export class SessionBridge implements SessionBridgeApi {
   constructor(
@@ -47,46 +47,21 @@ export class SessionBridge implements SessionBridgeApi {
   ) {}
 
   hasBridge(session: Session, appDefinition: AppDefinition | undefined): boolean {
-    return (
-      !!appDefinition &&
-      dataBridgeEnabled(appDefinition.spec) &&
-      session.status?.startStrategy === 'eager' &&
-      session.status.instanceId !== undefined
-    );
+    if (!appDefinition || !dataBridgeEnabled(appDefinition.spec)) return false;
+    const strategy = session.status?.startStrategy;
+    if (strategy === 'eager') return session.status?.instanceId !== undefined;
+    return strategy === 'lazy' || strategy === 'lazy-fallback';
   }
 
   async locate(session: Session, appDefinition: AppDefinition): Promise<BridgeTarget | undefined> {
-    const instance = poolInstanceName(appDefinition.metadata.name, Number(session.status?.instanceId));
     const namespace = session.metadata.namespace ?? this.namespace;
-    const pods = await this.core.listNamespacedPod({
-      namespace,
-      labelSelector: `${LABELS.poolInstance}=${instance}`,
-    });
-    // A pod restarted for a workspace claim carries the session's label; an older one of the instance does not.
-    const address = pods.items.find((p) => {
-      const holder = p.metadata?.labels?.[LABELS.session];
-      return (
-        !p.metadata?.deletionTimestamp &&
-        (holder === undefined || holder === session.metadata.name) &&
-        !!p.status?.podIP &&
-        (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
-      );
-    })?.status?.podIP;
+    const where = bridgeLocation(session, appDefinition);
+    const address = await readyPodAddress(this.core, namespace, where.podSelector, where.accept);
     if (!address) return undefined;
-    let secret: k8s.V1Secret;
-    try {
-      secret = await this.core.readNamespacedSecret({ name: bridgeTokenSecretName(instance), namespace });
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
-    const encoded = secret.data?.[DATA_BRIDGE_TOKEN_KEY];
-    if (!encoded) return undefined;
+    const token = await readBridgeToken(this.core, namespace, where.token);
+    if (token === undefined) return undefined;
     const host = address.includes(':') ? `[${address}]` : address;
-    return {
-      url: `http://${host}:${dataBridgePort(appDefinition.spec)}`,
-      token: Buffer.from(encoded, 'base64').toString('utf8'),
-    };
+    return { url: `http://${host}:${dataBridgePort(appDefinition.spec)}`, token };
   }
 
   async notice(target: BridgeTarget, notice: StopNotice): Promise<void> {
@@ -150,4 +125,70 @@ export class SessionBridge implements SessionBridgeApi {
       throw new BridgeCallError(`${path} answered no JSON`);
     }
   }
+}
+
+/** A key of a Secret. */
+export interface SecretKey {
+  name: string;
+  key: string;
+}
+
+/** Where a session's bridge runs: which pods, and which key of which Secret holds its token. */
+export interface BridgeLocation {
+  podSelector: string;
+  /** Refuses a pod the selector matches that is not the session's. */
+  accept?: (pod: k8s.V1Pod) => boolean;
+  token: SecretKey;
+}
+
+/** A session's bridge: on its warm instance's pods (the instance's token), or on its own lazy pods (its own). */
+export function bridgeLocation(session: Session, appDefinition: AppDefinition): BridgeLocation {
+  if (session.status?.startStrategy === 'eager') {
+    const instance = poolInstanceName(appDefinition.metadata.name, Number(session.status.instanceId));
+    return {
+      podSelector: `${LABELS.poolInstance}=${instance}`,
+      // A pod restarted for a workspace claim carries the session's label; an older one of the instance does not.
+      accept: (pod) => [undefined, session.metadata.name].includes(pod.metadata?.labels?.[LABELS.session]),
+      token: { name: bridgeTokenSecretName(instance), key: DATA_BRIDGE_TOKEN_KEY },
+    };
+  }
+  return {
+    // The label carries the session's uid: a pod of an earlier session of the same name never matches.
+    podSelector: `app=${sessionPodApp(session)}`,
+    token: { name: sessionEnvSecretName(session.metadata.name), key: SESSION_BRIDGE_TOKEN_KEY },
+  };
+}
+
+/** The address of a ready pod the selector matches (and `accept` takes), not being deleted. */
+export async function readyPodAddress(
+  core: Pick<k8s.CoreV1Api, 'listNamespacedPod'>,
+  namespace: string,
+  podSelector: string,
+  accept: (pod: k8s.V1Pod) => boolean = () => true,
+): Promise<string | undefined> {
+  const pods = await core.listNamespacedPod({ namespace, labelSelector: podSelector });
+  return pods.items.find(
+    (p) =>
+      !p.metadata?.deletionTimestamp &&
+      !!p.status?.podIP &&
+      (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True') &&
+      accept(p),
+  )?.status?.podIP;
+}
+
+/** A bridge's token, read by name from the operator's Secret; undefined when the Secret or its key is missing. */
+export async function readBridgeToken(
+  core: Pick<k8s.CoreV1Api, 'readNamespacedSecret'>,
+  namespace: string,
+  token: SecretKey,
+): Promise<string | undefined> {
+  let secret: k8s.V1Secret;
+  try {
+    secret = await core.readNamespacedSecret({ name: token.name, namespace });
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+  const encoded = secret.data?.[token.key];
+  return encoded ? Buffer.from(encoded, 'base64').toString('utf8') : undefined;
 }

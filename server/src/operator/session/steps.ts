@@ -10,6 +10,7 @@ import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
 import {
+  dataBridgeEnabled,
   dataBridgePort,
   effectiveMinInstances,
   startDeadlineSeconds,
@@ -36,6 +37,7 @@ import {
   lazyAllowedUsers,
   lazyEnv,
   lazyEnvFrom,
+  newBridgeToken,
   ownerReference,
   poolInstanceName,
   routePath,
@@ -380,7 +382,9 @@ async function applyLazyResources(
     if (!deps.services.get(name)) deps.services.observe(await applyObject(deps.objects, ideService));
     return existing;
   }
-  await applyObject(deps.objects, sessionEnvSecret(session, deps.namespace));
+  // A new token whenever the Secret is written: only before the Deployment exists, so its pods read this one.
+  const bridgeToken = dataBridgeEnabled(appDefinition.spec) ? newBridgeToken() : undefined;
+  await applyObject(deps.objects, sessionEnvSecret(session, deps.namespace, bridgeToken));
   await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
   const applied = await applyObject(
     deps.objects,
@@ -394,7 +398,7 @@ async function applyLazyResources(
         appDefinition,
         config: deps.config,
         podApp,
-        env: lazyEnv(session),
+        env: lazyEnv(session, appDefinition),
         envFrom: lazyEnvFrom(session),
         claimName,
         configStore,
