@@ -1,0 +1,72 @@
+// Where the operator finds a session's data bridge: a warm instance's pods and token, or a lazy
+// session's own pod and the token in its own Secret; and how a lazy pod is given that token.
+import assert from 'node:assert/strict';
+import type { AppDefinition } from '../../src/model/app-definition.js';
+import type { Session } from '../../src/model/session.js';
+import { lazyEnv, SESSION_BRIDGE_TOKEN_KEY, sessionEnvSecret, sessionPodApp } from '../../src/operator/manifests.js';
+import { bridgeLocation, SessionBridge } from '../../src/operator/session/session-bridge.js';
+
+const TOKEN = 'bridge-token-0123456789abcdefghijklmnopq';
+
+function appDefinition(options: Record<string, string>): AppDefinition {
+  return {
+    apiVersion: 'ide-cloud.io/v1',
+    kind: 'AppDefinition',
+    metadata: { name: 'java' },
+    spec: { name: 'java', image: 'java:1', port: 3000, ingressname: 'sessions', options },
+  } as unknown as AppDefinition;
+}
+
+function session(status: Session['status']): Session {
+  return {
+    apiVersion: 'ide-cloud.io/v1',
+    kind: 'Session',
+    metadata: { name: 'lou-1', namespace: 'ns', uid: '5f0c4d9e-0000-4000-8000-000000000001' },
+    spec: { user: 'lou@example.com', appDefinition: 'java', envVars: { GIT_USER: 'Lou' } },
+    status,
+  } as unknown as Session;
+}
+
+describe('operator: the bridge of a session', () => {
+  const bridged = appDefinition({ dataBridgeEnabled: 'true', dataBridgePort: '16400' });
+  const plain = appDefinition({});
+  const bridges = new SessionBridge({} as never, 'ns', { requestMs: 1000, saveMs: 1000 });
+
+  it('eager and lazy sessions of a data-bridge app definition have one; none without the bridge or a start', () => {
+    assert.equal(bridges.hasBridge(session({ startStrategy: 'eager', instanceId: '2' }), bridged), true);
+    assert.equal(bridges.hasBridge(session({ startStrategy: 'lazy' }), bridged), true);
+    assert.equal(bridges.hasBridge(session({ startStrategy: 'lazy-fallback' }), bridged), true);
+    assert.equal(bridges.hasBridge(session({ startStrategy: 'lazy' }), plain), false);
+    assert.equal(bridges.hasBridge(session({ startStrategy: 'eager' }), bridged), false, 'no instance yet');
+    assert.equal(bridges.hasBridge(session({}), bridged), false);
+  });
+
+  it("a warm session's bridge is its instance's, a lazy one's on its own pod with its own Secret's token", () => {
+    const warm = bridgeLocation(session({ startStrategy: 'eager', instanceId: '2' }), bridged);
+    assert.equal(warm.podSelector, 'ide-cloud.io/pool-instance=java-pool-2');
+    assert.deepEqual(warm.token, { name: 'java-pool-2-bridge', key: 'token' });
+    const lazy = session({ startStrategy: 'lazy' });
+    const own = bridgeLocation(lazy, bridged);
+    assert.equal(own.podSelector, `app=${sessionPodApp(lazy)}`);
+    assert.deepEqual(own.token, { name: 'lou-1-env', key: SESSION_BRIDGE_TOKEN_KEY });
+  });
+
+  it('a lazy pod of a data-bridge app definition runs the bridge with the token by reference only', () => {
+    const lazy = session({ startStrategy: 'lazy' });
+    const env = Object.fromEntries(lazyEnv(lazy, bridged).map((e) => [e.name, e]));
+    assert.equal(env.DATA_BRIDGE_ENABLED?.value, 'true');
+    assert.equal(env.DATA_BRIDGE_PORT?.value, '16400');
+    assert.deepEqual(env.DATA_BRIDGE_TOKEN, {
+      name: 'DATA_BRIDGE_TOKEN',
+      valueFrom: { secretKeyRef: { name: 'lou-1-env', key: SESSION_BRIDGE_TOKEN_KEY } },
+    });
+    assert.equal(env.SESSION_ENV_STRATEGY, undefined, 'values come from the environment, nothing is injected');
+    const secret = sessionEnvSecret(lazy, 'ns', TOKEN);
+    assert.equal(Buffer.from(secret.data![SESSION_BRIDGE_TOKEN_KEY]!, 'base64').toString('utf8'), TOKEN);
+    assert.ok(!JSON.stringify(lazyEnv(lazy, bridged)).includes(TOKEN));
+
+    const without = lazyEnv(lazy, plain).map((e) => e.name);
+    assert.ok(!without.some((name) => name.startsWith('DATA_BRIDGE_')), without.join(' '));
+    assert.equal(sessionEnvSecret(lazy, 'ns').data![SESSION_BRIDGE_TOKEN_KEY], undefined);
+  });
+});
