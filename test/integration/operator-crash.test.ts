@@ -56,7 +56,7 @@ const ATTEMPTS = 3;
 interface KillPoint {
   signature: string;
   occurrence: number;
-  /** Whether the API server took it (a refused duplicate of a race may not come again: it changed nothing). */
+  /** Whether the API server took it when counted. */
   applied: boolean;
 }
 
@@ -80,7 +80,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
   let operator: ProxiedOperator | undefined;
   const started: ProxiedOperator[] = [];
   let bridge: Bridge | undefined;
-  /** What each kill hit, for the failure messages and the run's log. */
+  /** Where each kill hit (or which write did not come), printed at the end: the run's coverage. */
   const kills: string[] = [];
 
   const output = () =>
@@ -412,7 +412,8 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
    * Makes the phase again and kills the operator right after its write `point`, then starts a fresh
    * operator process. A launch must end Running with nothing leaked, and be cleaned up once deleted;
    * a stop must clean up everything. A write the phase does not always make (one more status write)
-   * may not come: the launch is then cleaned up and made again, a few times.
+   * may not come: the launch is then cleaned up and made again, a few times; the first write of each
+   * object that the API server took must come.
    */
   async function crashAt(phase: Phase, point: KillPoint, makeLaunch: (attempt: number) => Promise<Launch>) {
     const what = `${phase} write ${point.signature} #${point.occurrence}`;
@@ -466,8 +467,10 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       await cleanedUp(launch);
       return;
     }
-    // A write that changed nothing when counted (a 404 of two removing one route) is left out.
-    assert.ok(!point.applied, `${what} never came in ${ATTEMPTS} launches`);
+    // Left out only: a repeat of a write (a status written again, a config store applied again on a
+    // later pass: how many come depends on how many passes ran) and a write refused when counted (a
+    // 404 of two removing one route, which changed nothing).
+    assert.ok(point.occurrence > 1 || !point.applied, `${what} never came in ${ATTEMPTS} launches`);
   }
 
   before(async () => {
