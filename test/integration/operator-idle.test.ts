@@ -71,7 +71,8 @@ describe('operator: the idle sweep stops each session on its own', function () {
         },
       },
     });
-    await createAppDefinition(r, APP, { timeout: 1 });
+    // No warning window: idle stops come at once (the warning has its own suite, operator-stop-warning).
+    await createAppDefinition(r, APP, { timeout: 1, stopWarningSeconds: 0 });
     operator = await testOperator(cluster.kc, namespace, { eagerStart: false, activityIntervalMs: 300 }, logs);
   });
   after(async () => {

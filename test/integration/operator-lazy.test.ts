@@ -42,7 +42,8 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       options: { configStore: 'true' },
       sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
     });
-    await createAppDefinition(r, 'c-latest', { maxInstances: 1, timeout: 1 });
+    // No warning window: its idle stop comes at once (the warning has its own suite, operator-stop-warning).
+    await createAppDefinition(r, 'c-latest', { maxInstances: 1, timeout: 1, stopWarningSeconds: 0 });
     operator = await testOperator(cluster.kc, namespace, {
       eagerStart: false,
       sessionsPerUser: 2,
