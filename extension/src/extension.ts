@@ -2,6 +2,7 @@
 // context.subscriptions and is disposed by VS Code.
 import * as vscode from 'vscode';
 import { DataBridge } from './bridge.js';
+import { ActivityWatcher } from './activity.js';
 import { readBridgeConfig } from './config.js';
 import { StopNoticeWatcher } from './stop-notice.js';
 
@@ -28,14 +29,16 @@ export function activate(context: vscode.ExtensionContext): void {
       logger: channel,
     });
     watcher.start();
-    const active = () => void watcher.reportActivity();
-    context.subscriptions.push(
-      watcher,
-      vscode.workspace.onDidChangeTextDocument((e) => e.contentChanges.length > 0 && active()),
-      vscode.window.onDidChangeActiveTextEditor(active),
-      vscode.window.onDidChangeTextEditorSelection(active),
-      vscode.window.onDidChangeWindowState((state) => state.focused && active()),
+    const activity = new ActivityWatcher(
+      {
+        onDidChangeTextDocument: (listener) => vscode.workspace.onDidChangeTextDocument(listener),
+        onDidChangeActiveTextEditor: (listener) => vscode.window.onDidChangeActiveTextEditor(listener),
+        onDidChangeTextEditorSelection: (listener) => vscode.window.onDidChangeTextEditorSelection(listener),
+        onDidChangeWindowState: (listener) => vscode.window.onDidChangeWindowState(listener),
+      },
+      () => void watcher.reportActivity(),
     );
+    context.subscriptions.push(watcher, activity);
   }
 }
 
