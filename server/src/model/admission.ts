@@ -1,19 +1,22 @@
 /**
  * The lazy-start queue as both sides read it. The operator's gate (operator/session/admission.ts)
  * lets lazy starts create their Deployments at a rate, in creation order, and marks a session it
- * holds back with the Admitted condition False, reason Queued, once; the service derives each queued
- * session's position and an estimate from its session cache and the rate the condition's message
- * carries, so no one writes anything per waiting session while the queue moves.
+ * holds back with the Admitted condition False, reason Queued, and the gate's rate in
+ * `status.lazyStartRate`, in one write; the service derives each queued session's position and an
+ * estimate from its session cache and that rate, so no one writes anything per waiting session while
+ * the queue moves.
  */
 import { ANNOTATIONS } from './api-group.js';
 import { findCondition } from './conditions.js';
-import { isActiveSession, SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from './session.js';
+import {
+  isActiveSession,
+  SESSION_ADMITTED_CONDITION,
+  SessionAdmittedReason,
+  type LazyStartRate,
+  type Session,
+} from './session.js';
 
-/** The gate's rate: tokens per second, and how many it holds at most (a burst). */
-export interface LazyStartRate {
-  perSecond: number;
-  burst: number;
-}
+export type { LazyStartRate };
 
 /** Where a queued session stands: 1 is next; the estimate in whole seconds (absent without a known rate). */
 export interface QueuePlace {
@@ -23,20 +26,9 @@ export interface QueuePlace {
 
 type Queueable = Pick<Session, 'metadata' | 'status'>;
 
-const RATE = /the operator starts ([0-9]+(?:\.[0-9]+)?) per second \(bursts of ([0-9]+)\)/;
-
-/** The message of the Queued condition: it carries the rate, the one place the service learns it from. */
+/** The message of the Queued condition, for people; the rate itself is in `status.lazyStartRate`. */
 export function queuedMessage(rate: LazyStartRate): string {
   return `waiting for a lazy start: the operator starts ${rate.perSecond} per second (bursts of ${rate.burst}), in order of creation`;
-}
-
-/** The rate a Queued condition's message carries; undefined for any other text. */
-export function rateOfQueued(message: string | undefined): LazyStartRate | undefined {
-  const match = RATE.exec(message ?? '');
-  if (!match) return undefined;
-  const perSecond = Number(match[1]);
-  const burst = Number(match[2]);
-  return perSecond > 0 && burst >= 1 ? { perSecond, burst } : undefined;
 }
 
 /**
@@ -85,9 +77,9 @@ export function estimatedWaitSeconds(position: number, rate: LazyStartRate): num
   return Math.ceil(position / rate.perSecond);
 }
 
-/** The place of a queued session at `position` (from 1), with the estimate at the rate its own condition carries. */
+/** The place of a queued session at `position` (from 1), with the estimate at the rate its status carries. */
 export function placeAt(position: number, session: Queueable): QueuePlace {
-  const rate = rateOfQueued(findCondition(session.status?.conditions, SESSION_ADMITTED_CONDITION)?.message);
+  const rate = session.status?.lazyStartRate;
   return rate ? { position, estimatedWaitSeconds: estimatedWaitSeconds(position, rate) } : { position };
 }
 

@@ -29,6 +29,15 @@ export type StartStrategy = z.infer<typeof StartStrategySchema>;
 export const SessionErrorSchema = z.object({ code: z.number().int(), reason: z.string() }).strict();
 export type SessionError = z.infer<typeof SessionErrorSchema>;
 
+export const LazyStartRateSchema = z
+  .object({
+    perSecond: z.number().positive().describe('lazy starts the operator lets through per second'),
+    burst: z.number().int().min(1).describe('how many it lets through at once at most'),
+  })
+  .strict();
+/** The lazy-start gate's rate: tokens per second, and how many it holds at most (a burst). */
+export type LazyStartRate = z.infer<typeof LazyStartRateSchema>;
+
 export const SessionStatusSchema = z
   .object({
     observedGeneration: z.number().int().optional(),
@@ -38,6 +47,9 @@ export const SessionStatusSchema = z
     instanceId: z.string().optional(),
     lastActivity: z.string().optional().describe('RFC 3339 time of the last activity report'),
     error: SessionErrorSchema.optional(),
+    lazyStartRate: LazyStartRateSchema.optional().describe(
+      'the rate of the lazy-start gate that queued the session (Admitted False, Queued), for the estimate of its wait',
+    ),
     conditions: ConditionsSchema.optional(),
   })
   .strict();

@@ -3,9 +3,9 @@ import {
   byCreation,
   estimatedWaitSeconds,
   placeIn,
+  placeAt,
   queuedMessage,
   queueOf,
-  rateOfQueued,
 } from '../../src/model/admission.js';
 import { setCondition } from '../../src/model/conditions.js';
 import {
@@ -46,16 +46,22 @@ function session(
       ...(extra.deleting ? { deletionTimestamp: '2026-01-01T00:00:09Z' } : {}),
     },
     spec: { user: name, appDefinition: 'python' },
-    status: { phase: 'Starting', ...(conditions ? { conditions } : {}) },
+    status: {
+      phase: 'Starting',
+      ...(conditions ? { conditions } : {}),
+      ...(admitted === 'False' ? { lazyStartRate: RATE } : {}),
+    },
   };
 }
 
 describe('model: the lazy-start queue', () => {
-  it('the Queued message carries the rate, and only that text is read as one', () => {
-    assert.deepEqual(rateOfQueued(queuedMessage(RATE)), RATE);
-    assert.deepEqual(rateOfQueued(queuedMessage({ perSecond: 12, burst: 30 })), { perSecond: 12, burst: 30 });
-    assert.equal(rateOfQueued('waiting for the IDE pod'), undefined);
-    assert.equal(rateOfQueued(undefined), undefined);
+  it('the estimate reads the rate from the status, whatever the condition message says', () => {
+    const queued = session('q', '2026-01-01T00:00:01Z', 'False');
+    assert.deepEqual(placeAt(3, queued), { position: 3, estimatedWaitSeconds: 6 });
+    queued.status!.conditions![0]!.message = 'reworded';
+    assert.deepEqual(placeAt(3, queued), { position: 3, estimatedWaitSeconds: 6 });
+    delete queued.status!.lazyStartRate;
+    assert.deepEqual(placeAt(3, queued), { position: 3 });
   });
 
   it('orders by creation time, then name (creation times have whole seconds)', () => {

@@ -7,9 +7,10 @@
  * What is kept in memory is only what a restart may lose: the bucket (a new leader starts it full)
  * and the tokens granted to sessions whose Deployment is not there yet. Who waits is read from the
  * session cache on every pass (level-triggered): a restarted operator finds the same queue. A
- * session held back gets the Admitted condition False, reason Queued, once (its message carries the
- * rate, so the service can tell the queue's position and an estimate) and comes back when its token
- * is due: nothing is written while it waits.
+ * session held back gets the Admitted condition False, reason Queued, and the rate in
+ * `status.lazyStartRate`, in one write (so the service can tell the queue's position and an
+ * estimate), and comes back when its token is due: nothing is written while it waits. With the gate
+ * off, a session still queued by an earlier configuration is admitted on its next pass.
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Informer } from '../../kube/informer.js';
@@ -123,6 +124,8 @@ export interface AdmissionDeps {
   admission?: LazyStartGate;
   sessions: Pick<Informer<Session>, 'list'>;
   deployments: Pick<Informer<k8s.V1Deployment>, 'get'>;
+  /** The clock of the admission's time (ms since the epoch). */
+  now?: () => number;
 }
 
 const strategyOf = (session: Session): string | undefined =>
@@ -162,12 +165,18 @@ function admitted(session: Session, pass: Pass, at: number, message: string): vo
  */
 export function admitLazyStart(deps: AdmissionDeps, session: Session, pass: Pass): void {
   const gate = deps.admission;
-  if (!gate) return;
   const name = session.metadata.name;
   const current = findCondition(pass.status.conditions, SESSION_ADMITTED_CONDITION);
   if (current?.status === 'True') return;
+  const now = (deps.now ?? Date.now)();
+  // A session queued by a gate that is off now (a new configuration) passes: queued, it would have
+  // no start deadline and the service would keep showing it in a queue that no longer moves.
+  if (!gate) {
+    if (current) admitted(session, pass, now, 'the lazy-start gate is off');
+    return;
+  }
   if (hasDeployment(deps, name)) {
-    if (current) admitted(session, pass, Date.now(), 'its Deployment exists');
+    if (current) admitted(session, pass, now, 'its Deployment exists');
     return;
   }
   const entry = (s: Session): GateEntry => ({
@@ -192,6 +201,8 @@ export function admitLazyStart(deps: AdmissionDeps, session: Session, pass: Pass
     reason: SessionAdmittedReason.queued,
     message: queuedMessage(gate.rate),
   });
+  // In the same status write as the condition: the service's estimate reads it there.
+  pass.status.lazyStartRate = { ...gate.rate };
   throw new RetryLater('queued for a lazy start', decision.retryAfterMs);
 }
 

@@ -5,7 +5,7 @@
  * session throws FailObject.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { applyObject, isConflict } from '../../kube/client.js';
+import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
@@ -44,6 +44,7 @@ import {
   service,
   sessionLabels,
   sessionPodApp,
+  SESSION_BRIDGE_TOKEN_KEY,
   sessionEnvSecret,
   sessionPodTemplate,
   sessionUrl,
@@ -65,7 +66,7 @@ export interface SessionStepDeps {
   sessions: Informer<Session>;
   appDefinitions: Pick<Informer<AppDefinition>, 'find'>;
   workspaces: Pick<Informer<Workspace>, 'find'>;
-  deployments: Pick<Informer<k8s.V1Deployment>, 'get'>;
+  deployments: Pick<Informer<k8s.V1Deployment>, 'get' | 'observe'>;
   /** The pods IDE Cloud manages: what a starting session's pods are in (session/start-failure.ts). */
   pods: Pick<Informer<k8s.V1Pod>, 'list'>;
   services: Pick<Informer<k8s.V1Service>, 'get' | 'observe'>;
@@ -382,9 +383,7 @@ async function applyLazyResources(
     if (!deps.services.get(name)) deps.services.observe(await applyObject(deps.objects, ideService));
     return existing;
   }
-  // A new token whenever the Secret is written: only before the Deployment exists, so its pods read this one.
-  const bridgeToken = dataBridgeEnabled(appDefinition.spec) ? newBridgeToken() : undefined;
-  await applyObject(deps.objects, sessionEnvSecret(session, deps.namespace, bridgeToken));
+  await applySessionSecret(deps, session, dataBridgeEnabled(appDefinition.spec));
   await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
   const applied = await applyObject(
     deps.objects,
@@ -407,8 +406,46 @@ async function applyLazyResources(
       }),
     }),
   );
+  // Into the cache at once: a pass that comes before the Deployment's watch event must not apply it all again.
+  deps.deployments.observe(applied);
   deps.services.observe(await applyObject(deps.objects, ideService));
   return applied;
+}
+
+/**
+ * The session's Secret, written only when it is missing or differs. Its bridge token is the session's
+ * for good: a pass that comes again before the Deployment is seen (or after a restart between the two
+ * writes) keeps the token the Secret holds, since a pod may already have started with it and the
+ * operator reaches that pod's bridge with the Secret's token. A new one only for a Secret that is not
+ * this session's (a namesake's left to the garbage collector).
+ */
+async function applySessionSecret(deps: SessionStepDeps, session: Session, bridge: boolean): Promise<void> {
+  const wanted = sessionEnvSecret(session, deps.namespace);
+  const current = await readObject<k8s.V1Secret>(deps.objects, wanted);
+  const own = current?.metadata?.ownerReferences?.some((o) => o.uid === session.metadata.uid) ?? false;
+  const kept = own ? current?.data?.[SESSION_BRIDGE_TOKEN_KEY] : undefined;
+  if (bridge) {
+    wanted.data![SESSION_BRIDGE_TOKEN_KEY] = kept ?? Buffer.from(newBridgeToken()).toString('base64');
+  }
+  if (own && sameData(current?.data, wanted.data)) return;
+  await applyObject(deps.objects, wanted);
+}
+
+async function readObject<T extends k8s.KubernetesObject>(
+  objects: k8s.KubernetesObjectApi,
+  spec: T,
+): Promise<T | undefined> {
+  try {
+    return (await objects.read(spec as k8s.KubernetesObject & { metadata: { name: string } })) as T;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+function sameData(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const left = Object.entries(a ?? {});
+  return left.length === Object.keys(b ?? {}).length && left.every(([k, v]) => b?.[k] === v);
 }
 
 /**

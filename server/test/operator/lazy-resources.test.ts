@@ -1,0 +1,167 @@
+// A lazy session's own objects: written once, whatever the passes, and one bridge token for good.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { AppDefinition } from '../../src/model/app-definition.js';
+import { SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from '../../src/model/session.js';
+import { parseOperatorConfig } from '../../src/operator/config.js';
+import { SESSION_BRIDGE_TOKEN_KEY } from '../../src/operator/manifests.js';
+import { admitLazyStart } from '../../src/operator/session/admission.js';
+import { Pass } from '../../src/operator/session/status.js';
+import { provision, type SessionStepDeps } from '../../src/operator/session/steps.js';
+
+const NAMESPACE = 'ns';
+
+const appDefinition = {
+  apiVersion: 'ide-cloud.io/v1',
+  kind: 'AppDefinition',
+  metadata: { name: 'java', uid: 'app-uid', generation: 1 },
+  spec: {
+    name: 'java',
+    image: 'java:1',
+    port: 3000,
+    ingressname: 'sessions',
+    options: { dataBridgeEnabled: 'true', dataBridgePort: '16400' },
+    sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
+  },
+} as unknown as AppDefinition;
+
+function session(uid = '5f0c4d9e-0000-4000-8000-000000000001'): Session {
+  return {
+    apiVersion: 'ide-cloud.io/v1',
+    kind: 'Session',
+    metadata: { name: 'lou-1', namespace: NAMESPACE, uid, generation: 1 },
+    spec: { user: 'lou@example.com', appDefinition: 'java', envVars: { GIT_USER: 'Lou' } },
+    status: { startStrategy: 'lazy' },
+  } as unknown as Session;
+}
+
+/** A cache that sees only what is observed into it (its watch events never come in this test). */
+function cache<T extends k8s.KubernetesObject>() {
+  const objects = new Map<string, T>();
+  return {
+    get: (name: string) => objects.get(name),
+    observe: (object: T) => void objects.set(object.metadata!.name!, object),
+  };
+}
+
+/** The API server's objects, written by server-side apply: every write recorded as kind/name. */
+function objectsApi() {
+  const stored = new Map<string, k8s.KubernetesObject>();
+  const writes: string[] = [];
+  let version = 0;
+  const key = (o: k8s.KubernetesObject) => `${o.kind}/${o.metadata!.name}`;
+  const api = {
+    patch: async (object: k8s.KubernetesObject) => {
+      writes.push(key(object));
+      const written = structuredClone({
+        ...object,
+        metadata: { ...object.metadata, resourceVersion: String(++version) },
+      });
+      stored.set(key(object), written);
+      return structuredClone(written);
+    },
+    read: async (spec: k8s.KubernetesObject) => {
+      const found = stored.get(key(spec));
+      if (!found) throw new k8s.ApiException(404, 'not found', {}, {});
+      return structuredClone(found);
+    },
+  };
+  return { api: api as unknown as k8s.KubernetesObjectApi, stored, writes };
+}
+
+function deps(objects: k8s.KubernetesObjectApi) {
+  return {
+    config: parseOperatorConfig({ namespace: NAMESPACE }),
+    namespace: NAMESPACE,
+    objects,
+    deployments: cache<k8s.V1Deployment>(),
+    services: cache<k8s.V1Service>(),
+    sessions: { list: () => [] },
+  } as unknown as SessionStepDeps;
+}
+
+const token = (stored: Map<string, k8s.KubernetesObject>) =>
+  (stored.get('Secret/lou-1-env') as k8s.V1Secret | undefined)?.data?.[SESSION_BRIDGE_TOKEN_KEY];
+
+describe('operator: the objects of a lazy session', () => {
+  it('passes that come before the Deployment is seen write nothing again and keep the token', async () => {
+    const server = objectsApi();
+    const d = deps(server.api);
+    const s = session();
+    for (let pass = 0; pass < 3; pass++) {
+      await provision(d, s, { appDefinition }, new Pass(s), undefined, undefined);
+    }
+    assert.deepEqual(server.writes, [
+      'Secret/lou-1-env',
+      'Service/lou-1-db',
+      'Deployment/lou-1-db',
+      'Deployment/lou-1',
+      'Service/lou-1',
+    ]);
+    assert.ok(token(server.stored));
+  });
+
+  it('a pass after a restart between the Secret and the Deployment keeps the Secret and its token', async () => {
+    const server = objectsApi();
+    const s = session();
+    const first = deps(server.api);
+    // The first operator wrote the Secret (and a pod could have read it), then died before the Deployment.
+    await provision(first, s, { appDefinition }, new Pass(s), undefined, undefined);
+    const written = token(server.stored);
+    server.stored.delete('Deployment/lou-1');
+    server.writes.length = 0;
+    await provision(deps(server.api), s, { appDefinition }, new Pass(s), undefined, undefined);
+    assert.equal(token(server.stored), written);
+    assert.deepEqual(server.writes, ['Service/lou-1-db', 'Deployment/lou-1-db', 'Deployment/lou-1', 'Service/lou-1']);
+  });
+
+  it("a namesake's Secret (another session of that name) gets this session's values and a token of its own", async () => {
+    const server = objectsApi();
+    await provision(
+      deps(server.api),
+      session('old-uid'),
+      { appDefinition },
+      new Pass(session('old-uid')),
+      undefined,
+      undefined,
+    );
+    const theirs = token(server.stored);
+    const s = session();
+    await provision(deps(server.api), s, { appDefinition }, new Pass(s), undefined, undefined);
+    const secret = server.stored.get('Secret/lou-1-env') as k8s.V1Secret;
+    assert.equal(secret.metadata?.ownerReferences?.[0]?.uid, s.metadata.uid);
+    assert.notEqual(token(server.stored), theirs);
+  });
+});
+
+describe('operator: the lazy-start gate turned off', () => {
+  it('a session queued under a gate admits at its next pass, at the injected clock', () => {
+    const s = session();
+    s.status = {
+      startStrategy: 'lazy',
+      lazyStartRate: { perSecond: 0.1, burst: 1 },
+      conditions: [
+        {
+          type: SESSION_ADMITTED_CONDITION,
+          status: 'False',
+          reason: SessionAdmittedReason.queued,
+          message: 'waiting',
+          lastTransitionTime: '2026-01-01T00:00:00Z',
+        },
+      ],
+    };
+    const pass = new Pass(s);
+    const at = Date.parse('2026-01-01T00:05:00Z');
+    admitLazyStart({ sessions: { list: () => [] }, deployments: { get: () => undefined }, now: () => at }, s, pass);
+    const admitted = pass.status.conditions?.find((c) => c.type === SESSION_ADMITTED_CONDITION);
+    assert.equal(admitted?.status, 'True');
+    assert.equal(admitted?.lastTransitionTime, new Date(at).toISOString());
+  });
+
+  it('a session the gate never met gets no Admitted condition', () => {
+    const s = session();
+    const pass = new Pass(s);
+    admitLazyStart({ sessions: { list: () => [] }, deployments: { get: () => undefined } }, s, pass);
+    assert.equal(pass.status.conditions, undefined);
+  });
+});
