@@ -1,7 +1,7 @@
 // A proxy between one operator process and the real kube-apiserver, for crash tests: it counts the
 // operator's writes and, on the one asked for, lets the write reach the API server and kills the
 // operator before the answer gets back, so the write took effect and the operator never learnt it.
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -183,6 +183,7 @@ export async function startKubeWriteProxy(
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       agent.destroy();
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }
