@@ -122,6 +122,107 @@ describe('agent: saving the work before a stop', function () {
     assertNoSecrets(log.text + cloneLog.text, secrets);
   });
 
+  describe('pushes that no longer go to the repository a credential belongs to', () => {
+    let elsewhere: GitServer;
+    before(async () => {
+      // Another host that would accept the participation's token: a leak would show as its user.
+      elsewhere = await startGitServer({ users: { stud05: PARTICIPATION_TOKEN, student: PASSWORD } });
+      await elsewhere.createRepository('course/save-participation.git', { files: { 'Task.java': 'class Task {}\n' } });
+      await elsewhere.createRepository('course/save.git', { files: { 'main.py': 'print("v1")\n' } });
+    });
+    after(() => elsewhere.close());
+
+    async function participationClone(name: string): Promise<string> {
+      const dir = path.join(sandbox.dir, name);
+      await cloneParticipation({
+        platformUrl: platform.url,
+        platformToken: PLATFORM_TOKEN,
+        participationId: '51',
+        repository: `${git.url}/course/save-participation.git`,
+        participant: 'stud05',
+        dir,
+        log: new CapturedLog(secrets),
+        env: sandbox.env,
+        credentialCacheSeconds: 0,
+      });
+      await writeFile(path.join(dir, 'Task.java'), 'class Task { int answer = 43; }\n');
+      return dir;
+    }
+
+    async function assertRefused(dir: string): Promise<void> {
+      const asked = platform.requests.length;
+      const log = new CapturedLog(secrets);
+      const error = await saveWork({
+        dir,
+        values: { PLATFORM_URL: platform.url, PLATFORM_TOKEN },
+        log,
+        env: sandbox.env,
+      }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof AgentError, String(error));
+      assert.equal(error.code, 'RepositoryChanged');
+      assert.equal(
+        error.message,
+        `origin pushes to ${elsewhere.url}/course/save-participation.git, not to the repository of participation 51 (${git.url}/course/save-participation.git), so the participation's token is not sent there`,
+      );
+      assertNoSecrets(`${error.message} ${error.hint} ${log.text}`, secrets);
+      assert.equal(platform.requests.length, asked, 'no token was even asked for');
+      assert.deepEqual(
+        elsewhere.requests.filter((r) => r.user !== undefined || r.path.endsWith('/git-receive-pack')),
+        [],
+        'nothing pushed there and no credential it accepts sent there',
+      );
+      assert.equal(
+        await gitIn(
+          path.join(elsewhere.root, 'course/save-participation.git'),
+          'for-each-ref',
+          '--format=%(refname)',
+          'refs/heads/ide-cloud',
+        ),
+        '',
+      );
+    }
+
+    it('origin set to another host: nothing pushed, no token sent, a clear error', async () => {
+      const dir = await participationClone('ws-origin-elsewhere');
+      await gitIn(dir, 'remote', 'set-url', 'origin', `${elsewhere.url}/course/save-participation.git`);
+      await assertRefused(dir);
+    });
+
+    it('a pushInsteadOf rule sending origin’s pushes to another host: the same', async () => {
+      const dir = await participationClone('ws-push-rewritten');
+      await gitIn(dir, 'config', `url.${elsewhere.url}/.pushInsteadOf`, `${git.url}/`);
+      await assertRefused(dir);
+    });
+
+    it('a pushInsteadOf rule sending GIT_URI’s repository to another host: GIT_URI’s credential is not sent', async () => {
+      const dir = path.join(sandbox.dir, 'ws-uri-rewritten');
+      const values = { GIT_URI: git.urlWithCredentials('course/save.git', 'student', PASSWORD) };
+      await bootstrapWorkspace({ values, dir, log: new CapturedLog(secrets), env: sandbox.env });
+      await writeFile(path.join(dir, 'main.py'), 'print("v4")\n');
+      await gitIn(dir, 'config', `url.${elsewhere.url}/.pushInsteadOf`, `${git.url}/`);
+      const log = new CapturedLog(secrets);
+      await saveWork({ dir, values, log, env: sandbox.env }).catch(() => undefined);
+      assertNoSecrets(log.text, secrets);
+      assert.deepEqual(
+        elsewhere.requests.filter((r) => r.user !== undefined),
+        [],
+        'no credential it accepts sent there',
+      );
+      assert.equal(
+        await gitIn(
+          path.join(elsewhere.root, 'course/save.git'),
+          'for-each-ref',
+          '--format=%(refname)',
+          'refs/heads/ide-cloud',
+        ),
+        '',
+      );
+    });
+  });
+
   it('a refused push fails with what to do, no token in the message', async () => {
     const dir = path.join(sandbox.dir, 'ws-refused');
     const values = { GIT_URI: git.urlWithCredentials('course/save.git', 'student', PASSWORD) };

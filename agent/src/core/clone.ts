@@ -43,8 +43,8 @@ async function exists(p: string): Promise<boolean> {
   );
 }
 
-/** Normalises a remote for comparison: no credentials, no trailing `/` or `.git`. */
-function sameRepository(a: string, b: string): boolean {
+/** Whether two remotes name one repository: compared without credentials, trailing `/` or `.git`. */
+export function sameRepository(a: string, b: string): boolean {
   const norm = (uri: string) =>
     stripCredentials(uri)
       .replace(/\/+$/, '')

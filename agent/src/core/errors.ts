@@ -15,6 +15,7 @@ export type AgentErrorCode =
   | 'WorkspaceConflict'
   | 'GitFailed'
   | 'NoRepository'
+  | 'RepositoryChanged'
   | 'UnknownTemplate';
 
 export class AgentError extends Error {

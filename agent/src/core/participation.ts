@@ -8,8 +8,15 @@ import type { RedactingLog } from './log.js';
 import { PlatformClient } from './platform.js';
 import { stripCredentials } from './redact.js';
 
-/** Keys of a participation clone's local git config naming its participation and participant. */
-export const PARTICIPATION_CONFIG = { id: 'ide-cloud.participationId', participant: 'ide-cloud.participant' } as const;
+/**
+ * Keys of a participation clone's local git config naming its participation, participant and the
+ * repository it was cloned from (the only one a save sends the participation's token to).
+ */
+export const PARTICIPATION_CONFIG = {
+  id: 'ide-cloud.participationId',
+  participant: 'ide-cloud.participant',
+  repository: 'ide-cloud.repository',
+} as const;
 
 /** `https://<participant>:<token>@host/path.git` from a repository URL (any credentials in it replaced). */
 export function participationCloneUrl(repository: string, participant: string, token: string): string {
@@ -60,6 +67,10 @@ export async function cloneParticipation(options: ParticipationCloneOptions): Pr
     // Where a later save of the student's work gets a fresh token from (core/save.ts); no secret.
     await git(['-C', options.dir, 'config', '--local', PARTICIPATION_CONFIG.id, options.participationId], options);
     await git(['-C', options.dir, 'config', '--local', PARTICIPATION_CONFIG.participant, options.participant], options);
+    await git(
+      ['-C', options.dir, 'config', '--local', PARTICIPATION_CONFIG.repository, stripCredentials(url)],
+      options,
+    );
   }
   if (result.outcome === 'already-present') {
     // The same repository is there already: the fresh token serves its next push instead.

@@ -3,11 +3,12 @@
 // The commit is made on a private index and pushed by its id, so the student's branch, index and
 // working tree stay exactly as they were (the stop may still not happen). The push authenticates with
 // a fresh participation token from the learning platform when the repository came from a participation
-// clone, else with the credential of GIT_URI; either travels to git through the environment only.
+// clone, else with the credential of GIT_URI; either travels to git through the environment only, and
+// only to the repository it belongs to.
 import { randomBytes } from 'node:crypto';
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { ENVIRONMENT_CREDENTIAL_HELPER } from './clone.js';
+import { ENVIRONMENT_CREDENTIAL_HELPER, sameRepository } from './clone.js';
 import { urlCredential } from './credentials.js';
 import { AgentError } from './errors.js';
 import { git, GitCommandError, type GitOptions } from './git.js';
@@ -67,12 +68,15 @@ async function optional(args: string[], options: GitOptions): Promise<string | u
   }
 }
 
-function sameRepository(a: string, b: string): boolean {
-  const norm = (uri: string) =>
-    stripCredentials(uri)
-      .replace(/\/+$/, '')
-      .replace(/\.git$/, '');
-  return norm(a) === norm(b);
+/**
+ * Whether a push to `remote` (origin's URL as git expands it) goes there: origin's URL as configured,
+ * fetch and push, is that very repository, so no url.*.insteadOf or pushInsteadOf rule of the
+ * repository's or the user's config sends it, and a credential with it, to another host.
+ */
+async function pushesTo(repo: string, remote: string, options: GitOptions): Promise<boolean> {
+  const configured = await optional(['-C', repo, 'config', '--get', 'remote.origin.url'], options);
+  const push = await optional(['-C', repo, 'remote', 'get-url', '--push', 'origin'], options);
+  return [configured, push].every((url) => url !== undefined && sameRepository(url, remote));
 }
 
 /** The user and password the push sends, or undefined to leave it to the clone's own helpers. */
@@ -88,6 +92,21 @@ async function pushCredential(
     const participant =
       (await optional(['-C', repo, 'config', '--local', PARTICIPATION_CONFIG.participant], options)) ?? values.GIT_USER;
     if (participant) {
+      // The participation's token goes only to the repository its clone came from: not to a host that
+      // origin was changed to since (by hand, a tool or a rewrite rule).
+      const named = await optional(['-C', repo, 'config', '--local', PARTICIPATION_CONFIG.repository], options);
+      if (!named || !sameRepository(named, remote) || !(await pushesTo(repo, remote, options))) {
+        const pushUrl = (await optional(['-C', repo, 'remote', 'get-url', '--push', 'origin'], options)) ?? remote;
+        throw new AgentError(
+          'RepositoryChanged',
+          `origin pushes to ${stripCredentials(pushUrl)}, not to the repository of participation ${participationId}${
+            named ? ` (${stripCredentials(named)})` : ''
+          }, so the participation's token is not sent there`,
+          named
+            ? `Set origin back with: git remote set-url origin ${stripCredentials(named)} (and remove url.*.insteadOf rules for it); nothing was saved`
+            : 'Clone the participation again to save from it; nothing was saved',
+        );
+      }
       const platform = new PlatformClient({
         platformUrl: values.PLATFORM_URL,
         platformToken: values.PLATFORM_TOKEN,
@@ -99,7 +118,7 @@ async function pushCredential(
       return { username: participant, password: token };
     }
   }
-  if (values.GIT_URI && sameRepository(values.GIT_URI, remote)) {
+  if (values.GIT_URI && sameRepository(values.GIT_URI, remote) && (await pushesTo(repo, remote, options))) {
     log.addUrlCredentials(values.GIT_URI);
     return urlCredential(values.GIT_URI);
   }
