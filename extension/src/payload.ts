@@ -127,6 +127,29 @@ export function parseNoticePayload(body: string): StopNotice {
 }
 
 /** Bodies of POST /activity and POST /save carry nothing: empty, or `{}`. */
+const MAX_SAVE_TIMEOUT_SECONDS = 3600;
+
+/**
+ * Parses the body of POST /save (server/src/model/data-bridge.ts, SaveWorkRequest): empty, `{}`, or
+ * `{"timeoutSeconds": int}`, how long the operator waits for the answer.
+ */
+export function parseSavePayload(body: string): { timeoutSeconds?: number } {
+  if (body.trim() === '') return {};
+  const parsed = parseObject(body);
+  refuseUnknown(parsed, ['timeoutSeconds']);
+  const { timeoutSeconds } = parsed;
+  if (timeoutSeconds === undefined) return {};
+  if (
+    typeof timeoutSeconds !== 'number' ||
+    !Number.isInteger(timeoutSeconds) ||
+    timeoutSeconds < 1 ||
+    timeoutSeconds > MAX_SAVE_TIMEOUT_SECONDS
+  ) {
+    throw new InvalidInputError(`field "timeoutSeconds" must be an integer from 1 to ${MAX_SAVE_TIMEOUT_SECONDS}`);
+  }
+  return { timeoutSeconds };
+}
+
 export function parseEmptyPayload(body: string): void {
   if (body.trim() === '') return;
   refuseUnknown(parseObject(body), []);

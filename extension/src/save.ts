@@ -1,6 +1,8 @@
 // POST /save: runs the session agent's save (`ide-cloud-agent save --json`) on the workspace, with the
 // launch values it needs in its environment (never in its arguments, which anyone on the machine can
 // list), and answers what it did. One save at a time: a second request while one runs gets its result.
+// The operator says how long it waits for the answer (`timeoutSeconds`): the agent is stopped early
+// enough to answer within it, so no save goes on once the operator has given up and stops the session.
 import { spawn } from 'node:child_process';
 import type { Logger } from './logger.js';
 import type { EnvironmentStore } from './store.js';
@@ -9,6 +11,17 @@ import type { EnvironmentStore } from './store.js';
 const AGENT_KEYS = ['GIT_URI', 'GIT_USER', 'GIT_MAIL', 'PLATFORM_URL', 'PLATFORM_TOKEN'] as const;
 export const DEFAULT_AGENT_COMMAND = 'ide-cloud-agent';
 export const DEFAULT_SAVE_TIMEOUT_MS = 120_000;
+
+/**
+ * How long the agent may run when the caller waits `timeoutSeconds` for the answer: that less a
+ * margin to stop it and answer (a tenth, from 1 to 5 s), never more than the bridge's own bound.
+ */
+export function agentTimeoutMs(ownBoundMs: number, timeoutSeconds: number | undefined): number {
+  if (timeoutSeconds === undefined) return ownBoundMs;
+  const callerMs = timeoutSeconds * 1000;
+  const margin = Math.min(5000, Math.max(1000, callerMs / 10));
+  return Math.min(ownBoundMs, Math.max(500, callerMs - margin));
+}
 
 export type SaveOutcome =
   | { outcome: 'saved'; branch: string; repository: string }
@@ -34,12 +47,13 @@ export class WorkSaver {
     private readonly options: WorkSaverOptions,
   ) {}
 
-  save(): Promise<SaveOutcome> {
-    this.running ??= this.run().finally(() => (this.running = undefined));
+  /** Runs the save, or joins the one under way; `timeoutSeconds`: how long the caller waits. */
+  save(timeoutSeconds?: number): Promise<SaveOutcome> {
+    this.running ??= this.run(timeoutSeconds).finally(() => (this.running = undefined));
     return this.running;
   }
 
-  private async run(): Promise<SaveOutcome> {
+  private async run(timeoutSeconds: number | undefined): Promise<SaveOutcome> {
     const dir = this.options.workspaceDir;
     if (!dir) return this.failed('SaveUnavailable', 'the bridge knows no workspace folder (WORKSPACE_DIR)');
     const env: NodeJS.ProcessEnv = { ...(this.options.baseEnv ?? process.env), ...this.store.pick(AGENT_KEYS) };
@@ -50,7 +64,7 @@ export class WorkSaver {
       this.options.agentCommand ?? DEFAULT_AGENT_COMMAND,
       ['save', '--json', '--dir', dir],
       env,
-      this.options.timeoutMs ?? DEFAULT_SAVE_TIMEOUT_MS,
+      agentTimeoutMs(this.options.timeoutMs ?? DEFAULT_SAVE_TIMEOUT_MS, timeoutSeconds),
     );
     const result = parseAgentAnswer(stdout);
     if (!result) {

@@ -11,7 +11,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.js';
 import type { SessionLifecycle } from './lifecycle.js';
-import { InvalidInputError, parseDataPayload, parseEmptyPayload, parseNoticePayload } from './payload.js';
+import {
+  InvalidInputError,
+  parseDataPayload,
+  parseEmptyPayload,
+  parseNoticePayload,
+  parseSavePayload,
+} from './payload.js';
 import type { WorkSaver } from './save.js';
 import { PersistError, type EnvironmentStore } from './store.js';
 
@@ -169,9 +175,9 @@ export class BridgeServer {
       if (path === '/save') {
         if (req.method !== 'POST') throw methodNotAllowed('POST');
         this.authenticate(req);
-        parseEmptyPayload(await this.readBody(req));
+        const { timeoutSeconds } = parseSavePayload(await this.readBody(req));
         const result = this.options.saver
-          ? await this.options.saver.save()
+          ? await this.options.saver.save(timeoutSeconds)
           : { outcome: 'failed', code: 'SaveUnavailable', message: 'this bridge does not save work' };
         return send(res, 200, result);
       }

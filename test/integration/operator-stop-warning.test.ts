@@ -20,6 +20,7 @@ import { cloneParticipation, RedactingLog } from '../../agent/src/core/index.js'
 import { makeSandbox, type Sandbox } from '../../agent/test/helpers.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
+import { parseStopWarning } from '../../server/src/model/data-bridge.js';
 import type { Session } from '../../server/src/model/session.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
@@ -331,9 +332,11 @@ describe('operator: a warning before any stop, activity keeps the session, then 
 
     // The warning is recorded on the Session (once: an annotation, no status write).
     const warned = await eventually(async () => {
-      const at = Date.parse((await r.sessions.get('idle-quiet')).metadata.annotations?.[ANNOTATIONS.stopWarning] ?? '');
-      assert.ok(Number.isFinite(at), 'the warning is not annotated yet');
-      return at;
+      const annotated = (await r.sessions.get('idle-quiet')).metadata.annotations?.[ANNOTATIONS.stopWarning];
+      const warning = parseStopWarning(annotated);
+      assert.ok(warning, 'the warning is not annotated yet');
+      assert.equal(warning.kind, 'Idle', 'the warning names the stop it is for');
+      return warning.at;
     });
     const warning = (await eventsOf('idle-quiet')).find((e) => e.reason === 'StopWarning');
     assert.match(warning?.message ?? '', /^the IDE was warned: Idle stop in \d+ s$/);

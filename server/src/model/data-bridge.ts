@@ -35,6 +35,36 @@ export interface StopNotice {
   saveWork: boolean;
 }
 
+/** Body of POST /save (an empty body asks with the bridge's own bound). */
+export interface SaveWorkRequest {
+  /**
+   * Seconds the operator waits for the answer, counted from when it sends (no clock skew): the bridge
+   * stops the agent early enough to answer within them, so a save never goes on after the stop.
+   */
+  timeoutSeconds?: number;
+}
+
+/**
+ * The most the operator reads of any answer from a session's pod (the bridge's port, which the
+ * student can take over): every answer of the bridge is far smaller; a longer one is a failed call.
+ */
+export const BRIDGE_ANSWER_MAX_BYTES = 8 * 1024;
+
+/**
+ * The stop-warning annotation's value: the kind of stop warned of and when, e.g. `Idle
+ * 2026-01-01T12:00:00.000Z`; a warning counts only for a stop of its own kind.
+ */
+export function stopWarningValue(kind: StopKind, at: number): string {
+  return `${kind} ${new Date(at).toISOString()}`;
+}
+
+/** The stop-warning annotation read back; undefined when absent or unreadable. */
+export function parseStopWarning(value: string | undefined): { kind: StopKind; at: number } | undefined {
+  const match = /^(Idle|MaxLifetime) (\S+)$/.exec(value ?? '');
+  const at = match ? Date.parse(match[2]!) : NaN;
+  return match && Number.isFinite(at) ? { kind: match[1] as StopKind, at } : undefined;
+}
+
 /** Answer of GET /activity: seconds since the IDE last reported activity, null when it never did. */
 export interface BridgeActivity {
   secondsSinceActivity: number | null;

@@ -188,7 +188,7 @@ class Controllers {
       appDefinitions: cache.appDefinitions,
       sessions: cache.sessions,
       sessionsApi: resources.sessions,
-      bridges: new SessionBridge(clients.core, namespace, {
+      bridges: new SessionBridge(clients.core, cache.pods, namespace, {
         requestMs: config.bridgeRequestTimeoutMs,
         saveMs: config.saveWorkTimeoutMs,
       }),

@@ -30,7 +30,7 @@ function session(status: Session['status']): Session {
 describe('operator: the bridge of a session', () => {
   const bridged = appDefinition({ dataBridgeEnabled: 'true', dataBridgePort: '16400' });
   const plain = appDefinition({});
-  const bridges = new SessionBridge({} as never, 'ns', { requestMs: 1000, saveMs: 1000 });
+  const bridges = new SessionBridge({} as never, { list: () => [] }, 'ns', { requestMs: 1000, saveMs: 1000 });
 
   it('eager and lazy sessions of a data-bridge app definition have one; none without the bridge or a start', () => {
     assert.equal(bridges.hasBridge(session({ startStrategy: 'eager', instanceId: '2' }), bridged), true);

@@ -109,6 +109,8 @@ function startStateOnly(pod: k8s.V1Pod): k8s.V1Pod {
     metadata: { name, namespace, uid, resourceVersion, labels, creationTimestamp, deletionTimestamp },
     status: {
       phase: status.phase,
+      // Where the session's data bridge answers (session/session-bridge.ts).
+      podIP: status.podIP,
       startTime: status.startTime,
       nominatedNodeName: status.nominatedNodeName,
       conditions: status.conditions,

@@ -1,7 +1,7 @@
 import { describeFailure } from '../../kube/client.js';
 import { ANNOTATIONS } from '../../model/api-group.js';
 import { saveWorkOnStop, stopWarningSeconds, type AppDefinition } from '../../model/app-definition.js';
-import type { SaveWorkResult, StopKind } from '../../model/data-bridge.js';
+import { parseStopWarning, stopWarningValue, type SaveWorkResult, type StopKind } from '../../model/data-bridge.js';
 import { isActiveSession, type Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
@@ -36,6 +36,14 @@ export interface StopInput {
   idleCheck: boolean;
   /** Activity the IDE reported to its bridge (epoch ms), counted with status.lastActivity. */
   bridgeActivity?: number;
+}
+
+/**
+ * Whether the idle check applies to a session: only once it serves (has its URL). A start that never
+ * serves is the start deadline's to end, and its idle clock would otherwise run while it queues.
+ */
+export function idleCheckApplies(session: Pick<Session, 'status'>, idleCheck: boolean): boolean {
+  return idleCheck && !!session.status?.url;
 }
 
 /**
@@ -116,7 +124,7 @@ export interface ActivityMonitorDeps {
   >;
   appDefinitions: Pick<Informer<AppDefinition>, 'list'>;
   sessions: Pick<Informer<Session>, 'list'>;
-  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'delete'>;
+  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'patchStatus' | 'delete'>;
   bridges: SessionBridgeApi;
   events: EventSink;
   log: Logger;
@@ -125,8 +133,16 @@ export interface ActivityMonitorDeps {
 export class ActivityMonitor {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
+  /** Aborted at stop(): a sweep under way (e.g. of an operator that lost its lease) acts no further. */
+  private readonly stopping = new AbortController();
   /** Warnings given, by session uid: the annotation's value before the cache shows it. */
-  private readonly warned = new Map<string, number>();
+  private readonly warned = new Map<string, { kind: StopKind; at: number }>();
+  /**
+   * The latest activity each session's IDE reported to its bridge (epoch ms). Activity only moves
+   * later, so a session whose remembered activity keeps it before its window is not asked again
+   * until the window could open: an active session costs no call per sweep.
+   */
+  private readonly bridgeActivity = new Map<string, number>();
 
   constructor(
     private readonly deps: ActivityMonitorDeps,
@@ -139,7 +155,7 @@ export class ActivityMonitor {
     const idleCheck = config.monitorEnabled && config.activityTrackerEnabled;
     this.timer = setInterval(() => {
       if (this.running) return;
-      this.running = this.sweep(idleCheck)
+      this.running = this.sweep(idleCheck, this.stopping.signal)
         .then(() => undefined)
         .catch((error: unknown) => this.deps.log.warn({ err: describeFailure(error) }, 'activity sweep failed'))
         .finally(() => (this.running = undefined));
@@ -148,6 +164,7 @@ export class ActivityMonitor {
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    this.stopping.abort();
     await this.running;
   }
 
@@ -155,9 +172,10 @@ export class ActivityMonitor {
    * One pass over the active sessions. Each session is handled on its own: a refused patch or delete,
    * or a bridge that does not answer, is logged (the session, the API's status and reason or the
    * bridge's short reason, never the error itself) and the sweep goes on with the next session; the
-   * failed one is tried again next interval. Returns the sessions stopped.
+   * failed one is tried again next interval. Once `signal` is aborted (the operator stops leading)
+   * it starts nothing more: no next session, warning, save or delete. Returns the sessions stopped.
    */
-  async sweep(idleCheck: boolean): Promise<string[]> {
+  async sweep(idleCheck: boolean, signal: AbortSignal = new AbortController().signal): Promise<string[]> {
     const { deps } = this;
     const definitions = new Map<string, AppDefinition>();
     // A session names its app definition by resource name (spec.name equals it, a CRD rule).
@@ -169,22 +187,25 @@ export class ActivityMonitor {
       listed.add(uidOf(session));
       if (!isActiveSession(session)) continue;
       const appDefinition = definitions.get(session.spec.appDefinition);
-      const stop = nextStop({ ...this.limits(session, appDefinition, idleCheck), now });
+      const bridgeActivity = this.bridgeActivity.get(uidOf(session));
+      const stop = nextStop({ ...this.limits(session, appDefinition, idleCheck), bridgeActivity, now });
       if (!stop) continue;
       // The widest window it could have: nothing to do for the session before it opens.
       if (now.getTime() < stop.dueTime - this.windowMs(session, appDefinition, stop)) continue;
       candidates.push({ session, appDefinition });
     }
     for (const uid of this.warned.keys()) if (!listed.has(uid)) this.warned.delete(uid);
+    for (const uid of this.bridgeActivity.keys()) if (!listed.has(uid)) this.bridgeActivity.delete(uid);
+    deps.bridges.retain(listed);
 
     const stopped: string[] = [];
     let next = 0;
     const worker = async () => {
-      while (next < candidates.length) {
+      while (next < candidates.length && !signal.aborted) {
         const { session, appDefinition } = candidates[next++]!;
         const name = session.metadata.name;
         try {
-          if (await this.handle(session, appDefinition, idleCheck)) stopped.push(name);
+          if (await this.handle(session, appDefinition, idleCheck, signal)) stopped.push(name);
         } catch (error) {
           deps.log.warn({ session: name, err: describeFailure(error) }, 'could not stop session; next sweep retries');
         }
@@ -199,7 +220,7 @@ export class ActivityMonitor {
       session,
       timeoutMinutes: appDefinition ? idleTimeoutMinutes(appDefinition) : 0,
       maxLifetimeMinutes: lifetimeMinutes(appDefinition, this.deps.config.maxSessionLifetimeMinutes),
-      idleCheck,
+      idleCheck: idleCheckApplies(session, idleCheck),
     };
   }
 
@@ -214,6 +235,7 @@ export class ActivityMonitor {
     session: Session,
     appDefinition: AppDefinition | undefined,
     idleCheck: boolean,
+    signal: AbortSignal,
   ): Promise<boolean> {
     const { deps } = this;
     const name = session.metadata.name;
@@ -223,8 +245,12 @@ export class ActivityMonitor {
     let bridgeProblem = 'no ready pod';
     if (bridged) {
       target = await deps.bridges.locate(session, appDefinition).catch((error: unknown) => {
+        if (error instanceof Error && error.name === 'BridgeCallError') {
+          bridgeProblem = error.message;
+          return undefined;
+        }
         const failure = describeFailure(error);
-        bridgeProblem = `its pod or token could not be read (${String(failure.kubernetesStatus ?? failure.errorName ?? 'error')})`;
+        bridgeProblem = `its token could not be read (${String(failure.kubernetesStatus ?? failure.errorName ?? 'error')})`;
         return undefined;
       });
     }
@@ -235,14 +261,19 @@ export class ActivityMonitor {
         deps.log.warn({ session: name, reason: bridgeReason(error) }, 'activity of the IDE could not be read');
         return null;
       });
-      if (seconds !== null) bridgeActivity = this.now().getTime() - seconds * 1000;
+      if (seconds !== null) {
+        bridgeActivity = this.now().getTime() - seconds * 1000;
+        const uid = uidOf(session);
+        this.bridgeActivity.set(uid, Math.max(bridgeActivity, this.bridgeActivity.get(uid) ?? 0));
+      }
     }
+    bridgeActivity = Math.max(bridgeActivity ?? 0, this.bridgeActivity.get(uidOf(session)) ?? 0) || undefined;
     const now = this.now().getTime();
     const stop = nextStop({ ...limits, bridgeActivity, now: new Date(now) });
     if (!stop) return false;
     const windowMs = this.windowMs(session, appDefinition, stop);
-    const step = stopStep(stop, windowMs, this.warnedAt(session), now);
-    if (step.step === 'none' || step.step === 'wait') return false;
+    const step = stopStep(stop, windowMs, this.warnedAt(session, stop.kind), now);
+    if (step.step === 'none' || step.step === 'wait' || signal.aborted) return false;
 
     const saveWork = !!appDefinition && saveWorkOnStop(appDefinition.spec);
     if (step.step === 'warn') {
@@ -256,9 +287,9 @@ export class ActivityMonitor {
       } else delivered = bridgeProblem;
       // Given or attempted, the window runs from now: recorded once, so a restarted operator keeps it.
       await deps.sessionsApi.mergePatch(name, {
-        metadata: { annotations: { [ANNOTATIONS.stopWarning]: new Date(now).toISOString() } },
+        metadata: { annotations: { [ANNOTATIONS.stopWarning]: stopWarningValue(stop.kind, now) } },
       });
-      this.warned.set(uidOf(session), now);
+      this.warned.set(uidOf(session), { kind: stop.kind, at: now });
       deps.events.record(
         session,
         delivered ? 'Warning' : 'Normal',
@@ -277,7 +308,7 @@ export class ActivityMonitor {
     const annotations: Record<string, string> = {};
     if (saveWork && session.metadata.annotations?.[ANNOTATIONS.workSaved] === undefined) {
       const result: SaveWorkResult = target
-        ? await deps.bridges.save(target).catch((error: unknown) => ({
+        ? await deps.bridges.save(target, signal).catch((error: unknown) => ({
             outcome: 'failed' as const,
             code: 'BridgeUnavailable',
             message: bridgeReason(error),
@@ -287,6 +318,8 @@ export class ActivityMonitor {
             code: 'BridgeUnavailable',
             message: bridged ? bridgeProblem : 'the session runs no data bridge',
           };
+      // A save cut short by the lost leadership records nothing: the next leader saves and stops.
+      if (signal.aborted) return false;
       annotations[ANNOTATIONS.workSaved] = result.outcome === 'saved' ? result.branch : result.outcome;
       if (result.outcome === 'saved') {
         deps.events.record(
@@ -306,16 +339,20 @@ export class ActivityMonitor {
         deps.events.record(session, 'Warning', 'WorkNotSaved', `work not saved: ${result.code}: ${result.message}`);
       }
     }
+    if (signal.aborted) return false;
     if (!(await stopSession(deps, session, stop.reason, annotations))) return false;
     deps.log.info({ session: name, reason: stop.reason }, 'session stopped');
     return true;
   }
 
-  /** When the session was last warned: the annotation, or a warning this operator gave since. */
-  private warnedAt(session: Session): number | undefined {
-    const annotated = Date.parse(session.metadata.annotations?.[ANNOTATIONS.stopWarning] ?? '');
-    const remembered = this.warned.get(uidOf(session));
-    const times = [annotated, remembered ?? NaN].filter((t) => Number.isFinite(t));
+  /** When the session was last warned of a stop of this kind: the annotation, or a warning given since. */
+  private warnedAt(session: Session, kind: StopKind): number | undefined {
+    const times = [
+      parseStopWarning(session.metadata.annotations?.[ANNOTATIONS.stopWarning]),
+      this.warned.get(uidOf(session)),
+    ]
+      .filter((w) => w?.kind === kind)
+      .map((w) => w!.at);
     return times.length > 0 ? Math.max(...times) : undefined;
   }
 }

@@ -1,12 +1,16 @@
 import { envSourceRefusal, type EnvSourceKind } from '../../model/session-env.js';
 import type * as k8s from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.js';
-import { DATA_BRIDGE_RESERVATION_HEADER, DATA_BRIDGE_TOKEN_KEY } from '../../model/data-bridge.js';
+import {
+  BRIDGE_ANSWER_MAX_BYTES,
+  DATA_BRIDGE_RESERVATION_HEADER,
+  DATA_BRIDGE_TOKEN_KEY,
+} from '../../model/data-bridge.js';
 import type { Session } from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
 import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
 import type { Logger } from '../runtime/logger.js';
-import { readBridgeToken, readyPodAddress } from './session-bridge.js';
+import { readBridgeToken, readCappedText, readyPodAddress } from './session-bridge.js';
 
 export interface InjectionTarget {
   /** Label selector of the pods of the instance. */
@@ -138,7 +142,7 @@ export class DataInjector {
           const response = await fetch(`http://${address}:${target.port}/health`, {
             signal: AbortSignal.timeout(timeout),
           });
-          await response.arrayBuffer();
+          await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
           if (!response.ok) error = `health answered HTTP ${response.status}`;
         }
       } catch (e) {
@@ -177,7 +181,7 @@ export class DataInjector {
           body,
           signal: AbortSignal.timeout(timeout),
         });
-        const answer = await response.text();
+        const answer = await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
         if (response.status === 409) {
           if (!sameReservation(answer)) {
             // Final: the bridge holds another reservation's values, and only a restart clears them.

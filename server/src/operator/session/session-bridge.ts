@@ -1,9 +1,12 @@
 import type * as k8s from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.js';
 import { dataBridgeEnabled, dataBridgePort, type AppDefinition } from '../../model/app-definition.js';
+import type { Informer } from '../../kube/informer.js';
 import {
+  BRIDGE_ANSWER_MAX_BYTES,
   DATA_BRIDGE_PATHS,
   DATA_BRIDGE_TOKEN_KEY,
+  type SaveWorkRequest,
   type SaveWorkResult,
   type StopNotice,
 } from '../../model/data-bridge.js';
@@ -16,18 +19,26 @@ import { bridgeTokenSecretName, SESSION_BRIDGE_TOKEN_KEY, sessionEnvSecretName, 
 export interface BridgeTarget {
   url: string;
   token: string;
+  /** The token's entry in the cache: dropped when the bridge refuses it. */
+  tokenKey?: string;
 }
 
 /** The operator's side of the bridge's end-of-session routes; each call fails with a short reason. */
 export interface SessionBridgeApi {
   /** Whether the session's IDE runs a bridge at all: a started session of a data-bridge app definition. */
   hasBridge(session: Session, appDefinition: AppDefinition | undefined): boolean;
-  /** The bridge of the session's current pod, or undefined when no pod of it is ready. */
+  /**
+   * The bridge of the session's current pod, or undefined when no pod of it is ready; throws a
+   * BridgeCallError when its token is missing.
+   */
   locate(session: Session, appDefinition: AppDefinition): Promise<BridgeTarget | undefined>;
   notice(target: BridgeTarget, notice: StopNotice): Promise<void>;
   /** Seconds since the IDE last reported activity; null when it never did. */
   secondsSinceActivity(target: BridgeTarget): Promise<number | null>;
-  save(target: BridgeTarget): Promise<SaveWorkResult>;
+  /** Runs the save; `signal` gives up on it (the operator lost its leadership). */
+  save(target: BridgeTarget, signal?: AbortSignal): Promise<SaveWorkResult>;
+  /** Forgets what is kept of sessions no longer listed (their tokens). */
+  retain(sessionUids: ReadonlySet<string>): void;
 }
 
 export class BridgeCallError extends Error {
@@ -37,11 +48,18 @@ export class BridgeCallError extends Error {
 /**
  * Calls the bridge of a session's pod on its address (the cluster network, the port the NetworkPolicy
  * opens to the operator), with the token read by name from its Secret, as the data injection does: a
- * warm instance's own Secret, or a lazy session's Secret (the session's own token).
+ * warm instance's own Secret, or a lazy session's Secret (the session's own token). Pods come from the
+ * operator's pods cache; a token is read once per session (a warm instance's is renewed when it
+ * returns to the pool, so the next session's uid reads the new one) and again after a refusal.
+ * Answers are read up to BRIDGE_ANSWER_MAX_BYTES: the student controls what listens on that port.
  */
 export class SessionBridge implements SessionBridgeApi {
+  /** Tokens by Secret key and session uid. */
+  private readonly tokens = new Map<string, { uid: string; token: string }>();
+
   constructor(
-    private readonly core: Pick<k8s.CoreV1Api, 'listNamespacedPod' | 'readNamespacedSecret'>,
+    private readonly core: Pick<k8s.CoreV1Api, 'readNamespacedSecret'>,
+    private readonly pods: Pick<Informer<k8s.V1Pod>, 'list'>,
     private readonly namespace: string,
     private readonly timeouts: { requestMs: number; saveMs: number },
   ) {}
@@ -56,12 +74,22 @@ export class SessionBridge implements SessionBridgeApi {
   async locate(session: Session, appDefinition: AppDefinition): Promise<BridgeTarget | undefined> {
     const namespace = session.metadata.namespace ?? this.namespace;
     const where = bridgeLocation(session, appDefinition);
-    const address = await readyPodAddress(this.core, namespace, where.podSelector, where.accept);
+    const address = readyPodOf(this.pods.list(), namespace, where.podSelector, where.accept)?.status?.podIP;
     if (!address) return undefined;
-    const token = await readBridgeToken(this.core, namespace, where.token);
-    if (token === undefined) return undefined;
+    const uid = session.metadata.uid ?? session.metadata.name;
+    const tokenKey = `${namespace}/${where.token.name}/${where.token.key}/${uid}`;
+    let token = this.tokens.get(tokenKey)?.token;
+    if (token === undefined) {
+      token = await readBridgeToken(this.core, namespace, where.token);
+      if (token === undefined) throw new BridgeCallError('its token is missing (Secret or key)');
+      this.tokens.set(tokenKey, { uid, token });
+    }
     const host = address.includes(':') ? `[${address}]` : address;
-    return { url: `http://${host}:${dataBridgePort(appDefinition.spec)}`, token };
+    return { url: `http://${host}:${dataBridgePort(appDefinition.spec)}`, token, tokenKey };
+  }
+
+  retain(sessionUids: ReadonlySet<string>): void {
+    for (const [key, entry] of this.tokens) if (!sessionUids.has(entry.uid)) this.tokens.delete(key);
   }
 
   async notice(target: BridgeTarget, notice: StopNotice): Promise<void> {
@@ -78,11 +106,16 @@ export class SessionBridge implements SessionBridgeApi {
     return seconds;
   }
 
-  async save(target: BridgeTarget): Promise<SaveWorkResult> {
-    const answer = (await this.call(target, 'POST', DATA_BRIDGE_PATHS.save, {}, this.timeouts.saveMs)) as Record<
-      string,
-      unknown
-    >;
+  async save(target: BridgeTarget, signal?: AbortSignal): Promise<SaveWorkResult> {
+    const request: SaveWorkRequest = { timeoutSeconds: Math.max(1, Math.floor(this.timeouts.saveMs / 1000)) };
+    const answer = (await this.call(
+      target,
+      'POST',
+      DATA_BRIDGE_PATHS.save,
+      request,
+      this.timeouts.saveMs,
+      signal,
+    )) as Record<string, unknown>;
     const text = (value: unknown) => (typeof value === 'string' ? value.slice(0, 300) : '');
     if (answer.outcome === 'saved') {
       return { outcome: 'saved', branch: text(answer.branch), repository: stripCredentials(text(answer.repository)) };
@@ -99,7 +132,16 @@ export class SessionBridge implements SessionBridgeApi {
     path: string,
     body: unknown,
     timeoutMs: number,
+    cancel?: AbortSignal,
   ): Promise<unknown> {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = cancel ? AbortSignal.any([timeout, cancel]) : timeout;
+    const failed = (error: unknown, what: string) => {
+      if (error instanceof BridgeCallError) return error;
+      const e = error as { name?: string; cause?: { code?: string } };
+      const why = timeout.aborted ? 'timeout' : cancel?.aborted ? 'cancelled' : (e.cause?.code ?? 'error');
+      return new BridgeCallError(`${path} ${what} (${why})`);
+    };
     let response: Response;
     try {
       response = await fetch(`${target.url}${path}`, {
@@ -109,15 +151,20 @@ export class SessionBridge implements SessionBridgeApi {
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal,
       });
     } catch (error) {
-      const e = error as { name?: string; cause?: { code?: string } };
-      throw new BridgeCallError(
-        `${path} did not answer (${e.name === 'TimeoutError' ? 'timeout' : (e.cause?.code ?? 'error')})`,
-      );
+      throw failed(error, 'did not answer');
     }
-    const text = await response.text().catch(() => '');
+    if (response.status === 401 || response.status === 403) {
+      if (target.tokenKey) this.tokens.delete(target.tokenKey);
+    }
+    let text: string;
+    try {
+      text = await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
+    } catch (error) {
+      throw failed(error, 'answer could not be read');
+    }
     if (!response.ok) throw new BridgeCallError(`${path} answered HTTP ${response.status}`);
     try {
       return JSON.parse(text) as unknown;
@@ -159,6 +206,65 @@ export function bridgeLocation(session: Session, appDefinition: AppDefinition): 
   };
 }
 
+/**
+ * An answer's body as text, read as it streams and given up past `maxBytes` (the stream cancelled):
+ * the sender may be anything that took the pod's port, sending without end.
+ */
+export async function readCappedText(response: Response, maxBytes: number): Promise<string> {
+  const declared = Number(response.headers.get('content-length') ?? NaN);
+  if (declared > maxBytes) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new BridgeCallError(`the answer is longer than ${maxBytes} bytes`);
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new BridgeCallError(`the answer is longer than ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Whether a pod's labels match an equality selector (`a=b,c=d`, as bridgeLocation writes them). */
+function matches(pod: k8s.V1Pod, selector: string): boolean {
+  const labels = pod.metadata?.labels ?? {};
+  return selector.split(',').every((term) => {
+    const at = term.indexOf('=');
+    return at > 0 && labels[term.slice(0, at)] === term.slice(at + 1);
+  });
+}
+
+/** A ready pod of `pods` in the namespace that the selector matches (and `accept` takes), not being deleted. */
+export function readyPodOf(
+  pods: readonly k8s.V1Pod[],
+  namespace: string,
+  podSelector: string,
+  accept: (pod: k8s.V1Pod) => boolean = () => true,
+): k8s.V1Pod | undefined {
+  return firstReady(
+    pods.filter((p) => (p.metadata?.namespace ?? namespace) === namespace && matches(p, podSelector)),
+    accept,
+  );
+}
+
+function firstReady(pods: readonly k8s.V1Pod[], accept: (pod: k8s.V1Pod) => boolean): k8s.V1Pod | undefined {
+  return pods.find(
+    (p) =>
+      !p.metadata?.deletionTimestamp &&
+      !!p.status?.podIP &&
+      (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True') &&
+      accept(p),
+  );
+}
+
 /** The address of a ready pod the selector matches (and `accept` takes), not being deleted. */
 export async function readyPodAddress(
   core: Pick<k8s.CoreV1Api, 'listNamespacedPod'>,
@@ -167,13 +273,7 @@ export async function readyPodAddress(
   accept: (pod: k8s.V1Pod) => boolean = () => true,
 ): Promise<string | undefined> {
   const pods = await core.listNamespacedPod({ namespace, labelSelector: podSelector });
-  return pods.items.find(
-    (p) =>
-      !p.metadata?.deletionTimestamp &&
-      !!p.status?.podIP &&
-      (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True') &&
-      accept(p),
-  )?.status?.podIP;
+  return firstReady(pods.items, accept)?.status?.podIP;
 }
 
 /** A bridge's token, read by name from the operator's Secret; undefined when the Secret or its key is missing. */

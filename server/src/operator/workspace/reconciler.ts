@@ -33,7 +33,7 @@ export interface WorkspaceReconcilerDeps {
   /** Writes the workspace's finalizer and status. */
   workspacesApi: Pick<CustomResourceClient<'workspace'>, 'mergePatch' | 'patchStatus'>;
   /** Stops the workspace's sessions. */
-  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'delete'>;
+  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'patchStatus' | 'delete'>;
   /** Applies the claim. */
   objects: k8s.KubernetesObjectApi;
   core: Pick<k8s.CoreV1Api, 'readNamespacedPersistentVolumeClaim'>;
