@@ -8,7 +8,9 @@ import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
+import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
 import { sessionUrlPattern } from '../support/landing.js';
+import { startWatchHoldProxy, type WatchHoldProxy } from '../support/watch-hold-proxy.js';
 import {
   cleanUpSuite,
   createAppDefinition,
@@ -325,5 +327,82 @@ describe('operator: sessionsPerUser within one second', function () {
       return;
     }
     assert.fail('20 attempts never created two sessions within one second');
+  });
+});
+
+describe('operator: the writes of a lazy launch', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let writes: KubeWriteProxy;
+  let watches: WatchHoldProxy;
+  let operator: RunningOperator;
+  const logs: string[] = [];
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-lazy-writes');
+    r = ideCloudResources(cluster.kc, namespace);
+    await createAppDefinition(r, 'python-latest', {
+      sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
+    });
+    // The operator's client: through a proxy that can hold its watches' events back, then one that
+    // counts its writes.
+    writes = await startKubeWriteProxy(cluster.kc);
+    watches = await startWatchHoldProxy(writes.kubeconfig);
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(watches.kubeconfig);
+    operator = await testOperator(kc, namespace, { eagerStart: false }, logs);
+  });
+  after(async () => {
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+    await watches?.close();
+    await writes?.close();
+  });
+
+  it("passes that come before the Deployment's watch event write nothing again, and the bridge token stays", async () => {
+    const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    const name = 'session-writes-1';
+    const passes = () =>
+      logs.filter((line) => {
+        const entry = JSON.parse(line) as { msg?: string; session?: string };
+        return entry.msg === 'session pass' && entry.session === name;
+      }).length;
+    // The Deployments' watch events are late (a loaded machine): the session's own come first.
+    const release = watches.hold((url) => url.startsWith(`/apis/apps/v1/namespaces/${namespace}/deployments`));
+    try {
+      await createSession(r, name, { user: 'wes@example.com', appDefinition: 'python-latest' });
+      await waitForSession(r, name, (s) => s.status?.conditions?.some((c) => c.type === 'Routed') ?? false);
+      const secret = await core.readNamespacedSecret({ name: `${name}-env`, namespace });
+      // Three more passes, each after the one before ended (a key is never in two passes at once).
+      for (let i = 0; i < 3; i++) {
+        const before = passes();
+        await r.sessions.mergePatch(name, { metadata: { annotations: { 'test.ide-cloud.io/touch': String(i) } } });
+        await eventually(() => assert.ok(passes() > before, 'no pass after the change'));
+      }
+      release();
+      const session = await waitForSession(r, name, running);
+      assert.equal(session.metadata.annotations?.['test.ide-cloud.io/touch'], '2');
+      const after = await core.readNamespacedSecret({ name: `${name}-env`, namespace });
+      assert.ok(after.data?.['.data-bridge-token']);
+      assert.equal(after.data?.['.data-bridge-token'], secret.data?.['.data-bridge-token'], 'the bridge token changed');
+      assert.equal(after.metadata?.resourceVersion, secret.metadata?.resourceVersion);
+    } finally {
+      release();
+    }
+    const count = (path: string) => writes.writes.filter((w) => w.path === path).length;
+    const objects = {
+      secret: count(`/api/v1/namespaces/${namespace}/secrets/${name}-env`),
+      sidecarService: count(`/api/v1/namespaces/${namespace}/services/${name}-db`),
+      sidecarDeployment: count(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}-db`),
+      deployment: count(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}`),
+      service: count(`/api/v1/namespaces/${namespace}/services/${name}`),
+    };
+    assert.deepEqual(
+      objects,
+      { secret: 1, sidecarService: 1, sidecarDeployment: 1, deployment: 1, service: 1 },
+      JSON.stringify(writes.writes.map((w) => `${w.method} ${w.path}`)),
+    );
   });
 });
