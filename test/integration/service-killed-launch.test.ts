@@ -1,0 +1,202 @@
+// A service killed (SIGKILL: no shutdown code runs) while a blocking launch waits, with the real
+// operator serving the launch (issue 17). The service runs as its own process (main.ts, configured
+// by environment variables); the session's pod waits on a node no kubelet runs, so the start holds
+// until the test, acting as that node's kubelet, reports the pod ready. A fresh service process then
+// gets the retry: for a workspace it adopts the half-started session and answers its URL, or removes
+// it when it does not start by the retry's deadline, so the user's next launch is not refused 553.
+// An ephemeral launch's session cannot be found by a retry (its name is random): the operator's
+// start deadline ends it, and the user launches again.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { LABELS } from '../../server/src/model/api-group.js';
+import { sessionNameFor, userLabelValue } from '../../server/src/model/names.js';
+import { SessionCondition, SessionFailureReason, type Session } from '../../server/src/model/session.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import {
+  cleanUpSuite,
+  createAppDefinition,
+  ideCloudResources,
+  nodeWithoutKubelet,
+  ON_NODE_WITHOUT_KUBELET,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
+import { SERVICE_AUTH_TOKEN, call, type Answer } from '../support/service-harness.js';
+import { spawnService, type ServiceProcess } from '../support/service-process.js';
+
+describe('service process killed during a blocking launch, the real operator serving it', function () {
+  this.timeout(300_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let core: k8s.CoreV1Api;
+  let ownNode: Awaited<ReturnType<typeof nodeWithoutKubelet>> | undefined;
+  let operator: RunningOperator | undefined;
+  let service: ServiceProcess | undefined;
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'svc-killed');
+    r = ideCloudResources(cluster.kc, namespace);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    ownNode = await nodeWithoutKubelet(cluster.kc, namespace);
+    await createAppDefinition(r, 'python', ON_NODE_WITHOUT_KUBELET);
+    // Its sessions fail at a start deadline the test can wait out.
+    await createAppDefinition(r, 'slow', { ...ON_NODE_WITHOUT_KUBELET, startDeadlineSeconds: 20 });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 1 });
+  });
+
+  after(async () => {
+    await service?.kill('SIGKILL');
+    await ownNode?.remove();
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+  });
+
+  const startService = () =>
+    spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' }).then((s) => (service = s));
+
+  const launch = (body: Record<string, unknown>): Promise<Answer> =>
+    call(service!.url, 'POST', '/service', {
+      body: { appId: SERVICE_AUTH_TOKEN, appDefinition: 'python', timeout: 2, ...body },
+    });
+
+  const activeSessionsOf = async (user: string): Promise<Session[]> =>
+    (await r.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter((s) => !s.metadata.deletionTimestamp);
+
+  /** The pod of `session` once the scheduler bound it to the node no kubelet runs. */
+  async function boundPod(session: string): Promise<k8s.V1Pod> {
+    return eventually(async () => {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=${session}` });
+      const pod = pods.items.find((p) => p.spec?.nodeName === ownNode!.name && !p.metadata?.deletionTimestamp);
+      assert.ok(pod, `no pod of ${session} on ${ownNode!.name} yet`);
+      return pod;
+    }, 60_000);
+  }
+
+  /** What the node's kubelet would report of a pod whose containers all started and are ready. */
+  async function kubeletStarts(pod: k8s.V1Pod): Promise<void> {
+    const now = new Date();
+    const ready = (type: string): k8s.V1PodCondition => ({ type, status: 'True', lastTransitionTime: now });
+    await core.patchNamespacedPodStatus(
+      {
+        name: pod.metadata!.name!,
+        namespace,
+        body: {
+          status: {
+            phase: 'Running',
+            startTime: now,
+            podIP: '10.250.0.10',
+            podIPs: [{ ip: '10.250.0.10' }],
+            conditions: [ready('PodScheduled'), ready('Initialized'), ready('ContainersReady'), ready('Ready')],
+            containerStatuses: pod.spec!.containers.map((c) => ({
+              name: c.name,
+              image: c.image!,
+              imageID: '',
+              ready: true,
+              started: true,
+              restartCount: 0,
+              state: { running: { startedAt: now } },
+            })),
+          },
+        },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  }
+
+  /**
+   * A launch in flight, waiting for its session, when its service process is killed: its session
+   * exists and its pod sits on the node without a kubelet. A fresh service process is started.
+   * Resolves with the half-started session.
+   */
+  async function launchCutByKill(user: string, body: Record<string, unknown>): Promise<Session> {
+    await startService();
+    const cut = launch({ user, ...body }).catch((error: Error) => error);
+    const half = await eventually(async () => {
+      const [found, ...more] = await activeSessionsOf(user);
+      assert.ok(found, 'the launch created its session');
+      assert.equal(more.length, 0);
+      return found;
+    }, 60_000);
+    await boundPod(half.metadata.name);
+    const killed = service!;
+    await killed.kill('SIGKILL');
+    assert.equal(killed.child.signalCode, 'SIGKILL');
+    assert.ok((await cut) instanceof Error, 'the cut launch got no answer');
+    const now = await r.sessions.get(half.metadata.name);
+    assert.ok(!now.status?.url, `still starting: ${JSON.stringify(now.status)}`);
+    await startService();
+    return now;
+  }
+
+  it('a retry of the same workspace adopts the half-started session and answers its URL once it runs', async () => {
+    const user = 'ada@example.com';
+    const half = await launchCutByKill(user, { workspaceName: 'ws-adopt' });
+    assert.equal(half.metadata.name, sessionNameFor('ws-adopt'));
+
+    const retry = launch({ user, workspaceName: 'ws-adopt' });
+    await kubeletStarts(await boundPod(half.metadata.name));
+    const answer = await retry;
+    assert.equal(answer.status, 200, answer.text);
+
+    const sessions = await activeSessionsOf(user);
+    assert.deepEqual(
+      sessions.map((s) => s.metadata.uid),
+      [half.metadata.uid],
+      'the same session, adopted: no second one',
+    );
+    assert.equal(answer.text, sessions[0]!.status?.url);
+    const ready = sessions[0]!.status?.conditions?.find((c) => c.type === SessionCondition.ready);
+    assert.equal(ready?.status, 'True');
+    // The user is not held by an orphan: the same launch again answers the same session at once.
+    const again = await launch({ user, workspaceName: 'ws-adopt' });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.text, answer.text);
+  });
+
+  it('a retry that times out removes the half-started session, and the user launches again without 553', async () => {
+    const user = 'grace@example.com';
+    const half = await launchCutByKill(user, { workspaceName: 'ws-stuck' });
+
+    const retry = await launch({ user, workspaceName: 'ws-stuck', timeout: 0.1 });
+    assert.equal(retry.status, 551, retry.text);
+    // Removed through the operator's finalizer, not left Starting.
+    await eventually(async () => {
+      const names = (await r.sessions.list()).map((s) => s.metadata.name);
+      assert.ok(!names.includes(half.metadata.name), `${half.metadata.name} still there`);
+    }, 60_000);
+
+    const next = launch({ user, workspaceName: 'ws-next' });
+    await kubeletStarts(await boundPod(sessionNameFor('ws-next')));
+    const answer = await next;
+    assert.equal(answer.status, 200, `not held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
+    assert.deepEqual(
+      (await activeSessionsOf(user)).map((s) => s.metadata.name),
+      [sessionNameFor('ws-next')],
+    );
+  });
+
+  it('an ephemeral launch cut by the kill: the operator ends its session at the start deadline, then the user launches', async () => {
+    const user = 'hal@example.com';
+    const half = await launchCutByKill(user, { ephemeral: true, appDefinition: 'slow' });
+    assert.equal(half.spec.workspace, undefined);
+
+    const failed = await waitForSession(r, half.metadata.name, (s) => s.status?.phase === 'Failed', 90_000);
+    const ready = failed.status?.conditions?.find((c) => c.type === SessionCondition.ready);
+    assert.equal(ready?.reason, SessionFailureReason.startDeadlineExceeded);
+
+    const next = launch({ user, ephemeral: true });
+    const created = await eventually(async () => {
+      const found = (await activeSessionsOf(user)).find((s) => s.metadata.uid !== half.metadata.uid);
+      assert.ok(found, 'the new launch created its session');
+      return found;
+    }, 60_000);
+    await kubeletStarts(await boundPod(created.metadata.name));
+    const answer = await next;
+    assert.equal(answer.status, 200, `not held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
+    assert.equal(answer.text, (await r.sessions.get(created.metadata.name)).status?.url);
+  });
+});
