@@ -1,5 +1,5 @@
 // A session whose start cannot succeed fails within seconds with a reason (status, Event, progress
-// stream), and one that never gets ready fails at its app definition's start deadline; a failed
+// stream, the service's metrics), and one that never gets ready fails at its app definition's start deadline; a failed
 // session keeps nothing that runs or routes. On the real control plane: Unschedulable comes from the
 // real scheduler. The other pod states come from a kubelet: kwok manages only the nodes annotated for
 // it and would make every pod ready at once, so these sessions' pods go to a node of this suite that
@@ -10,6 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
+import { sessionNameFor } from '../../server/src/model/names.js';
 import { SessionCondition, SessionFailureReason, type Session } from '../../server/src/model/session.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { toProgressView } from '../../server/src/service/session-progress.js';
@@ -25,6 +26,13 @@ import {
   testOperator,
   waitForSession,
 } from '../support/operator.js';
+import {
+  SERVICE_AUTH_TOKEN,
+  call,
+  readProgressStream,
+  startTestService,
+  type StreamMessage,
+} from '../support/service-harness.js';
 
 describe('operator: a start that cannot succeed fails with a reason', function () {
   this.timeout(120_000);
@@ -209,15 +217,16 @@ describe('operator: a start that cannot succeed fails with a reason', function (
     // The session's Secret of values goes before its container starts: what the kubelet then finds.
     await core.deleteNamespacedSecret({ name: 'config-1-env', namespace });
     const ide = pod.spec!.containers[0]!;
-    const missing: string[] = [];
+    // Several keys of the one Secret can be referenced (the values, the data bridge token).
+    const missing = new Set<string>();
     for (const env of ide.env ?? []) {
       const ref = env.valueFrom?.secretKeyRef;
       if (!ref) continue;
       const found = await core.readNamespacedSecret({ name: ref.name!, namespace }).catch(() => undefined);
-      if (!found) missing.push(ref.name!);
+      if (!found) missing.add(ref.name!);
     }
-    assert.deepEqual(missing, ['config-1-env']);
-    await kubeletReports(pod, { reason: 'CreateContainerConfigError', message: `secret "${missing[0]}" not found` });
+    assert.deepEqual([...missing], ['config-1-env']);
+    await kubeletReports(pod, { reason: 'CreateContainerConfigError', message: `secret "config-1-env" not found` });
     await assertFailed(
       'config-1',
       SessionFailureReason.containerConfigError,
@@ -225,6 +234,90 @@ describe('operator: a start that cannot succeed fails with a reason', function (
       /^the IDE cannot start: the configuration of container python is incomplete \(secret "config-1-env" not found\)$/,
     );
     await assertReleased('config-1');
+  });
+
+  it("a launch whose image cannot be pulled: the service's progress stream and metrics show why", async () => {
+    let service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 10 });
+    try {
+      const user = 'fay@example.com';
+      const workspace = 'ws-pull';
+      const name = sessionNameFor(workspace);
+      const expected =
+        /^the IDE image could not be pulled: ide-cloud\/session-python:latest \(failed to pull image: not found\)$/;
+      const failedIn = (messages: StreamMessage[]) =>
+        messages.find((m) => m.event === 'session' && m.data.phase === 'Failed');
+      const eventIn = (messages: StreamMessage[]) =>
+        messages.find((m) => m.event === 'event' && m.data.reason === SessionFailureReason.imagePullFailed);
+      const stream = readProgressStream(
+        `${service.url}/service/session/events/${SERVICE_AUTH_TOKEN}/${encodeURIComponent(user)}/${workspace}`,
+        (messages) => !!failedIn(messages) && !!eventIn(messages),
+      );
+      const launch = call(service.url, 'POST', '/service', {
+        body: { appId: SERVICE_AUTH_TOKEN, user, appDefinition: 'python', workspaceName: workspace, timeout: 2 },
+      });
+      await kubeletReports(
+        await boundPod(name),
+        { reason: 'ErrImagePull', message: 'failed to pull image: not found' },
+        { startTime: new Date(Date.now() - 60_000) },
+      );
+
+      // The launch answers the operator's reason (and removes its session).
+      const answer = await launch;
+      assert.equal(answer.status, ErrorCode.internal, answer.text);
+      assert.match((answer.json as { reason: string }).reason, expected);
+
+      // The progress stream: the session Failed with the readable reason, and the Warning Event.
+      const messages = await stream;
+      const failed = failedIn(messages)!.data as { error?: { reason: string }; conditions: Record<string, string>[] };
+      assert.match(failed.error?.reason ?? '', expected);
+      const ready = failed.conditions.find((c) => c.type === SessionCondition.ready);
+      assert.equal(ready?.reason, SessionFailureReason.imagePullFailed);
+      assert.match(ready?.message ?? '', expected);
+      const event = eventIn(messages)!.data as { type: string; message: string };
+      assert.equal(event.type, 'Warning');
+      assert.match(event.message, expected);
+
+      // The metrics: the failed start counted by machine reason, though the launch removed the session.
+      const counted = (text: string) =>
+        /^ide_cloud_session_start_failures_total\{app_definition="python",reason="ImagePullFailed"\} (\d+)$/m.exec(
+          text,
+        )?.[1];
+      const scraped = await call(service.url, 'GET', '/q/metrics');
+      assert.equal(counted(scraped.text), '1', scraped.text);
+      // Bounded labels only: no user, session or workspace names.
+      for (const unbounded of [user, encodeURIComponent(user), name, workspace]) {
+        assert.ok(!scraped.text.includes(unbounded), `the metrics name ${unbounded}`);
+      }
+
+      // A failed session that stays (created directly, as kubectl would) is shown by the gauge, read
+      // from the cache at scrape time: a restarted service shows it at once, without counting it again.
+      await createSession(r, 'pull-kept', { user: 'gus@example.com', appDefinition: 'python' });
+      await kubeletReports(
+        await boundPod('pull-kept'),
+        { reason: 'ErrImagePull', message: 'failed to pull image: not found' },
+        { startTime: new Date(Date.now() - 60_000) },
+      );
+      await waitForSession(r, 'pull-kept', (s) => s.status?.phase === 'Failed', 30_000);
+      await service.close();
+      service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 10 });
+      const present = (await r.sessions.list()).filter(
+        (s) =>
+          !s.metadata.deletionTimestamp &&
+          s.spec.appDefinition === 'python' &&
+          s.status?.conditions?.some(
+            (c) => c.type === SessionCondition.ready && c.reason === SessionFailureReason.imagePullFailed,
+          ),
+      ).length;
+      assert.ok(present >= 1);
+      const restarted = await call(service.url, 'GET', '/q/metrics');
+      assert.match(
+        restarted.text,
+        new RegExp(`^ide_cloud_sessions_failed\\{app_definition="python",reason="ImagePullFailed"\\} ${present}$`, 'm'),
+      );
+      assert.equal(counted(restarted.text), undefined, 'a restarted service does not count again what it finds failed');
+    } finally {
+      await service.close();
+    }
   });
 
   it('a pod that never gets ready fails at the start deadline of its app definition', async () => {

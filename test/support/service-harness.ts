@@ -143,3 +143,50 @@ export async function serviceSeesSession(service: TestService, user: string, ses
     20,
   );
 }
+
+/** One message of the progress stream (Server-Sent Events). */
+export interface StreamMessage {
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Reads a Server-Sent Events response until `until` holds for the messages so far; rejects when the
+ * stream ends first or past `timeoutMs`.
+ */
+export async function readProgressStream(
+  url: string,
+  until: (messages: StreamMessage[]) => boolean,
+  timeoutMs = 60_000,
+): Promise<StreamMessage[]> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  const messages: StreamMessage[] = [];
+  try {
+    const response = await fetch(url, { signal: controller.signal });
+    if (!response.ok || !response.body) throw new Error(`progress stream answered ${response.status}`);
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    while (!until(messages)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the progress stream ended early: ${JSON.stringify(messages)}`);
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (event && data) messages.push({ event, data: JSON.parse(data) as Record<string, unknown> });
+      }
+    }
+    return messages;
+  } catch (error) {
+    if (controller.signal.aborted)
+      throw new Error(`the progress stream did not show it in time: ${JSON.stringify(messages)}`);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+}

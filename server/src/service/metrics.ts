@@ -1,4 +1,6 @@
 import client from 'prom-client';
+import { findCondition } from '../model/conditions.js';
+import { SessionCondition, isSessionFailed, type Session } from '../model/session.js';
 import type { ServiceCaches } from './cache.js';
 
 export type LaunchOutcome = 'success' | 'reused' | 'timeout' | 'refused' | 'failed' | 'error';
@@ -8,6 +10,15 @@ export type LaunchOutcome = 'success' | 'reused' | 'timeout' | 'refused' | 'fail
  * patterns (never raw paths, which may hold the auth token), status codes, app definition names that
  * exist in the cluster, phases and outcomes. Session and pool gauges are read from the service's
  * caches at scrape time (at most a watch event behind the API server), so a scrape lists nothing.
+ *
+ * Failed session starts (issue 17) are shown two ways, both by app definition and by the machine
+ * reason of the session's Ready condition (`ImagePullFailed`, `CrashLooping`, `Unschedulable`,
+ * `ContainerConfigError`, `StartDeadlineExceeded`; `Failed` for a refusal such as 553), a bounded set:
+ * `ide_cloud_sessions_failed` counts the failed sessions present, read from the cache at scrape time,
+ * so a restarted replica reports them at once; `ide_cloud_session_start_failures_total` counts the
+ * sessions this replica saw fail, which includes those a failed launch removes right after (the
+ * gauge no longer holds them). It counts only sessions the replica saw before they failed: a
+ * restarted replica does not count again those it finds failed.
  */
 export class ServiceMetrics {
   readonly registry = new client.Registry();
@@ -50,6 +61,38 @@ export class ServiceMetrics {
       },
     });
     new client.Gauge({
+      name: 'ide_cloud_sessions_failed',
+      help: 'Failed sessions in the namespace by app definition and machine reason (the Ready condition)',
+      labelNames: ['app_definition', 'reason'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const session of caches.sessions.list()) {
+          if (session.metadata.deletionTimestamp || !isSessionFailed(session)) continue;
+          this.inc({ app_definition: session.spec.appDefinition, reason: failureReason(session) });
+        }
+      },
+    });
+    const startFailures = new client.Counter({
+      name: 'ide_cloud_session_start_failures_total',
+      help: 'Sessions this replica saw fail, by app definition and machine reason (the Ready condition)',
+      labelNames: ['app_definition', 'reason'],
+      registers: [this.registry],
+    });
+    // The uids seen not failed (yet): bounded by the sessions present.
+    const notFailed = new Set<string>();
+    caches.sessions.informer.on((type, session) => {
+      const uid = session.metadata.uid;
+      if (!uid) return;
+      if (type === 'DELETED') {
+        notFailed.delete(uid);
+      } else if (!isSessionFailed(session)) {
+        notFailed.add(uid);
+      } else if (notFailed.delete(uid)) {
+        startFailures.inc({ app_definition: session.spec.appDefinition, reason: failureReason(session) });
+      }
+    });
+    new client.Gauge({
       name: 'ide_cloud_pool_instances',
       help: 'Warm pool instances by app definition and state (desired, ready, reserved), as the operator reports them',
       labelNames: ['app_definition', 'state'],
@@ -66,4 +109,9 @@ export class ServiceMetrics {
       },
     });
   }
+}
+
+/** The machine reason of a failed session: its Ready condition's (a bounded set), `Failed` without one. */
+function failureReason(session: Pick<Session, 'status'>): string {
+  return findCondition(session.status?.conditions, SessionCondition.ready)?.reason ?? 'Failed';
 }
