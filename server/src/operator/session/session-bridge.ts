@@ -137,7 +137,7 @@ export class SessionBridge implements SessionBridgeApi {
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = cancel ? AbortSignal.any([timeout, cancel]) : timeout;
     const failed = (error: unknown, what: string) => {
-      if (error instanceof BridgeCallError) return error;
+      if (error instanceof BridgeCallError) return new BridgeCallError(`${path} ${error.message}`);
       const e = error as { name?: string; cause?: { code?: string } };
       const why = timeout.aborted ? 'timeout' : cancel?.aborted ? 'cancelled' : (e.cause?.code ?? 'error');
       return new BridgeCallError(`${path} ${what} (${why})`);
@@ -163,7 +163,7 @@ export class SessionBridge implements SessionBridgeApi {
     try {
       text = await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
     } catch (error) {
-      throw failed(error, 'answer could not be read');
+      throw failed(error, 'could not be read');
     }
     if (!response.ok) throw new BridgeCallError(`${path} answered HTTP ${response.status}`);
     try {
@@ -214,7 +214,7 @@ export async function readCappedText(response: Response, maxBytes: number): Prom
   const declared = Number(response.headers.get('content-length') ?? NaN);
   if (declared > maxBytes) {
     await response.body?.cancel().catch(() => undefined);
-    throw new BridgeCallError(`the answer is longer than ${maxBytes} bytes`);
+    throw new BridgeCallError(`answered more than ${maxBytes} bytes`);
   }
   if (!response.body) return '';
   const reader = response.body.getReader();
@@ -226,7 +226,7 @@ export async function readCappedText(response: Response, maxBytes: number): Prom
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel().catch(() => undefined);
-      throw new BridgeCallError(`the answer is longer than ${maxBytes} bytes`);
+      throw new BridgeCallError(`answered more than ${maxBytes} bytes`);
     }
     chunks.push(value);
   }
