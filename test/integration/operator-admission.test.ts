@@ -317,5 +317,33 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
         await Promise.all(streams.map((s) => s.close()));
       }
     });
+
+    it('with the gate turned off, a restarted operator starts the queued sessions: Admitted True, none left Queued', async () => {
+      // A token spent, so that the two below queue behind it.
+      await createSession(r, 'session-gate-off', { user: 'gate-off@example.com', appDefinition: 'python-latest' });
+      await waitForSession(r, 'session-gate-off', (s) => admission(s)?.status === 'True', 30_000);
+      const names = ['session-off-a', 'session-off-b'];
+      for (const name of names)
+        await createSession(r, name, { user: `${name}@example.com`, appDefinition: 'python-latest' });
+      for (const name of names) {
+        await queuedCondition(name);
+        // The rate the service's estimate reads, in the status written with the condition.
+        assert.deepEqual((await r.sessions.get(name)).status?.lazyStartRate, { perSecond: 0.1, burst: 1 });
+      }
+
+      // A new configuration (the gate off) while they wait.
+      await operator!.stop();
+      operator = undefined;
+      operator = await testOperator(cluster.kc, namespace, { ...config, lazyStartsPerSecond: 0 });
+      for (const name of names) {
+        const session = await waitForSession(r, name, running, 60_000);
+        assert.equal(admission(session)?.status, 'True', `${name}: ${JSON.stringify(admission(session))}`);
+      }
+      const left = (await r.sessions.list()).filter((s) => admission(s)?.reason === SessionAdmittedReason.queued);
+      assert.deepEqual(
+        left.map((s) => s.metadata.name),
+        [],
+      );
+    });
   });
 });
