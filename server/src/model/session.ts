@@ -82,7 +82,7 @@ export const SESSION_ADMITTED_CONDITION = 'Admitted';
 
 /** Reasons of the Admitted condition. */
 export const SessionAdmittedReason = {
-  /** False: waiting at the gate, in creation order; the message carries the gate's rate. */
+  /** False: waiting at the gate, in creation order; the gate's rate is in `status.lazyStartRate`. */
   queued: 'Queued',
   /** True: past the gate; `lastTransitionTime` is when its start token was granted. */
   admitted: 'Admitted',
