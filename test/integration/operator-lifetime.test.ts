@@ -1,10 +1,13 @@
 // The maximum lifetime of an app definition's sessions (issue 17): counted from creation, however
-// active the session is, the stop reason in a Stopped Event (and the stop-reason annotation). Another
+// active the session is, the stop reason in status (Ready False, Stopping, the reason as its message,
+// written before the delete), a Stopped Event and the stop-reason annotation. Another
 // app definition's session of the same age goes on. Real API server and operator; the lifetime is
 // one minute, the smallest the field takes, so the test waits about that long.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { API_VERSION } from '../../server/src/model/api-group.js';
+import type { Session } from '../../server/src/model/session.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
@@ -42,18 +45,40 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
     await createSession(r, 'untimed-1', { user: 'grace@example.com', appDefinition: 'untimed' });
     await Promise.all(['timed-1', 'untimed-1'].map((n) => waitForSession(r, n, running)));
     const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    await eventually(
-      async () => {
-        // Both students are active, as PATCH /service/session reports it.
-        const now = new Date().toISOString();
-        for (const n of ['timed-1', 'untimed-1'])
-          await r.sessions.patchStatus(n, { lastActivity: now }).catch(() => undefined);
-        const session = await r.sessions.find('timed-1');
-        assert.ok(!session || session.metadata.deletionTimestamp, 'timed-1 still running');
-      },
-      120_000,
-      1000,
+    // The session's states as a watch reports them: the stop's status write comes before the delete.
+    const seen: Session[] = [];
+    const watch = await new k8s.Watch(cluster.kc).watch(
+      `/apis/${API_VERSION}/namespaces/${namespace}/sessions`,
+      { fieldSelector: 'metadata.name=timed-1' },
+      (_type: string, s: Session) => void seen.push(s),
+      () => undefined,
     );
+    try {
+      await eventually(
+        async () => {
+          // Both students are active, as PATCH /service/session reports it.
+          const now = new Date().toISOString();
+          for (const n of ['timed-1', 'untimed-1'])
+            await r.sessions.patchStatus(n, { lastActivity: now }).catch(() => undefined);
+          const session = await r.sessions.find('timed-1');
+          assert.ok(!session || session.metadata.deletionTimestamp, 'timed-1 still running');
+        },
+        120_000,
+        1000,
+      );
+      await eventually(() => {
+        const stopping = seen.find((s) =>
+          s.status?.conditions?.some((c) => c.type === 'Ready' && c.reason === 'Stopping' && c.status === 'False'),
+        );
+        assert.ok(stopping, 'no Stopping status seen yet');
+        assert.equal(stopping.status?.phase, 'Stopping');
+        const ready = stopping.status?.conditions?.find((c) => c.type === 'Ready');
+        assert.match(ready?.message ?? '', /^stopped: MaxLifetime: running for more than 1 minute/);
+        assert.equal(stopping.metadata.deletionTimestamp, undefined, 'the reason is in status before the delete');
+      });
+    } finally {
+      watch.abort();
+    }
     const events = await core.listNamespacedEvent({
       namespace,
       fieldSelector: `involvedObject.kind=Session,involvedObject.name=timed-1`,
