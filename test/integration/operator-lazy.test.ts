@@ -345,6 +345,7 @@ describe('operator: the writes of a lazy launch', function () {
     namespace = await createTestNamespace(cluster.kc, 'op-lazy-writes');
     r = ideCloudResources(cluster.kc, namespace);
     await createAppDefinition(r, 'python-latest', {
+      options: { dataBridgeEnabled: 'true', dataBridgePort: '16281', configStore: 'true' },
       sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
     });
     // The operator's client: through a proxy that can hold its watches' events back, then one that
@@ -393,6 +394,7 @@ describe('operator: the writes of a lazy launch', function () {
     }
     const count = (path: string) => writes.writes.filter((w) => w.path === path).length;
     const objects = {
+      configStore: count(`/api/v1/namespaces/${namespace}/configmaps/${name}-config`),
       secret: count(`/api/v1/namespaces/${namespace}/secrets/${name}-env`),
       sidecarService: count(`/api/v1/namespaces/${namespace}/services/${name}-db`),
       sidecarDeployment: count(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}-db`),
@@ -401,7 +403,7 @@ describe('operator: the writes of a lazy launch', function () {
     };
     assert.deepEqual(
       objects,
-      { secret: 1, sidecarService: 1, sidecarDeployment: 1, deployment: 1, service: 1 },
+      { configStore: 1, secret: 1, sidecarService: 1, sidecarDeployment: 1, deployment: 1, service: 1 },
       JSON.stringify(writes.writes.map((w) => `${w.method} ${w.path}`)),
     );
   });

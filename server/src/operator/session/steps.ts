@@ -305,6 +305,8 @@ export async function applyConfigStore(
 ): Promise<string | undefined> {
   if (appDefinition.spec.options?.configStore !== 'true') return undefined;
   const configStore = configStoreName(session.metadata.name);
+  // Routed means a pass got past this step (it comes before the route): not a write per pass.
+  if (findCondition(session.status?.conditions, SessionCondition.routed)?.status === 'True') return configStore;
   await applyObject(deps.objects, {
     apiVersion: 'v1',
     kind: 'ConfigMap',
