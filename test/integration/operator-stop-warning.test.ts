@@ -498,8 +498,11 @@ describe('operator: a warning before any stop, activity keeps the session, then 
     assert.equal(notice.reason, 'Idle');
     assert.equal(notice.saveWork, true);
     assert.ok(notice.secondsLeft > 0 && notice.secondsLeft <= SAVE_WINDOW, `seconds left: ${notice.secondsLeft}`);
-    const warning = (await eventsOf('lazy-1')).find((e) => e.reason === 'StopWarning');
-    assert.match(warning?.message ?? '', /^the IDE was warned: Idle stop in \d+ s$/);
+    // The Event is written after the notice (by the recorder's background writer).
+    await eventually(async () => {
+      const warning = (await eventsOf('lazy-1')).find((e) => e.reason === 'StopWarning');
+      assert.match(warning?.message ?? '', /^the IDE was warned: Idle stop in \d+ s$/);
+    });
 
     await gone('lazy-1');
     const saved = await eventually(
