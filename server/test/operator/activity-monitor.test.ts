@@ -251,6 +251,41 @@ describe('operator: the idle and lifetime sweep', () => {
     assert.deepEqual([recorder.deleted, recorder.patches, recorder.statuses], [[], [], []]);
   });
 
+  it('stop() (the lease lost) ends a running sweep at once: a save under way is given up, nothing deleted', async () => {
+    const bridges = new FakeBridges();
+    const app = appDefinition({ timeout: 10, stopWarningSeconds: 0, saveWorkOnStop: true });
+    const recorder = new Recorder();
+    let saving!: () => void;
+    const started = new Promise<void>((resolve) => (saving = resolve));
+    // A save that ends only when it is given up (the bridge's agent hangs).
+    bridges.saving = (signal) =>
+      new Promise((_resolve, reject) => {
+        saving();
+        signal?.addEventListener('abort', () => reject(new Error('cancelled')));
+      });
+    const sweeper = new ActivityMonitor(
+      {
+        config: {
+          monitorEnabled: true,
+          activityTrackerEnabled: true,
+          maxSessionLifetimeMinutes: 0,
+          activityIntervalMs: 10,
+        },
+        appDefinitions: { list: () => [app] },
+        sessions: { list: () => [session('lou', { url: 'https://ide/lou/' })] },
+        sessionsApi: recorder.sessionsApi,
+        bridges,
+        events: recorder.eventSink,
+        log: createLogger('silent'),
+      },
+      () => new Date(T0 + 30 * MINUTE),
+    );
+    sweeper.start();
+    await started;
+    await sweeper.stop();
+    assert.deepEqual([recorder.deleted, recorder.patches, recorder.statuses], [[], [], []]);
+  });
+
   it('a missing token is told as such, not as a missing pod', async () => {
     const bridges = new FakeBridges();
     bridges.locateError = new BridgeCallError('its token is missing (Secret or key)');
