@@ -1,6 +1,9 @@
 // Where the operator finds a session's data bridge: a warm instance's pods and token, or a lazy
 // session's own pod and the token in its own Secret; and how a lazy pod is given that token.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type * as k8s from '@kubernetes/client-node';
 import type { AppDefinition } from '../../src/model/app-definition.js';
 import type { Session } from '../../src/model/session.js';
 import { lazyEnv, SESSION_BRIDGE_TOKEN_KEY, sessionEnvSecret, sessionPodApp } from '../../src/operator/manifests.js';
@@ -68,5 +71,57 @@ describe('operator: the bridge of a session', () => {
     const without = lazyEnv(lazy, plain).map((e) => e.name);
     assert.ok(!without.some((name) => name.startsWith('DATA_BRIDGE_')), without.join(' '));
     assert.equal(sessionEnvSecret(lazy, 'ns').data![SESSION_BRIDGE_TOKEN_KEY], undefined);
+  });
+
+  it("a token is read once per session: a warm instance's next session reads its renewed token; a refused one is read again", async () => {
+    const server = http.createServer((req, res) => {
+      const ok = req.headers.authorization === `Bearer ${current}`;
+      res.writeHead(ok ? 200 : 403, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(ok ? { secondsSinceActivity: 1 } : { error: 'no' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    let current = 'token-a';
+    let reads = 0;
+    try {
+      const app = appDefinition({
+        dataBridgeEnabled: 'true',
+        dataBridgePort: String((server.address() as AddressInfo).port),
+      });
+      const pod: k8s.V1Pod = {
+        metadata: { name: 'java-pool-2-x', namespace: 'ns', labels: { 'ide-cloud.io/pool-instance': 'java-pool-2' } },
+        status: { podIP: '127.0.0.1', conditions: [{ type: 'Ready', status: 'True' }] },
+      };
+      const core = {
+        readNamespacedSecret: () => {
+          reads++;
+          return Promise.resolve({ data: { token: Buffer.from(current).toString('base64') } });
+        },
+      };
+      const cached = new SessionBridge(core as never, { list: () => [pod] }, 'ns', { requestMs: 5000, saveMs: 5000 });
+      const first = session({ startStrategy: 'eager', instanceId: '2' });
+      const ask = async (s: Session) => cached.secondsSinceActivity((await cached.locate(s, app))!);
+      assert.equal(await ask(first), 1);
+      assert.equal(await ask(first), 1);
+      assert.equal(reads, 1, 'read once for the session');
+
+      // The instance back in the pool with a new token, claimed by the next session.
+      current = 'token-b';
+      const next = session({ startStrategy: 'eager', instanceId: '2' });
+      next.metadata.uid = '5f0c4d9e-0000-4000-8000-000000000002';
+      assert.equal(await ask(next), 1);
+      assert.equal(reads, 2, "the next session's token is read");
+
+      // A token the bridge refuses is dropped and read again on the next call.
+      current = 'token-c';
+      await assert.rejects(ask(next), { name: 'BridgeCallError', message: '/activity answered HTTP 403' });
+      assert.equal(await ask(next), 1);
+      assert.equal(reads, 3);
+
+      cached.retain(new Set([next.metadata.uid!]));
+      assert.equal(await ask(first), 1, 'a session gone from the list is forgotten, read again if it comes back');
+      assert.equal(reads, 4);
+    } finally {
+      server.close();
+    }
   });
 });
