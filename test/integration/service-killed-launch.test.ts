@@ -4,14 +4,16 @@
 // until the test, acting as that node's kubelet, reports the pod ready. A fresh service process then
 // gets the retry: for a workspace it adopts the half-started session and answers its URL, or removes
 // it when it does not start by the retry's deadline, so the user's next launch is not refused 553.
-// An ephemeral launch's session cannot be found by a retry (its name is random): the operator's
-// start deadline ends it, and the user launches again.
+// An ephemeral launch's session has a random name, so no retry can name it: the retry of a user at
+// sessionsPerUser finds it among the user's sessions that have not served yet and adopts it (the same
+// values) or removes it and starts afresh (other values), either way long before the operator's
+// start deadline could free the slot.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { sessionNameFor, userLabelValue } from '../../server/src/model/names.js';
-import { SessionCondition, SessionFailureReason, type Session } from '../../server/src/model/session.js';
+import { SessionCondition, type Session } from '../../server/src/model/session.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
@@ -22,7 +24,6 @@ import {
   nodeWithoutKubelet,
   ON_NODE_WITHOUT_KUBELET,
   testOperator,
-  waitForSession,
 } from '../support/operator.js';
 import { SERVICE_AUTH_TOKEN, call, type Answer } from '../support/service-harness.js';
 import { spawnService, type ServiceProcess } from '../support/service-process.js';
@@ -44,8 +45,8 @@ describe('service process killed during a blocking launch, the real operator ser
     core = cluster.kc.makeApiClient(k8s.CoreV1Api);
     ownNode = await nodeWithoutKubelet(cluster.kc, namespace);
     await createAppDefinition(r, 'python', ON_NODE_WITHOUT_KUBELET);
-    // Its sessions fail at a start deadline the test can wait out.
-    await createAppDefinition(r, 'slow', { ...ON_NODE_WITHOUT_KUBELET, startDeadlineSeconds: 20 });
+    // A start deadline far beyond the test's bounds: it cannot be what frees a user's slot.
+    await createAppDefinition(r, 'patient', { ...ON_NODE_WITHOUT_KUBELET, startDeadlineSeconds: 600 });
     operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 1 });
   });
 
@@ -179,24 +180,76 @@ describe('service process killed during a blocking launch, the real operator ser
     );
   });
 
-  it('an ephemeral launch cut by the kill: the operator ends its session at the start deadline, then the user launches', async () => {
+  /**
+   * Polls `find` (which throws while it finds nothing) until it finds something or `answered` settles
+   * first; undefined then.
+   */
+  async function beforeAnswer<T>(answered: Promise<unknown>, find: () => Promise<T> | T): Promise<T | undefined> {
+    let settled = false;
+    const settle = () => (settled = true);
+    answered.then(settle, settle);
+    return eventually(async () => (settled ? undefined : find()), 60_000);
+  }
+
+  it('an ephemeral launch cut by the kill: the retry at sessionsPerUser adopts it, answers its URL, and the user holds one session', async () => {
     const user = 'hal@example.com';
-    const half = await launchCutByKill(user, { ephemeral: true, appDefinition: 'slow' });
+    const body = { ephemeral: true, appDefinition: 'patient', env: { fromMap: { COURSE: 'algorithms' } } };
+    const half = await launchCutByKill(user, body);
     assert.equal(half.spec.workspace, undefined);
 
-    const failed = await waitForSession(r, half.metadata.name, (s) => s.status?.phase === 'Failed', 90_000);
-    const ready = failed.status?.conditions?.find((c) => c.type === SessionCondition.ready);
-    assert.equal(ready?.reason, SessionFailureReason.startDeadlineExceeded);
+    const retry = launch({ user, ...body });
+    // Started once the retry waits on it (its log says so): started before, it would be a session
+    // that serves, the user's, not one left starting.
+    const adopting = await beforeAnswer(retry, () => {
+      const lines = service!.logged('adopting a session still starting');
+      assert.ok(
+        lines.some((line) => line.session === half.metadata.name),
+        `the retry has not adopted ${half.metadata.name}`,
+      );
+      return true;
+    });
+    if (adopting) await kubeletStarts(await boundPod(half.metadata.name));
+    const answer = await retry;
+    assert.equal(answer.status, 200, `held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
 
-    const next = launch({ user, ephemeral: true });
-    const created = await eventually(async () => {
+    const sessions = await activeSessionsOf(user);
+    assert.deepEqual(
+      sessions.map((s) => s.metadata.uid),
+      [half.metadata.uid],
+      'the same session, adopted: no second one',
+    );
+    assert.equal(answer.text, sessions[0]!.status?.url);
+    const ready = sessions[0]!.status?.conditions?.find((c) => c.type === SessionCondition.ready);
+    assert.equal(ready?.status, 'True');
+  });
+
+  it('an ephemeral launch cut by the kill, retried with other values: the half-started session makes way for a fresh one', async () => {
+    const user = 'ida@example.com';
+    const body = { ephemeral: true, appDefinition: 'patient' };
+    const half = await launchCutByKill(user, { ...body, env: { fromMap: { TOKEN: 'first' } } });
+
+    const retry = launch({ user, ...body, env: { fromMap: { TOKEN: 'second' } } });
+    const fresh = await beforeAnswer(retry, async () => {
       const found = (await activeSessionsOf(user)).find((s) => s.metadata.uid !== half.metadata.uid);
-      assert.ok(found, 'the new launch created its session');
+      assert.ok(found, 'the retry created no session');
       return found;
+    });
+    if (fresh) await kubeletStarts(await boundPod(fresh.metadata.name));
+    const answer = await retry;
+    assert.equal(answer.status, 200, `held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
+
+    const sessions = await activeSessionsOf(user);
+    assert.deepEqual(
+      sessions.map((s) => s.metadata.uid),
+      [fresh!.metadata.uid],
+      'only the fresh session',
+    );
+    assert.equal(answer.text, sessions[0]!.status?.url);
+    assert.equal(sessions[0]!.spec.envVars?.TOKEN, 'second');
+    // Removed through the operator's finalizer, not left Starting.
+    await eventually(async () => {
+      const names = (await r.sessions.list()).map((s) => s.metadata.name);
+      assert.ok(!names.includes(half.metadata.name), `${half.metadata.name} still there`);
     }, 60_000);
-    await kubeletStarts(await boundPod(created.metadata.name));
-    const answer = await next;
-    assert.equal(answer.status, 200, `not held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
-    assert.equal(answer.text, (await r.sessions.get(created.metadata.name)).status?.url);
   });
 });

@@ -12,6 +12,8 @@ export interface ServiceProcess {
   readonly url: string;
   /** Every line it wrote (its JSON logs and anything else). */
   readonly output: string[];
+  /** Its JSON log lines whose message is `msg`, parsed. */
+  logged(msg: string): Record<string, unknown>[];
   /** SIGKILL: a crash (nothing of a graceful stop runs); SIGTERM: a graceful stop. Resolves once it exited. */
   kill(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
@@ -44,6 +46,7 @@ export async function spawnService(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
+  const logs: Record<string, unknown>[] = [];
   let port: number | undefined;
   let pending = '';
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -53,8 +56,10 @@ export async function spawnService(
     for (const line of lines) {
       output.push(line);
       try {
-        const parsed = JSON.parse(line) as { msg?: string; port?: number };
-        if (parsed.msg === 'service listening') port = parsed.port;
+        const parsed = JSON.parse(line) as Record<string, unknown> | null;
+        if (parsed === null || typeof parsed !== 'object') continue;
+        logs.push(parsed);
+        if (parsed.msg === 'service listening') port = parsed.port as number;
       } catch {
         // not a log line
       }
@@ -76,7 +81,8 @@ export async function spawnService(
       90_000,
       100,
     );
-    return { child, url: `http://127.0.0.1:${listening}`, output, kill };
+    const logged = (msg: string) => logs.filter((line) => line.msg === msg);
+    return { child, url: `http://127.0.0.1:${listening}`, output, logged, kill };
   } catch (error) {
     await kill('SIGKILL');
     throw error;

@@ -18,6 +18,8 @@ export const ANNOTATIONS = {
   stopWarning: 'ide-cloud.io/stop-warning',
   /** Where the student's work went before the stop: the branch, `nothing-to-save` or `failed`. */
   workSaved: 'ide-cloud.io/work-saved',
+  /** On a Session the service created: what its launch asked for (service/launch-digest.ts), and the service's mark. */
+  launchDigest: 'ide-cloud.io/launch-digest',
 } as const;
 
 export const LABELS = {

@@ -1,17 +1,18 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { isQueued, placeIn, queueOf } from '../model/admission.js';
 import { envSourcesRefusal } from '../model/session-env.js';
-import { LABELS } from '../model/api-group.js';
+import { ANNOTATIONS, LABELS } from '../model/api-group.js';
 import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
 import { ErrorCode } from '../model/error-codes.js';
 import { checkSessionLimits } from '../model/limits.js';
 import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
 import type { EnvironmentVars } from '../model/requests.js';
-import { isSessionFailed, type Session } from '../model/session.js';
+import { isSessionFailed, isSessionReady, type Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
 import type { CachedResource } from './cache.js';
 import type { AppDefinitionCatalog } from './catalog.js';
 import { ApiError, Conflict, ServiceStopping, describeError } from './errors.js';
+import { launchDigest } from './launch-digest.js';
 import type { Logger } from './logger.js';
 import type { LaunchOutcome, ServiceMetrics } from './metrics.js';
 import type { ServiceResources } from './resources.js';
@@ -41,9 +42,11 @@ interface Plan {
  * ownership, sidecars, maxInstances, sessionsPerUser) has passed; on timeout or refusal removes what
  * this very call created, except a workspace's session still queued for a lazy start at the
  * timeout, which keeps its place (`stillQueued`). A workspace that already has a session answers that
- * session's URL (idempotent). Reads come from the service's caches (the limits check lists no Sessions
- * from the API server); a launch answers once the cache shows its session running, so the caller's
- * next listing shows it.
+ * session's URL (idempotent). An ephemeral launch held at a limit by a session of its user and app
+ * definition that a launch whose call is gone left starting adopts it, or replaces it when it was
+ * launched with other values (`halfStartedEphemeral`), so such a session never blocks the user.
+ * Reads come from the service's caches (the limits check lists no Sessions from the API server); a
+ * launch answers once the cache shows its session running, so the caller's next listing shows it.
  */
 export class Launcher {
   constructor(
@@ -136,25 +139,27 @@ export class Launcher {
     if (plan.workspace?.existing) {
       const sessionName = sessionNameFor(plan.workspace.name);
       const running = await this.findSessionOf(sessionName, plan.workspace.name, input.user, deadline);
-      if (running) {
-        try {
-          return { ...(await this.await(running, deadline)), reused: true };
-        } catch (error) {
-          const queued = this.stillQueued(running, error);
-          if (queued) throw queued;
-          await this.removeSession(running, error);
-          throw error;
-        }
-      }
+      if (running) return { ...(await this.adopt(running, deadline)), reused: true };
     }
 
     // 2. Limits, before anything is created, on the cache (the operator checks again: this races anyway).
-    const refusal = checkSessionLimits({
-      appDefinition: plan.appDefinition.spec,
-      user: input.user,
-      sessions: this.deps.sessions.list(),
-      sessionsPerUser: this.deps.sessionsPerUser,
-    });
+    // An ephemeral launch has no name a retry could find its session by: when the user is held at a
+    // limit by a session of the same app definition that such a launch left starting (its call gone
+    // with a killed service), this launch adopts it if it asked for the same values, and otherwise
+    // removes it and starts afresh; a removed session no longer counts, here or for the operator.
+    let refusal = this.limitRefusal(input.user, plan.appDefinition);
+    if (refusal && !plan.workspace) {
+      const orphan = await this.halfStartedEphemeral(input.user, appDefinitionName, input.env);
+      if (orphan?.sameValues) return { ...(await this.adopt(orphan.session, deadline)), reused: true };
+      if (orphan) {
+        await this.deleteSession(orphan.session);
+        this.deps.logger.info(
+          { appDefinition: appDefinitionName, session: orphan.session.metadata.name },
+          'removed a session still starting, launched with other values, to start afresh',
+        );
+        refusal = this.limitRefusal(input.user, plan.appDefinition);
+      }
+    }
     if (refusal) throw new ApiError(refusal.code, refusal.reason);
 
     // 3. The workspace.
@@ -185,11 +190,16 @@ export class Launcher {
     const sessionName = workspaceName
       ? sessionNameFor(workspaceName)
       : dnsLabel(['session', appDefinitionName, input.user, randomUUID().slice(0, 8)]);
+    // 32 characters: usable as-is as the authentication proxy's cookie secret (an AES-256 key).
+    const sessionSecret = randomBytes(16).toString('hex');
     let session: Session;
     try {
       session = await resources.sessions.create({
         metadata: {
           name: sessionName,
+          // The service's mark on the sessions it creates, and what this launch asked for: a later
+          // ephemeral launch adopts only a session so marked, and only when the digest matches.
+          annotations: { [ANNOTATIONS.launchDigest]: launchDigest(sessionSecret, input.env) },
           labels: {
             [LABELS.user]: userLabelValue(input.user),
             [LABELS.appDefinition]: appDefinitionName,
@@ -203,8 +213,7 @@ export class Launcher {
           ...(input.env?.fromMap ? { envVars: input.env.fromMap } : {}),
           ...(input.env?.fromConfigMaps ? { envVarsFromConfigMaps: input.env.fromConfigMaps } : {}),
           ...(input.env?.fromSecrets ? { envVarsFromSecrets: input.env.fromSecrets } : {}),
-          // 32 characters: usable as-is as the authentication proxy's cookie secret (an AES-256 key).
-          sessionSecret: randomBytes(16).toString('hex'),
+          sessionSecret,
         },
       });
     } catch (error) {
@@ -263,18 +272,90 @@ export class Launcher {
     );
   }
 
+  /**
+   * Waits for a session this call did not create (a workspace's, or an ephemeral one whose launch is
+   * gone) and answers its URL. If it fails or does not run by the deadline, it is removed like the
+   * launch's own, so no session nobody waits for holds the user's slot after the answer; a
+   * workspace's session still queued keeps its place (`stillQueued`).
+   */
+  private async adopt(session: Session, deadline: number): Promise<{ url: string; name: string; session?: Session }> {
+    if (!isSessionReady(session)) {
+      this.deps.logger.info(
+        { appDefinition: session.spec.appDefinition, session: session.metadata.name },
+        'adopting a session still starting',
+      );
+    }
+    try {
+      return await this.await(session, deadline);
+    } catch (error) {
+      const queued = session.spec.workspace ? this.stillQueued(session, error) : undefined;
+      if (queued) throw queued;
+      await this.removeSession(session, error);
+      throw error;
+    }
+  }
+
+  private limitRefusal(user: string, appDefinition: AppDefinition) {
+    return checkSessionLimits({
+      appDefinition: appDefinition.spec,
+      user,
+      sessions: this.deps.sessions.list(),
+      sessionsPerUser: this.deps.sessionsPerUser,
+    });
+  }
+
+  /**
+   * A session of `user` and `appDefinition` that an ephemeral launch of the service created (it
+   * carries the launch digest) and that has not served yet, is not failed and not being deleted:
+   * one whose launch may be gone with a killed service. One asked for with the same values
+   * (`sameValues`: the digest matches `env`) comes first, else the oldest. Found in the cache,
+   * confirmed by one GET: whether to adopt or remove it must not rest on a status a watch event
+   * behind (a session that has just served is the user's, not an orphan).
+   */
+  private async halfStartedEphemeral(
+    user: string,
+    appDefinition: string,
+    env: EnvironmentVars | undefined,
+  ): Promise<{ session: Session; sameValues: boolean } | undefined> {
+    const isHalfStarted = (s: Session) =>
+      s.spec.user === user &&
+      s.spec.appDefinition === appDefinition &&
+      s.spec.workspace === undefined &&
+      s.metadata.annotations?.[ANNOTATIONS.launchDigest] !== undefined &&
+      !s.status?.url &&
+      !isSessionFailed(s) &&
+      !s.metadata.deletionTimestamp;
+    const sameValues = (s: Session) =>
+      s.spec.sessionSecret !== undefined &&
+      s.metadata.annotations?.[ANNOTATIONS.launchDigest] === launchDigest(s.spec.sessionSecret, env);
+    const candidates = this.deps.sessions
+      .list()
+      .filter(isHalfStarted)
+      .sort((a, b) => Number(sameValues(b)) - Number(sameValues(a)) || createdAt(a) - createdAt(b));
+    if (!candidates[0]) return undefined;
+    const session = await this.deps.resources.sessions.find(candidates[0].metadata.name);
+    if (!session || session.metadata.uid !== candidates[0].metadata.uid || !isHalfStarted(session)) return undefined;
+    this.deps.sessions.observe(session);
+    return { session, sameValues: sameValues(session) };
+  }
+
   /** Removes a session whose launch failed, once the cache shows it gone. */
   private async removeSession(session: Session, error: unknown): Promise<void> {
     // Shutting down: leave the session, as an exiting process would; the retry adopts it.
     if (error instanceof ServiceStopping) return;
+    await this.deleteSession(session);
+    this.deps.logger.info(
+      { appDefinition: session.spec.appDefinition, session: session.metadata.name, err: describeError(error) },
+      'launch failed; removed its session',
+    );
+  }
+
+  /** Deletes a session and returns once the cache shows it gone or being deleted (the limits read the cache). */
+  private async deleteSession(session: Session): Promise<void> {
     const name = session.metadata.name;
     if (await this.deps.resources.sessions.delete(name).catch(() => false)) {
       await this.deps.sessions.reflectsDeletion(name, session.metadata.uid);
     }
-    this.deps.logger.info(
-      { appDefinition: session.spec.appDefinition, session: name, err: describeError(error) },
-      'launch failed; removed its session',
-    );
   }
 
   /**
@@ -313,6 +394,10 @@ export class Launcher {
 }
 
 const SESSION_NAME_TAKEN = "the workspace's session name is held by another session";
+
+function createdAt(session: Session): number {
+  return new Date(session.metadata.creationTimestamp ?? 0).getTime();
+}
 
 function outcomeOf(error: unknown): LaunchOutcome {
   if (!(error instanceof ApiError)) return 'error';
