@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { API_VERSION } from '../../server/src/model/api-group.js';
+import { ANNOTATIONS, API_VERSION } from '../../server/src/model/api-group.js';
 import type { Session } from '../../server/src/model/session.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
@@ -45,7 +45,7 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
     await createSession(r, 'untimed-1', { user: 'grace@example.com', appDefinition: 'untimed' });
     await Promise.all(['timed-1', 'untimed-1'].map((n) => waitForSession(r, n, running)));
     const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    // The session's states as a watch reports them: the stop's status write comes before the delete.
+    // The session's states as a watch reports them, to the finalizer's last status write.
     const seen: Session[] = [];
     const watch = await new k8s.Watch(cluster.kc).watch(
       `/apis/${API_VERSION}/namespaces/${namespace}/sessions`,
@@ -74,7 +74,12 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
         assert.equal(stopping.status?.phase, 'Stopping');
         const ready = stopping.status?.conditions?.find((c) => c.type === 'Ready');
         assert.match(ready?.message ?? '', /^stopped: MaxLifetime: running for more than 1 minute/);
-        assert.equal(stopping.metadata.deletionTimestamp, undefined, 'the reason is in status before the delete');
+        // Active until it is being deleted (a Stopping status before would release its instance early):
+        // the finalizer writes the reason the stop left on the session.
+        assert.ok(stopping.metadata.deletionTimestamp, 'Stopping only once the session is being deleted');
+        const early = seen.find((x) => x.status?.phase === 'Stopping' && !x.metadata.deletionTimestamp);
+        assert.equal(early, undefined, 'a Stopping status before the delete');
+        assert.match(stopping.metadata.annotations?.[ANNOTATIONS.stopReason] ?? '', /^MaxLifetime: /);
       });
     } finally {
       watch.abort();

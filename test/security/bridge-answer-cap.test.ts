@@ -112,7 +112,7 @@ describe('security: an endless answer from a session pod', () => {
         activityIntervalMs: 1000,
       },
       appDefinitions: { list: () => [app()] },
-      sessions: { list: () => [session] },
+      sessions: { list: () => [session], get: () => session },
       sessionsApi: {
         mergePatch: (_name: string, body: unknown) => Promise.resolve(void patches.push(body)),
         patchStatus: () => Promise.resolve({}),

@@ -91,7 +91,7 @@ function monitor(
         activityIntervalMs: 1000,
       },
       appDefinitions: { list: () => [app] },
-      sessions: { list: () => sessions },
+      sessions: { list: () => sessions, get: (name: string) => sessions.find((s) => s.metadata.name === name) },
       sessionsApi: recorder.sessionsApi,
       bridges,
       events: recorder.eventSink,
@@ -263,6 +263,7 @@ describe('operator: the idle and lifetime sweep', () => {
         saving();
         signal?.addEventListener('abort', () => reject(new Error('cancelled')));
       });
+    const lou = session('lou', { url: 'https://ide/lou/' });
     const sweeper = new ActivityMonitor(
       {
         config: {
@@ -272,7 +273,7 @@ describe('operator: the idle and lifetime sweep', () => {
           activityIntervalMs: 10,
         },
         appDefinitions: { list: () => [app] },
-        sessions: { list: () => [session('lou', { url: 'https://ide/lou/' })] },
+        sessions: { list: () => [lou], get: () => lou },
         sessionsApi: recorder.sessionsApi,
         bridges,
         events: recorder.eventSink,
@@ -310,7 +311,7 @@ describe('operator: the idle and lifetime sweep', () => {
     );
   });
 
-  it('a stop records its reason in status (Ready False, Stopping, the reason as message) before the delete', async () => {
+  it('a stop writes its reason on the session (by uid) and deletes it; no status before the delete keeps it active', async () => {
     const bridges = new FakeBridges();
     const app = appDefinition({ maxLifetimeMinutes: 20, stopWarningSeconds: 0 });
     const recorder = new Recorder();
@@ -321,13 +322,12 @@ describe('operator: the idle and lifetime sweep', () => {
       { now: T0 + 30 * MINUTE },
       recorder,
     ).sweep(true);
-    const status = recorder.statuses[0]?.status as { phase: string; conditions: Record<string, string>[] };
-    assert.equal(status.phase, 'Stopping');
-    const ready = status.conditions.find((c) => c.type === 'Ready');
-    assert.deepEqual(
-      [ready?.status, ready?.reason, ready?.message],
-      ['False', 'Stopping', 'stopped: MaxLifetime: running for more than 20 minute(s)'],
-    );
+    // A status of Stopping before the delete would end the session's hold on its warm instance (and a
+    // pass could set Ready back); the finalizer writes the reason into status once it is being deleted.
+    assert.deepEqual(recorder.statuses, []);
+    const patch = recorder.patches.at(-1)?.body as { metadata: { uid?: string; annotations: Record<string, string> } };
+    assert.equal(patch.metadata.uid, 'uid-lou');
+    assert.equal(patch.metadata.annotations[ANNOTATIONS.stopReason], 'MaxLifetime: running for more than 20 minute(s)');
     assert.deepEqual(recorder.deleted, ['lou']);
   });
 });

@@ -123,7 +123,7 @@ export interface ActivityMonitorDeps {
     'monitorEnabled' | 'activityTrackerEnabled' | 'maxSessionLifetimeMinutes' | 'activityIntervalMs'
   >;
   appDefinitions: Pick<Informer<AppDefinition>, 'list'>;
-  sessions: Pick<Informer<Session>, 'list'>;
+  sessions: Pick<Informer<Session>, 'list' | 'get'>;
   sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'patchStatus' | 'delete'>;
   bridges: SessionBridgeApi;
   events: EventSink;
@@ -232,13 +232,17 @@ export class ActivityMonitor {
 
   /** One session in or past its window: warn, wait, or save and stop. Returns whether it was stopped. */
   private async handle(
-    session: Session,
+    listed: Session,
     appDefinition: AppDefinition | undefined,
     idleCheck: boolean,
     signal: AbortSignal,
   ): Promise<boolean> {
     const { deps } = this;
-    const name = session.metadata.name;
+    const name = listed.metadata.name;
+    // The sweep's list may be minutes old when a worker gets here (saves take time): decide on the
+    // cache as it is now, and never on a session that has since been replaced under the same name.
+    const session = deps.sessions.get(name);
+    if (!session || uidOf(session) !== uidOf(listed) || !isActiveSession(session)) return false;
     const limits = this.limits(session, appDefinition, idleCheck);
     const bridged = !!appDefinition && deps.bridges.hasBridge(session, appDefinition);
     let target: BridgeTarget | undefined;

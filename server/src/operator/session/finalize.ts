@@ -1,6 +1,7 @@
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
+import { ANNOTATIONS } from '../../model/api-group.js';
 import { setCondition } from '../../model/conditions.js';
 import {
   isSessionFailed,
@@ -59,7 +60,8 @@ export async function finalizeSession(deps: FinalizeDeps, session: Session): Pro
       type: SessionCondition.ready,
       status: 'False',
       reason: SessionReadyReason.stopping,
-      message: 'the session is being deleted',
+      // A stop says why (session/stop.ts writes its reason on the session before the delete).
+      message: stopMessage(session),
       observedGeneration: session.metadata.generation,
     });
     const stopping = await deps.sessionsApi
@@ -86,4 +88,9 @@ export async function finalizeSession(deps: FinalizeDeps, session: Session): Pro
     if (!isNotFound(error)) throw error;
   }
   deps.poolChanged(session.spec.appDefinition);
+}
+
+function stopMessage(session: Session): string {
+  const reason = session.metadata.annotations?.[ANNOTATIONS.stopReason];
+  return reason ? `stopped: ${reason}` : 'the session is being deleted';
 }

@@ -1,21 +1,21 @@
-import { isNotFound } from '../../kube/client.js';
+import { isConflict, isNotFound } from '../../kube/client.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import { ANNOTATIONS } from '../../model/api-group.js';
-import { setCondition } from '../../model/conditions.js';
-import { SessionCondition, SessionReadyReason, type Session } from '../../model/session.js';
+import type { Session } from '../../model/session.js';
 import type { EventSink } from '../runtime/events.js';
 
 export interface StopSessionDeps {
-  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'patchStatus' | 'delete'>;
+  sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'delete'>;
   events: EventSink;
 }
 
 /**
  * Stops a session with a reason (idle, lifetime, its workspace deleted): the reason goes into the
- * stop-reason annotation (with `annotations`, e.g. where the work was saved, in the same write), into
- * status (phase Stopping, Ready False with reason Stopping and the reason as its message, which the
- * finalizer keeps) and a `Stopped` Event, then the Session is deleted (its finalizer removes the
- * route). False when the session was gone already.
+ * stop-reason annotation (with `annotations`, e.g. where the work was saved, in the same write; only
+ * on the session read, by its uid, never on a new one of the same name) and a `Stopped` Event, then
+ * the Session is deleted; its finalizer writes the reason into status (phase Stopping, Ready False
+ * with reason Stopping) and removes the route. The session stays active until it is being deleted, so
+ * its instance is not released before. False when the session was gone or replaced already.
  */
 export async function stopSession(
   deps: StopSessionDeps,
@@ -26,23 +26,13 @@ export async function stopSession(
   const name = session.metadata.name;
   try {
     await deps.sessionsApi.mergePatch(name, {
-      metadata: { annotations: { ...annotations, [ANNOTATIONS.stopReason]: reason } },
+      metadata: {
+        uid: session.metadata.uid,
+        annotations: { ...annotations, [ANNOTATIONS.stopReason]: reason },
+      },
     });
   } catch (error) {
-    if (isNotFound(error)) return false;
-    throw error;
-  }
-  const conditions = setCondition(session.status?.conditions, {
-    type: SessionCondition.ready,
-    status: 'False',
-    reason: SessionReadyReason.stopping,
-    message: `stopped: ${reason}`,
-    observedGeneration: session.metadata.generation,
-  });
-  try {
-    await deps.sessionsApi.patchStatus(name, { phase: 'Stopping', conditions });
-  } catch (error) {
-    if (isNotFound(error)) return false;
+    if (isNotFound(error) || isConflict(error)) return false;
     throw error;
   }
   deps.events.record(session, 'Normal', 'Stopped', `session stopped: ${reason}`);
