@@ -7,7 +7,7 @@ import { ErrorCode } from '../model/error-codes.js';
 import { checkSessionLimits } from '../model/limits.js';
 import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
 import type { EnvironmentVars } from '../model/requests.js';
-import { isSessionFailed, isSessionReady, type Session } from '../model/session.js';
+import { isActiveSession, isSessionFailed, isSessionReady, type Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
 import type { CachedResource } from './cache.js';
 import type { AppDefinitionCatalog } from './catalog.js';
@@ -274,9 +274,12 @@ export class Launcher {
 
   /**
    * Waits for a session this call did not create (a workspace's, or an ephemeral one whose launch is
-   * gone) and answers its URL. If it fails or does not run by the deadline, it is removed like the
-   * launch's own, so no session nobody waits for holds the user's slot after the answer; a
-   * workspace's session still queued keeps its place (`stillQueued`).
+   * gone) and answers its URL. A workspace's session that fails or does not run by the deadline is
+   * removed like the launch's own, so no session nobody waits for holds the user's slot after the
+   * answer (no later launch of another workspace would find it); one still queued keeps its place
+   * (`stillQueued`). An ephemeral session is removed only when it failed: at this call's deadline the
+   * launch that created it may still be waiting with a longer one, and the user's next launch at the
+   * limit finds it again (`halfStartedEphemeral`).
    */
   private async adopt(session: Session, deadline: number): Promise<{ url: string; name: string; session?: Session }> {
     if (!isSessionReady(session)) {
@@ -288,11 +291,21 @@ export class Launcher {
     try {
       return await this.await(session, deadline);
     } catch (error) {
-      const queued = session.spec.workspace ? this.stillQueued(session, error) : undefined;
-      if (queued) throw queued;
+      if (session.spec.workspace) {
+        const queued = this.stillQueued(session, error);
+        if (queued) throw queued;
+      } else if (!this.hasFailed(session)) {
+        throw error;
+      }
       await this.removeSession(session, error);
       throw error;
     }
+  }
+
+  /** Whether the cache shows `session` (this uid) failed. */
+  private hasFailed(session: Session): boolean {
+    const current = this.deps.sessions.get(session.metadata.name);
+    return !!current && current.metadata.uid === session.metadata.uid && isSessionFailed(current);
   }
 
   private limitRefusal(user: string, appDefinition: AppDefinition) {
@@ -305,10 +318,10 @@ export class Launcher {
   }
 
   /**
-   * A session of `user` and `appDefinition` that an ephemeral launch of the service created (it
-   * carries the launch digest) and that has not served yet, is not failed and not being deleted:
-   * one whose launch may be gone with a killed service. One asked for with the same values
-   * (`sameValues`: the digest matches `env`) comes first, else the oldest. Found in the cache,
+   * A session of `user` and `appDefinition` that an ephemeral launch of the service created and that
+   * has not served yet (`isHalfStartedEphemeral`): one whose launch may be gone with a killed
+   * service. One asked for with the same values (`sameValues`: the digest matches `env`) comes first,
+   * else the oldest. Found in the cache,
    * confirmed by one GET: whether to adopt or remove it must not rest on a status a watch event
    * behind (a session that has just served is the user's, not an orphan).
    */
@@ -317,14 +330,7 @@ export class Launcher {
     appDefinition: string,
     env: EnvironmentVars | undefined,
   ): Promise<{ session: Session; sameValues: boolean } | undefined> {
-    const isHalfStarted = (s: Session) =>
-      s.spec.user === user &&
-      s.spec.appDefinition === appDefinition &&
-      s.spec.workspace === undefined &&
-      s.metadata.annotations?.[ANNOTATIONS.launchDigest] !== undefined &&
-      !s.status?.url &&
-      !isSessionFailed(s) &&
-      !s.metadata.deletionTimestamp;
+    const isHalfStarted = (s: Session) => isHalfStartedEphemeral(s, user, appDefinition);
     const sameValues = (s: Session) =>
       s.spec.sessionSecret !== undefined &&
       s.metadata.annotations?.[ANNOTATIONS.launchDigest] === launchDigest(s.spec.sessionSecret, env);
@@ -394,6 +400,22 @@ export class Launcher {
 }
 
 const SESSION_NAME_TAKEN = "the workspace's session name is held by another session";
+
+/**
+ * A session of `user` and `appDefinition` that an ephemeral launch of the service created (it carries
+ * the launch digest), that has not served yet and that is active: not failed, not stopping, not being
+ * deleted. A stopping session is on its way out; adopted, it would answer the launch 474.
+ */
+export function isHalfStartedEphemeral(session: Session, user: string, appDefinition: string): boolean {
+  return (
+    session.spec.user === user &&
+    session.spec.appDefinition === appDefinition &&
+    session.spec.workspace === undefined &&
+    session.metadata.annotations?.[ANNOTATIONS.launchDigest] !== undefined &&
+    !session.status?.url &&
+    isActiveSession(session)
+  );
+}
 
 function createdAt(session: Session): number {
   return new Date(session.metadata.creationTimestamp ?? 0).getTime();
