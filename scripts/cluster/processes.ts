@@ -1,13 +1,19 @@
 // Processes of the local cluster (control plane and real node): started detached into their own log
 // file, probed by pid, and waited for with a deadline.
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 
+/** Whether `pid` still runs: a zombie has ended (only its parent's, or pid 1's, reaping is missing). */
 export function isAlive(pid: number | undefined): boolean {
   if (!pid) return false;
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
   } catch {
     return false;
   }

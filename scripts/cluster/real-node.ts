@@ -532,6 +532,7 @@ export async function stopRealNode(root: string): Promise<void> {
   if (node.pids.containerd) {
     kill([-node.pids.containerd, node.pids.containerd], 'SIGTERM');
     kill(await waitGone([node.pids.containerd], 10_000), 'SIGKILL');
+    await waitGone([node.pids.containerd], 5_000);
   }
 
   const newNetns = NETNS_DIRS.flatMap((d) => (existsSync(d) ? readdirSync(d).map((n) => path.join(d, n)) : [])).filter(
