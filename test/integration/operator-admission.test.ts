@@ -24,7 +24,14 @@ import {
   testOperator,
   waitForSession,
 } from '../support/operator.js';
-import { call, SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
+import {
+  call,
+  SERVICE_AUTH_TOKEN,
+  startTestService,
+  takeServerSentEvents,
+  type StreamMessage,
+  type TestService,
+} from '../support/service-harness.js';
 
 interface Place {
   position: number;
@@ -50,17 +57,12 @@ function followProgress(service: TestService, user: string, workspace: string) {
     const response = await opened;
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = '';
+    const messages: StreamMessage[] = [];
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      buffer += value;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (/^event: session$/m.test(block) && data) sessions.push(JSON.parse(data) as SessionMessage);
-      }
+      buffer = takeServerSentEvents(buffer + value, messages);
+      for (const m of messages.splice(0)) if (m.event === 'session') sessions.push(m.data as unknown as SessionMessage);
     }
   })().catch(() => undefined);
   return {

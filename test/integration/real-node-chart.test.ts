@@ -6,20 +6,12 @@
 // Root only (CI runs as root). Cold, after the other real-node suites built the images: about 1 min.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import {
-  ensureBinaries,
-  startControlPlane,
-  stopControlPlane,
-  type ControlPlaneState,
-} from '../../scripts/cluster/control-plane.js';
+import { ensureBinaries, stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
 import {
   buildImage,
   importImage,
@@ -29,6 +21,7 @@ import {
   type RealNodeState,
 } from '../../scripts/cluster/real-node.js';
 import { eventually } from '../support/kube.js';
+import { seconds, startRealNodeCluster } from '../support/real-node.js';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -36,8 +29,6 @@ const RELEASE = 'ide-cloud';
 const NAMESPACE = 'ide-cloud';
 /** The host of the platform's Ingress in front of the service and the landing page. */
 const HOST = 'ide-cloud.localtest.me';
-
-const seconds = (since: number): string => `${((Date.now() - since) / 1000).toFixed(1)} s`;
 
 describe('the chart on the real node', function () {
   this.timeout(60 * 60_000);
@@ -49,16 +40,9 @@ describe('the chart on the real node', function () {
   const timings: string[] = [];
 
   before(async () => {
-    // A kubelet, containerd and iptables need root, which CI has: without it this is a failure, not a skip.
-    assert.ok(process.getuid?.() === 0, 'the real node needs root');
     let since = Date.now();
-    const dir = path.join(await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-real-chart-')), 'cluster');
-    state = await startControlPlane(dir, { realNode: true });
+    ({ state, node, kc, core } = await startRealNodeCluster('real-chart'));
     timings.push(`control plane with the real node ${seconds(since)}`);
-    node = JSON.parse(readFileSync(path.join(state.realNode!, 'node.json'), 'utf8')) as RealNodeState;
-    kc = new k8s.KubeConfig();
-    kc.loadFromFile(state.kubeconfig);
-    core = kc.makeApiClient(k8s.CoreV1Api);
     helmBin = path.join(await ensureBinaries('helm'), 'helm');
     since = Date.now();
     for (const target of ['service', 'operator', 'landing-page'] as const) {

@@ -8,13 +8,9 @@
 // cores (Node stand-ins 1.5 min, server images 3 min, session base with code-server 5.5 min); warm:
 // about 2 min (the server images rebuild in seconds when server/ changed; imports take the rest).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
-import { startControlPlane, stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
+import { stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
 import {
   buildImage,
   importImage,
@@ -26,6 +22,7 @@ import {
 import { ideCloudResources } from '../../server/src/kube/resources.js';
 import { eventually } from '../support/kube.js';
 import { createAppDefinition } from '../support/operator.js';
+import { seconds, startRealNodeCluster } from '../support/real-node.js';
 
 const NAMESPACE = 'ide-cloud';
 const SERVICE_ACCOUNT = 'ide-cloud-images';
@@ -42,8 +39,6 @@ const CHART_SECURITY_CONTEXT: k8s.V1SecurityContext = {
   seccompProfile: { type: 'RuntimeDefault' },
 };
 
-const seconds = (since: number): string => `${((Date.now() - since) / 1000).toFixed(1)} s`;
-
 async function fetchText(url: string, init: RequestInit = {}): Promise<{ status: number; body: string }> {
   const response = await fetch(url, { ...init, signal: AbortSignal.timeout(5_000), redirect: 'manual' });
   return { status: response.status, body: await response.text() };
@@ -58,16 +53,9 @@ describe('the images the project ships, on the real node', function () {
   const timings: string[] = [];
 
   before(async () => {
-    // A kubelet, containerd and iptables need root, which CI has: without it this is a failure, not a skip.
-    assert.ok(process.getuid?.() === 0, 'the real node needs root');
     const since = Date.now();
-    const dir = path.join(await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-real-images-')), 'cluster');
-    state = await startControlPlane(dir, { realNode: true });
+    ({ state, node, kc, core } = await startRealNodeCluster('real-images'));
     timings.push(`control plane with the real node ${seconds(since)}`);
-    node = JSON.parse(readFileSync(path.join(state.realNode!, 'node.json'), 'utf8')) as RealNodeState;
-    kc = new k8s.KubeConfig();
-    kc.loadFromFile(state.kubeconfig);
-    core = kc.makeApiClient(k8s.CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
     // What the service and operator may do is the chart's concern (its Roles); here, only that the
     // images run and reach the API server in-cluster.

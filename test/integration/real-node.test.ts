@@ -9,19 +9,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
-import {
-  KWOK_NODE,
-  startControlPlane,
-  stopControlPlane,
-  type ControlPlaneState,
-} from '../../scripts/cluster/control-plane.js';
+import { KWOK_NODE, stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
 import { isAlive } from '../../scripts/cluster/processes.js';
 import {
   buildImage,
@@ -32,8 +24,8 @@ import {
   REAL_NODE_PLACEMENT,
   type RealNodeState,
 } from '../../scripts/cluster/real-node.js';
+import { seconds, startRealNodeCluster } from '../support/real-node.js';
 
-const isRoot = process.getuid?.() === 0;
 const MACHINE_PATHS = [
   '/var/lib/kubelet',
   '/var/log/pods',
@@ -125,8 +117,6 @@ function authProxyPod(name: string): k8s.V1Pod {
   };
 }
 
-const seconds = (since: number): string => `${((Date.now() - since) / 1000).toFixed(1)} s`;
-
 describe('the real node', function () {
   this.timeout(25 * 60_000);
   let state: ControlPlaneState | undefined;
@@ -138,17 +128,11 @@ describe('the real node', function () {
   const timings: string[] = [];
 
   before(async () => {
-    // A kubelet, containerd and iptables need root, which CI has: without it this is a failure, not a skip.
-    assert.ok(isRoot, 'the real node needs root');
     initially = machine();
     const since = Date.now();
-    dir = path.join(await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-real-node-')), 'cluster');
-    state = await startControlPlane(dir, { realNode: true });
+    ({ state, node, kc, core } = await startRealNodeCluster('real-node'));
+    dir = state.dir;
     timings.push(`control plane with the real node ${seconds(since)}`);
-    node = JSON.parse(readFileSync(path.join(state.realNode!, 'node.json'), 'utf8')) as RealNodeState;
-    kc = new k8s.KubeConfig();
-    kc.loadFromFile(state.kubeconfig);
-    core = kc.makeApiClient(k8s.CoreV1Api);
   });
 
   after(async () => {

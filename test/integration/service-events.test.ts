@@ -15,13 +15,10 @@ import {
   resourcesOf,
   SERVICE_AUTH_TOKEN,
   startTestService,
+  takeServerSentEvents,
+  type StreamMessage as Message,
   type TestService,
 } from '../support/service-harness.js';
-
-interface Message {
-  event: string;
-  data: Record<string, unknown>;
-}
 
 /** Reads a Server-Sent Events response until `done` holds for the messages so far, or the deadline. */
 async function readStream(
@@ -44,15 +41,7 @@ async function readStream(
     while (!until(messages)) {
       const { value, done } = await reader.read();
       if (done) break;
-      buffer += value;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (event && data) messages.push({ event, data: JSON.parse(data) as Record<string, unknown> });
-      }
+      buffer = takeServerSentEvents(buffer + value, messages);
     }
     await acting;
     return { status: response.status, contentType: response.headers.get('content-type'), messages };

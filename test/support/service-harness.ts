@@ -150,6 +150,19 @@ export interface StreamMessage {
   data: Record<string, unknown>;
 }
 
+/** Moves the complete events (blocks ending in a blank line) of `buffer` into `messages`; returns the rest. */
+export function takeServerSentEvents(buffer: string, messages: StreamMessage[]): string {
+  let end: number;
+  while ((end = buffer.indexOf('\n\n')) >= 0) {
+    const block = buffer.slice(0, end);
+    buffer = buffer.slice(end + 2);
+    const event = /^event: (.*)$/m.exec(block)?.[1];
+    const data = /^data: (.*)$/m.exec(block)?.[1];
+    if (event && data) messages.push({ event, data: JSON.parse(data) as Record<string, unknown> });
+  }
+  return buffer;
+}
+
 /**
  * Reads a Server-Sent Events response until `until` holds for the messages so far; rejects when the
  * stream ends first or past `timeoutMs`.
@@ -170,15 +183,7 @@ export async function readProgressStream(
     while (!until(messages)) {
       const { value, done } = await reader.read();
       if (done) throw new Error(`the progress stream ended early: ${JSON.stringify(messages)}`);
-      buffer += value;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (event && data) messages.push({ event, data: JSON.parse(data) as Record<string, unknown> });
-      }
+      buffer = takeServerSentEvents(buffer + value, messages);
     }
     return messages;
   } catch (error) {
