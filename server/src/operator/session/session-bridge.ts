@@ -9,6 +9,7 @@ import {
   type SaveWorkRequest,
   type SaveWorkResult,
   type StopNotice,
+  type BridgeActivity,
 } from '../../model/data-bridge.js';
 import { LABELS } from '../../model/api-group.js';
 import { poolInstanceName, stripCredentials } from '../../model/names.js';
@@ -98,7 +99,7 @@ export class SessionBridge implements SessionBridgeApi {
 
   async secondsSinceActivity(target: BridgeTarget): Promise<number | null> {
     const answer = await this.call(target, 'GET', DATA_BRIDGE_PATHS.activity, undefined, this.timeouts.requestMs);
-    const seconds = (answer as { secondsSinceActivity?: unknown }).secondsSinceActivity;
+    const seconds: unknown = (answer as Partial<BridgeActivity>).secondsSinceActivity;
     if (seconds === null) return null;
     if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) {
       throw new BridgeCallError('activity answered without secondsSinceActivity');
@@ -243,7 +244,7 @@ function matches(pod: k8s.V1Pod, selector: string): boolean {
 }
 
 /** A ready pod of `pods` in the namespace that the selector matches (and `accept` takes), not being deleted. */
-export function readyPodOf(
+function readyPodOf(
   pods: readonly k8s.V1Pod[],
   namespace: string,
   podSelector: string,

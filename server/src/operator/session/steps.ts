@@ -53,6 +53,7 @@ import { applySidecars, type PoolInstance, type PoolInstances } from '../pool/in
 import type { RouteTable } from '../routes/routes.js';
 import { deploymentReady, finalizersOf } from '../runtime/objects.js';
 import { Delay, FailObject, RetryLater } from '../runtime/outcome.js';
+import { byCreation } from '../../model/admission.js';
 import { admitLazyStart, startDeadlineOf, type LazyStartGate } from './admission.js';
 import { ROUTE_ANNOTATION, SESSION_FINALIZER } from './finalize.js';
 import type { DataInjector } from './injection.js';
@@ -167,20 +168,13 @@ function checkStartDeadline(deps: SessionStepDeps, session: Session, appDefiniti
  * later-named session of the same second must count too (timestamps have one-second resolution).
  */
 function checkLimits(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition): void {
-  const created = (s: Session) => new Date(s.metadata.creationTimestamp ?? 0).getTime();
   const decided = (s: Session) =>
     !!s.status?.startStrategy ||
     isStartStrategy(s.metadata.annotations?.[ANNOTATIONS.startStrategy]) ||
     deps.limitsPassed.has(s.metadata.name);
   const earlier = deps.sessions
     .list()
-    .filter(
-      (s) =>
-        s.metadata.name !== session.metadata.name &&
-        (decided(s) ||
-          created(s) < created(session) ||
-          (created(s) === created(session) && s.metadata.name < session.metadata.name)),
-    );
+    .filter((s) => s.metadata.name !== session.metadata.name && (decided(s) || byCreation(s, session) < 0));
   const refusal = checkSessionLimits({
     appDefinition: { name: session.spec.appDefinition, maxInstances: appDefinition.spec.maxInstances },
     user: session.spec.user,
