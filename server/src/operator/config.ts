@@ -7,6 +7,27 @@ const bool = z
   .union([z.boolean(), z.string()])
   .transform((v) => (typeof v === 'boolean' ? v : ['1', 'true', 'yes', 'on'].includes(v.trim().toLowerCase())));
 const int = (min: number) => z.coerce.number().int().min(min);
+/** A JSON value given as text (from the environment) or as is (from code). */
+const json = <T extends z.ZodTypeAny>(schema: T) =>
+  z.preprocess((v) => {
+    if (typeof v !== 'string') return v;
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      return v;
+    }
+  }, schema);
+
+/** A pod toleration, as Kubernetes writes it (V1Toleration). */
+const TolerationSchema = z
+  .object({
+    key: z.string().optional(),
+    operator: z.enum(['Exists', 'Equal']).optional(),
+    value: z.string().optional(),
+    effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']).optional(),
+    tolerationSeconds: z.number().int().optional(),
+  })
+  .strict();
 
 /** Typed configuration of the operator, checked at start-up. Durations are milliseconds. */
 export const OperatorConfigSchema = z
@@ -41,6 +62,18 @@ export const OperatorConfigSchema = z
     sessionUserClaim: z.string().min(1).default('email'),
     /** An audience besides the client id that bearer tokens to a session may carry (the service's). */
     sessionAudience: z.string().min(1).optional(),
+    /**
+     * Placement of every session pod the operator creates (warm instances, lazy sessions and their
+     * sidecars): a node selector and tolerations, e.g. to keep IDEs on nodes of their own. JSON in the
+     * environment. Unset: the scheduler's choice.
+     */
+    sessionNodeSelector: json(z.record(z.string(), z.string())).optional(),
+    sessionTolerations: json(z.array(TolerationSchema)).optional(),
+    /**
+     * imagePullPolicy of the IDE containers (and their sidecars). Unset: Kubernetes' default (Always for
+     * a `:latest` tag); IfNotPresent or Never where images are preloaded onto the nodes.
+     */
+    sessionImagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
     /** Where the workspace claim is mounted in the IDE container. */
     workspaceMountPath: z.string().default('/home/project'),
     configStoreMountPath: z.string().default('/ide-cloud/config'),
@@ -121,6 +154,9 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   sessionClientId: 'IDE_CLOUD_SESSION_CLIENT_ID',
   sessionUserClaim: 'IDE_CLOUD_SESSION_USER_CLAIM',
   sessionAudience: 'IDE_CLOUD_SESSION_AUDIENCE',
+  sessionNodeSelector: 'IDE_CLOUD_SESSION_NODE_SELECTOR',
+  sessionTolerations: 'IDE_CLOUD_SESSION_TOLERATIONS',
+  sessionImagePullPolicy: 'IDE_CLOUD_SESSION_IMAGE_PULL_POLICY',
   workspaceMountPath: 'IDE_CLOUD_WORKSPACE_MOUNT_PATH',
   configStoreMountPath: 'IDE_CLOUD_CONFIG_STORE_MOUNT_PATH',
   workspaceStorageSize: 'IDE_CLOUD_WORKSPACE_STORAGE_SIZE',

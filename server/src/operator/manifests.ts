@@ -68,6 +68,25 @@ export function sessionUrl(config: Pick<OperatorConfig, 'sessionScheme' | 'sessi
   return `${config.sessionScheme}://${config.sessionHost}${routePath(session)}`;
 }
 
+/** The placement the operator's configuration gives every session pod (nodeSelector, tolerations). */
+export function sessionPodPlacement(
+  config: Pick<OperatorConfig, 'sessionNodeSelector' | 'sessionTolerations'>,
+): Pick<k8s.V1PodSpec, 'nodeSelector' | 'tolerations'> {
+  return {
+    ...(config.sessionNodeSelector && Object.keys(config.sessionNodeSelector).length > 0
+      ? { nodeSelector: { ...config.sessionNodeSelector } }
+      : {}),
+    ...(config.sessionTolerations && config.sessionTolerations.length > 0
+      ? { tolerations: config.sessionTolerations.map((t) => ({ ...t })) }
+      : {}),
+  };
+}
+
+/** The configured imagePullPolicy of session containers, when one is set. */
+function pullPolicy(config: Pick<OperatorConfig, 'sessionImagePullPolicy'>): Pick<k8s.V1Container, 'imagePullPolicy'> {
+  return config.sessionImagePullPolicy ? { imagePullPolicy: config.sessionImagePullPolicy } : {};
+}
+
 export interface PodInputs {
   appDefinition: AppDefinition;
   config: OperatorConfig;
@@ -117,11 +136,13 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
     },
     spec: {
       automountServiceAccountToken: false,
+      ...sessionPodPlacement(input.config),
       volumes,
       containers: [
         {
           name: spec.name,
           image: spec.image,
+          ...pullPolicy(input.config),
           ports: [{ name: 'application', containerPort: spec.port }],
           env: [...input.env, ...proxy.ide.env],
           ...(input.envFrom && input.envFrom.length > 0 ? { envFrom: input.envFrom } : {}),
@@ -340,6 +361,7 @@ export function sidecarObjects(input: {
     },
     spec: {
       automountServiceAccountToken: false,
+      ...sessionPodPlacement(input.config),
       ...(mount
         ? {
             volumes: [
@@ -353,6 +375,7 @@ export function sidecarObjects(input: {
         {
           name: sc.name,
           image: sc.image,
+          ...pullPolicy(input.config),
           ...(sc.port ? { ports: [{ name: 'http', containerPort: sc.port }] } : {}),
           env: Object.entries(sc.env ?? {}).map(([n, value]) => ({ name: n, value })),
           resources: {
