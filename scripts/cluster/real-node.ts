@@ -30,7 +30,7 @@ export const REAL_NODE_TAINT = { key: 'ide-cloud.dev/real-node', value: 'true', 
 /** What a pod needs to run on the real node: `{ ...spec, ...REAL_NODE_PLACEMENT }`. */
 export const REAL_NODE_PLACEMENT = {
   nodeSelector: { 'ide-cloud.dev/real-node': 'true' },
-  tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Equal', value: 'true', effect: 'NoSchedule' }],
+  tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Equal' as const, value: 'true', effect: 'NoSchedule' as const }],
 };
 export const REAL_NODE_BRIDGE = 'idecloud0';
 export const REAL_NODE_SUBNET = '10.217.0.0/24';

@@ -8,12 +8,9 @@
 // cores (Node stand-ins 1.5 min, server images 3 min, session base with code-server 5.5 min); warm:
 // about 2 min (the server images rebuild in seconds when server/ changed; imports take the rest).
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
 import {
-  buildImage,
-  importImage,
   REAL_NODE,
   REAL_NODE_PLACEMENT,
   type ImageTarget,
@@ -22,7 +19,7 @@ import {
 import { ideCloudResources } from '../../server/src/kube/resources.js';
 import { eventually } from '../support/kube.js';
 import { createAppDefinition } from '../support/operator.js';
-import { seconds, startRealNodeCluster } from '../support/real-node.js';
+import { execInPod, seconds, shipImage, startRealNodeCluster } from '../support/real-node.js';
 
 const NAMESPACE = 'ide-cloud';
 const SERVICE_ACCOUNT = 'ide-cloud-images';
@@ -85,15 +82,7 @@ describe('the images the project ships, on the real node', function () {
     if (timings.length) console.log(`      real node image timings: ${timings.join(', ')}`);
   });
 
-  /** Builds (or finds cached) and imports an image into the real node, timing both. */
-  async function ship(target: ImageTarget): Promise<void> {
-    let since = Date.now();
-    const archive = await buildImage(target);
-    timings.push(`${target} image ${seconds(since)}`);
-    since = Date.now();
-    await importImage(node, archive);
-    timings.push(`${target} import ${seconds(since)}`);
-  }
+  const ship = (target: ImageTarget): Promise<void> => shipImage(node, target, timings);
 
   const secretEnv = (name: string, key: string): k8s.V1EnvVar => ({
     name,
@@ -121,17 +110,8 @@ describe('the images the project ships, on the real node', function () {
     return ready;
   }
 
-  /** Runs a command in a pod's container through the API server and kubelet; its stdout. */
-  async function exec(pod: string, container: string, command: string[]): Promise<string> {
-    const stdout = new PassThrough();
-    let out = '';
-    stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    const status = await new Promise<k8s.V1Status>((resolve, reject) => {
-      new k8s.Exec(kc).exec(NAMESPACE, pod, container, command, stdout, null, null, false, resolve).catch(reject);
-    });
-    assert.equal(status.status, 'Success', `${command.join(' ')}: ${JSON.stringify(status)}`);
-    return out;
-  }
+  const exec = (pod: string, container: string, command: string[]): Promise<string> =>
+    execInPod(kc, NAMESPACE, pod, container, command);
 
   let serviceUrl: string;
 

@@ -21,10 +21,11 @@ export function isLoopback(url: string): boolean {
   }
 }
 
-export async function launchBrowser(): Promise<Browser> {
+/** `extraArgs`: Chromium flags beyond the usual ones (e.g. `--host-resolver-rules`). */
+export async function launchBrowser(extraArgs: string[] = []): Promise<Browser> {
   // Any suite may be the first to need a browser: install Debian's chromium when it is missing.
   if (!existsSync(CHROMIUM_PATH)) await ensureAptPackages();
-  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
 /**

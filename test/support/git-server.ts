@@ -20,6 +20,8 @@ export interface GitServerOptions {
   users?: Record<string, string>;
   /** Each request waits this long before it is handled: a slow server keeps git's processes alive to look at. */
   delayMs?: number;
+  /** The address to listen on and name in the URLs (default loopback). */
+  host?: string;
 }
 
 export interface RepositoryOptions {
@@ -41,7 +43,7 @@ export interface GitRequest {
 }
 
 export interface GitServer {
-  /** `http://127.0.0.1:PORT` */
+  /** `http://127.0.0.1:PORT` (the `host` listened on) */
   url: string;
   /** Folder holding the bare repositories. */
   root: string;
@@ -190,8 +192,9 @@ export async function startGitServer(options: GitServerOptions = {}): Promise<Gi
     req.pipe(cgi.stdin);
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const base = `http://${host}:${(server.address() as AddressInfo).port}`;
 
   return {
     url: base,

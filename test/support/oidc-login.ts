@@ -17,40 +17,51 @@ export interface LoginProvider {
   audience: string;
   /** The scopes a client should ask for: openid, email and the service's resource scope. */
   scope: string;
-  /** With a `secret`, a confidential client (as the session host's sign-in is), else a public one. */
-  start(client: { clientId: string; redirectUris: string[]; secret?: string }): Promise<void>;
+  /**
+   * Serves the provider for `client` (or several). With a `secret`, a confidential client (as the
+   * session host's sign-in is), else a public one.
+   */
+  start(client: LoginClient | LoginClient[]): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function listenLoginProvider(): Promise<LoginProvider> {
+export interface LoginClient {
+  clientId: string;
+  redirectUris: string[];
+  secret?: string;
+}
+
+/** `host`: the address to listen on and name in the issuer (default loopback). */
+export async function listenLoginProvider(options: { host?: string } = {}): Promise<LoginProvider> {
+  const host = options.host ?? '127.0.0.1';
   const server = http.createServer((_req, res) => {
     res.writeHead(503).end('not started');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
-  const issuer = `http://127.0.0.1:${port}`;
+  const issuer = `http://${host}:${port}`;
 
   return {
     issuer,
     audience: AUDIENCE,
     scope: 'openid email api',
-    async start({ clientId, redirectUris, secret }) {
+    async start(client) {
+      const clients = Array.isArray(client) ? client : [client];
+      const confidential = new Set(clients.filter((c) => c.secret).map((c) => c.clientId));
       const { privateKey } = await generateKeyPair('RS256', { extractable: true });
       const key = { ...(await exportJWK(privateKey)), kid: 'login-key', alg: 'RS256', use: 'sig' };
       // Keys beyond the repository's minimal declaration of oidc-provider (oidc-provider.d.ts) ride along untyped.
       const configuration: Configuration & Record<string, unknown> = {
-        clients: [
-          {
-            client_id: clientId,
-            ...(secret
-              ? { client_secret: secret, token_endpoint_auth_method: 'client_secret_basic' }
-              : { token_endpoint_auth_method: 'none' }),
-            grant_types: ['authorization_code'],
-            response_types: ['code'],
-            redirect_uris: redirectUris,
-            scope: 'openid email profile api',
-          },
-        ],
+        clients: clients.map(({ clientId, redirectUris, secret }) => ({
+          client_id: clientId,
+          ...(secret
+            ? { client_secret: secret, token_endpoint_auth_method: 'client_secret_basic' }
+            : { token_endpoint_auth_method: 'none' }),
+          grant_types: ['authorization_code'],
+          response_types: ['code'],
+          redirect_uris: redirectUris,
+          scope: 'openid email profile api',
+        })),
         jwks: { keys: [key] },
         scopes: ['openid', 'email', 'profile', 'api'],
         claims: { openid: ['sub'], email: ['email'], profile: ['preferred_username'] },
@@ -66,7 +77,7 @@ export async function listenLoginProvider(): Promise<LoginProvider> {
             enabled: true,
             // A confidential client (the session host's) gets access tokens for the provider's own
             // userinfo, where its proxy completes the claims, as with any provider.
-            defaultResource: () => (secret ? undefined : AUDIENCE),
+            defaultResource: (_ctx, c) => (confidential.has(c.clientId) ? undefined : AUDIENCE),
             useGrantedResource: () => true,
             getResourceServerInfo: () => ({
               scope: 'api',

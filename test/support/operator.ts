@@ -85,7 +85,9 @@ export function spawnOperator(
   };
   const settings: Partial<OperatorConfigInput> = { namespace, identity, ...FAST, ...overrides };
   for (const [key, value] of Object.entries(settings)) {
-    if (value !== undefined) env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] = String(value);
+    if (value !== undefined)
+      env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] =
+        typeof value === 'object' ? JSON.stringify(value) : String(value);
   }
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
     cwd: path.dirname(path.dirname(path.dirname(MAIN))),
@@ -287,7 +289,13 @@ export async function readyPodIp(kc: k8s.KubeConfig, namespace: string, labelSel
  * Kept for suites that use it (the local scheduler now also schedules pods with unbound claims): a PersistentVolume pre-bound to the claim
  * lets the PV controller bind it, so pods mounting the workspace can be scheduled.
  */
-export async function provideVolume(kc: k8s.KubeConfig, namespace: string, claimName: string): Promise<void> {
+export async function provideVolume(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  claimName: string,
+  /** Where on the node (created when missing); default under /tmp/ide-cloud-test-volumes. */
+  hostPath?: string,
+): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await core.createPersistentVolume({
     body: {
@@ -297,7 +305,9 @@ export async function provideVolume(kc: k8s.KubeConfig, namespace: string, claim
         accessModes: ['ReadWriteOnce'],
         persistentVolumeReclaimPolicy: 'Delete',
         storageClassName: '',
-        hostPath: { path: `/tmp/ide-cloud-test-volumes/${namespace}/${claimName}` },
+        hostPath: hostPath
+          ? { path: hostPath, type: 'DirectoryOrCreate' }
+          : { path: `/tmp/ide-cloud-test-volumes/${namespace}/${claimName}` },
         claimRef: { namespace, name: claimName },
       },
     },

@@ -5,9 +5,10 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
-import type { RealNodeState } from '../../scripts/cluster/real-node.js';
+import { buildImage, importImage, type ImageTarget, type RealNodeState } from '../../scripts/cluster/real-node.js';
 
 export interface RealNodeCluster {
   state: ControlPlaneState;
@@ -29,4 +30,32 @@ export async function startRealNodeCluster(suite: string): Promise<RealNodeClust
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(state.kubeconfig);
   return { state, node, kc, core: kc.makeApiClient(k8s.CoreV1Api) };
+}
+
+/** Builds (or finds cached) and imports an image into the real node; both steps' times go to `timings`. */
+export async function shipImage(node: RealNodeState, target: ImageTarget, timings: string[]): Promise<void> {
+  let since = Date.now();
+  const archive = await buildImage(target);
+  timings.push(`${target} image ${seconds(since)}`);
+  since = Date.now();
+  await importImage(node, archive);
+  timings.push(`${target} import ${seconds(since)}`);
+}
+
+/** Runs a command in a pod's container through the API server and kubelet; its stdout (fails unless it succeeds). */
+export async function execInPod(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  pod: string,
+  container: string,
+  command: string[],
+): Promise<string> {
+  const stdout = new PassThrough();
+  let out = '';
+  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const status = await new Promise<k8s.V1Status>((resolve, reject) => {
+    new k8s.Exec(kc).exec(namespace, pod, container, command, stdout, null, null, false, resolve).catch(reject);
+  });
+  assert.equal(status.status, 'Success', `${command.join(' ')}: ${JSON.stringify(status)}`);
+  return out;
 }
