@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries from the Go module proxy, once, into a cache outside the
 # repository: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (and helm or the
-# session pods' authentication proxy, oauth2-proxy, or the real node's kubelet and ingress controller,
-# Traefik, when asked).
+# session pods' authentication proxy, oauth2-proxy, or the real node's kubelet, ingress controller
+# (Traefik) and NetworkPolicy controller (kube-router), when asked).
 # Each tool family gets its own wrapper module so their dependency graphs never mix.
-# Usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
+# Usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|network-policy|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
 #
 # Safe to run concurrently: each tool family is built under its own lock, so a second build of the same
 # tool waits for the first and then finds its binary cached. With IDE_CLOUD_BUILD_WATCH_STDIN=1 (set by
@@ -32,21 +32,36 @@ fi
 
 # Seconds each binary took from empty Go caches on 2 cores (module download included), for the
 # estimate of what is left; scaled by the cores this machine has.
-declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90 [kubelet]=150 [traefik]=600)
+declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90 [kubelet]=150 [traefik]=600 [kube-router]=450)
 case "$what" in
   k8s) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok) ;;
   helm) tools=(helm) ;;
   auth-proxy) tools=(oauth2-proxy) ;;
   kubelet) tools=(kubelet) ;;
   traefik) tools=(traefik) ;;
+  network-policy) tools=(kube-router) ;;
   all) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm) ;;
   etcd) tools=(etcd) ;;
   kubernetes) tools=(kube-apiserver kube-controller-manager kube-scheduler) ;;
   kwok) tools=(kwok) ;;
-  *) echo "usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|etcd|kubernetes|kwok]" >&2; exit 2 ;;
+  *) echo "usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|network-policy|etcd|kubernetes|kwok]" >&2; exit 2 ;;
 esac
 cores=$(nproc 2>/dev/null || echo 2)
 pending=()
+# kube-router, the real node's NetworkPolicy controller (only its firewall runs: the CNI bridge routes
+# the pods and no Services are proxied).
+build_kube_router() (
+  lock kube-router
+  local dir="$work/kube-router"
+  if fresh_module "$dir"; then
+    log "kube-router: resolving github.com/cloudnativelabs/kube-router/v2@v$KUBE_ROUTER_VERSION"
+    (cd "$dir" && go mod init ide-cloud.local/kube-router >/dev/null 2>&1 &&
+      go_get "github.com/cloudnativelabs/kube-router/v2@v$KUBE_ROUTER_VERSION")
+  fi
+  build_one kube-router "$dir" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
+    "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION"
+)
+
 for t in "${tools[@]}"; do [ -x "$bin/$t" ] || pending+=("$t"); done
 expected() { echo $(( typical[$1] * 2 / (cores < 2 ? 2 : cores) )); }
 minutes() { local s=$1; if [ "$s" -lt 60 ]; then echo "under a minute"; else echo "about $(( (s + 30) / 60 )) min"; fi; }
@@ -231,6 +246,20 @@ build_traefik() (
     "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=v$v"
 )
 
+# kube-router, the real node's NetworkPolicy controller (only its firewall runs: the CNI bridge routes
+# the pods and no Services are proxied).
+build_kube_router() (
+  lock kube-router
+  local dir="$work/kube-router"
+  if fresh_module "$dir"; then
+    log "kube-router: resolving github.com/cloudnativelabs/kube-router/v2@v$KUBE_ROUTER_VERSION"
+    (cd "$dir" && go mod init ide-cloud.local/kube-router >/dev/null 2>&1 &&
+      go_get "github.com/cloudnativelabs/kube-router/v2@v$KUBE_ROUTER_VERSION")
+  fi
+  build_one kube-router "$dir" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
+    "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION"
+)
+
 for t in "${tools[@]}"; do
   case "$t" in
     etcd) build_etcd ;;
@@ -240,6 +269,7 @@ for t in "${tools[@]}"; do
     oauth2-proxy) build_oauth2_proxy ;;
     kubelet) build_kubelet ;;
     traefik) build_traefik ;;
+    kube-router) build_kube_router ;;
   esac
 done
 echo "$bin"

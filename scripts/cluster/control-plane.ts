@@ -36,7 +36,7 @@ const log = (message: string): void => {
   process.stderr.write(`[cluster ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 };
 
-export type BuildTarget = 'k8s' | 'helm' | 'auth-proxy' | 'kubelet' | 'traefik';
+export type BuildTarget = 'k8s' | 'helm' | 'auth-proxy' | 'kubelet' | 'traefik' | 'network-policy';
 
 const builds = new Map<BuildTarget, Promise<string>>();
 /** Builds (or finds in the cache) the binaries, once per process; returns their directory. */
