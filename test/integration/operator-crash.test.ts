@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { LABELS } from '../../server/src/model/api-group.js';
+import { API_VERSION, LABELS, SESSION_FINALIZER } from '../../server/src/model/api-group.js';
+import { userLabelValue } from '../../server/src/model/names.js';
 import { findCondition } from '../../server/src/model/conditions.js';
 import { SessionCondition, isSessionFailed, type Session } from '../../server/src/model/session.js';
 import type { OperatorConfigInput } from '../../server/src/operator/config.js';
@@ -323,8 +324,16 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     const user = `${name}@example.com`;
     return {
       session: name,
+      // As the service makes it: with the operator's finalizer (a lazy launch here comes without it, as from kubectl).
       create: async () => {
-        await createSession(r, name, { user, appDefinition: EAGER_APP, envVars: { K: name } });
+        await r.sessions.create({
+          metadata: {
+            name,
+            finalizers: [SESSION_FINALIZER],
+            labels: { [LABELS.user]: userLabelValue(user), [LABELS.appDefinition]: EAGER_APP },
+          },
+          spec: { user, appDefinition: EAGER_APP, envVars: { K: name } },
+        });
       },
       assertLaunched: async () => {
         const s = await r.sessions.get(name);
@@ -510,6 +519,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       const writes = await countWrites(phase, counted);
       log(`eager ${phase} writes`, writes);
       assert.ok(writes.length >= 4, `the ${phase}'s writes were counted: ${writes.length}`);
+      if (phase === 'launch') assertWarmLaunchOrder(killPoints(writes, counted).map((p) => p.signature));
       for (const [i, point] of killPoints(writes, counted).entries()) {
         await crashAt(phase, point, async (attempt) =>
           eagerLaunch(`eager-${phase}-${i + 1}-${attempt}`, await bridgeOnFreeInstance()),
@@ -528,6 +538,33 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     });
   }
 });
+
+/**
+ * A warm launch of a session created with the finalizer: the claim, the route and the status that
+ * carries the URL, and only after that status the session's metadata (its decision's annotations),
+ * once; nothing of the lazy path. (The pool's counts in the app definition's status may come between.)
+ */
+function assertWarmLaunchOrder(signatures: readonly string[]): void {
+  const own = signatures.filter((s) => !s.includes('/appdefinitions/'));
+  const first = (sig: string) => own.findIndex((s) => s.startsWith(sig));
+  const claim = first(`PUT /apis/apps/v1/namespaces/<namespace>/deployments/${INSTANCE}`);
+  const route = first(`PATCH /apis/networking.k8s.io/v1/namespaces/<namespace>/ingresses/${INGRESS}`);
+  const status = first(`PATCH /apis/${API_VERSION}/namespaces/<namespace>/sessions/<session>/status`);
+  const metadata = own.indexOf(`PATCH /apis/${API_VERSION}/namespaces/<namespace>/sessions/<session>`);
+  const order = own.join('\n      ');
+  assert.ok(claim >= 0 && route > claim && status > route, `claim, route, then status:\n      ${order}`);
+  assert.ok(metadata > status, `the session's metadata after its first status write:\n      ${order}`);
+  assert.equal(
+    own.filter((s) => s === own[metadata]).length,
+    1,
+    `the session's metadata written once:\n      ${order}`,
+  );
+  assert.equal(
+    own.length,
+    own.filter((s) => s === own[status]).length + 3,
+    `claim, route, metadata and status only:\n      ${order}`,
+  );
+}
 
 function log(title: string, writes: readonly WriteRecord[]): void {
   console.log(`    ${title}:\n      ${writes.map((w) => `${w.method} ${w.path} → ${w.status}`).join('\n      ')}`);

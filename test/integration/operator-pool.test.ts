@@ -120,7 +120,12 @@ describe('operator: warm pool and eager start', function () {
       envVarsFromConfigMaps: ['course'],
       envVarsFromSecrets: ['token'],
     });
-    const session = await waitForSession(r, 'eager-1', running);
+    // The decision's annotations come after the status that carries the URL.
+    const session = await waitForSession(
+      r,
+      'eager-1',
+      (s) => running(s) && !!s.metadata.annotations?.[ANNOTATIONS.instanceId],
+    );
     assert.equal(session.status?.startStrategy, 'eager');
     assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'eager');
     const id = session.metadata.annotations?.[ANNOTATIONS.instanceId];

@@ -9,6 +9,13 @@ export const OPERATOR_MANAGER = 'ide-cloud-operator';
 /** One field manager for every server-side apply of IDE Cloud. */
 export const FIELD_MANAGER = 'ide-cloud';
 
+/**
+ * The Session's finalizer: its path in the shared Ingress (which it does not own) goes before it does.
+ * The service sets it when it creates a Session, so the operator's launch makes no write for it; the
+ * operator adds it to a Session made without it (kubectl) before anything of the session exists.
+ */
+export const SESSION_FINALIZER = 'ide-cloud.io/session-route';
+
 export const ANNOTATIONS = {
   startStrategy: 'ide-cloud.io/session-start-strategy',
   instanceId: 'ide-cloud.io/instance-id',

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { isQueued, placeIn, queueOf } from '../model/admission.js';
 import { envSourcesRefusal } from '../model/session-env.js';
-import { ANNOTATIONS, LABELS } from '../model/api-group.js';
+import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../model/api-group.js';
 import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
 import { ErrorCode } from '../model/error-codes.js';
 import { checkSessionLimits } from '../model/limits.js';
@@ -200,6 +200,9 @@ export class Launcher {
           // The service's mark on the sessions it creates, and what this launch asked for: a later
           // ephemeral launch adopts only a session so marked, and only when the digest matches.
           annotations: { [ANNOTATIONS.launchDigest]: launchDigest(sessionSecret, input.env) },
+          // The operator's finalizer (its route goes before the session), set here so that the
+          // operator's launch makes no write of the session's metadata before the URL.
+          finalizers: [SESSION_FINALIZER],
           labels: {
             [LABELS.user]: userLabelValue(input.user),
             [LABELS.appDefinition]: appDefinitionName,

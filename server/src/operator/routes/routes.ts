@@ -9,6 +9,8 @@ import { appendRoutesPatch, withRoute, type RouteEntry } from './ingress.js';
 /** What the session reconciler needs of the routes: a session's path present or absent. */
 export interface RouteTable {
   set(ingressName: string, entry: RouteEntry, present: boolean): Promise<void>;
+  /** The shared Ingresses (cache) whose rule of `host` holds `path`: where a route is, whatever recorded it. */
+  holding(host: string, path: string): string[];
 }
 
 export interface RoutesDeps {
@@ -91,6 +93,15 @@ export class Routes implements RouteTable {
 
   constructor(private readonly deps: RoutesDeps) {
     this.appender = new RouteAppender(deps);
+  }
+
+  holding(host: string, path: string): string[] {
+    return this.deps.ingresses
+      .list()
+      .filter((i) =>
+        (i.spec?.rules ?? []).some((r) => r.host === host && (r.http?.paths ?? []).some((p) => p.path === path)),
+      )
+      .map((i) => i.metadata?.name ?? '');
   }
 
   async set(ingressName: string, entry: RouteEntry, present: boolean): Promise<void> {

@@ -1,7 +1,7 @@
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
-import { ANNOTATIONS } from '../../model/api-group.js';
+import { ANNOTATIONS, SESSION_FINALIZER } from '../../model/api-group.js';
 import { setCondition } from '../../model/conditions.js';
 import {
   isSessionFailed,
@@ -17,21 +17,28 @@ import { finalizersOf } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import type { DataInjector } from './injection.js';
 
-/** Finalizer of a Session: its path in the shared Ingress (not owned by the session) is removed first. */
-export const SESSION_FINALIZER = 'ide-cloud.io/session-route';
+/** Finalizer of a Session (model/api-group.ts): its path in the shared Ingress is removed first. */
+export { SESSION_FINALIZER };
 /** Annotation recording the shared Ingress the session's path was added to, for clean-up. */
 export const ROUTE_ANNOTATION = 'ide-cloud.io/route';
 
-/** Takes the session's path out of the shared Ingress it was added to; a path the cache does not hold writes nothing. */
+/**
+ * Takes the session's path out of every shared Ingress that holds it: the one its annotation names
+ * and those the Ingress cache shows it in. The annotation is written after the status on a warm
+ * launch (session/steps.ts), so a crash between the route and that write leaves a route no annotation
+ * names: the cache finds it. A path neither shows writes nothing.
+ */
 export async function removeSessionRoute(
   deps: { config: Pick<OperatorConfig, 'sessionHost'>; routes: RouteTable },
   session: Session,
 ): Promise<void> {
-  const ingressName = session.metadata.annotations?.[ROUTE_ANNOTATION];
-  if (!ingressName) return;
+  const host = deps.config.sessionHost;
   // A session routed before URLs had a key holds `/<name>/`.
-  for (const path of [routePath(session), `/${session.metadata.name}/`]) {
-    await deps.routes.set(ingressName, { host: deps.config.sessionHost, path, serviceName: '' }, false);
+  const paths = [routePath(session), `/${session.metadata.name}/`];
+  const recorded = session.metadata.annotations?.[ROUTE_ANNOTATION];
+  const ingresses = new Set([...(recorded ? [recorded] : []), ...paths.flatMap((p) => deps.routes.holding(host, p))]);
+  for (const ingressName of ingresses) {
+    for (const path of paths) await deps.routes.set(ingressName, { host, path, serviceName: '' }, false);
   }
 }
 

@@ -29,7 +29,13 @@ export interface InjectionState {
   lastError?: string;
 }
 
-type Run = { state: InjectionState; cancelled: boolean };
+type Run = {
+  state: InjectionState;
+  cancelled: boolean;
+  /** Settles once the first try is over: the injection ended, or it waits to try again. */
+  tried: Promise<void>;
+  markTried: () => void;
+};
 
 /**
  * Data injection on the eager path: polls the instance's bridge `GET /health` (pod address, cluster
@@ -64,23 +70,48 @@ export class DataInjector {
     const uid = session.metadata.uid ?? session.metadata.name;
     const existing = this.runs.get(uid);
     if (existing) return existing.state;
-    const run: Run = { state: { phase: 'WaitingForBridge', attempts: 0, postAttempts: 0 }, cancelled: false };
+    let markTried = () => {};
+    const tried = new Promise<void>((resolve) => (markTried = resolve));
+    const run: Run = {
+      state: { phase: 'WaitingForBridge', attempts: 0, postAttempts: 0 },
+      cancelled: false,
+      tried,
+      markTried,
+    };
     this.runs.set(uid, run);
-    void this.execute(session, target, run).catch((error: unknown) => {
-      run.state = { ...run.state, phase: 'Failed', lastError: describe(error) };
-      this.onChange(session.metadata.name);
-    });
+    void this.execute(session, target, run)
+      .catch((error: unknown) => {
+        run.state = { ...run.state, phase: 'Failed', lastError: describe(error) };
+        this.onChange(session.metadata.name);
+      })
+      .finally(() => run.markTried());
     return run.state;
+  }
+
+  /**
+   * Settles once the session's injection has made its first try: ended (Injected or Failed), or
+   * waiting to try again (the bridge not up yet, a refused post). At once when none runs. A pass
+   * that finds the instance ready waits for it, so the status that carries the URL carries the
+   * values' arrival too when the bridge takes them at once.
+   */
+  attempted(uid: string): Promise<void> {
+    return this.runs.get(uid)?.tried ?? Promise.resolve();
   }
 
   forget(uid: string): void {
     const run = this.runs.get(uid);
-    if (run) run.cancelled = true;
+    if (run) {
+      run.cancelled = true;
+      run.markTried();
+    }
     this.runs.delete(uid);
   }
 
   stop(): void {
-    for (const run of this.runs.values()) run.cancelled = true;
+    for (const run of this.runs.values()) {
+      run.cancelled = true;
+      run.markTried();
+    }
     this.runs.clear();
   }
 
@@ -92,6 +123,7 @@ export class DataInjector {
     const before = run.state.phase;
     run.state = { ...run.state, ...patch };
     const ended = run.state.phase === 'Injected' || run.state.phase === 'Failed';
+    if (ended) run.markTried();
     if (!run.cancelled && ended && run.state.phase !== before) this.onChange(session.metadata.name);
   }
 
@@ -154,6 +186,7 @@ export class DataInjector {
         this.update(session, run, { phase: 'Failed' });
         return;
       }
+      run.markTried();
       await sleep(this.config.bridgeHealthIntervalMs);
     }
     this.update(session, run, { phase: 'Posting' });
@@ -209,6 +242,7 @@ export class DataInjector {
         this.update(session, run, { phase: 'Failed' });
         return;
       }
+      run.markTried();
       await sleep(this.config.bridgeHealthIntervalMs * 2 ** (post - 1));
     }
   }

@@ -29,12 +29,13 @@ export type SessionReconcilerDeps = SessionStepDeps &
 
 /**
  * Reconciles a Session into a running IDE: fetch → gone? → deleting? finalize → guards (app
- * definition, workspace, limits) → 1 start strategy (reserve a warm instance, or lazy) and the
- * session's metadata (finalizer) → 2 config store → 3 resources (lazy) or attached instance (eager)
- * → 4 environment → 5 route → 6 readiness and URL (or a failed start: session/start-failure.ts).
- * Status is gathered in memory and written once, then the pass's Events (each step told when its
- * condition changes); what the steps throw is mapped by the outcome policy. A Failed session's
- * passes release what it still holds (session/release.ts).
+ * definition, workspace, limits) → 1 start strategy (reserve a warm instance, or lazy) and what the
+ * session's metadata must carry before anything exists (a missing finalizer, a lazy decision) → 2
+ * config store → 3 resources (lazy) or attached instance (eager) → 4 environment → 5 route → 6
+ * readiness and URL (or a failed start: session/start-failure.ts). Status is gathered in memory and
+ * written once, then the pass's Events (each step told when its condition changes), then 7 a warm
+ * decision's annotations, off the path to the URL; what the steps throw is mapped by the outcome
+ * policy. A Failed session's passes release what it still holds (session/release.ts).
  */
 export class SessionReconciler {
   constructor(private readonly deps: SessionReconcilerDeps) {}
@@ -89,9 +90,13 @@ export class SessionReconciler {
       });
     } finally {
       await writeStatus(deps, session, pass.status);
+      // The cache shows the decision now (status.startStrategy): the limits need no reminder of it.
+      if (pass.status.startStrategy) deps.limitsPassed.delete(name);
       // After the status, in the background: the write carrying the URL never waits for an Event.
       // A status write that failed takes the pass's Events with it; the next pass tells them again.
       for (const [type, reason, message] of pass.events) deps.events.record(session, type, reason, message);
+      // 7. After the status: a decision not annotated yet (a warm launch's), off the path to its URL.
+      if (pass.ingressName) await writeMetadata(deps, session, pass, pass.ingressName, 'afterStatus');
     }
   }
 
@@ -99,18 +104,21 @@ export class SessionReconciler {
     const { deps } = this;
     const { session } = pass;
     const guarded = await guards(deps, session, pass);
-    // 1. Start strategy, then one write of the session's metadata.
+    pass.ingressName = guarded.appDefinition.spec.ingressname;
+    // 1. Start strategy; the finalizer if the session came without it, and a lazy decision, before
+    // anything is created (a warm launch's annotations go after its status: reconcile).
     const reserved = await chooseStrategy(deps, session, guarded, pass);
-    await writeMetadata(deps, session, pass, guarded.appDefinition.spec.ingressname);
+    await writeMetadata(deps, session, pass, pass.ingressName, 'beforeResources');
     // 2. Config store.
     const configStore = await applyConfigStore(deps, session, guarded.appDefinition);
     // 3. Resources.
     const workload = await provision(deps, session, guarded, pass, reserved, configStore);
-    // 4. Environment (the eager injection starts before the route, to end within this pass).
+    // 4. Environment: into a ready warm instance, its first try beside the route's write, so the
+    // values usually arrive in the status that carries the URL.
     const injecting = startInjection(deps, session, guarded, workload);
     // 5. Route.
-    await route(deps, session, guarded, workload, pass);
-    recordEnvironment(deps, session, workload, injecting, pass);
+    await Promise.all([route(deps, session, guarded, workload, pass), injecting]);
+    recordEnvironment(deps, session, workload, injecting !== undefined, pass);
     // 6. Readiness and URL.
     readiness(deps, session, guarded, workload, pass);
   }

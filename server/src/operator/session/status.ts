@@ -21,6 +21,8 @@ export interface StepEvent {
 export class Pass {
   readonly status: SessionStatus;
   readonly events: [type: EventType, reason: EventReason, message: string][] = [];
+  /** The Ingress of the session's route (its app definition's), once the guards found it. */
+  ingressName?: string;
 
   constructor(readonly session: Session) {
     this.status = structuredClone(session.status ?? {});

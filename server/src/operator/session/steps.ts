@@ -8,7 +8,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
-import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
+import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../../model/api-group.js';
 import {
   dataBridgeEnabled,
   dataBridgePort,
@@ -55,7 +55,7 @@ import { deploymentReady, finalizersOf } from '../runtime/objects.js';
 import { Delay, FailObject, RetryLater } from '../runtime/outcome.js';
 import { byCreation } from '../../model/admission.js';
 import { admitLazyStart, startDeadlineOf, type LazyStartGate } from './admission.js';
-import { ROUTE_ANNOTATION, SESSION_FINALIZER } from './finalize.js';
+import { ROUTE_ANNOTATION } from './finalize.js';
 import type { DataInjector } from './injection.js';
 import { podVerdict, startDeadlineFailure } from './start-failure.js';
 import type { Pass } from './status.js';
@@ -79,14 +79,14 @@ export interface SessionStepDeps {
   objects: k8s.KubernetesObjectApi;
   pool: Pick<PoolInstances, 'findReservation' | 'reserve'>;
   routes: RouteTable;
-  injector: Pick<DataInjector, 'ensure' | 'state'>;
+  injector: Pick<DataInjector, 'ensure' | 'state' | 'attempted'>;
   /** Tells the pool its counts changed (a reservation); the app definition's pass follows shortly. */
   poolChanged: (appDefinitionName: string) => void;
   /** The metadata of a Secret or ConfigMap a session names for its environment (undefined: none such). */
   envSource: (kind: EnvSourceKind, name: string) => Promise<{ labels?: Record<string, string> } | undefined>;
   /**
    * Sessions this process let past the limits whose decision its cache does not show yet (until
-   * their metadata write): counted by every later check, so two passes at once cannot both pass.
+   * their status or metadata write): counted by every later check, so two passes at once cannot both pass.
    */
   limitsPassed: Set<string>;
   /** The lazy-start gate (session/admission.ts); absent: lazy starts go at once. */
@@ -126,13 +126,9 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
     }
     claimName = workspaceClaimName(workspace);
   }
-  // A decision already made is in the status or, if the pass that made it ended before writing the
-  // status, in the annotations written with the finalizer.
-  const annotations = session.metadata.annotations ?? {};
-  if (!pass.status.startStrategy && isStartStrategy(annotations[ANNOTATIONS.startStrategy])) {
-    pass.status.startStrategy = annotations[ANNOTATIONS.startStrategy] as StartStrategy;
-    if (annotations[ANNOTATIONS.instanceId]) pass.status.instanceId = annotations[ANNOTATIONS.instanceId];
-  }
+  // A decision already made is in the status or, if the pass that made it ended before its status was
+  // written, in the annotations or the world (takeUpDecision): it is not checked against the limits again.
+  if (!pass.status.startStrategy) takeUpDecision(deps, session, appDefinition, pass);
   if (!pass.status.startStrategy) {
     checkLimits(deps, session, appDefinition);
     await checkEnvSources(deps, session);
@@ -146,6 +142,33 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
     }
   }
   return { appDefinition, claimName };
+}
+
+/**
+ * A decision made by a pass whose status was not written (a crash, a failed write): from the
+ * annotations, else from the world, as a warm launch writes its annotations only after the status
+ * that carries its URL. The instance reserved for the session (its label and the ownerReference with
+ * the session's uid: pool/instances.ts) says eager and which; a Deployment of the session's own says
+ * lazy (a fallback when eager start is on). Nothing found: not decided, the pass decides.
+ */
+function takeUpDecision(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition, pass: Pass): void {
+  const annotations = session.metadata.annotations ?? {};
+  const annotated = annotations[ANNOTATIONS.startStrategy];
+  if (isStartStrategy(annotated)) {
+    pass.status.startStrategy = annotated;
+    if (annotations[ANNOTATIONS.instanceId]) pass.status.instanceId = annotations[ANNOTATIONS.instanceId];
+    return;
+  }
+  const reserved = deps.pool.findReservation(appDefinition.metadata.name, session);
+  if (reserved) {
+    pass.status.startStrategy = 'eager';
+    pass.status.instanceId = String(reserved.id);
+    return;
+  }
+  const own = deps.deployments.get(session.metadata.name);
+  if (own && (own.metadata?.ownerReferences ?? []).some((o) => o.uid === session.metadata.uid)) {
+    pass.status.startStrategy = deps.config.eagerStart ? 'lazy-fallback' : 'lazy';
+  }
 }
 
 /**
@@ -196,8 +219,9 @@ async function checkEnvSources(deps: SessionStepDeps, session: Session): Promise
 
 /**
  * 1. Start strategy: a warm instance when eager start is on and one is free, else lazy. The
- * reservation is written on the instance; the decision, the finalizer and the route's Ingress go to
- * the session in one write (`writeMetadata`), before anything is created for the lazy path.
+ * reservation is written on the instance (the claim); the decision goes into the status and, as
+ * annotations, into the session's metadata (`writeMetadata`): before anything is created on the lazy
+ * path, after the status that carries the URL on a warm launch.
  */
 export async function chooseStrategy(
   deps: SessionStepDeps,
@@ -205,76 +229,101 @@ export async function chooseStrategy(
   { appDefinition, claimName }: Guarded,
   pass: Pass,
 ): Promise<k8s.V1Deployment | undefined> {
-  if (pass.status.startStrategy) return undefined;
   let instance: PoolInstance | undefined;
-  if (deps.config.eagerStart) {
-    const minInstances = effectiveMinInstances(deps.config, appDefinition);
-    instance =
-      deps.pool.findReservation(appDefinition.metadata.name, session) ??
-      (await deps.pool.reserve(appDefinition, minInstances, session, claimName));
-    if (instance) {
-      pass.status.startStrategy = 'eager';
-      pass.status.instanceId = String(instance.id);
-      pass.condition(
-        {
-          type: SessionCondition.reserved,
-          status: 'True',
-          reason: 'InstanceReserved',
-          message: `warm instance ${instance.id}`,
-        },
-        { reason: 'Reserved', message: `warm instance ${instance.id} reserved` },
-      );
-      deps.poolChanged(appDefinition.metadata.name);
-    } else {
-      pass.status.startStrategy = 'lazy-fallback';
-      pass.condition({
-        type: SessionCondition.reserved,
-        status: 'False',
-        reason: 'PoolExhausted',
-        message: 'no free warm instance; lazy start',
-      });
-      pass.event('Normal', 'LazyStart', 'no free warm instance: starting lazily');
-    }
-  } else {
-    pass.status.startStrategy = 'lazy';
-    pass.condition({
-      type: SessionCondition.reserved,
-      status: 'False',
-      reason: 'EagerStartDisabled',
-      message: 'lazy start',
-    });
-    pass.event('Normal', 'LazyStart', 'starting lazily');
+  if (!pass.status.startStrategy) {
+    if (deps.config.eagerStart) {
+      const minInstances = effectiveMinInstances(deps.config, appDefinition);
+      instance =
+        deps.pool.findReservation(appDefinition.metadata.name, session) ??
+        (await deps.pool.reserve(appDefinition, minInstances, session, claimName));
+      if (instance) {
+        pass.status.startStrategy = 'eager';
+        pass.status.instanceId = String(instance.id);
+        deps.poolChanged(appDefinition.metadata.name);
+      } else pass.status.startStrategy = 'lazy-fallback';
+    } else pass.status.startStrategy = 'lazy';
+    pass.status.phase = 'Starting';
   }
-  pass.status.phase = 'Starting';
+  tellStrategy(pass);
   return instance?.deployment;
 }
 
 /**
+ * The Reserved condition of the decision, and its Event, once: on the pass that decides, or on the
+ * one that takes up a decision whose status was never written.
+ */
+function tellStrategy(pass: Pass): void {
+  const current = findCondition(pass.status.conditions, SessionCondition.reserved);
+  if (current && current.status !== 'Unknown') return;
+  const id = pass.status.instanceId;
+  switch (pass.status.startStrategy) {
+    case 'eager':
+      pass.condition(
+        { type: SessionCondition.reserved, status: 'True', reason: 'InstanceReserved', message: `warm instance ${id}` },
+        { reason: 'Reserved', message: `warm instance ${id} reserved` },
+      );
+      return;
+    case 'lazy-fallback':
+      pass.condition(
+        {
+          type: SessionCondition.reserved,
+          status: 'False',
+          reason: 'PoolExhausted',
+          message: 'no free warm instance; lazy start',
+        },
+        { reason: 'LazyStart', message: 'no free warm instance: starting lazily' },
+      );
+      return;
+    case 'lazy':
+      pass.condition(
+        { type: SessionCondition.reserved, status: 'False', reason: 'EagerStartDisabled', message: 'lazy start' },
+        { reason: 'LazyStart', message: 'starting lazily' },
+      );
+  }
+}
+
+/**
+ * When `writeMetadata` writes: `beforeResources` (step 1) only what must be there before anything
+ * the session cleans up or counts on exists: the finalizer when the session came without it (the
+ * service sets it; kubectl does not), and a lazy decision, before its resources; `afterStatus`
+ * (after the pass's status write) a decision not yet annotated: a warm launch's, off the path to
+ * its URL.
+ */
+export type MetadataMoment = 'beforeResources' | 'afterStatus';
+
+/**
  * One write of what the session's metadata must carry: the finalizer (before its route exists),
- * the start-strategy annotations and the Ingress its route goes to. Nothing when all is there.
+ * the start-strategy annotations and the Ingress its route goes to. Nothing when all is there, or
+ * when it is not time for it yet. Only on the session read (its uid): never on a new one of its name.
  */
 export async function writeMetadata(
   deps: SessionStepDeps,
   session: Session,
   pass: Pass,
   ingressName: string,
+  moment: MetadataMoment,
 ): Promise<void> {
+  const strategy = pass.status.startStrategy;
+  if (!strategy) return;
   const finalizers = finalizersOf(session);
+  const needsFinalizer = moment === 'beforeResources' && !finalizers.includes(SESSION_FINALIZER);
   const wanted: Record<string, string> = {
-    [ANNOTATIONS.startStrategy]: pass.status.startStrategy ?? '',
+    [ANNOTATIONS.startStrategy]: strategy,
     [ROUTE_ANNOTATION]: ingressName,
     ...(pass.status.instanceId ? { [ANNOTATIONS.instanceId]: pass.status.instanceId } : {}),
   };
   const annotations = session.metadata.annotations ?? {};
   const changed = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => annotations[k] !== v));
-  const needsFinalizer = !finalizers.includes(SESSION_FINALIZER);
   if (!needsFinalizer && Object.keys(changed).length === 0) {
     deps.limitsPassed.delete(session.metadata.name);
     return;
   }
+  // A warm launch's claim and status tell its decision: the annotations wait for the status.
+  if (moment === 'beforeResources' && !needsFinalizer && strategy === 'eager') return;
   try {
     const updated = await deps.sessionsApi.mergePatch(session.metadata.name, {
       metadata: {
+        uid: session.metadata.uid,
         annotations: changed,
         // The finalizer list is replaced whole: only against the version read, so no one's is lost.
         ...(needsFinalizer
@@ -286,6 +335,7 @@ export async function writeMetadata(
     deps.limitsPassed.delete(session.metadata.name);
     session.metadata = { ...session.metadata, ...updated.metadata };
   } catch (error) {
+    if (moment === 'afterStatus' && (isNotFound(error) || isConflict(error))) return; // gone, or replaced
     if (isConflict(error)) throw new RetryLater('session changed while its metadata was written', Delay.conflict);
     throw error;
   }
@@ -445,27 +495,44 @@ function sameData(a: Record<string, string> | undefined, b: Record<string, strin
 }
 
 /**
+ * How long a pass waits, at most, for the first try of an injection into a ready warm instance before
+ * it writes the status (with the URL) without it: a slow or misbehaving bridge never holds the URL
+ * longer; its result then comes in a later status write, as when the bridge is not up yet.
+ */
+export const INJECTION_WAIT_MS = 1000;
+
+/**
  * 4. Environment, eager path: pushed to the data bridge in the background, started before the
- * route so that it usually ends within this pass; only once the reserved instance's current pod
- * serves (a recycled instance can still show its previous pod, another user's, which must never
- * receive these values). Returns whether the injection runs.
+ * route, only once the reserved instance's current pod serves (a recycled instance can still show its
+ * previous pod, another user's, which must never receive these values). Returns undefined when no
+ * injection runs, else what the pass waits for before its status write (with the route's write):
+ * the injection's first try, at most `INJECTION_WAIT_MS`. A bridge that takes the values at once so
+ * has them in the status that carries the URL (EnvInjected), in one status write.
  */
 export function startInjection(
   deps: SessionStepDeps,
   session: Session,
   { appDefinition, claimName }: Guarded,
   workload: Workload,
-): boolean {
-  if (!workload.eager || !deploymentReady(workload.deployment)) return false;
+): Promise<void> | undefined {
+  if (!workload.eager || !deploymentReady(workload.deployment)) return undefined;
   const current = findCondition(session.status?.conditions, SessionCondition.envInjected);
-  if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed')) return true;
+  if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed'))
+    return Promise.resolve();
   const selector = `${LABELS.poolInstance}=${workload.backend}${claimName ? `,${LABELS.session}=${session.metadata.name}` : ''}`;
   deps.injector.ensure(session, {
     podSelector: selector,
     port: dataBridgePort(appDefinition.spec),
     tokenSecret: bridgeTokenSecretName(workload.backend),
   });
-  return true;
+  return within(deps.injector.attempted(session.metadata.uid ?? session.metadata.name), INJECTION_WAIT_MS);
+}
+
+/** Settles with `promise`, or after `ms` if that comes first. */
+function within(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([promise, bound]).finally(() => clearTimeout(timer));
 }
 
 /** 5. Route in the shared Ingress. */

@@ -1,0 +1,289 @@
+// The writes of a warm launch: the service's finalizer spares the operator a metadata write before the
+// URL, the decision is annotated after the status, a decision whose status was never written is taken
+// up from the world, a route is found for clean-up without its annotation, and a ready bridge's values
+// arrive in the status that carries the URL.
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type * as k8s from '@kubernetes/client-node';
+import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../../src/model/api-group.js';
+import type { AppDefinition } from '../../src/model/app-definition.js';
+import type { Session } from '../../src/model/session.js';
+import { parseOperatorConfig } from '../../src/operator/config.js';
+import { routePath } from '../../src/operator/manifests.js';
+import type { PoolInstance } from '../../src/operator/pool/instances.js';
+import type { RouteEntry } from '../../src/operator/routes/ingress.js';
+import { createLogger } from '../../src/operator/runtime/logger.js';
+import { ROUTE_ANNOTATION, removeSessionRoute } from '../../src/operator/session/finalize.js';
+import { DataInjector } from '../../src/operator/session/injection.js';
+import { Pass } from '../../src/operator/session/status.js';
+import { guards, writeMetadata, type SessionStepDeps } from '../../src/operator/session/steps.js';
+
+const NAMESPACE = 'ns';
+const INGRESS = 'sessions';
+
+const appDefinition = {
+  apiVersion: 'ide.cloud/v1beta10',
+  kind: 'AppDefinition',
+  metadata: { name: 'java', uid: 'app-uid', generation: 1 },
+  spec: { name: 'java', image: 'java:1', port: 3000, ingressname: INGRESS, maxInstances: null },
+} as unknown as AppDefinition;
+
+function session(name: string, user: string, extra: Partial<Session['metadata']> = {}, created = 0): Session {
+  return {
+    apiVersion: 'ide.cloud/v1beta10',
+    kind: 'Session',
+    metadata: {
+      name,
+      namespace: NAMESPACE,
+      uid: `uid-${name}`,
+      generation: 1,
+      resourceVersion: '7',
+      creationTimestamp: new Date(1_700_000_000_000 + created * 1000).toISOString(),
+      ...extra,
+    },
+    spec: { user, appDefinition: 'java', sessionSecret: 's'.repeat(32) },
+  } as unknown as Session;
+}
+
+/** The session API: every merge patch recorded, answered with the patched session. */
+function sessionsApi(stored: Session) {
+  const patches: Record<string, unknown>[] = [];
+  return {
+    patches,
+    api: {
+      mergePatch: async (_name: string, patch: { metadata: Record<string, unknown> }) => {
+        patches.push(structuredClone(patch));
+        const annotations = { ...stored.metadata.annotations, ...(patch.metadata.annotations as object) };
+        const finalizers = (patch.metadata.finalizers as string[] | undefined) ?? stored.metadata.finalizers;
+        return { ...stored, metadata: { ...stored.metadata, annotations, finalizers, resourceVersion: '8' } };
+      },
+    },
+  };
+}
+
+function deps(overrides: Partial<SessionStepDeps> = {}, sessions: Session[] = []): SessionStepDeps {
+  return {
+    config: parseOperatorConfig({ namespace: NAMESPACE, eagerStart: true, sessionsPerUser: 1 }),
+    namespace: NAMESPACE,
+    sessions: { list: () => sessions, observe: () => undefined },
+    appDefinitions: { find: async () => appDefinition },
+    workspaces: { find: async () => undefined },
+    deployments: { get: () => undefined, observe: () => undefined },
+    pool: { findReservation: () => undefined, reserve: async () => undefined },
+    envSource: async () => undefined,
+    limitsPassed: new Set<string>(),
+    // Seconds after the sessions' creation: within their start deadline.
+    now: () => 1_700_000_010_000,
+    ...overrides,
+  } as unknown as SessionStepDeps;
+}
+
+function decided(s: Session, strategy: 'eager' | 'lazy-fallback', instanceId?: string): Pass {
+  const pass = new Pass(s);
+  pass.status.startStrategy = strategy;
+  if (instanceId) pass.status.instanceId = instanceId;
+  return pass;
+}
+
+describe('a warm launch: its session metadata off the path to the URL', () => {
+  it('a session created with the finalizer: a warm decision waits for the status, then one write of the annotations on that session', async () => {
+    const s = session('warm-1', 'wendy@example.com', { finalizers: [SESSION_FINALIZER] });
+    const { api, patches } = sessionsApi(s);
+    const d = deps({ sessionsApi: api } as Partial<SessionStepDeps>);
+    d.limitsPassed.add('warm-1');
+    const pass = decided(s, 'eager', '2');
+    await writeMetadata(d, s, pass, INGRESS, 'beforeResources');
+    assert.deepEqual(patches, [], 'nothing before the route and the status');
+    assert.ok(d.limitsPassed.has('warm-1'), 'the limits still count it: its decision is in no cache yet');
+    await writeMetadata(d, s, pass, INGRESS, 'afterStatus');
+    assert.deepEqual(patches, [
+      {
+        metadata: {
+          uid: 'uid-warm-1',
+          annotations: {
+            [ANNOTATIONS.startStrategy]: 'eager',
+            [ROUTE_ANNOTATION]: INGRESS,
+            [ANNOTATIONS.instanceId]: '2',
+          },
+        },
+      },
+    ]);
+    assert.equal(s.metadata.annotations?.[ANNOTATIONS.instanceId], '2');
+    assert.ok(!d.limitsPassed.has('warm-1'));
+    await writeMetadata(d, s, pass, INGRESS, 'afterStatus');
+    assert.equal(patches.length, 1, 'annotated once');
+  });
+
+  it('a session created without the finalizer (kubectl) gets it, with the decision, before its route', async () => {
+    const s = session('warm-2', 'wendy@example.com');
+    const { api, patches } = sessionsApi(s);
+    await writeMetadata(
+      deps({ sessionsApi: api } as Partial<SessionStepDeps>),
+      s,
+      decided(s, 'eager', '1'),
+      INGRESS,
+      'beforeResources',
+    );
+    assert.equal(patches.length, 1);
+    const metadata = patches[0]!.metadata as Record<string, unknown>;
+    assert.deepEqual(metadata.finalizers, [SESSION_FINALIZER]);
+    assert.equal(metadata.resourceVersion, '7', 'the finalizer list is replaced against the version read');
+    assert.equal((metadata.annotations as Record<string, string>)[ANNOTATIONS.startStrategy], 'eager');
+  });
+
+  it('a lazy decision is annotated before anything of the session is created', async () => {
+    const s = session('lazy-1', 'lou@example.com', { finalizers: [SESSION_FINALIZER] });
+    const { api, patches } = sessionsApi(s);
+    await writeMetadata(
+      deps({ sessionsApi: api } as Partial<SessionStepDeps>),
+      s,
+      decided(s, 'lazy-fallback'),
+      INGRESS,
+      'beforeResources',
+    );
+    assert.equal(patches.length, 1);
+    const annotations = (patches[0]!.metadata as { annotations: Record<string, string> }).annotations;
+    assert.equal(annotations[ANNOTATIONS.startStrategy], 'lazy-fallback');
+  });
+
+  it('the annotations after the status leave a session replaced under the same name alone', async () => {
+    const s = session('warm-3', 'wendy@example.com', { finalizers: [SESSION_FINALIZER] });
+    const conflict = Object.assign(new Error('uid precondition'), { code: 409 });
+    const api = { mergePatch: async () => Promise.reject(conflict) };
+    await writeMetadata(
+      deps({ sessionsApi: api } as Partial<SessionStepDeps>),
+      s,
+      decided(s, 'eager', '1'),
+      INGRESS,
+      'afterStatus',
+    );
+  });
+});
+
+describe('a decision whose status was never written is taken up from the world', () => {
+  // An earlier session of the same user holds the only slot: a session checked again would be refused.
+  const earlier = session('other-1', 'erin@example.com', { annotations: { [ANNOTATIONS.startStrategy]: 'lazy' } }, 0);
+
+  it('the instance reserved for it: eager, its id, not checked against the limits again', async () => {
+    const s = session('warm-4', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
+    const instance = { id: 3, name: 'java-pool-3', deployment: {} } as unknown as PoolInstance;
+    const d = deps(
+      {
+        pool: { findReservation: (_app, x) => (x.metadata.uid === 'uid-warm-4' ? instance : undefined) },
+      } as Partial<SessionStepDeps>,
+      [earlier, s],
+    );
+    const pass = new Pass(s);
+    await guards(d, s, pass);
+    assert.equal(pass.status.startStrategy, 'eager');
+    assert.equal(pass.status.instanceId, '3');
+  });
+
+  it("a Deployment of the session's own: lazy (a fallback with eager start on)", async () => {
+    const s = session('lazy-2', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
+    const own = { metadata: { name: 'lazy-2', ownerReferences: [{ uid: 'uid-lazy-2' }] } } as k8s.V1Deployment;
+    const d = deps(
+      { deployments: { get: (n: string) => (n === 'lazy-2' ? own : undefined) } } as Partial<SessionStepDeps>,
+      [earlier, s],
+    );
+    const pass = new Pass(s);
+    await guards(d, s, pass);
+    assert.equal(pass.status.startStrategy, 'lazy-fallback');
+  });
+
+  it('nothing in the world: undecided, checked against the limits (553)', async () => {
+    const s = session('new-1', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
+    const namesake = { metadata: { name: 'new-1', ownerReferences: [{ uid: 'uid-of-an-earlier-new-1' }] } };
+    const d = deps({ deployments: { get: () => namesake } } as unknown as Partial<SessionStepDeps>, [earlier, s]);
+    await assert.rejects(guards(d, s, new Pass(s)), { code: 553 });
+  });
+});
+
+describe("a session's route is removed wherever it is", () => {
+  it('found in the Ingress cache when no annotation names its Ingress (a crash before the annotations)', async () => {
+    const s = session('warm-5', 'wendy@example.com');
+    const removed: [string, RouteEntry, boolean][] = [];
+    const routes = {
+      holding: (_host: string, path: string) => (path === routePath(s) ? [INGRESS] : []),
+      set: async (ingressName: string, entry: RouteEntry, present: boolean) =>
+        void removed.push([ingressName, entry, present]),
+    };
+    await removeSessionRoute({ config: { sessionHost: 'ide.test' }, routes }, s);
+    assert.deepEqual(
+      removed.map(([i, e, p]) => [i, e.path, p]),
+      [
+        [INGRESS, routePath(s), false],
+        [INGRESS, '/warm-5/', false],
+      ],
+    );
+  });
+
+  it('nowhere: no write', async () => {
+    const s = session('warm-6', 'wendy@example.com');
+    let writes = 0;
+    const routes = { holding: () => [], set: async () => void writes++ };
+    await removeSessionRoute({ config: { sessionHost: 'ide.test' }, routes }, s);
+    assert.equal(writes, 0);
+  });
+});
+
+describe("the injection's first try, which a pass waits for before the status with the URL", () => {
+  let server: Server;
+  let port: number;
+  let healthy = true;
+  before(async () => {
+    server = createServer((req, res) => {
+      if (req.url === '/health') res.writeHead(healthy ? 200 : 503).end();
+      else req.resume().on('end', () => res.writeHead(200).end('{}'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  after(() => server.close());
+
+  const core = {
+    listNamespacedPod: async () => ({
+      items: [
+        {
+          metadata: { name: 'pod', labels: { [LABELS.poolInstance]: 'java-pool-1' } },
+          status: { podIP: '127.0.0.1', phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+        },
+      ],
+    }),
+    readNamespacedSecret: async () => ({ data: { token: Buffer.from('t').toString('base64') } }),
+  };
+  const injector = (attempts: number) =>
+    new DataInjector(
+      core as never,
+      parseOperatorConfig({ namespace: NAMESPACE, bridgeHealthAttempts: attempts, bridgeHealthIntervalMs: 60_000 }),
+      () => undefined,
+      createLogger('silent'),
+    );
+  const target = () => ({ podSelector: `${LABELS.poolInstance}=java-pool-1`, port, tokenSecret: 'java-pool-1-bridge' });
+
+  it('a bridge that takes the values at once: injected when the first try is over', async () => {
+    healthy = true;
+    const i = injector(3);
+    const s = session('warm-7', 'wendy@example.com');
+    i.ensure(s, target());
+    await i.attempted('uid-warm-7');
+    assert.equal(i.state('uid-warm-7')?.phase, 'Injected');
+    i.stop();
+  });
+
+  it('a bridge not up yet: the first try is over when it waits to try again, still waiting', async () => {
+    healthy = false;
+    const i = injector(3);
+    const s = session('warm-8', 'wendy@example.com');
+    i.ensure(s, target());
+    await i.attempted('uid-warm-8');
+    assert.equal(i.state('uid-warm-8')?.phase, 'WaitingForBridge');
+    assert.equal(i.state('uid-warm-8')?.attempts, 1);
+    i.stop();
+  });
+
+  it('no injection: nothing to wait for', async () => {
+    await injector(1).attempted('uid-none');
+  });
+});
