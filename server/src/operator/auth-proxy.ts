@@ -113,7 +113,10 @@ export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUs
   container.volumeMounts = [mount];
   return {
     container,
-    volumes: [{ name: USERS_VOLUME, emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
+    // On the node's disk, not in memory: a tmpfs emptyDir's directory is sticky (mode 1777), so the
+    // bridge (uid 10001) could not replace the empty file the proxy's entrypoint (uid 65532) creates
+    // there (rename: EPERM) and the proxy would admit nobody; a disk emptyDir's directory is 0777.
+    volumes: [{ name: USERS_VOLUME, emptyDir: { sizeLimit: '1Mi' } }],
     ide: { volumeMounts: [mount], env: [{ name: DATA_BRIDGE_USERS_FILE_ENV, value: AUTH_PROXY_USERS_FILE }] },
   };
 }
