@@ -31,8 +31,31 @@ interface AuditEvent {
   userAgent?: string;
   requestURI?: string;
   requestReceivedTimestamp?: string;
-  objectRef?: { resource?: string; subresource?: string };
+  stageTimestamp?: string;
+  objectRef?: { resource?: string; subresource?: string; name?: string };
   responseStatus?: { code?: number };
+}
+
+/** One write of IDE Cloud's own (Events left out), as the audit log has it: what launches.ts attributes. */
+export interface AuditWrite {
+  client: OwnClient;
+  verb: string;
+  /** `resource[/subresource]`, e.g. `sessions/status`. */
+  resource: string;
+  /** The object's name (none for a create without a name in the path, or a deletecollection). */
+  name: string;
+  code: number;
+  /** requestReceivedTimestamp and stageTimestamp (its answer), in ms since the epoch with µs. */
+  receivedMs: number;
+  answeredMs: number;
+}
+
+/** An audit timestamp (RFC 3339 with microseconds) in ms since the epoch, keeping the microseconds. */
+export function auditTime(text: string | undefined): number {
+  if (!text) return NaN;
+  const m = /^(.*T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$/.exec(text);
+  if (!m) return Date.parse(text);
+  return Date.parse(`${m[1]}${m[3]}`) + Number(m[2] ?? 0) * 1000;
 }
 
 /**
@@ -67,6 +90,8 @@ export class AuditLog {
   private readonly marks = new Map<string, AuditCounts>();
   /** Events read (every client). */
   events = 0;
+  /** IDE Cloud's writes read so far (Events left out), in the order of the log. */
+  readonly writes: AuditWrite[] = [];
   /** When each component's latest request read so far was received (ms since the epoch). */
   readonly lastRequestAt: Record<OwnClient, number> = { 'ide-cloud-operator': 0, 'ide-cloud-service': 0 };
 
@@ -118,6 +143,17 @@ export class AuditLog {
       : (event.requestURI ?? '').split('?')[0]!;
     const key = [client, event.verb ?? '', resource, String(event.responseStatus?.code ?? 0)].join(SEP);
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    if (WRITE_VERBS.has(event.verb ?? '') && ref?.resource !== 'events') {
+      this.writes.push({
+        client,
+        verb: event.verb!,
+        resource,
+        name: ref?.name ?? '',
+        code: event.responseStatus?.code ?? 0,
+        receivedMs: auditTime(event.requestReceivedTimestamp),
+        answeredMs: auditTime(event.stageTimestamp),
+      });
+    }
   }
 
   /**

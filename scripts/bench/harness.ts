@@ -111,10 +111,29 @@ export interface SessionTimes {
   strategy?: string;
   reserved?: number;
   running?: number;
+  /** First seen with status.url; `statusChangesBeforeUrl`: events before it whose status had changed (status writes). */
+  url?: number;
+  statusChangesBeforeUrl?: number;
+  /** The status of the latest event seen (JSON), to tell status writes from metadata writes. */
+  lastStatus?: string;
+  statusChanges?: number;
   envInjected?: number;
   /** lastTransitionTime of EnvInjected=True (1 s granularity). */
   envInjectedTransition?: string;
   deleted?: number;
+}
+
+/**
+ * Per session: the warm instance (Deployment) that carried its session label first, and the route
+ * write that added its path: the `ingressChange`-th change of Ingress `ingress` seen by the watch
+ * (creation 1), which launches.ts pairs with the Ingress's writes in the audit log.
+ */
+export interface Placement {
+  instance?: string;
+  instanceSeen?: number;
+  ingress?: string;
+  ingressChange?: number;
+  routeSeen?: number;
 }
 
 /** Per pool-instance pod: when its Ready=True was first seen, and its session label. */
@@ -142,6 +161,10 @@ export class Bench {
   private readonly sources: Informer[] = [];
   readonly sessions = new Map<string, SessionTimes>();
   readonly pods = new Map<string, PodTimes>();
+  /** Per session name: its warm instance and its route (from the Deployment and Ingress watches). */
+  readonly placements = new Map<string, Placement>();
+  /** Per Ingress: changes seen (ADDED, MODIFIED and DELETED events) and the session paths in the last one. */
+  private readonly ingressSeen = new Map<string, { changes: number; sessions: Set<string> }>();
   deployments!: Informer<k8s.V1Deployment>;
   /** kube-apiserver's audit log, read for IDE Cloud's own requests. */
   audit!: AuditLog;
@@ -296,7 +319,13 @@ export class Bench {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       labelSelector: `${LABELS.component}=pool-instance`,
-    });
+    }).on((_type, d) => this.onDeployment(d));
+    const ingresses = new Informer<k8s.V1Ingress>(this.kc, {
+      ...base,
+      path: `/apis/networking.k8s.io/v1/namespaces/${NAMESPACE}/ingresses`,
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+    }).on((type, i) => this.onIngress(type, i));
     const pods = new Informer<k8s.V1Pod>(this.kc, {
       ...base,
       path: `/api/v1/namespaces/${NAMESPACE}/pods`,
@@ -305,7 +334,7 @@ export class Bench {
       labelSelector: `${LABELS.component}=pool-instance`,
     }).on((_type, p) => this.onPod(p));
     this.sources.push(this.sessionSource as unknown as Informer, this.deployments as unknown as Informer);
-    this.sources.push(pods as unknown as Informer);
+    this.sources.push(pods as unknown as Informer, ingresses as unknown as Informer);
     for (const s of this.sources) s.start();
   }
 
@@ -320,6 +349,13 @@ export class Bench {
       return;
     }
     const status = s.status;
+    const statusText = JSON.stringify(status ?? {});
+    if (t.lastStatus !== undefined && statusText !== t.lastStatus) t.statusChanges = (t.statusChanges ?? 0) + 1;
+    t.lastStatus = statusText;
+    if (status?.url && t.url === undefined) {
+      t.url = now;
+      t.statusChangesBeforeUrl = (t.statusChanges ?? 1) - 1;
+    }
     if (status && (status.phase || status.conditions?.length)) t.firstStatus ??= now;
     if (status?.startStrategy && !t.strategy) {
       t.strategy = status.startStrategy;
@@ -331,6 +367,44 @@ export class Bench {
       t.envInjected = now;
       t.envInjectedTransition = injected.lastTransitionTime;
     }
+  }
+
+  private placement(session: string): Placement {
+    let p = this.placements.get(session);
+    if (!p) this.placements.set(session, (p = {}));
+    return p;
+  }
+
+  private onDeployment(d: k8s.V1Deployment): void {
+    const session = d.metadata?.labels?.[LABELS.session];
+    if (!session) return;
+    const p = this.placement(session);
+    if (p.instance) return;
+    p.instance = d.metadata?.name;
+    p.instanceSeen = Date.now();
+  }
+
+  /** Every change of an Ingress is counted; a session path new in it is that change's. */
+  private onIngress(type: string, i: k8s.V1Ingress): void {
+    const name = i.metadata?.name ?? '';
+    const seen = this.ingressSeen.get(name) ?? { changes: 0, sessions: new Set<string>() };
+    this.ingressSeen.set(name, seen);
+    seen.changes++;
+    const sessions = new Set<string>();
+    if (type !== 'DELETED') {
+      for (const rule of i.spec?.rules ?? []) {
+        for (const p of rule.http?.paths ?? []) {
+          const session = p.path?.split('/')[1];
+          if (session) sessions.add(session);
+        }
+      }
+    }
+    for (const session of sessions) {
+      const p = this.placement(session);
+      if (seen.sessions.has(session) || p.ingress) continue;
+      Object.assign(p, { ingress: name, ingressChange: seen.changes, routeSeen: Date.now() });
+    }
+    seen.sessions = sessions;
   }
 
   private onPod(p: k8s.V1Pod): void {
@@ -371,7 +445,7 @@ export class Bench {
     user: string,
     appDefinition: string,
     extra: { ephemeral?: boolean; workspaceName?: string; timeout?: number } = { ephemeral: true },
-  ): Promise<{ ms: number; url: string; sentAt: number }> {
+  ): Promise<{ ms: number; url: string; sentAt: number; answeredAt: number; session: string }> {
     const sentAt = Date.now();
     const t0 = performance.now();
     const response = await fetch(`${this.serviceUrl}/service`, {
@@ -382,7 +456,9 @@ export class Bench {
     const text = await response.text();
     const ms = performance.now() - t0;
     if (response.status !== 200) throw new Error(`launch for ${user}: HTTP ${response.status} ${text.slice(0, 300)}`);
-    return { ms, url: text, sentAt };
+    // The URL is https://<host>/<session>/<key>/.
+    const session = new URL(text).pathname.split('/')[1] ?? '';
+    return { ms, url: text, sentAt, answeredAt: sentAt + ms, session };
   }
 
   /** GET /service/session/{appId}/{user}; returns the latency in ms. */

@@ -3,6 +3,7 @@
 import { diff, perLaunch, type ApiDelta, type ApiMetrics, type ApiSnapshot } from './apimetrics.js';
 import { APPS } from './config.js';
 import type { Bench } from './harness.js';
+import { writesAroundUrl, type LaunchRecord } from './launches.js';
 import type { Progress } from './progress.js';
 import { processStats, round, sleep, summarize, until } from './util.js';
 
@@ -102,7 +103,7 @@ export async function launchCost(
   bench: Bench,
   api: ApiMetrics,
   options: { launches: number; idleMs: number; quietMs: number },
-  launch: (i: number) => Promise<unknown>,
+  launch: (i: number) => Promise<LaunchRecord>,
 ): Promise<Record<string, unknown>> {
   const { launches } = options;
   // The idle window starts once the trailing work of the preceding launches is over, so that what it
@@ -113,10 +114,13 @@ export async function launchCost(
   const idle1 = await api.snapshot();
   const background = { delta: diff(idle0, idle1), seconds: (idle1.at - idle0.at) / 1000 };
   const before: ApiSnapshot = await api.snapshot();
-  for (let i = 0; i < launches; i++) await launch(i);
+  const records: LaunchRecord[] = [];
+  for (let i = 0; i < launches; i++) records.push(await launch(i));
   // Work a launch sets off after its answer (injection, events, pool status) belongs to it too.
   await sleep(2000);
   const after = await api.snapshot();
+  // The same writes of IDE Cloud's own, before the URL status write and after it (launches.ts).
+  const aroundUrl = writesAroundUrl(bench, records, after.at);
   const delta: ApiDelta = diff(before, after);
   const net = perLaunch(delta, launches, background, (after.at - before.at) / 1000);
   const own = net.own!;
@@ -137,6 +141,7 @@ export async function launchCost(
     ideCloudWritesPerLaunch: own.writes,
     ideCloudWritesWithoutEventsPerLaunch: own.writesWithoutEvents,
     ideCloudEventWritesPerLaunch: own.eventWrites,
+    ...aroundUrl,
     ideCloudRawReadsPerLaunch: round((delta.own?.reads ?? 0) / launches, 2),
     ideCloudRawWritesPerLaunch: round((delta.own?.writes ?? 0) / launches, 2),
     ideCloudPerLaunchByClient: own.byClient,

@@ -7,7 +7,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
-import type { Figures, Results } from './results.js';
+import { TIMELINE_STEPS } from './launches.js';
+import type { Figures, Results, Timeline, TimelineStep } from './results.js';
 import {
   FLOOR_PAIRS,
   floorPair,
@@ -51,6 +52,7 @@ function floorTable(r: Results): string {
     ];
   };
   const writes = ownWritesWithoutEvents(r);
+  const pathWrites = num(r.costEager, 'ideCloudWritesBeforeUrlPerLaunch');
   return mdTable(
     ['launch', 'measured', 'floor (same run)', 'ratio', 'target', 'met?'],
     [
@@ -70,7 +72,45 @@ function floorTable(r: Results): string {
         t[3]!.target,
         verdict(t[3]!.met, t[3]!.by),
       ],
-      ['… of which on the path to the URL', 'not split yet', '3', 'n/a', t[4]!.target, verdict(t[4]!.met, t[4]!.by)],
+      [
+        '… of which on the path to the URL (up to its status write, inclusive)',
+        `${fmt(pathWrites)} ${key('costEager.ideCloudWritesBeforeUrlPerLaunch')}`,
+        '3',
+        pathWrites === undefined ? 'n/a' : `${(pathWrites / 3).toFixed(2)}×`,
+        t[4]!.target,
+        verdict(t[4]!.met, t[4]!.by),
+      ],
+    ],
+  );
+}
+
+/** The timeline of one launch, per step, in each warm scenario that measured it (launches.ts). */
+function timelineTable(r: Results): string | undefined {
+  const scenarios = (
+    [
+      ['one at a time', 'eagerSequential'],
+      [`${fmt(num(r.sizes, 'eagerConcurrent'))} at once`, 'eagerConcurrent'],
+      [`claim burst, ${fmt(num(r.sizes, 'burstConcurrency'))} in flight`, 'claimThroughput'],
+    ] as const
+  ).filter(([, k]) => r[k]?.timeline);
+  if (scenarios.length === 0) return undefined;
+  const tl = (k: (typeof scenarios)[number][1]) => r[k]!.timeline as Timeline;
+  const cell = (s: TimelineStep | undefined) => (s?.n ? `${fmt(s.p50Ms)} / ${fmt(s.p95Ms)}` : 'n/a');
+  return mdTable(
+    [
+      'step of a warm launch (ms from the step before: p50 / p95)',
+      ...scenarios.map(([what, k]) => `${what} ${key(`${k}.timeline`)}`),
+    ],
+    [
+      ...TIMELINE_STEPS.map((step) => [step.label, ...scenarios.map(([, k]) => cell(tl(k).steps[step.key]))]),
+      [
+        'the launch, as the client timed it',
+        ...scenarios.map(([, k]) => `${fmt(tl(k).totalP50Ms)} / ${fmt(tl(k).totalP95Ms)}`),
+      ],
+      [
+        'the step with the most time (mean)',
+        ...scenarios.map(([, k]) => TIMELINE_STEPS.find((s) => s.key === tl(k).largest)?.key ?? 'n/a'),
+      ],
     ],
   );
 }
@@ -218,7 +258,7 @@ function scaleTable(r: Results): string {
       'warm launch p50 / p99 ms',
       'list p50 / p99 ms',
       'API per launch, all clients: reads / writes / KiB',
-      "IDE Cloud's own per launch: reads / writes without Events / Event writes",
+      "IDE Cloud's own per launch: reads / writes without Events / Event writes / writes up to the URL",
     ],
     (r.scale ?? []).map((s) => [
       `${fmt(num(s, 'sessions'))} (${fmt(num(s, 'sessionsRunning'))})`,
@@ -229,7 +269,7 @@ function scaleTable(r: Results): string {
         (num(s, 'eagerLaunchFailures') ? ` (${fmt(num(s, 'eagerLaunchFailures'))} timed out)` : ''),
       pair(s, 'listP50Ms', 'listP99Ms'),
       `${pair(s, 'apiReadsPerLaunch', 'apiWritesPerLaunch')} / ${fmt(num(s, 'apiReadKiBPerLaunch'))}`,
-      `${pair(s, 'apiIdeCloudReadsPerLaunch', 'apiIdeCloudWritesWithoutEventsPerLaunch')} / ${fmt(num(s, 'apiIdeCloudEventWritesPerLaunch'))}`,
+      `${pair(s, 'apiIdeCloudReadsPerLaunch', 'apiIdeCloudWritesWithoutEventsPerLaunch')} / ${pair(s, 'apiIdeCloudEventWritesPerLaunch', 'apiIdeCloudWritesBeforeUrlPerLaunch')}`,
     ]),
   );
 }
@@ -262,6 +302,7 @@ export function results(r: Results): string {
     '',
     r.floorSequential ? floorModes(r) : 'The floor was not measured in this run.',
     '',
+    ...(timelineTable(r) ? ['### One warm launch, step by step', '', timelineTable(r)!, ''] : []),
     '### Launches',
     '',
     latencies(r),

@@ -41,6 +41,33 @@ export interface FloorFigures extends Figures, Summary {
   conflicts: number;
 }
 
+/** One step of a launch's timeline (launches.ts): ms from the step before it. */
+export interface TimelineStep {
+  n: number;
+  p50Ms: number;
+  p95Ms: number;
+  meanMs: number;
+}
+
+/**
+ * The timeline of a series of launches (launches.ts), per step: POST sent → Session create received
+ * → the operator's first write for it → claim → route → URL status write → answer read by the client.
+ */
+export interface Timeline extends Figures {
+  n: number;
+  /** Launches without their create or URL write in the audit log (their other steps still count). */
+  incomplete: number;
+  /** The client's latency, POST to answer. */
+  totalP50Ms: number;
+  totalP95Ms: number;
+  steps: Record<
+    'postToCreate' | 'createToOperator' | 'operatorToClaim' | 'claimToRoute' | 'routeToUrl' | 'urlToAnswer',
+    TimelineStep
+  >;
+  /** The step with the most time (mean): where a missed target's time goes. */
+  largest?: string;
+}
+
 /** One row of the targets table (targets.ts). */
 export interface Target {
   what: string;

@@ -2,6 +2,7 @@
 // until the pool is exhausted; answered launches per second (client) and reservations per second
 // (the operator's, from the harness's watch). Then every session ends and the pool's refill is timed.
 import { APPS } from '../config.js';
+import { timeline } from '../launches.js';
 import { endAndRefill, strategies } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { pool, prefix, round, summarize } from '../util.js';
@@ -12,20 +13,22 @@ export const claimThroughput: Scenario = {
   weight: 7,
   needs: 'ide-cloud',
   after: ['warm-pool'],
-  async run({ bench, sizes, progress, operatorStats }: Context) {
+  async run({ bench, api, sizes, progress, operatorStats }: Context) {
     const burst = Math.max(1, bench.freeReadyInstances(APPS.eager));
     progress.step(`${burst} warm launches (the rest of the pool), ${sizes.burstConcurrency} in flight`);
     const t0 = performance.now();
     const cpuBefore = operatorStats().cpuSeconds;
     let done = 0;
-    const latencies = await pool(burst, sizes.burstConcurrency, async (i) => {
+    const launches = await pool(burst, sizes.burstConcurrency, async (i) => {
       const r = await bench.launch(`burst-${i}`, APPS.eager);
       done++;
       progress.at((done / burst) * 0.5, `${done}/${burst}`);
-      return r.ms;
+      return r;
     });
     const seconds = (performance.now() - t0) / 1000;
     const cpuSeconds = operatorStats().cpuSeconds - cpuBefore;
+    // The audit log up to here (a marker request), for the timeline.
+    await api.snapshot();
     const reservations = bench.sessionSource
       .list()
       .filter((s) => s.spec.user.startsWith('burst-'))
@@ -40,9 +43,10 @@ export const claimThroughput: Scenario = {
       freeInstancesLeft: bench.freeReadyInstances(APPS.eager),
       launchesPerSec: round(burst / seconds),
       claimsPerSecOperator: round(reservations.length / Math.max(reservationSpan, 0.001)),
-      ...prefix('latency', summarize(latencies)),
+      ...prefix('latency', summarize(launches.map((r) => r.ms))),
       operatorCpuSecondsPerLaunch: round(cpuSeconds / burst, 4),
       ...strategies(bench, 'burst-'),
+      timeline: timeline(bench, launches),
     };
     progress.step(`ending all ${sizes.pool} sessions of the pool, pool refill`);
     const refillMs = await endAndRefill(bench, progress, sizes.pool);

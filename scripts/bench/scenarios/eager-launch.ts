@@ -3,6 +3,7 @@
 // the delay from the reservation to EnvInjected of the sequential ones (their pods ran already).
 import { APPS } from '../config.js';
 import type { Bench } from '../harness.js';
+import { timeline, type LaunchRecord } from '../launches.js';
 import { breakdown, endAndRefill, strategies } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { prefix, summarize } from '../util.js';
@@ -13,17 +14,19 @@ export const eagerLaunch: Scenario = {
   weight: 14,
   needs: 'ide-cloud',
   after: ['warm-pool'],
-  async run({ bench, sizes, progress }: Context) {
+  async run({ bench, api, sizes, progress }: Context) {
     progress.step(`${sizes.eagerSequential} warm launches, one at a time`);
-    const seq: number[] = [];
+    const seq: LaunchRecord[] = [];
     for (let i = 0; i < sizes.eagerSequential; i++) {
-      seq.push((await bench.launch(`eager-seq-${i}`, APPS.eager)).ms);
+      seq.push(await bench.launch(`eager-seq-${i}`, APPS.eager));
       progress.at(((i + 1) / sizes.eagerSequential) * 0.4, `${i + 1}/${sizes.eagerSequential}`);
     }
+    await api.snapshot(); // the audit log up to here, for the timeline
     const eagerSequential = {
-      ...summarize(seq),
+      ...summarize(seq.map(ms)),
       ...strategies(bench, 'eager-seq-'),
       ...breakdown(bench, 'eager-seq-'),
+      timeline: timeline(bench, seq),
     };
     const injectionEphemeral = injectionFromReservation(bench, 'eager-seq-');
 
@@ -34,19 +37,21 @@ export const eagerLaunch: Scenario = {
     progress.step(`${sizes.eagerConcurrent} warm launches at once`);
     const t0 = performance.now();
     const conc = await Promise.all(
-      Array.from({ length: sizes.eagerConcurrent }, (_, i) =>
-        bench.launch(`eager-conc-${i}`, APPS.eager).then((r) => r.ms),
-      ),
+      Array.from({ length: sizes.eagerConcurrent }, (_, i) => bench.launch(`eager-conc-${i}`, APPS.eager)),
     );
+    await api.snapshot(); // the audit log up to here, for the timeline
     const eagerConcurrent = {
-      ...summarize(conc),
+      ...summarize(conc.map(ms)),
       wallMs: Math.round(performance.now() - t0),
       ...strategies(bench, 'eager-conc-'),
       ...breakdown(bench, 'eager-conc-'),
+      timeline: timeline(bench, conc),
     };
     return { eagerSequential, injectionEphemeral, eagerConcurrent, claimThroughput: { refillAfterSequentialMs } };
   },
 };
+
+const ms = (l: LaunchRecord) => l.answeredAt - l.sentAt;
 
 /** Eager sessions whose pod was already running: reservation seen → EnvInjected=True seen. */
 function injectionFromReservation(bench: Bench, userPrefix: string): Record<string, number> {

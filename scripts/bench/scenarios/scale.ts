@@ -6,6 +6,7 @@
 // first status write seen: a reconcile latency proxy); and GET /service/session calls.
 import { diff, perLaunch } from '../apimetrics.js';
 import { APPS } from '../config.js';
+import { writesAroundUrl } from '../launches.js';
 import { peakRssMb, waitQuiet } from '../measure.js';
 import type { Figures } from '../results.js';
 import type { Context, Scenario } from '../scenario.js';
@@ -91,20 +92,18 @@ async function measureStep(
   progress.note('warm launches');
   const launchApi0 = await api.snapshot();
   let launchFailures = 0;
-  const launches = (
+  const records = (
     await Promise.all(
       Array.from({ length: sizes.scaleLaunches }, async (_, j) => {
         await sleep(j * 1000);
-        return bench.launch(`scale-${level}-${j}`, APPS.eager, { ephemeral: true, timeout: 0.75 }).then(
-          (r) => r.ms,
-          () => {
-            launchFailures++;
-            return undefined;
-          },
-        );
+        return bench.launch(`scale-${level}-${j}`, APPS.eager, { ephemeral: true, timeout: 0.75 }).catch(() => {
+          launchFailures++;
+          return undefined;
+        });
       }),
     )
-  ).filter((x): x is number => x !== undefined);
+  ).filter((x) => x !== undefined);
+  const launches = records.map((r) => r.ms);
   await sleep(2000);
   const launchApi1 = await api.snapshot();
   const launchCost = perLaunch(
@@ -114,6 +113,7 @@ async function measureStep(
     (launchApi1.at - launchApi0.at) / 1000,
   );
   const ownCost = launchCost.own!;
+  const aroundUrl = records.length ? writesAroundUrl(bench, records, launchApi1.at) : undefined;
 
   // Reconcile latency proxy: Session seen → first status write seen (the harness's watch), for probe
   // sessions created 500 ms apart.
@@ -166,6 +166,7 @@ async function measureStep(
     apiIdeCloudWritesPerLaunch: ownCost.writes,
     apiIdeCloudWritesWithoutEventsPerLaunch: ownCost.writesWithoutEvents,
     apiIdeCloudEventWritesPerLaunch: ownCost.eventWrites,
+    apiIdeCloudWritesBeforeUrlPerLaunch: aroundUrl?.ideCloudWritesBeforeUrlPerLaunch ?? null,
     apiIdeCloudPerLaunchByClient: ownCost.byClient,
     apiIdeCloudWritesPerLaunchByVerbAndResource: ownCost.writesByKey,
     apiIdeCloudFailedWritesPerLaunch: ownCost.failedWritesByKey,
