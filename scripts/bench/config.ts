@@ -60,15 +60,18 @@ export function sizes(scale: number) {
     costLaunches: n(20),
     burstConcurrency: 50,
     injectionLaunches: n(20),
-    scaleLevels: [100, 250, 500, 1000].map((x) => n(x, 10)),
+    /** The last step runs only if the budget leaves room for it (`scaleStoppedBefore` otherwise). */
+    scaleLevels: [100, 250, 500, 1000, 2000].map((x) => n(x, 10)),
+    /** The step the targets on memory, listing and cost growth read (1000 sessions in the full run). */
+    scaleTargetLevel: n(1000, 10),
     scaleLaunches: n(5),
     scaleListCalls: n(100),
     scaleProbes: n(5),
     fillConcurrency: 20,
     idleWindowMs: Math.max(5000, Math.round(20_000 * Math.min(1, scale))),
     /** The scale scenario's time budget, the longest wait for a step's sessions to run, and a step's least time. */
-    scaleBudgetMs: Math.max(150_000, Math.round(540_000 * Math.min(1, scale))),
-    scaleSettleMs: Math.max(10_000, Math.round(30_000 * Math.min(1, scale))),
+    scaleBudgetMs: Math.max(150_000, Math.round(720_000 * Math.min(1, scale))),
+    scaleSettleMs: Math.max(10_000, Math.round(200_000 * Math.min(1, scale))),
     scaleLevelMinMs: 90_000,
     /** The floor: sequential sequences; in parallel, as many as the concurrent eager launches; sustained, as many in flight as the claim burst. */
     floorSequential: n(200, 20),

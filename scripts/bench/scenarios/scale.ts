@@ -1,6 +1,7 @@
 // Scale: sessions are created directly as Session resources, the way the service does, of an app
 // definition without a pool (each a lazy session with its own Deployment, Service, pod and route), in
-// steps `scaleLevels`, within `scaleBudgetMs`. At each step: a wait of at most `scaleSettleMs` for the
+// steps `scaleLevels`, within `scaleBudgetMs` (a step starts only if the budget leaves it its least
+// time, `scaleLevelMinMs`, and its new sessions at the pace of the step before). At each step: a wait of at most `scaleSettleMs` for the
 // new sessions to run; an idle window (operator CPU and RSS, background API rate) once IDE Cloud is
 // quiet; new warm launches with their API cost net of that background; probe sessions (Session seen →
 // first status write seen: a reconcile latency proxy); and GET /service/session calls.
@@ -26,19 +27,22 @@ export const scale: Scenario = {
     const fillerNames: string[] = [];
     // The budget does not count the waits for quiet before the idle windows (added to it as they pass).
     let deadline = Date.now() + sizes.scaleBudgetMs;
+    // How long the last step took to get one new session running: a step needs its least time plus that for each new one.
+    let msPerNewSession = 0;
     for (const [k, level] of sizes.scaleLevels.entries()) {
-      if (Date.now() + sizes.scaleLevelMinMs > deadline) {
+      const create = Math.max(0, level - bench.sessionSource.list().length - sizes.scaleProbes - sizes.scaleLaunches);
+      if (Date.now() + sizes.scaleLevelMinMs + create * msPerNewSession > deadline) {
         progress.log(`scale: the time budget of ${sizes.scaleBudgetMs / 1000} s ends before ${level} sessions`);
         scaleStoppedBefore = level;
         break;
       }
       progress.step(`${level} sessions`);
-      const create = Math.max(0, level - bench.sessionSource.list().length - sizes.scaleProbes - sizes.scaleLaunches);
       const names = Array.from({ length: create }, (_, j) => `fill-${fillers + j}`);
       fillers += create;
       fillerNames.push(...names);
       const step = await measureStep(context, level, names, fillerNames);
       deadline += step.quietBeforeIdleWaitMs as number;
+      if (create > 0) msPerNewSession = (step.fillSettleMs as number) / create;
       steps.push(step);
       progress.at((k + 1) / sizes.scaleLevels.length, '');
     }
@@ -140,6 +144,7 @@ async function measureStep(
     list.push(await bench.listSessions(fillerNames[Math.floor(Math.random() * fillerNames.length)]!));
   }
   return {
+    level,
     sessions: bench.sessionSource.list().length,
     sessionsRunning: bench.sessionSource.list().filter((x) => x.status?.phase === 'Running').length,
     fillCreated: create,
