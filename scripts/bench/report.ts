@@ -253,8 +253,8 @@ function scaleTable(r: Results): string {
     [
       'sessions (Running) `scale[]`',
       'operator RSS MB',
-      'operator CPU idle %',
-      'reconcile proxy p50 / p99 ms',
+      'operator CPU: idle % / ms per new session',
+      'reconcile proxy p50 / p99 ms: probe, quiet / new sessions, during the fill',
       'warm launch p50 / p99 ms',
       'list p50 / p99 ms',
       'API per launch, all clients: reads / writes / KiB',
@@ -263,8 +263,8 @@ function scaleTable(r: Results): string {
     (r.scale ?? []).map((s) => [
       `${fmt(num(s, 'sessions'))} (${fmt(num(s, 'sessionsRunning'))})`,
       fmt(num(s, 'operatorRssMb')),
-      fmt(num(s, 'operatorIdleCpuPercent')),
-      pair(s, 'reconcileProbeP50Ms', 'reconcileProbeP99Ms'),
+      pair(s, 'operatorIdleCpuPercent', 'operatorFillCpuMsPerSession'),
+      `${pair(s, 'reconcileProbeP50Ms', 'reconcileProbeP99Ms')}; ${pair(s, 'reconcileFillP50Ms', 'reconcileFillP99Ms')}`,
       pair(s, 'eagerLaunchP50Ms', 'eagerLaunchP99Ms') +
         (num(s, 'eagerLaunchFailures') ? ` (${fmt(num(s, 'eagerLaunchFailures'))} timed out)` : ''),
       pair(s, 'listP50Ms', 'listP99Ms'),
