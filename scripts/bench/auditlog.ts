@@ -92,7 +92,7 @@ export class AuditLog {
   events = 0;
   /** IDE Cloud's writes read so far (Events left out), in the order of the log. */
   readonly writes: AuditWrite[] = [];
-  /** When each component's latest request read so far was received (ms since the epoch). */
+  /** When each component's latest request read so far was received (ms since the epoch), lease renewals apart. */
   readonly lastRequestAt: Record<OwnClient, number> = { 'ide-cloud-operator': 0, 'ide-cloud-service': 0 };
 
   constructor(readonly file: string) {}
@@ -134,7 +134,8 @@ export class AuditLog {
     // its ResponseComplete (or Panic).
     if (event.stage === 'ResponseStarted') this.started.add(id);
     else if (this.started.delete(id)) return;
-    if (event.requestReceivedTimestamp) {
+    // A leader's lease renewals (every few seconds, whatever happens) are not work a launch left behind.
+    if (event.requestReceivedTimestamp && event.objectRef?.resource !== 'leases') {
       this.lastRequestAt[client] = Math.max(this.lastRequestAt[client], Date.parse(event.requestReceivedTimestamp));
     }
     const ref = event.objectRef;
