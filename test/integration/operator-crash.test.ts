@@ -548,7 +548,10 @@ function assertWarmLaunchOrder(signatures: readonly string[]): void {
   const own = signatures.filter((s) => !s.includes('/appdefinitions/'));
   const first = (sig: string) => own.findIndex((s) => s.startsWith(sig));
   const claim = first(`PUT /apis/apps/v1/namespaces/<namespace>/deployments/${INSTANCE}`);
-  const route = first(`PATCH /apis/networking.k8s.io/v1/namespaces/<namespace>/ingresses/${INGRESS}`);
+  // The Ingress created with the route (the first) or the route appended to it.
+  const route = own.findIndex((s) =>
+    /^(POST|PATCH) \/apis\/networking\.k8s\.io\/v1\/namespaces\/<namespace>\/ingresses/.test(s),
+  );
   const status = first(`PATCH /apis/${API_VERSION}/namespaces/<namespace>/sessions/<session>/status`);
   const metadata = own.indexOf(`PATCH /apis/${API_VERSION}/namespaces/<namespace>/sessions/<session>`);
   const order = own.join('\n      ');
