@@ -17,9 +17,12 @@
 // chart's in-cluster service could not reach host processes by name). Pods reach the host at
 // REAL_NODE_IP, the node's bridge address: the provider, the git server and the platform listen there,
 // and the issuer names it, so the browser and the pods' proxies see the same issuer. Chromium resolves
-// the session host to Traefik (`--host-resolver-rules`); the landing page is on loopback. The stand-in
-// learning platform's URL and token travel with the deep link into the session; the bootstrap itself
-// does not call it (the agent sends a platform token over https only, or to loopback).
+// the session host and the landing page's host to Traefik (`--host-resolver-rules`), which routes the
+// landing page's host, as a platform's Ingress would, to the host process (a Service whose
+// EndpointSlice names REAL_NODE_IP); the entry point is plain http, so Chromium is told to treat the
+// landing page's origin as secure (its PKCE sign-in needs Web Crypto; installations serve https).
+// The stand-in learning platform's URL and token travel with the deep link into the session; the
+// bootstrap itself does not call it (the agent sends a platform token over https only, or to loopback).
 // Root only (CI runs as root); no skip without it: a failure. Warm (binaries and images cached): about
 // 2.5 min, of which 45 s is the late browser's wait and 30 s the images' import. Cold, from empty image
 // and binary caches on 2 busy cores: the images about 18 min (Debian and Node stand-ins 3 min, session
@@ -55,7 +58,7 @@ import {
 } from '../../server/src/landing/index.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { poolInstanceName } from '../../server/src/operator/manifests.js';
-import { ARTIFACTS, isLoopback, launchBrowser, screenshot } from '../support/browser.js';
+import { ARTIFACTS, launchBrowser, screenshot } from '../support/browser.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { eventually } from '../support/kube.js';
 import { logSink } from '../support/landing.js';
@@ -68,6 +71,9 @@ import { SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../suppo
 
 const NAMESPACE = 'ide-cloud';
 const SESSION_HOST = 'ide.localtest.me';
+/** Where students reach the landing page: a platform's Ingress, through Traefik, to the host process. */
+const LANDING_HOST = 'ide-cloud.localtest.me';
+const LANDING_ORIGIN = `http://${LANDING_HOST}`;
 /** Warm: a pool of two prewarmed instances, one for each warm run (a claimed instance is not replaced). */
 const WARM_APP = 'javascript-latest';
 /** Lazy: no pool, so each session gets its own Deployment with its values from its Secret. */
@@ -139,14 +145,14 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         apps,
         identityProvider: { issuer: idp.issuer, clientId: 'ide-cloud-landing-page', scope: idp.scope },
         port: 0,
-        host: '127.0.0.1',
+        host: REAL_NODE_IP,
         logLevel: 'info',
       }),
       { logDestination: landingSink.stream },
     );
     // Served before any proxy starts: oauth2-proxy reads the provider's discovery document at start.
     await idp.start([
-      { clientId: 'ide-cloud-landing-page', redirectUris: [`${landing.url}/`] },
+      { clientId: 'ide-cloud-landing-page', redirectUris: [`${LANDING_ORIGIN}/`] },
       {
         clientId: 'ide-cloud-sessions',
         redirectUris: [`http://${SESSION_HOST}/oauth2/callback`],
@@ -154,6 +160,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       },
     ]);
     await installSessionSignIn();
+    await routeLandingPage(Number(new URL(landing.url).port));
 
     for (const [name, minInstances] of [
       [WARM_APP, 2],
@@ -182,7 +189,13 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       },
       operatorLogs,
     );
-    browser = await launchBrowser([`--host-resolver-rules=MAP ${SESSION_HOST} ${new URL(node.ingressUrl).host}`]);
+    const ingress = new URL(node.ingressUrl).host;
+    browser = await launchBrowser([
+      `--host-resolver-rules=MAP ${SESSION_HOST} ${ingress}, MAP ${LANDING_HOST} ${ingress}`,
+      // The page's sign-in (PKCE) needs Web Crypto, which only a secure context has: an installation
+      // serves the landing page over https, the test's Traefik entry point is plain http.
+      `--unsafely-treat-insecure-origin-as-secure=${LANDING_ORIGIN}`,
+    ]);
     timings.push(`host parts, sign-in proxy and operator ${seconds(since)}`);
   });
 
@@ -263,6 +276,71 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     }, 120_000);
   }
 
+  /**
+   * The platform's route to the landing page: an Ingress of Traefik's class for LANDING_HOST, to a
+   * Service without selector whose EndpointSlice is the landing page's process on the host.
+   */
+  async function routeLandingPage(port: number): Promise<void> {
+    const name = 'landing-page';
+    await core.createNamespacedService({
+      namespace: NAMESPACE,
+      body: { metadata: { name }, spec: { ports: [{ name: 'http', port: 80, targetPort: port as never }] } },
+    });
+    await kc.makeApiClient(k8s.DiscoveryV1Api).createNamespacedEndpointSlice({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name: `${name}-host`, labels: { 'kubernetes.io/service-name': name } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: [REAL_NODE_IP], conditions: { ready: true } }],
+        ports: [{ name: 'http', port, protocol: 'TCP' }],
+      },
+    });
+    await kc.makeApiClient(k8s.NetworkingV1Api).createNamespacedIngress({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name },
+        spec: {
+          ingressClassName: REAL_NODE_INGRESS_CLASS,
+          rules: [
+            {
+              host: LANDING_HOST,
+              http: {
+                paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { name: 'http' } } } }],
+              },
+            },
+          ],
+        },
+      },
+    });
+    await eventually(async () => {
+      const answer = await viaIngress(LANDING_HOST, '/healthz');
+      assert.equal(answer.status, 200, `the landing page through Traefik: ${answer.status}`);
+    }, 60_000);
+  }
+
+  /** GET through Traefik with `host` (node:http: fetch does not send a Host of its own). */
+  function viaIngress(
+    host: string,
+    pathAndQuery: string,
+  ): Promise<{ status: number; location?: string; body: string }> {
+    return new Promise((resolve, reject) => {
+      http
+        .get(
+          `${node.ingressUrl}${pathAndQuery}`,
+          { headers: { Host: host, Accept: 'text/html' }, timeout: 10_000 },
+          (res) => {
+            let body = '';
+            res.on('data', (c: Buffer) => (body += c.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, body }));
+          },
+        )
+        .on('error', reject)
+        .on('timeout', function (this: http.ClientRequest) {
+          this.destroy(new Error('timeout'));
+        });
+    });
+  }
+
   /** A browser context that reaches only the landing page, the provider and the session host (through Traefik). */
   async function studentContext(hold: { sessionUrls?: string[] } = {}): Promise<{
     context: BrowserContext;
@@ -284,7 +362,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         held.push(url);
         return route.fulfill({ status: 200, contentType: 'text/html', body: '<title>later</title>' });
       }
-      if (isLoopback(url) || hostname === REAL_NODE_IP || hostname === SESSION_HOST) return route.continue();
+      if ([REAL_NODE_IP, SESSION_HOST, LANDING_HOST].includes(hostname)) return route.continue();
       blocked.push(url);
       return route.abort('blockedbyclient');
     });
@@ -449,7 +527,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       page.on('request', (request) => {
         if (!answeredAt && new URL(request.url()).hostname === SESSION_HOST) answeredAt = Date.now();
       });
-      const link = `${landing.url}/?${new URLSearchParams({
+      const link = `${LANDING_ORIGIN}/?${new URLSearchParams({
         appDef: app,
         gitUri,
         gitUser,
@@ -459,7 +537,11 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       })}`;
       const started = Date.now();
       await page.goto(link);
-      await page.waitForSelector('input[name=login]', { timeout: 60_000 });
+      await page.waitForSelector('input[name=login]', { timeout: 60_000 }).catch(async (error: Error) => {
+        await screenshot(page, `real-node-ide-${kind}-no-sign-in`);
+        const text = (await page.textContent('body').catch(() => '')) ?? '';
+        throw new Error(`${error.message}; the page is at ${page.url().replace(/\?.*/, '')}: ${text.slice(0, 300)}`);
+      });
       assert.ok(page.url().startsWith(idp.issuer), 'the landing page sends the student to the provider first');
       await signInIfAsked(page, email);
 
@@ -588,19 +670,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
   /** Unauthenticated, the session URL through Traefik leads to the provider, never to the IDE. */
   async function refusedWithoutSignIn(sessionName: string): Promise<void> {
     const url = new URL((await r.sessions.get(sessionName)).status!.url!);
-    const answer = await new Promise<{ status: number; location?: string; body: string }>((resolve, reject) => {
-      http
-        .get(
-          `${node.ingressUrl}${url.pathname}`,
-          { headers: { Host: SESSION_HOST, Accept: 'text/html' }, timeout: 10_000 },
-          (res) => {
-            let body = '';
-            res.on('data', (c: Buffer) => (body += c.toString()));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, body }));
-          },
-        )
-        .on('error', reject);
-    });
+    const answer = await viaIngress(SESSION_HOST, url.pathname);
     assert.equal(answer.status, 302, `without a sign-in: ${answer.status}`);
     assert.ok(answer.location?.startsWith(idp.issuer), 'sent to the provider');
     assert.ok(!answer.body.includes('workbench'));
