@@ -10,6 +10,7 @@ import YAML from 'yaml';
 import { ensureBinaries } from '../../scripts/cluster/control-plane.js';
 import { ideCloudResources } from '../../server/src/kube/resources.js';
 import { parseServiceConfig, startService } from '../../server/src/service/index.js';
+import { loadOperatorConfig } from '../../server/src/operator/config.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { testOperator } from '../support/operator.js';
 import { call, SERVICE_AUTH_TOKEN, startTestService } from '../support/service-harness.js';
@@ -110,6 +111,29 @@ describe('Helm chart', function () {
     );
     const java = appDefinitions.find((d) => d.metadata?.name === 'java-17-latest')?.spec as Record<string, unknown>;
     assert.equal(java.limitsMemory, '3000M', 'the Java override raises memory');
+  });
+
+  it("places the operator's session pods as operator.sessionPods says (the operator reads what the chart sets)", async () => {
+    const operatorEnv = async (...args: string[]) => {
+      const deployment = (await render(...args)).find(
+        (m) => m.kind === 'Deployment' && m.metadata?.name === 'rel-ide-cloud-operator',
+      ) as k8s.V1Deployment | undefined;
+      assert.ok(deployment, 'the operator Deployment');
+      const env: Record<string, string> = {};
+      for (const e of deployment.spec!.template.spec!.containers[0]!.env ?? [])
+        if (e.value !== undefined) env[e.name] = e.value;
+      return loadOperatorConfig(env);
+    };
+    const placed = await operatorEnv('-f', allOn);
+    assert.deepEqual(placed.sessionNodeSelector, { 'ide-cloud.example.org/ide': 'true' });
+    assert.deepEqual(placed.sessionTolerations, [
+      { key: 'ide-cloud.example.org/ide', operator: 'Exists', effect: 'NoSchedule' },
+    ]);
+    assert.equal(placed.sessionImagePullPolicy, 'IfNotPresent');
+    const unplaced = await operatorEnv(...ISSUER);
+    assert.equal(unplaced.sessionNodeSelector, undefined);
+    assert.equal(unplaced.sessionTolerations, undefined);
+    assert.equal(unplaced.sessionImagePullPolicy, undefined);
   });
 
   it('runs every container non-root with a read-only root file system and resource requests', async () => {
