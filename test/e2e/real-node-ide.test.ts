@@ -27,7 +27,7 @@
 // 2.5 min, of which 45 s is the late browser's wait and 30 s the images' import. Cold, from empty image
 // and binary caches on 2 busy cores: the images about 18 min (Debian and Node stand-ins 3 min, session
 // base with code-server 7 min, auth proxy 6 min), kubelet 10 min and Traefik 13 min beside them; in
-// `npm test` the earlier real-node suites have built all of it.
+// `npm test` it is the first real-node suite (test/e2e sorts before test/integration), so it pays that.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -116,7 +116,9 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
   const timings: string[] = [];
   const secrets = [SESSION_CLIENT_SECRET, GIT_PASSWORD, PLATFORM_TOKEN];
 
-  before(async () => {
+  before(async function () {
+    // From cold caches this builds kubelet, Traefik and the images first (see above).
+    this.timeout(90 * 60_000);
     let since = Date.now();
     ({ state, node, kc, core } = await startRealNodeCluster('real-ide'));
     timings.push(`control plane with the real node ${seconds(since)}`);
