@@ -93,7 +93,10 @@ function attribute(bench: Bench, index: Map<string, AuditWrite[]>, session: stri
  */
 export function writesAroundUrl(bench: Bench, launches: readonly LaunchRecord[], until: number) {
   const from = Math.min(...launches.map((l) => l.sentAt));
-  const inWindow = bench.audit.writes.filter((w) => w.receivedMs >= from && w.receivedMs <= until);
+  // A leader's lease renewals are background (the cost's idle window subtracts them), no launch's.
+  const inWindow = bench.audit.writes.filter(
+    (w) => w.receivedMs >= from && w.receivedMs <= until && w.resource !== 'leases',
+  );
   const index = byObject(bench.audit.writes);
   const byKey: Record<string, number> = {};
   const seen = new Set<AuditWrite>();
