@@ -4,7 +4,9 @@
 // POST /data is the operator's: it names the reservation it injects for, and the bridge takes one
 // injection per reservation (the instance restarts for the next one). The operator also posts the
 // stop notice, reads the IDE's last activity and asks for the save; the extension reads the notice
-// and reports activity, on this host only.
+// and reports activity, on this host only. GET /data (the bridge process only) serves the values back
+// to this host with the token; `?wait=<seconds>` (up to MAX_WAIT_SECONDS) holds the answer until the
+// values are injected or the wait ends, so the agent's bootstrap beside the IDE waits without polling.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -22,6 +24,8 @@ import type { WorkSaver } from './save.js';
 import { PersistError, type EnvironmentStore } from './store.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
+/** The longest a GET /data?wait=… holds its answer; the caller asks again after it. */
+export const MAX_WAIT_SECONDS = 60;
 /** Header naming the reservation (the operator sends the Session's uid) whose values a POST carries. */
 export const RESERVATION_HEADER = 'x-ide-cloud-reservation';
 const RESERVATION = /^[A-Za-z0-9._-]{1,128}$/;
@@ -62,6 +66,10 @@ export class BridgeServer {
   private readonly tokenDigest: Buffer;
   /** The reservation whose values were injected; in memory, so a restarted instance takes the next one. */
   private reservation: string | undefined;
+  /** Whether an injection's values are stored: what GET /data?wait=… waits for. */
+  private injected = false;
+  /** GET /data requests waiting for the injection. */
+  private readonly waiters = new Set<() => void>();
   private disposed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -110,6 +118,7 @@ export class BridgeServer {
   dispose(): void {
     this.disposed = true;
     clearTimeout(this.retryTimer);
+    for (const wake of [...this.waiters]) wake();
     if (this.server.listening) {
       this.server.close();
       this.logger.info('server closed');
@@ -127,7 +136,10 @@ export class BridgeServer {
       if (path === '/data' && req.method === 'GET' && this.options.serveValues) {
         this.localOnly(req, 'the values are served on this host only');
         this.authenticate(req);
-        return send(res, 200, { environment: this.store.all() });
+        const waitSeconds = waitOf(req);
+        if (waitSeconds > 0 && !this.injected) await this.injection(waitSeconds * 1000, res);
+        if (res.destroyed) return;
+        return send(res, 200, { environment: this.store.all(), injected: this.injected });
       }
       if (path === '/data') {
         if (req.method !== 'POST') throw methodNotAllowed(this.options.serveValues ? 'GET or POST' : 'POST');
@@ -144,6 +156,8 @@ export class BridgeServer {
           this.reservation = undefined; // nothing was taken: the operator's retry may post again
           throw error;
         }
+        this.injected = true;
+        for (const wake of [...this.waiters]) wake();
         return send(res, 200, { stored: Object.keys(environment).length, total: this.store.size });
       }
       const lifecycle = this.options.lifecycle;
@@ -192,6 +206,22 @@ export class BridgeServer {
       this.logger.error(`request to ${path} failed: ${error instanceof Error ? error.name : typeof error}`);
       return send(res, 500, { error: error instanceof PersistError ? error.message : 'internal error' });
     }
+  }
+
+  /** Resolves once the values are injected, the wait ends, the caller hangs up or the server closes. */
+  private injection(ms: number, res: http.ServerResponse): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        res.off('close', wake);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      res.on('close', wake);
+      this.waiters.add(wake);
+      if (this.disposed) wake();
+    });
   }
 
   /** 403 for a caller on another host: what only the IDE's extension (this host) may do. */
@@ -280,6 +310,16 @@ function isLoopback(address: string | undefined): boolean {
 
 function methodNotAllowed(allowed: string): HttpError {
   return new HttpError(405, `method not allowed, use ${allowed}`);
+}
+
+/** The seconds of `?wait=`: absent 0; an integer from 0 to MAX_WAIT_SECONDS, else 400. */
+function waitOf(req: http.IncomingMessage): number {
+  const raw = new URL(req.url ?? '/', 'http://bridge').searchParams.get('wait');
+  if (raw === null) return 0;
+  if (!/^\d{1,4}$/.test(raw) || Number(raw) > MAX_WAIT_SECONDS) {
+    throw new HttpError(400, `wait must be a number of seconds from 0 to ${MAX_WAIT_SECONDS}`);
+  }
+  return Number(raw);
 }
 
 function reservationOf(req: http.IncomingMessage): string {

@@ -251,6 +251,65 @@ describe('extension: BridgeServer', () => {
     assert.deepEqual(res, { status: 500, json: { error: 'the values are held in memory but could not be persisted' } });
   });
 
+  it('holds GET /data?wait=… until the values are injected, or answers when the wait ends', async () => {
+    const serving = new BridgeServer(store, logger, {
+      host: '127.0.0.1',
+      port: 0,
+      token: BRIDGE_TOKEN,
+      serveValues: true,
+    });
+    const { port } = await serving.listen();
+    const source = `http://127.0.0.1:${port}`;
+    const read = async (query: string, token = BRIDGE_TOKEN) => {
+      const res = await fetch(`${source}/data${query}`, { headers: { authorization: `Bearer ${token}` } });
+      return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+    };
+    try {
+      // Without a wait, or nothing injected within it: the values held so far (none), not injected.
+      assert.deepEqual(await read(''), { status: 200, json: { environment: {}, injected: false } });
+      let since = Date.now();
+      assert.deepEqual(await read('?wait=1'), { status: 200, json: { environment: {}, injected: false } });
+      assert.ok(Date.now() - since >= 900, 'held for the wait');
+      // The token and the bounds are checked before any wait.
+      assert.equal((await read('?wait=30', 'guessed-token-0000')).status, 403);
+      for (const bad of ['?wait=61', '?wait=-1', '?wait=soon']) assert.equal((await read(bad)).status, 400, bad);
+      // A waiting request answers as soon as the operator's post is stored.
+      since = Date.now();
+      const waiting = read('?wait=30');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await post(source, JSON.stringify({ environment: { TOKEN: SECRET } }));
+      assert.deepEqual(await waiting, { status: 200, json: { environment: { TOKEN: SECRET }, injected: true } });
+      assert.ok(Date.now() - since < 5000, 'answered at the injection, not at the end of the wait');
+      // Once injected, a wait answers at once.
+      since = Date.now();
+      assert.equal((await read('?wait=30')).json.injected, true);
+      assert.ok(Date.now() - since < 1000);
+    } finally {
+      serving.dispose();
+    }
+  });
+
+  it('lets go of waiting requests when it closes, and of a caller that hung up', async () => {
+    const serving = new BridgeServer(store, logger, {
+      host: '127.0.0.1',
+      port: 0,
+      token: BRIDGE_TOKEN,
+      serveValues: true,
+    });
+    const { port } = await serving.listen();
+    const headers = { authorization: `Bearer ${BRIDGE_TOKEN}` };
+    const gone = new AbortController();
+    const hungUp = fetch(`http://127.0.0.1:${port}/data?wait=30`, { headers, signal: gone.signal });
+    const waiting = fetch(`http://127.0.0.1:${port}/data?wait=30`, { headers });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    gone.abort();
+    await assert.rejects(hungUp);
+    const since = Date.now();
+    serving.dispose();
+    await assert.rejects(waiting);
+    assert.ok(Date.now() - since < 5000);
+  });
+
   it('closes on dispose', async () => {
     server.dispose();
     await assert.rejects(fetch(`${base}/health`));

@@ -1,7 +1,10 @@
 #!/bin/sh
 # Entrypoint of every session image. With the environment strategy the values are in the environment
 # already, so the agent clones before the IDE starts; with the data bridge (eager, prewarmed
-# instances) the values arrive later and the agent extension inside the IDE clones then.
+# instances) the values arrive later, at the bridge process: the agent started beside the IDE waits for
+# them there and clones as soon as they land, whether or not a browser has opened the IDE yet. The
+# agent extension inside the IDE runs the same setup once a browser opens it: it waits for this one
+# (a lock beside the workspace folder), finds the clone done, and shows any failure to the student.
 set -eu
 
 WORKSPACE_DIR="${WORKSPACE_DIR:-/home/ide/workspace}"
@@ -20,6 +23,14 @@ case "$(printf '%s' "${DATA_BRIDGE_ENABLED:-}" | tr -d ' ' | tr '[:upper:]' '[:l
     # as the instance is claimed, before any browser opens the IDE; the extension reads them from it.
     node "${DATA_BRIDGE_PROCESS:-/opt/ide-cloud/bridge/bridge.mjs}" &
     export DATA_BRIDGE_URL="http://127.0.0.1:${DATA_BRIDGE_PORT:-16281}"
+    if [ "${SESSION_ENV_STRATEGY:-env}" = "data-bridge" ]; then
+      # Detached (its parent exits at once, so tini reaps it); it reads the bridge's token from the
+      # environment, and the values reach it over loopback: no secret in any process's arguments.
+      (
+        (ide-cloud-agent bootstrap --dir "$WORKSPACE_DIR" --from-bridge \
+          || echo "ide-cloud: the repository was not cloned (see above); the IDE says why once opened" >&2) &
+      )
+    fi
     ;;
 esac
 

@@ -47,7 +47,7 @@ describe('session entrypoint', () => {
     assert.match(lines[1]!, /^code-server --bind-addr 0\.0\.0\.0:3100 --auth none .* \S+\/workspace$/);
   });
 
-  it('with the data bridge, leaves the clone to the agent extension inside the IDE', async () => {
+  it('with the data bridge strategy but no bridge, leaves the clone to the agent extension inside the IDE', async () => {
     const { lines } = await runEntrypoint({
       GIT_URI: 'https://git.example/repo.git',
       SESSION_ENV_STRATEGY: 'data-bridge',
@@ -80,6 +80,40 @@ describe('session entrypoint', () => {
     assert.deepEqual(
       off.lines.map((l) => l.split(' ')[0]),
       ['code-server'],
+    );
+  });
+
+  it('with the data bridge on, starts the agent beside the IDE to clone once the values land there', async () => {
+    const token = 'bridge-token-entrypoint-0123';
+    // The agent fails here: the IDE starts all the same.
+    const { lines, read, workspace } = await runEntrypoint(
+      { SESSION_ENV_STRATEGY: 'data-bridge', DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_TOKEN: token },
+      3,
+    );
+    assert.ok(
+      lines.some((l) => l.startsWith('code-server')),
+      lines.join('\n'),
+    );
+    // In the background: it may record its start after the IDE's.
+    const deadline = Date.now() + 10_000;
+    let all = lines;
+    while (!all.some((l) => l.startsWith('ide-cloud-agent ')) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      all = await read();
+    }
+    assert.ok(
+      all.includes(
+        `ide-cloud-agent bootstrap --dir ${workspace} --from-bridge (DATA_BRIDGE_URL=http://127.0.0.1:16281)`,
+      ),
+      all.join('\n'),
+    );
+    assert.ok(!all.join('\n').includes(token), 'the token is in no argument');
+    // The environment strategy cloned before the IDE: no second agent.
+    const env = await runEntrypoint({ GIT_URI: 'https://git.example/repo.git', DATA_BRIDGE_ENABLED: 'true' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(
+      (await env.read()).filter((l) => l.startsWith('ide-cloud-agent')),
+      [`ide-cloud-agent bootstrap --dir ${env.workspace}`],
     );
   });
 

@@ -1,6 +1,7 @@
 // The CLI front, for a container entrypoint step: plain log lines, exit 0 when the workspace is ready,
-// non-zero with what failed and what to do otherwise. It reads the process environment (the data bridge
-// is reachable only from inside the IDE; see the extension front).
+// non-zero with what failed and what to do otherwise. It reads the process environment, or with
+// --from-bridge the data bridge's own process on this host (the session image starts it so for a warm
+// instance, which clones as soon as its values land, whether or not a browser has opened the IDE).
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -13,12 +14,15 @@ import {
   resolveSessionValues,
   saveWork,
   stripCredentials,
+  waitForBridgeProcess,
 } from '../core/index.js';
 
 export const USAGE = `Usage:
-  ide-cloud-agent [bootstrap] [--dir DIR]
+  ide-cloud-agent [bootstrap] [--dir DIR] [--from-bridge]
       Configure git user.name/user.email from GIT_USER/GIT_MAIL and clone GIT_URI (exactly as given)
-      into DIR (default: the current directory). A DIR that already holds the repository is left alone.
+      into DIR (default: the current directory). A DIR that already holds the repository is left alone;
+      one setup at a time per DIR (a lock file beside it). --from-bridge: first wait, however long, for
+      the values at the data bridge process DATA_BRIDGE_URL (on this host) with DATA_BRIDGE_TOKEN.
   ide-cloud-agent participation --participation-id ID --repository URL [--participant NAME] [--dir DIR]
       Get a participation access token from PLATFORM_URL with PLATFORM_TOKEN and clone URL with it.
       NAME defaults to GIT_USER.
@@ -29,7 +33,8 @@ export const USAGE = `Usage:
       The student's branch and files stay as they are. --json: the result as one JSON line on stdout
       ({"outcome": "saved" | "nothing-to-save" | "failed", ...}), the progress on stderr.
 
-Environment: GIT_URI, GIT_USER, GIT_MAIL, PLATFORM_URL, PLATFORM_TOKEN, TEMPLATE (maven, gradle, make, bazel).
+Environment: GIT_URI, GIT_USER, GIT_MAIL, PLATFORM_URL, PLATFORM_TOKEN, TEMPLATE (maven, gradle, make, bazel);
+DATA_BRIDGE_URL, DATA_BRIDGE_TOKEN (--from-bridge).
 Exit codes: 0 done, 1 failed (the message says what to do), 2 wrong usage.`;
 
 export interface CliIo {
@@ -51,6 +56,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         repository: { type: 'string' },
         participant: { type: 'string' },
         json: { type: 'boolean' },
+        'from-bridge': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -71,8 +77,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 2;
   }
 
+  if (flags['from-bridge'] && command !== 'bootstrap') {
+    io.err('error: --from-bridge goes with bootstrap only');
+    io.err(USAGE);
+    return 2;
+  }
+
   const dir = path.resolve(io.cwd, flags.dir ?? '.');
-  const secrets = [io.env.PLATFORM_TOKEN, ...credentialsOf(io.env.GIT_URI)];
+  const secrets = [io.env.PLATFORM_TOKEN, io.env.DATA_BRIDGE_TOKEN, ...credentialsOf(io.env.GIT_URI)];
   const log = new RedactingLog(command === 'save' && flags.json ? io.err : io.out, secrets);
   const errors = new RedactingLog(io.err, secrets);
   if (command === 'save') return save(dir, io, log, errors, flags.json === true);
@@ -98,6 +110,22 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           ? `done: ${stripCredentials(result.remote)} cloned into ${dir}`
           : `${dir} already holds a repository; left as it is`,
       );
+      return 0;
+    }
+    if (flags['from-bridge']) {
+      // The bridge's token serves this request only: git and the platform never see it.
+      const env = { ...io.env };
+      delete env.DATA_BRIDGE_TOKEN;
+      const { values, origins } = await waitForBridgeProcess({
+        url: io.env.DATA_BRIDGE_URL,
+        token: io.env.DATA_BRIDGE_TOKEN,
+        env,
+        log: log.log,
+      });
+      const keys = Object.entries(origins).map(([key, origin]) => `${key} (${origin})`);
+      log.log(`launch values: ${keys.join(', ') || 'none'}`);
+      await bootstrapWorkspace({ values, dir, log, env });
+      log.log('done');
       return 0;
     }
     const { values } = await resolveSessionValues({ env: io.env, log: log.log });

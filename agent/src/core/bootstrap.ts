@@ -1,8 +1,12 @@
 // The auto-bootstrap on session start: git identity from GIT_USER/GIT_MAIL, then GIT_URI cloned exactly
 // as given into the workspace folder, then the TEMPLATE starter when the workspace is still blank.
+// One setup at a time per folder (see lock.ts): a second one waits for the first, then finds its work
+// done and leaves it as it is.
+import { mkdir } from 'node:fs/promises';
 import { cloneIntoWorkspace, type CloneResult } from './clone.js';
 import { configureIdentity, type GitOptions } from './git.js';
 import type { SessionValues } from './keys.js';
+import { withWorkspaceLock, type WorkspaceLockOptions } from './lock.js';
 import type { RedactingLog } from './log.js';
 import { stripCredentials } from './redact.js';
 import { applyTemplate, isBlankWorkspace } from './templates.js';
@@ -14,6 +18,8 @@ export interface BootstrapOptions extends GitOptions {
   log: RedactingLog;
   /** Where user.name/user.email go; `global` (default) serves every repository of the session. */
   gitConfigScope?: 'global' | 'local';
+  /** The workspace lock's tuning; `onWait` tells the front that another setup runs first. */
+  lock?: Omit<WorkspaceLockOptions, 'log'>;
 }
 
 export interface BootstrapResult {
@@ -26,6 +32,12 @@ export async function bootstrapWorkspace(options: BootstrapOptions): Promise<Boo
   const { values, dir, log } = options;
   log.addSecret(values.PLATFORM_TOKEN);
   log.addUrlCredentials(values.GIT_URI);
+  await mkdir(dir, { recursive: true });
+  return withWorkspaceLock(dir, () => setUp(options), { ...options.lock, log: log.log });
+}
+
+async function setUp(options: BootstrapOptions): Promise<BootstrapResult> {
+  const { values, dir, log } = options;
   const result: BootstrapResult = { identity: [], template: [] };
 
   const scope = options.gitConfigScope ?? 'global';

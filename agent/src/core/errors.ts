@@ -16,7 +16,10 @@ export type AgentErrorCode =
   | 'GitFailed'
   | 'NoRepository'
   | 'RepositoryChanged'
-  | 'UnknownTemplate';
+  | 'UnknownTemplate'
+  | 'BridgeUnavailable'
+  | 'BridgeRefused'
+  | 'WorkspaceBusy';
 
 export class AgentError extends Error {
   constructor(

@@ -94,7 +94,15 @@ export class SessionSetup {
       return;
     }
     ui.showState('cloning', resolved.values.GIT_URI ? 'Cloning the repository' : 'Setting up git');
-    const result = await bootstrapWorkspace({ values: resolved.values, dir, log: this.log, env: this.options.env });
+    // The session image's own agent may be cloning already (a warm instance, values injected before any
+    // browser opened the IDE): the bootstrap then waits for it and finds the repository in place.
+    const result = await bootstrapWorkspace({
+      values: resolved.values,
+      dir,
+      log: this.log,
+      env: this.options.env,
+      lock: { onWait: () => ui.showState('waiting', 'Waiting for the session setup under way') },
+    });
     this.log.log('done');
     ui.showState('ready', result.clone ? `Repository ready in ${dir}` : 'Session ready');
     if (result.clone?.outcome === 'cloned') ui.showInfo(`Cloned ${stripCredentials(result.clone.remote)}`);
