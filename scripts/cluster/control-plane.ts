@@ -194,7 +194,9 @@ const AUDIT_POLICY_YAML = [
 export async function startControlPlane(dir: string, options: ControlPlaneOptions = {}): Promise<ControlPlaneState> {
   // One build at a time: kubelet and Traefik compete with the control plane's binaries for the cores.
   const bin = await ensureBinaries('k8s');
-  if (options.realNode) for (const target of ['kubelet', 'traefik'] as const) await ensureBinaries(target);
+  if (options.realNode) {
+    for (const target of ['kubelet', 'traefik', 'network-policy'] as const) await ensureBinaries(target);
+  }
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.join(dir, 'logs'), { recursive: true });
   if (options.tiedToThisProcess) startWatchdog(dir);
@@ -348,11 +350,19 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       log(`starting the real node ${REAL_NODE}`);
       state.realNode = path.join(dir, 'node');
       await saveState();
-      const [kubelet, kubeletHealthz, ingress, ingressPing] = await Promise.all(Array.from({ length: 4 }, freePort));
+      const [kubelet, kubeletHealthz, ingress, ingressPing, networkPolicyHealth] = await Promise.all(
+        Array.from({ length: 5 }, freePort),
+      );
       await startRealNode(state.realNode, {
         kubeconfig: state.kubeconfig,
         bin,
-        ports: { kubelet: kubelet!, kubeletHealthz: kubeletHealthz!, ingress: ingress!, ingressPing: ingressPing! },
+        ports: {
+          kubelet: kubelet!,
+          kubeletHealthz: kubeletHealthz!,
+          ingress: ingress!,
+          ingressPing: ingressPing!,
+          networkPolicyHealth: networkPolicyHealth!,
+        },
       });
     }
     log(`ready: ${state.server}`);

@@ -4,12 +4,13 @@
 // Its ingress controller, Traefik (built from Go modules), listens on loopback and routes the Ingresses
 // of class REAL_NODE_INGRESS_CLASS to pod IPs on the node's bridge. There is no kube-proxy: pods reach
 // the API server, and only it, through its Service's ClusterIP (a DNAT rule in the chain IDE-CLOUD-API to
-// kube-apiserver on loopback), so in-cluster clients work as in any cluster.
+// kube-apiserver on loopback), so in-cluster clients work as in any cluster. NetworkPolicies are enforced
+// on the node's pods by kube-router's firewall (network-policy.ts).
 //
-// It owns, and stopRealNode removes: its processes (containerd, kubelet, Traefik, the shims and every process
-// in the pods' cgroups), the mounts under its directory and the pods' network namespaces, the bridge
+// It owns, and stopRealNode removes: its processes (containerd, kubelet, Traefik, kube-router, the shims and
+// every process in the pods' cgroups), the mounts under its directory and the pods' network namespaces, the bridge
 // `idecloud0`, the iptables chains that appeared while it ran (KUBE-*, CNI-*, IDE-CLOUD-*), the cgroups `kubepods`,
-// the machine paths kubelet and containerd write to when they were absent before (/var/lib/kubelet,
+// the ipsets kube-router made, the machine paths kubelet and containerd write to when they were absent before (/var/lib/kubelet,
 // /var/log/pods, /var/log/containers, /run/containerd, /var/lib/cni, /run/netns), and ip_forward's value.
 // One real node per machine (their names and chains are machine-wide): a lock in /run says whose it is.
 import { execFile, spawn } from 'node:child_process';
@@ -19,6 +20,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import { ipsets, removeIpsets, startNetworkPolicyController, stopNetworkPolicyController } from './network-policy.js';
 import { isAlive, startDetached, waitFor } from './processes.js';
 
 const run = promisify(execFile);
@@ -50,7 +52,7 @@ const API_CHAIN = 'IDE-CLOUD-API';
 export interface RealNodeState {
   root: string;
   socket: string;
-  pids: { containerd?: number; kubelet?: number; traefik?: number };
+  pids: { containerd?: number; kubelet?: number; traefik?: number; networkPolicy?: number };
   kubeletPort: number;
   /** Traefik's HTTP entry point, on loopback: `http://127.0.0.1:<port>`. */
   ingressUrl: string;
@@ -59,6 +61,7 @@ export interface RealNodeState {
   /** MACHINE_PATHS and NETNS_DIRS entries absent before. */
   createdPaths: string[];
   netnsBefore: string[];
+  ipsetsBefore: string[];
   kubepodsCgroupsBefore: boolean;
   ipForwardBefore: string;
 }
@@ -262,10 +265,10 @@ async function readNodeState(root: string): Promise<RealNodeState | undefined> {
 export interface StartRealNodeOptions {
   /** The control plane's admin kubeconfig (kubelet registers with it). */
   kubeconfig: string;
-  /** The directory of kubelet and traefik. */
+  /** The directory of kubelet, traefik and kube-router. */
   bin: string;
-  /** Free ports: kubelet's server and health endpoint, Traefik's HTTP entry point and its ping. */
-  ports: { kubelet: number; kubeletHealthz: number; ingress: number; ingressPing: number };
+  /** Free ports: kubelet's server and health endpoint, Traefik's HTTP entry point and its ping, kube-router's health. */
+  ports: { kubelet: number; kubeletHealthz: number; ingress: number; ingressPing: number; networkPolicyHealth: number };
 }
 
 /** Starts containerd and kubelet under `root` and returns once the node is Ready and schedulable. */
@@ -285,6 +288,7 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
     ingressUrl: `http://127.0.0.1:${options.ports.ingress}`,
     chainsBefore: await chains(),
     createdPaths: [...MACHINE_PATHS, ...NETNS_DIRS].filter((p) => !existsSync(p)),
+    ipsetsBefore: await ipsets(),
     netnsBefore: NETNS_DIRS.flatMap((d) => (existsSync(d) ? readdirSync(d).map((n) => path.join(d, n)) : [])),
     kubepodsCgroupsBefore: cgroupDirs().length > 0,
     ipForwardBefore: readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim(),
@@ -353,6 +357,14 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
     await startIngress(node, options, kc);
+    log('starting kube-router (network policies)');
+    node.pids.networkPolicy = await startNetworkPolicyController(root, {
+      bin: options.bin,
+      kubeconfig: options.kubeconfig,
+      nodeName: REAL_NODE,
+      healthPort: options.ports.networkPolicyHealth,
+    });
+    await save();
     log(
       `ready in ${((Date.now() - started) / 1000).toFixed(1)} s (kubelet on ${REAL_NODE_IP}:${options.ports.kubelet}, ` +
         `ingress ${node.ingressUrl})`,
@@ -510,6 +522,7 @@ export async function stopRealNode(root: string): Promise<void> {
   if (!node) return;
   // kubelet first (it would restart what is stopped), then every pod process, the shims, containerd.
   // Nothing of theirs needs a graceful end: everything they leave is removed below.
+  await stopNetworkPolicyController(node.pids.networkPolicy);
   if (node.pids.traefik) {
     kill([-node.pids.traefik, node.pids.traefik], 'SIGKILL');
     await waitGone([node.pids.traefik], 5_000);
@@ -554,6 +567,7 @@ export async function stopRealNode(root: string): Promise<void> {
   }
   await sh('ip', ['link', 'del', REAL_NODE_BRIDGE]).catch(() => undefined);
   await removeChains(node.chainsBefore);
+  await removeIpsets(node.ipsetsBefore ?? []);
   if (node.ipForwardBefore !== '1') await writeFile('/proc/sys/net/ipv4/ip_forward', node.ipForwardBefore);
   for (const p of node.createdPaths) await rm(p, { recursive: true, force: true }).catch(() => undefined);
   await rm(root, { recursive: true, force: true });

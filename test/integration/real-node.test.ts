@@ -18,6 +18,7 @@ import { isAlive } from '../../scripts/cluster/processes.js';
 import {
   buildImage,
   importImage,
+  installRealNodePackages,
   REAL_NODE,
   REAL_NODE_BRIDGE,
   REAL_NODE_INGRESS_CLASS,
@@ -36,7 +37,7 @@ const MACHINE_PATHS = [
   '/sys/fs/cgroup/memory/kubepods',
 ];
 
-/** What the machine looks like to the node: chains and rules, links, mount points, paths, ip_forward. */
+/** What the machine looks like to the node: chains and rules, links, mount points, paths, ip_forward, ipsets. */
 function machine() {
   const iptables = ['iptables-save', 'ip6tables-save'].flatMap((save) =>
     execFileSync(save, { encoding: 'utf8' })
@@ -57,7 +58,15 @@ function machine() {
     .filter((point) => !point.includes('/ide-cloud/images/'));
   const paths = MACHINE_PATHS.filter((p) => existsSync(p));
   const ipForward = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim();
-  return { iptables: iptables.sort(), links: links.sort(), mounts: mounts.sort(), paths, ipForward };
+  const ipsets = execFileSync('ipset', ['list', '-n'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  return {
+    iptables: iptables.sort(),
+    links: links.sort(),
+    mounts: mounts.sort(),
+    paths,
+    ipForward,
+    ipsets: ipsets.sort(),
+  };
 }
 
 async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
@@ -128,6 +137,8 @@ describe('the real node', function () {
   const timings: string[] = [];
 
   before(async () => {
+    // ipset and iptables come with the node's packages: installed first, so `initially` can list them.
+    await installRealNodePackages();
     initially = machine();
     const since = Date.now();
     ({ state, node, kc, core } = await startRealNodeCluster('real-node'));
@@ -294,7 +305,7 @@ describe('the real node', function () {
     );
   });
 
-  it('down stops kubelet, containerd, Traefik and the pods, and leaves nothing behind', async () => {
+  it('down stops kubelet, containerd, Traefik, kube-router and the pods, and leaves nothing behind', async () => {
     const during = machine();
     assert.ok(during.links.includes(REAL_NODE_BRIDGE));
     assert.ok(during.iptables.some((line) => line.includes(':KUBE-FIREWALL')));
@@ -305,7 +316,7 @@ describe('the real node', function () {
     assert.ok(shims.length > 0);
     assert.deepEqual(
       Object.entries(node.pids).map(([name, pid]) => `${name} ${isAlive(pid) ? 'running' : 'gone'}`),
-      ['containerd running', 'kubelet running', 'traefik running'],
+      ['containerd running', 'kubelet running', 'traefik running', 'networkPolicy running'],
     );
     const pids = [...Object.values(node.pids), ...shims];
     const since = Date.now();
