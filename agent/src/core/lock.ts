@@ -126,8 +126,11 @@ export async function withWorkspaceLock<T>(
           held = lock;
           break;
         }
-        const content = await readFile(lock, 'utf8').catch(() => undefined);
-        if (content === undefined) continue; // released just now
+        const content = await readFile(lock, 'utf8').catch((error: NodeJS.ErrnoException) => {
+          if (error.code === 'ENOENT') return undefined; // released just now: try again
+          throw error; // unreadable (another user's): this place cannot hold our lock
+        });
+        if (content === undefined) continue;
         if (!(await holderAlive(content))) {
           await takeOver(lock, content, log);
           continue;
