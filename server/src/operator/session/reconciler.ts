@@ -113,11 +113,13 @@ export class SessionReconciler {
     const configStore = await applyConfigStore(deps, session, guarded.appDefinition);
     // 3. Resources.
     const workload = await provision(deps, session, guarded, pass, reserved, configStore);
-    // 4. Environment: into a ready warm instance, its first try beside the route's write, so the
-    // values usually arrive in the status that carries the URL.
+    // 4. Environment: into a ready warm instance, its first try beside the route's write; when it
+    // ends first the values' arrival goes in the status that carries the URL, else in a later one
+    // (the URL never waits for the bridge).
     const injecting = startInjection(deps, session, guarded, workload);
     // 5. Route.
-    await Promise.all([route(deps, session, guarded, workload, pass), injecting]);
+    const routed = route(deps, session, guarded, workload, pass);
+    await Promise.all([routed, injecting && Promise.race([injecting, routed])]);
     recordEnvironment(deps, session, workload, injecting !== undefined, pass);
     // 6. Readiness and URL.
     readiness(deps, session, guarded, workload, pass);
