@@ -495,9 +495,9 @@ function sameData(a: Record<string, string> | undefined, b: Record<string, strin
 }
 
 /**
- * How long a pass waits, at most, for the first try of an injection into a ready warm instance before
- * it writes the status (with the URL) without it: a slow or misbehaving bridge never holds the URL
- * longer; its result then comes in a later status write, as when the bridge is not up yet.
+ * The longest a pass waits for the first try of an injection into a ready warm instance; the
+ * reconciler waits no longer than the route's write besides, so the URL never waits for the bridge.
+ * A result that comes later goes in a later status write, as when the bridge is not up yet.
  */
 export const INJECTION_WAIT_MS = 1000;
 
@@ -505,9 +505,8 @@ export const INJECTION_WAIT_MS = 1000;
  * 4. Environment, eager path: pushed to the data bridge in the background, started before the
  * route, only once the reserved instance's current pod serves (a recycled instance can still show its
  * previous pod, another user's, which must never receive these values). Returns undefined when no
- * injection runs, else what the pass waits for before its status write (with the route's write):
- * the injection's first try, at most `INJECTION_WAIT_MS`. A bridge that takes the values at once so
- * has them in the status that carries the URL (EnvInjected), in one status write.
+ * injection runs, else the injection's first try, at most `INJECTION_WAIT_MS`: when it ends before
+ * the route's write, the status that carries the URL carries EnvInjected too, in one status write.
  */
 export function startInjection(
   deps: SessionStepDeps,
