@@ -48,20 +48,6 @@ case "$what" in
 esac
 cores=$(nproc 2>/dev/null || echo 2)
 pending=()
-# kube-router, the real node's NetworkPolicy controller (only its firewall runs: the CNI bridge routes
-# the pods and no Services are proxied).
-build_kube_router() (
-  lock kube-router
-  local dir="$work/kube-router"
-  if fresh_module "$dir"; then
-    log "kube-router: resolving github.com/cloudnativelabs/kube-router/v2@v$KUBE_ROUTER_VERSION"
-    (cd "$dir" && go mod init ide-cloud.local/kube-router >/dev/null 2>&1 &&
-      go_get "github.com/cloudnativelabs/kube-router/v2@v$KUBE_ROUTER_VERSION")
-  fi
-  build_one kube-router "$dir" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
-    "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION"
-)
-
 for t in "${tools[@]}"; do [ -x "$bin/$t" ] || pending+=("$t"); done
 expected() { echo $(( typical[$1] * 2 / (cores < 2 ? 2 : cores) )); }
 minutes() { local s=$1; if [ "$s" -lt 60 ]; then echo "under a minute"; else echo "about $(( (s + 30) / 60 )) min"; fi; }
