@@ -98,6 +98,10 @@ describe('the chart on the real node', function () {
         // The session images are not imported into this node; nothing is to be preloaded.
         '--set',
         'imagePreloading.enabled=false',
+        // The node enforces the chart's policies (kube-router): the pods reach the API server through
+        // the node's DNAT to its port on loopback, which the policy's API server ports must name.
+        '--set',
+        `networkPolicy.apiServer.ports={443,6443,${new URL(kc.getCurrentCluster()!.server).port}}`,
         '--set',
         `operator.ingressClassName=${REAL_NODE_INGRESS_CLASS}`,
         '--set',
