@@ -4,10 +4,8 @@
 // agent asks again after that: no busy poll, and no bound on how long an unclaimed instance waits.
 // The bridge's token (DATA_BRIDGE_TOKEN) goes to the bridge only, which must be on this host.
 import { AgentError } from '../errors.js';
-import { SESSION_KEYS, type SessionValues } from '../keys.js';
 import type { Log } from '../log.js';
-import type { ResolvedValues } from './data-bridge.js';
-import { readEnvironment } from './environment.js';
+import { pickValues, withEnvironment, type ResolvedValues } from './data-bridge.js';
 
 /** The bridge's bound for one wait (its MAX_WAIT_SECONDS); it answers earlier once the values land. */
 export const BRIDGE_WAIT_SECONDS = 60;
@@ -35,16 +33,6 @@ export interface BridgeProcessOptions {
 }
 
 const sleepReal = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-function pick(environment: unknown): SessionValues {
-  const values: SessionValues = {};
-  if (!environment || typeof environment !== 'object') return values;
-  for (const key of SESSION_KEYS) {
-    const value = (environment as Record<string, unknown>)[key];
-    if (typeof value === 'string' && value !== '') values[key] = value;
-  }
-  return values;
-}
 
 /** Waits, however long, until the bridge process holds the injected values; then takes them. */
 export async function waitForBridgeProcess(options: BridgeProcessOptions): Promise<ResolvedValues> {
@@ -95,14 +83,7 @@ export async function waitForBridgeProcess(options: BridgeProcessOptions): Promi
       const body = (await response.json()) as { environment?: unknown; injected?: unknown };
       answered = true;
       if (body.injected === true) {
-        const latest = pick(body.environment);
-        const fromEnv = readEnvironment(options.env);
-        const origins: ResolvedValues['origins'] = {};
-        for (const key of SESSION_KEYS) {
-          if (latest[key] !== undefined) origins[key] = 'data-bridge';
-          else if (fromEnv[key] !== undefined) origins[key] = 'environment';
-        }
-        return { values: { ...fromEnv, ...latest }, origins, outcome: 'complete' };
+        return { ...withEnvironment(pickValues(body.environment), options.env), outcome: 'complete' };
       }
       continue; // the wait ended without values: ask again at once
     } catch (error) {

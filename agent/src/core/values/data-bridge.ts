@@ -55,14 +55,29 @@ function isCommandMissing(error: unknown): boolean {
   return /command .*not found/i.test(message);
 }
 
-function pickValues(answer: Record<string, unknown> | undefined): SessionValues {
+/** The session keys of a bridge's answer that hold a non-empty string. */
+export function pickValues(answer: unknown): SessionValues {
   const values: SessionValues = {};
   if (!answer || typeof answer !== 'object') return values;
   for (const key of SESSION_KEYS) {
-    const value = answer[key];
+    const value = (answer as Record<string, unknown>)[key];
     if (typeof value === 'string' && value !== '') values[key] = value;
   }
   return values;
+}
+
+/** The bridge's values over the process environment's, with where each came from. */
+export function withEnvironment(
+  fromBridge: SessionValues,
+  env: NodeJS.ProcessEnv,
+): Pick<ResolvedValues, 'values' | 'origins'> {
+  const fromEnv = readEnvironment(env);
+  const origins: ResolvedValues['origins'] = {};
+  for (const key of SESSION_KEYS) {
+    if (fromBridge[key] !== undefined) origins[key] = 'data-bridge';
+    else if (fromEnv[key] !== undefined) origins[key] = 'environment';
+  }
+  return { values: { ...fromEnv, ...fromBridge }, origins };
 }
 
 export async function readFromDataBridge(options: DataBridgeOptions): Promise<ResolvedValues> {
@@ -105,13 +120,7 @@ export async function readFromDataBridge(options: DataBridgeOptions): Promise<Re
     await sleep(Math.min(intervalMs, remaining));
   }
 
-  const fromEnv = readEnvironment(options.env);
-  const values: SessionValues = { ...fromEnv, ...latest };
-  const origins: ResolvedValues['origins'] = {};
-  for (const key of SESSION_KEYS) {
-    if (latest[key] !== undefined) origins[key] = 'data-bridge';
-    else if (fromEnv[key] !== undefined) origins[key] = 'environment';
-  }
+  const { values, origins } = withEnvironment(latest, options.env);
   if (outcome === 'timeout') {
     const missing = required.filter((key) => latest[key] === undefined);
     log(`data bridge timeout after ${Math.round(timeoutMs / 1000)} s; not received: ${missing.join(', ')}`);
