@@ -495,18 +495,12 @@ function sameData(a: Record<string, string> | undefined, b: Record<string, strin
 }
 
 /**
- * The longest a pass waits for the first try of an injection into a ready warm instance; the
- * reconciler waits no longer than the route's write besides, so the URL never waits for the bridge.
- * A result that comes later goes in a later status write, as when the bridge is not up yet.
- */
-export const INJECTION_WAIT_MS = 1000;
-
-/**
  * 4. Environment, eager path: pushed to the data bridge in the background, started before the
  * route, only once the reserved instance's current pod serves (a recycled instance can still show its
  * previous pod, another user's, which must never receive these values). Returns undefined when no
- * injection runs, else the injection's first try, at most `INJECTION_WAIT_MS`: when it ends before
- * the route's write, the status that carries the URL carries EnvInjected too, in one status write.
+ * injection runs, else its first try, which the reconciler waits for no longer than the route's write
+ * (the URL never waits for a bridge): when it ends first, the status that carries the URL carries
+ * EnvInjected too, in one status write.
  */
 export function startInjection(
   deps: SessionStepDeps,
@@ -524,14 +518,7 @@ export function startInjection(
     port: dataBridgePort(appDefinition.spec),
     tokenSecret: bridgeTokenSecretName(workload.backend),
   });
-  return within(deps.injector.attempted(session.metadata.uid ?? session.metadata.name), INJECTION_WAIT_MS);
-}
-
-/** Settles with `promise`, or after `ms` if that comes first. */
-function within(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  return Promise.race([promise, bound]).finally(() => clearTimeout(timer));
+  return deps.injector.attempted(session.metadata.uid ?? session.metadata.name);
 }
 
 /** 5. Route in the shared Ingress. */
