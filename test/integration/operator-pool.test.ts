@@ -45,6 +45,21 @@ describe('operator: warm pool and eager start', function () {
       .sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
   }
 
+  /** The claim a warm instance mounts at the work folder. */
+  function claimOf(d: k8s.V1Deployment): string {
+    return d.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')!.persistentVolumeClaim!.claimName;
+  }
+
+  /** Pod uid of each warm instance (its one live pod). */
+  async function instancePods(): Promise<Map<string, string>> {
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.component}=pool-instance` });
+    return new Map(
+      pods.items
+        .filter((p) => !p.metadata?.deletionTimestamp)
+        .map((p) => [p.metadata!.labels![LABELS.poolInstance]!, p.metadata!.uid!]),
+    );
+  }
+
   async function poolStatus() {
     return (await r.appDefinitions.get(APP)).status?.pool;
   }
@@ -84,7 +99,15 @@ describe('operator: warm pool and eager start', function () {
         // The token the operator authenticates to the bridge with, by reference only.
         DATA_BRIDGE_TOKEN: { secretKeyRef: { name: `${d.metadata!.name}-bridge`, key: 'token' } },
         SESSION_ENV_STRATEGY: 'data-bridge',
+        WORKSPACE_DIR: '/home/ide/workspace',
       });
+      // The work folder on a claim of the instance's own, from the start.
+      assert.equal(ide.volumeMounts?.find((m) => m.name === 'workspace')?.mountPath, '/home/ide/workspace');
+      const claim = await core.readNamespacedPersistentVolumeClaim({ name: claimOf(d), namespace });
+      assert.deepEqual(
+        claim.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]),
+        [['Deployment', d.metadata!.name, d.metadata!.uid]],
+      );
       assert.equal(d.metadata?.ownerReferences?.[0]?.kind, 'AppDefinition');
       // The labels the chart's NetworkPolicies select, on the pod template; the selector stays `app`.
       assert.equal(d.spec!.template.metadata?.labels?.[LABELS.component], 'pool-instance');
@@ -195,6 +218,12 @@ describe('operator: warm pool and eager start', function () {
     await eventually(async () => {
       const after = await apps.readNamespacedDeployment({ name, namespace });
       assert.equal(after.metadata?.uid, before.metadata?.uid, 'same instance');
+      // A fresh claim; the last user's goes with their files (no workspace took it).
+      assert.notEqual(claimOf(after), claimOf(before));
+      const old = await core
+        .readNamespacedPersistentVolumeClaim({ name: claimOf(before), namespace })
+        .catch(() => undefined);
+      assert.ok(!old || old.metadata?.deletionTimestamp, "the ended session's claim goes");
       assert.equal(after.metadata?.labels?.[LABELS.session], undefined);
       assert.ok(after.spec?.template.metadata?.annotations?.['ide-cloud.io/recycled-at'], 'pod restarted');
       assert.ok(!after.metadata?.ownerReferences?.some((o) => o.kind === 'Session'));
@@ -204,12 +233,16 @@ describe('operator: warm pool and eager start', function () {
     assert.ok(!JSON.stringify(ingress?.spec ?? {}).includes('/eager-1/'));
   });
 
-  it('attaches a persistent workspace to the reserved instance and injects into its restarted pod', async () => {
+  it("serves a launch's new workspace from a warm instance as it is: the instance's claim becomes the workspace's", async () => {
     // Earlier bridges go first: the restarted pod may get a former pod's address, and one still
     // listening there would take the values.
     await Promise.all(bridges.splice(0).map((b) => b.close()));
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
+    const podsBefore = await instancePods();
+    const claimsBefore = new Map((await instances()).map((d) => [d.metadata!.name!, claimOf(d)]));
+    // As the service makes it in a launch (POST /service without an existing workspace).
     await r.workspaces.create({
-      metadata: { name: 'ws-gina' },
+      metadata: { name: 'ws-gina', annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
       spec: { user: 'gina@example.com', appDefinition: APP },
     });
     await createSession(r, 'ws-eager', {
@@ -221,10 +254,29 @@ describe('operator: warm pool and eager start', function () {
     const reserved = await waitForSession(r, 'ws-eager', (s) => !!s.status?.instanceId);
     assert.equal(reserved.status?.startStrategy, 'eager');
     const name = `${APP}-pool-${reserved.status!.instanceId}`;
+    const claim = claimsBefore.get(name)!;
+    assert.match(claim, new RegExp(`^${name}-work-[0-9a-f]{8}$`));
     const d = await apps.readNamespacedDeployment({ name, namespace });
-    const volume = d.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace');
-    assert.equal(volume?.persistentVolumeClaim?.claimName, 'ws-gina');
-    const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${name},${LABELS.session}=ws-eager`);
+    assert.equal(d.metadata?.generation, 1, 'the pod template is not touched');
+    assert.equal(claimOf(d), claim);
+    assert.equal(d.metadata?.labels?.[LABELS.workspace], 'ws-gina');
+    // The workspace names the instance's claim, which is now the workspace's.
+    const workspace = await eventually(async () => {
+      const w = await r.workspaces.get('ws-gina');
+      assert.equal(w.status?.phase, 'Bound');
+      assert.equal(w.status?.claimName, claim);
+      return w;
+    });
+    const ready = workspace.status!.conditions!.find((c) => c.type === 'Ready')!;
+    assert.equal(ready.reason, 'ClaimTakenOver');
+    const pvc = await core.readNamespacedPersistentVolumeClaim({ name: claim, namespace });
+    assert.deepEqual(
+      pvc.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]),
+      [['Workspace', 'ws-gina', workspace.metadata.uid]],
+    );
+    assert.equal(pvc.metadata?.labels?.[LABELS.workspace], 'ws-gina');
+    assert.equal(pvc.metadata?.labels?.[LABELS.poolInstance], undefined);
+    const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${name}`);
     const bridge = await startBridge(ip, 16281, { token: await bridgeToken(cluster.kc, namespace, name) });
     bridges.push(bridge);
     await waitForSession(
@@ -233,15 +285,54 @@ describe('operator: warm pool and eager start', function () {
       (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
     );
     assert.deepEqual(bridge.received, [{ environment: { GIT_USER: 'gina' }, user: 'gina@example.com' }]);
+    assert.equal((await instancePods()).get(name), podsBefore.get(name), 'the prewarmed pod served the session');
+
     await r.sessions.delete('ws-eager');
     // The instance itself, not the pool counts: those are written at most every 2 s and can still show
     // the state from before the reservation.
-    await eventually(async () => {
+    const fresh = await eventually(async () => {
       const back = await apps.readNamespacedDeployment({ name, namespace });
       assert.equal(back.metadata?.labels?.[LABELS.session], undefined, 'reservation dropped');
-      assert.ok(back.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.emptyDir, 'claim detached');
+      assert.equal(back.metadata?.labels?.[LABELS.workspace], undefined);
+      assert.notEqual(claimOf(back), claim, 'a fresh claim');
+      return claimOf(back);
     }, 30_000);
+    const next = await core.readNamespacedPersistentVolumeClaim({ name: fresh, namespace });
+    assert.deepEqual(
+      next.metadata?.ownerReferences?.map((o) => [o.kind, o.name]),
+      [['Deployment', name]],
+    );
+    // The workspace keeps its claim.
+    await core.readNamespacedPersistentVolumeClaim({ name: claim, namespace });
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
+  });
+
+  it('relaunches a workspace that holds work on a pod of its own, mounting its claim', async () => {
+    const claim = (await r.workspaces.get('ws-gina')).status!.claimName!;
+    await createSession(r, 'ws-again', {
+      user: 'gina@example.com',
+      appDefinition: APP,
+      workspace: 'ws-gina',
+    });
+    const s = await waitForSession(r, 'ws-again', running);
+    assert.equal(s.status?.startStrategy, 'lazy');
+    const reservedCondition = s.status!.conditions!.find((c) => c.type === 'Reserved')!;
+    assert.equal(reservedCondition.reason, 'WorkspaceHoldsWork');
+    const own = await apps.readNamespacedDeployment({ name: 'ws-again', namespace });
+    const spec = own.spec!.template.spec!;
+    assert.equal(spec.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName, claim);
+    const ide = spec.containers[0]!;
+    assert.deepEqual(ide.volumeMounts?.find((m) => m.name === 'workspace')?.mountPath, '/home/ide/workspace');
+    assert.equal(ide.env?.find((e) => e.name === 'WORKSPACE_DIR')?.value, '/home/ide/workspace');
+    await r.sessions.delete('ws-again');
+    // A workspace not made by a launch (POST /service/workspace, kubectl) may hold work too: lazy.
+    await r.workspaces.create({ metadata: { name: 'ws-hal' }, spec: { user: 'hal@example.com', appDefinition: APP } });
+    await createSession(r, 'ws-hal-1', { user: 'hal@example.com', appDefinition: APP, workspace: 'ws-hal' });
+    const hal = await waitForSession(r, 'ws-hal-1', running);
+    assert.equal(hal.status?.startStrategy, 'lazy');
+    assert.equal((await r.workspaces.get('ws-hal')).status?.claimName, 'ws-hal');
+    await r.sessions.delete('ws-hal-1');
+    await eventually(async () => assert.deepEqual(await r.sessions.list(), []), 30_000);
   });
 
   it('falls back to the lazy path when the pool is exhausted', async () => {

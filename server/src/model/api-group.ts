@@ -27,6 +27,11 @@ export const ANNOTATIONS = {
   workSaved: 'ide-cloud.io/work-saved',
   /** On a Session the service created: what its launch asked for (service/launch-digest.ts), and the service's mark. */
   launchDigest: 'ide-cloud.io/launch-digest',
+  /**
+   * On a Workspace a launch created (`"true"`): it holds no work yet, so the warm instance its first
+   * session claims may bring its claim along (model/workspace.ts, takesWarmClaim).
+   */
+  createdByLaunch: 'ide-cloud.io/created-by-launch',
 } as const;
 
 export const LABELS = {

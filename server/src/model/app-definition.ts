@@ -14,6 +14,11 @@ export const DEFAULT_MAX_INSTANCES = 1000;
 export const DEFAULT_START_DEADLINE_SECONDS = DEFAULT_LAUNCH_TIMEOUT_MINUTES * 60;
 /** How long before an idle or lifetime stop the IDE warns the student when the app definition says nothing. */
 export const DEFAULT_STOP_WARNING_SECONDS = 300;
+/**
+ * The work folder of the session images (their `WORKSPACE_DIR`): where the agent clones, where the IDE
+ * opens and where a workspace's claim is mounted, unless an app definition's `mountPath` names another.
+ */
+export const DEFAULT_WORK_FOLDER = '/home/ide/workspace';
 
 export const SidecarSchema = z
   .object({
@@ -68,6 +73,15 @@ export const AppDefinitionSpecSchema = z
       .default(DEFAULT_MAX_INSTANCES)
       .describe('ceiling of concurrent sessions, eager plus lazy; null removes the bound'),
     port: z.number().int().min(1).max(65535).describe('port of the IDE in the container'),
+    mountPath: z
+      .string()
+      .max(255)
+      // Plain names, none starting with a dot (so no . or .. part): the same rule in the CRD's pattern.
+      .regex(/^(\/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$/, 'an absolute path of plain names, none starting with a dot')
+      .optional()
+      .describe(
+        `the work folder: where the workspace's claim is mounted, the agent clones and the IDE opens (given to the IDE container as WORKSPACE_DIR); unset: ${DEFAULT_WORK_FOLDER}, the session images' own`,
+      ),
     ingressname: z.string().min(1).describe('name of the shared route the session routes are added to'),
     options: AppDefinitionOptionsSchema.optional(),
     timeout: z
@@ -212,6 +226,11 @@ export function stopWarningSeconds(
 /** Whether the student's work is saved to a branch of their repository before an idle or lifetime stop. */
 export function saveWorkOnStop(spec: Pick<AppDefinitionSpec, 'saveWorkOnStop'>): boolean {
   return spec.saveWorkOnStop === true;
+}
+
+/** The session's work folder: `mountPath`, else the session images' default. */
+export function workFolder(spec: Pick<AppDefinitionSpec, 'mountPath'>): string {
+  return spec.mountPath ?? DEFAULT_WORK_FOLDER;
 }
 
 export function hasWorkspaceMountingSidecars(spec: Pick<AppDefinitionSpec, 'sidecars'>): boolean {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ANNOTATIONS } from './api-group.js';
 import { ConditionsSchema } from './conditions.js';
 import { ObjectMetaSchema } from './object-meta.js';
 
@@ -39,7 +40,11 @@ export const WorkspaceCondition = {
 /** Reasons of a Workspace's Ready condition. */
 export const WorkspaceReadyReason = {
   pending: 'Pending',
+  /** Its first launch is deciding whether a warm instance's claim becomes the workspace's. */
+  awaitingLaunch: 'AwaitingLaunch',
   claimCreated: 'ClaimCreated',
+  /** The claim of the warm instance its first session claimed is now the workspace's. */
+  claimTakenOver: 'ClaimTakenOver',
 } as const;
 
 export const WorkspaceSchema = z.object({
@@ -51,7 +56,30 @@ export const WorkspaceSchema = z.object({
 });
 export type Workspace = z.infer<typeof WorkspaceSchema>;
 
-/** Name of the claim that holds a workspace's files. */
-export function workspaceClaimName(workspace: { metadata: { name: string }; spec: WorkspaceSpec }): string {
+type WorkspaceLike = Pick<Workspace, 'metadata' | 'spec'> & { status?: Pick<WorkspaceStatus, 'claimName'> };
+
+/**
+ * Name of the claim that holds a workspace's files: the one its status names (its own, or the warm
+ * instance's it took over), else the one it makes: `spec.storage`, else its name.
+ */
+export function workspaceClaimName(workspace: WorkspaceLike): string {
+  return workspace.status?.claimName ?? ownClaimName(workspace);
+}
+
+/** The claim a workspace makes when none is handed over: `spec.storage`, else its name. */
+export function ownClaimName(workspace: Pick<Workspace, 'metadata' | 'spec'>): string {
   return workspace.spec.storage ?? workspace.metadata.name;
+}
+
+/**
+ * Whether a launch made this workspace and it has no claim yet: it holds no work, so the warm instance
+ * its first session claims serves it as it is, and that instance's claim becomes the workspace's.
+ * Any other workspace may hold work, and its sessions get pods of their own.
+ */
+export function takesWarmClaim(workspace: WorkspaceLike): boolean {
+  return (
+    workspace.metadata.annotations?.[ANNOTATIONS.createdByLaunch] === 'true' &&
+    !workspace.status?.claimName &&
+    !workspace.spec.storage
+  );
 }

@@ -74,8 +74,6 @@ export const OperatorConfigSchema = z
      * a `:latest` tag); IfNotPresent or Never where images are preloaded onto the nodes.
      */
     sessionImagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
-    /** Where the workspace claim is mounted in the IDE container. */
-    workspaceMountPath: z.string().default('/home/project'),
     configStoreMountPath: z.string().default('/ide-cloud/config'),
     workspaceStorageSize: z.string().default('1Gi'),
     workspaceStorageClass: z.string().optional(),
@@ -157,7 +155,6 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   sessionNodeSelector: 'IDE_CLOUD_SESSION_NODE_SELECTOR',
   sessionTolerations: 'IDE_CLOUD_SESSION_TOLERATIONS',
   sessionImagePullPolicy: 'IDE_CLOUD_SESSION_IMAGE_PULL_POLICY',
-  workspaceMountPath: 'IDE_CLOUD_WORKSPACE_MOUNT_PATH',
   configStoreMountPath: 'IDE_CLOUD_CONFIG_STORE_MOUNT_PATH',
   workspaceStorageSize: 'IDE_CLOUD_WORKSPACE_STORAGE_SIZE',
   workspaceStorageClass: 'IDE_CLOUD_WORKSPACE_STORAGE_CLASS',

@@ -1,7 +1,13 @@
 import type * as k8s from '@kubernetes/client-node';
 import { createHmac, randomBytes } from 'node:crypto';
 import { ANNOTATIONS, LABELS, OPERATOR_MANAGER } from '../model/api-group.js';
-import { dataBridgeEnabled, dataBridgePort, type AppDefinition, type Sidecar } from '../model/app-definition.js';
+import {
+  dataBridgeEnabled,
+  dataBridgePort,
+  workFolder,
+  type AppDefinition,
+  type Sidecar,
+} from '../model/app-definition.js';
 import { DATA_BRIDGE_TOKEN_ENV, DATA_BRIDGE_TOKEN_KEY } from '../model/data-bridge.js';
 import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
@@ -12,11 +18,12 @@ import { operatorEnvironment } from './session/env.js';
 export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
 /**
  * The shape of a warm instance this operator builds, bumped when older instances cannot serve a claim
- * (2: the data bridge takes a token; 3: the bridge names the user the authentication proxy admits).
+ * (2: the data bridge takes a token; 3: the bridge names the user the authentication proxy admits;
+ * 4: the work folder on a claim of the instance's own).
  * A free instance of another shape is recreated like an outdated one.
  */
 export const INSTANCE_TEMPLATE_ANNOTATION = 'ide-cloud.io/instance-template';
-export const INSTANCE_TEMPLATE = '3';
+export const INSTANCE_TEMPLATE = '4';
 /** Pod template annotation bumped to restart an instance's pods when it returns to the pool. */
 export const RECYCLED_ANNOTATION = 'ide-cloud.io/recycled-at';
 export const SERVICE_PORT = 80;
@@ -116,7 +123,8 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
       ? { name: 'workspace', persistentVolumeClaim: { claimName: input.claimName } }
       : { name: 'workspace', emptyDir: {} },
   ];
-  const mounts: k8s.V1VolumeMount[] = [{ name: 'workspace', mountPath: input.config.workspaceMountPath }];
+  const folder = workFolder(spec);
+  const mounts: k8s.V1VolumeMount[] = [{ name: 'workspace', mountPath: folder }];
   if (input.configStore) {
     volumes.push({ name: 'config-store', configMap: { name: input.configStore, optional: true } });
     mounts.push({ name: 'config-store', mountPath: input.config.configStoreMountPath, readOnly: true });
@@ -144,7 +152,8 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
           image: spec.image,
           ...pullPolicy(input.config),
           ports: [{ name: 'application', containerPort: spec.port }],
-          env: [...input.env, ...proxy.ide.env],
+          // The one work folder: the image's agent clones into it and its IDE opens it.
+          env: [{ name: 'WORKSPACE_DIR', value: folder }, ...input.env, ...proxy.ide.env],
           ...(input.envFrom && input.envFrom.length > 0 ? { envFrom: input.envFrom } : {}),
           resources: {
             requests: { memory: spec.requestsMemory, cpu: spec.requestsCpu },
@@ -341,6 +350,8 @@ export function sidecarObjects(input: {
   labels: Record<string, string>;
   owners: k8s.V1OwnerReference[];
   claimName?: string;
+  /** The app definition's work folder, where a workspace-mounting sidecar mounts it too. */
+  workFolder: string;
   config: OperatorConfig;
   templateAnnotations?: Record<string, string>;
 }): { deployment: k8s.V1Deployment; service?: k8s.V1Service } {
@@ -388,7 +399,7 @@ export function sidecarObjects(input: {
               ...(sc.limitsCpu ? { cpu: sc.limitsCpu } : {}),
             },
           },
-          ...(mount ? { volumeMounts: [{ name: 'workspace', mountPath: input.config.workspaceMountPath }] } : {}),
+          ...(mount ? { volumeMounts: [{ name: 'workspace', mountPath: input.workFolder }] } : {}),
         },
       ],
     },
@@ -433,16 +444,59 @@ export function poolInstanceLabels(appDefinition: AppDefinition, id: number): Re
   };
 }
 
-/** The free (unreserved) pod template of a warm instance. */
+/**
+ * A claim that holds a student's work folder: a workspace's own, or a warm instance's, which a new
+ * workspace takes over when its first launch claims the instance (pool/claims.ts).
+ */
+export function workClaim(input: {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  owners: k8s.V1OwnerReference[];
+  config: Pick<OperatorConfig, 'workspaceStorageSize' | 'workspaceStorageClass'>;
+}): k8s.V1PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: input.name,
+      namespace: input.namespace,
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...input.labels },
+      ...(input.owners.length > 0 ? { ownerReferences: input.owners } : {}),
+    },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: input.config.workspaceStorageSize } },
+      ...(input.config.workspaceStorageClass ? { storageClassName: input.config.workspaceStorageClass } : {}),
+    },
+  };
+}
+
+/**
+ * Name of a warm instance's next claim: a fresh one each time the instance is made or returns to the
+ * pool (its last claim went to a workspace, or goes with the last user's files).
+ */
+export function poolClaimName(instanceName: string, suffix: string = randomBytes(4).toString('hex')): string {
+  return dnsLabel([instanceName, 'work', suffix]);
+}
+
+/** The claim a warm instance's pod template mounts at the work folder. */
+export function instanceClaimName(d: k8s.V1Deployment): string | undefined {
+  return d.spec?.template?.spec?.volumes?.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName;
+}
+
+/** The free (unreserved) pod template of a warm instance, its work folder on `claimName`. */
 export function poolInstanceTemplate(
   appDefinition: AppDefinition,
   id: number,
   config: OperatorConfig,
+  claimName: string,
   recycledAt?: string,
 ): k8s.V1PodTemplateSpec {
   return sessionPodTemplate({
     appDefinition,
     config,
+    claimName,
     podApp: poolInstanceName(appDefinition.metadata.name, id),
     env: poolEnv(appDefinition, id),
     allowedUsers: { writtenBy: 'data-bridge' },
@@ -462,6 +516,7 @@ export function poolInstanceDeployment(
   id: number,
   namespace: string,
   config: OperatorConfig,
+  claimName: string,
 ): k8s.V1Deployment {
   return deployment({
     name: poolInstanceName(appDefinition.metadata.name, id),
@@ -472,6 +527,6 @@ export function poolInstanceDeployment(
       [INSTANCE_TEMPLATE_ANNOTATION]: INSTANCE_TEMPLATE,
     },
     owners: [ownerReference(appDefinition as Owner)],
-    template: poolInstanceTemplate(appDefinition, id, config),
+    template: poolInstanceTemplate(appDefinition, id, config, claimName),
   });
 }

@@ -124,6 +124,7 @@ class Controllers {
       core: clients.core,
       objects: clients.objects,
       deployments: cache.deployments,
+      claims: cache.claims,
     });
     const routes = new Routes({
       net: clients.net,
@@ -167,6 +168,8 @@ class Controllers {
       sessions: cache.sessions,
       appDefinitionsApi: resources.appDefinitions,
       instances,
+      workspaces: cache.workspaces,
+      wakeWorkspace: (name) => workspaceQueue.add(name),
       ingresses: cache.ingresses,
       routes,
       log,
@@ -176,6 +179,8 @@ class Controllers {
       namespace,
       workspaces: cache.workspaces,
       sessions: cache.sessions,
+      deployments: cache.deployments,
+      claims: cache.claims,
       workspacesApi: resources.workspaces,
       sessionsApi: resources.sessions,
       objects: clients.objects,
@@ -199,8 +204,14 @@ class Controllers {
 
     cache.appDefinitions.on((_t, a) => appQueue.add(a.metadata.name));
     cache.workspaces.on((_t, w) => workspaceQueue.add(w.metadata.name));
+    // A new workspace without its claim yet waits for its session's decision and claimed instance.
+    const wakeClaimless = (workspace: string | undefined) => {
+      const w = workspace ? cache.workspaces.get(workspace) : undefined;
+      if (w && !w.status?.claimName) workspaceQueue.add(w.metadata.name);
+    };
     cache.sessions.on((type, s) => {
       sessionQueue.add(s.metadata.name);
+      wakeClaimless(s.spec.workspace);
       // An instance to return to the pool, or a lazy session that no longer counts: act at once.
       if (type === 'DELETED' || s.metadata.deletionTimestamp || isSessionFailed(s)) appQueue.add(s.spec.appDefinition);
       if (type === 'DELETED') this.injector.forget(s.metadata.uid ?? s.metadata.name);
@@ -211,6 +222,7 @@ class Controllers {
       if (session) sessionQueue.add(session);
       const app = labels[LABELS.appDefinition];
       if (labels[LABELS.component] === COMPONENT.poolInstance && app) poolChanged(app);
+      wakeClaimless(labels[LABELS.workspace]);
     });
     // A pod's change wakes the session it starts (a lazy session's own pod, or its reserved warm
     // instance's), so a start that cannot succeed fails at once; a served session's pods wake nothing.

@@ -174,6 +174,7 @@ export class Launcher {
           appDefinition: appDefinitionName,
           label: input.label,
           ...(plan.workspace.name ? { name: plan.workspace.name } : {}),
+          byLaunch: true,
         });
         if (created) {
           workspaceName = created.metadata.name;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { LABELS } from '../model/api-group.js';
+import { ANNOTATIONS, LABELS } from '../model/api-group.js';
 import { ErrorCode } from '../model/error-codes.js';
 import {
   generatedWorkspaceName,
@@ -80,6 +80,8 @@ export class WorkspaceService {
     appDefinition?: string;
     label?: string;
     name?: string;
+    /** Made by a launch, whose session's warm instance may bring the claim (model/workspace.ts, takesWarmClaim). */
+    byLaunch?: boolean;
   }): Promise<Workspace | undefined> {
     if (input.name !== undefined) this.checkNameFor(input.user, input.name);
     const name = input.name ?? generatedWorkspaceName(input.appDefinition ?? 'workspace', input.user, randomUUID());
@@ -91,6 +93,7 @@ export class WorkspaceService {
             [LABELS.user]: userLabelValue(input.user),
             ...(input.appDefinition ? { [LABELS.appDefinition]: input.appDefinition } : {}),
           },
+          ...(input.byLaunch ? { annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } } : {}),
         },
         spec: {
           user: input.user,

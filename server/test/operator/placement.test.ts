@@ -41,7 +41,7 @@ const PLACEMENT = {
 describe('session pod placement', () => {
   it('puts warm instances, lazy sessions and sidecars where the configuration says, with its pull policy', () => {
     const config = parseOperatorConfig({ namespace: 'ns', ...PLACEMENT });
-    const warm = poolInstanceDeployment(appDefinition, 1, 'ns', config).spec!.template.spec!;
+    const warm = poolInstanceDeployment(appDefinition, 1, 'ns', config, 'claim').spec!.template.spec!;
     const lazy = sessionPodTemplate({
       appDefinition,
       config,
@@ -55,6 +55,7 @@ describe('session pod placement', () => {
       namespace: 'ns',
       labels: {},
       owners: [],
+      workFolder: '/home/ide/workspace',
       config,
     }).deployment.spec!.template.spec!;
     for (const [what, pod] of Object.entries({ warm, lazy, sidecar })) {
@@ -67,7 +68,7 @@ describe('session pod placement', () => {
   });
 
   it('leaves placement and pull policy to Kubernetes when unset', () => {
-    const pod = poolInstanceDeployment(appDefinition, 1, 'ns', parseOperatorConfig({ namespace: 'ns' })).spec!.template
+    const pod = poolInstanceDeployment(appDefinition, 1, 'ns', parseOperatorConfig({ namespace: 'ns' }), 'claim').spec!.template
       .spec!;
     assert.equal('nodeSelector' in pod, false);
     assert.equal('tolerations' in pod, false);

@@ -4,6 +4,7 @@ import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
 import { dnsLabel } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
+import { workFolder } from '../../model/app-definition.js';
 import type { Informer } from '../../kube/informer.js';
 import type { OperatorConfig } from '../config.js';
 import { deploymentReady } from '../runtime/objects.js';
@@ -15,7 +16,9 @@ import {
   bridgeTokenSecretName,
   newBridgeToken,
   generationOf,
+  instanceClaimName,
   ownerReference,
+  poolClaimName,
   poolInstanceDeployment,
   poolInstanceName,
   poolInstanceTemplate,
@@ -26,6 +29,7 @@ import {
   INSTANCE_TEMPLATE,
   INSTANCE_TEMPLATE_ANNOTATION,
 } from '../manifests.js';
+import { createInstanceClaim, deleteClaim, type ClaimDeps } from './claims.js';
 import { reservationCandidates } from './plan.js';
 
 /** One warm instance as read from its Deployment. */
@@ -35,6 +39,10 @@ export interface PoolInstance {
   generation: number;
   ready: boolean;
   reservedBy?: { name: string; uid?: string };
+  /** The new workspace its session serves, whose claim the instance's becomes (pool/claims.ts). */
+  workspace?: string;
+  /** The claim its pod template mounts at the work folder. */
+  claimName?: string;
   deployment: k8s.V1Deployment;
 }
 
@@ -61,17 +69,20 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
           },
         }
       : {}),
+    ...(labels[LABELS.workspace] ? { workspace: labels[LABELS.workspace] } : {}),
+    ...(instanceClaimName(d) ? { claimName: instanceClaimName(d) } : {}),
     deployment: d,
   };
 }
 
 /** What the pool's instances are made with: the apps and core APIs, the applier and the Deployment cache. */
-export interface PoolDeps extends SidecarDeps {
+export interface PoolDeps extends SidecarDeps, Omit<ClaimDeps, 'core' | 'config'> {
   apps: Pick<
     k8s.AppsV1Api,
     'replaceNamespacedDeployment' | 'createNamespacedDeployment' | 'deleteNamespacedDeployment'
   >;
-  core: Pick<k8s.CoreV1Api, 'deleteNamespacedService' | 'createNamespacedSecret' | 'deleteNamespacedSecret'>;
+  core: Pick<k8s.CoreV1Api, 'deleteNamespacedService' | 'createNamespacedSecret' | 'deleteNamespacedSecret'> &
+    ClaimDeps['core'];
   /** The cache of the Deployments IDE Cloud manages; every write's answer goes into it. */
   deployments: Informer<k8s.V1Deployment>;
 }
@@ -117,13 +128,15 @@ export class PoolInstances {
    * or operator generation changed it first (or the cache was behind), the API server answers 409 and
    * the next candidate is tried. Two sessions can therefore never hold one instance. Candidates are
    * rotated by the session's name, so concurrent reservations rarely aim at the same instance.
-   * Returns undefined when no instance is free.
+   * Returns undefined when no instance is free. A new workspace (`workspace`) is named in the same
+   * write: the instance's claim becomes that workspace's (workspace/reconciler.ts), and the pod, which
+   * mounts it already, is not touched.
    */
   async reserve(
     appDefinition: AppDefinition,
     minInstances: number,
     session: Session,
-    claimName: string | undefined,
+    workspace: string | undefined,
   ): Promise<PoolInstance | undefined> {
     const generation = Number(generationOf(appDefinition));
     for (let round = 0; round < 8; round++) {
@@ -136,20 +149,15 @@ export class PoolInstances {
         d.apiVersion = 'apps/v1';
         d.kind = 'Deployment';
         d.metadata ??= {};
-        d.metadata.labels = { ...d.metadata.labels, [LABELS.session]: session.metadata.name };
+        d.metadata.labels = {
+          ...d.metadata.labels,
+          [LABELS.session]: session.metadata.name,
+          ...(workspace ? { [LABELS.workspace]: workspace } : {}),
+        };
         d.metadata.ownerReferences = [
           ...(d.metadata.ownerReferences ?? []),
           ownerReference(session as Parameters<typeof ownerReference>[0], false),
         ];
-        if (claimName && d.spec?.template) {
-          // A persistent workspace is attached by mounting its claim: the pod restarts with it.
-          const template = d.spec.template;
-          template.metadata ??= {};
-          template.metadata.labels = { ...template.metadata.labels, [LABELS.session]: session.metadata.name };
-          template.spec!.volumes = (template.spec?.volumes ?? []).map((v) =>
-            v.name === 'workspace' ? { name: 'workspace', persistentVolumeClaim: { claimName } } : v,
-          );
-        }
         try {
           const updated = await this.deps.apps.replaceNamespacedDeployment({
             name: candidate.name,
@@ -173,13 +181,14 @@ export class PoolInstances {
   /**
    * Creates the warm instance `id`: sidecars first (their DNS names exist at IDE start), Service, the
    * data-bridge token's Secret (created only when absent: a token already read by a running pod is
-   * never changed under it), Deployment.
+   * never changed under it), Deployment, then its claim (owned by the Deployment, so it goes with it).
    */
   async create(appDefinition: AppDefinition, id: number): Promise<void> {
     const name = poolInstanceName(appDefinition.metadata.name, id);
     const owners = [ownerReference(appDefinition as Parameters<typeof ownerReference>[0])];
     const labels = poolInstanceLabels(appDefinition, id);
-    await applySidecars(this.deps, appDefinition, { ownerName: name, labels, owners });
+    const claimName = poolClaimName(name);
+    await applySidecars(this.deps, appDefinition, { ownerName: name, labels, owners, claimName });
     await applyObject(
       this.deps.objects,
       service({
@@ -200,15 +209,39 @@ export class PoolInstances {
       if (!isConflict(error)) throw error;
     }
     try {
-      this.deps.deployments.observe(
-        await this.deps.apps.createNamespacedDeployment({
-          namespace: this.deps.namespace,
-          body: poolInstanceDeployment(appDefinition, id, this.deps.namespace, this.deps.config),
-        }),
-      );
+      const created = await this.deps.apps.createNamespacedDeployment({
+        namespace: this.deps.namespace,
+        body: poolInstanceDeployment(appDefinition, id, this.deps.namespace, this.deps.config, claimName),
+      });
+      this.deps.deployments.observe(created);
+      await createInstanceClaim(this.deps, appDefinition, id, claimName, created);
     } catch (error) {
       if (!isConflict(error)) throw error;
     }
+  }
+
+  /**
+   * Deletes the claims of these instances that their pod templates no longer mount and no workspace
+   * took (the handover drops the pool's labels): the files of a session that ended. One look at the
+   * claims cache per pass.
+   */
+  async removeStaleClaims(instances: readonly PoolInstance[]): Promise<void> {
+    const mounted = new Map(instances.map((i) => [i.name, i.claimName]));
+    for (const claim of this.deps.claims.list()) {
+      const name = claim.metadata?.name;
+      const holder = claim.metadata?.labels?.[LABELS.poolInstance];
+      if (!name || !holder || !mounted.has(holder) || mounted.get(holder) === name) continue;
+      if (!claim.metadata?.deletionTimestamp) await deleteClaim(this.deps, name);
+    }
+  }
+
+  /**
+   * Makes the claim a free instance's pod waits for when it is missing: the pass that made the
+   * Deployment ended before its claim (a crash, a failed call).
+   */
+  async ensureClaim(appDefinition: AppDefinition, instance: PoolInstance): Promise<void> {
+    if (instance.reservedBy || !instance.claimName || this.deps.claims.get(instance.claimName)) return;
+    await createInstanceClaim(this.deps, appDefinition, instance.id, instance.claimName, instance.deployment);
   }
 
   /**
@@ -247,10 +280,11 @@ export class PoolInstances {
 
   /**
    * Returns an instance whose session ended to the pool: reservation and session ownership dropped,
-   * pod template reset (no workspace claim) and stamped, so the pod, and the sidecars, restart clean:
-   * no value of the last session survives in memory or in the IDE's secret storage. The data-bridge
-   * token is replaced first: the last session's user could read it in their IDE, and the restarted
-   * bridge (which takes one injection) must take the next reservation's from the operator only.
+   * pod template reset onto a fresh claim and stamped, so the pod, and the sidecars, restart clean:
+   * no value of the last session survives in memory, in the IDE's secret storage or in the work
+   * folder. The data-bridge token is replaced first: the last session's user could read it in their
+   * IDE, and the restarted bridge (which takes one injection) must take the next reservation's from
+   * the operator only. The last claim, unless a workspace took it, is left to `removeStaleClaims`.
    */
   async returnToPool(appDefinition: AppDefinition, instance: PoolInstance, now: Date): Promise<void> {
     await applyObject(
@@ -263,17 +297,19 @@ export class PoolInstances {
     const meta = (d.metadata ??= {});
     const labels = { ...meta.labels };
     delete labels[LABELS.session];
+    delete labels[LABELS.workspace];
     meta.labels = labels;
     meta.ownerReferences = (meta.ownerReferences ?? []).filter((o) => o.kind !== 'Session');
-    d.spec!.template = poolInstanceTemplate(appDefinition, instance.id, this.deps.config, now.toISOString());
+    const claimName = poolClaimName(instance.name);
+    d.spec!.template = poolInstanceTemplate(appDefinition, instance.id, this.deps.config, claimName, now.toISOString());
     try {
-      this.deps.deployments.observe(
-        await this.deps.apps.replaceNamespacedDeployment({
-          name: instance.name,
-          namespace: this.deps.namespace,
-          body: d,
-        }),
-      );
+      const updated = await this.deps.apps.replaceNamespacedDeployment({
+        name: instance.name,
+        namespace: this.deps.namespace,
+        body: d,
+      });
+      this.deps.deployments.observe(updated);
+      await createInstanceClaim(this.deps, appDefinition, instance.id, claimName, updated);
     } catch (error) {
       if (isConflict(error))
         throw new RetryLater(`instance ${instance.name} changed while being returned`, Delay.instanceContention);
@@ -287,6 +323,8 @@ export class PoolInstances {
         namespace: this.deps.namespace,
         labels: poolInstanceLabels(appDefinition, instance.id),
         owners,
+        claimName,
+        workFolder: workFolder(appDefinition.spec),
         config: this.deps.config,
         templateAnnotations: { [RECYCLED_ANNOTATION]: now.toISOString() },
       });
@@ -302,7 +340,13 @@ export async function applySidecars(
   owner: Pick<Parameters<typeof sidecarObjects>[0], 'ownerName' | 'labels' | 'owners' | 'claimName'>,
 ): Promise<void> {
   for (const sidecar of appDefinition.spec.sidecars ?? []) {
-    const objects = sidecarObjects({ sidecar, namespace: deps.namespace, config: deps.config, ...owner });
+    const objects = sidecarObjects({
+      sidecar,
+      namespace: deps.namespace,
+      config: deps.config,
+      workFolder: workFolder(appDefinition.spec),
+      ...owner,
+    });
     if (objects.service) await applyObject(deps.objects, objects.service);
     await applyObject(deps.objects, objects.deployment);
   }

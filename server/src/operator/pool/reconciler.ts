@@ -11,6 +11,7 @@ import {
 } from '../../model/app-definition.js';
 import { findCondition, setCondition } from '../../model/conditions.js';
 import { isActiveSession, type Session } from '../../model/session.js';
+import { takesWarmClaim, type Workspace } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
 import { sessionRoutesTo } from '../routes/ingress.js';
 import type { RouteTable } from '../routes/routes.js';
@@ -34,7 +35,11 @@ export interface AppDefinitionReconcilerDeps {
   sessions: Pick<Informer<Session>, 'list'>;
   /** Writes the status. */
   appDefinitionsApi: Pick<CustomResourceClient<'appDefinition'>, 'patchStatus'>;
-  instances: Pick<PoolInstances, 'list' | 'delete' | 'returnToPool' | 'create'>;
+  instances: Pick<PoolInstances, 'list' | 'delete' | 'returnToPool' | 'create' | 'ensureClaim' | 'removeStaleClaims'>;
+  /** The workspaces (cache): an ended session's new workspace takes its instance's claim first. */
+  workspaces: Pick<Informer<Workspace>, 'get'>;
+  /** Asks for a workspace's pass (it takes the claim of the instance its session held). */
+  wakeWorkspace: (name: string) => void;
   /** The shared Ingresses (cache) and their writer: a released instance's last route is removed first. */
   ingresses: Pick<Informer<k8s.V1Ingress>, 'list'>;
   routes: RouteTable;
@@ -88,10 +93,19 @@ export class AppDefinitionReconciler {
           await deps.routes.set(ingressName, entry, false);
         }
       }
-      for (const id of plan.delete) await deps.instances.delete(appDefinition, byId.get(id)!, false);
-      for (const id of plan.recreate) await deps.instances.delete(appDefinition, byId.get(id)!, true);
-      for (const id of plan.returnToPool) await deps.instances.returnToPool(appDefinition, byId.get(id)!, new Date());
+      // An ended session's new workspace takes its instance's claim before the instance is deleted,
+      // recreated or returned: else the student's work would go with the instance.
+      const waiting = new Set(
+        [...plan.delete, ...plan.recreate, ...plan.returnToPool].filter((id) => !this.claimSettled(byId.get(id)!)),
+      );
+      const ready = (ids: number[]) => ids.filter((id) => !waiting.has(id));
+      for (const id of ready(plan.delete)) await deps.instances.delete(appDefinition, byId.get(id)!, false);
+      for (const id of ready(plan.recreate)) await deps.instances.delete(appDefinition, byId.get(id)!, true);
+      for (const id of ready(plan.returnToPool))
+        await deps.instances.returnToPool(appDefinition, byId.get(id)!, new Date());
       for (const id of plan.create) await deps.instances.create(appDefinition, id);
+      for (const i of instances) if (!i.ready) await deps.instances.ensureClaim(appDefinition, i);
+      await deps.instances.removeStaleClaims(deps.instances.list(name));
       const acted = plan.delete.length + plan.recreate.length + plan.returnToPool.length + plan.create.length > 0;
       status.pool = poolStatus(
         min,
@@ -109,7 +123,7 @@ export class AppDefinitionReconciler {
         observedGeneration: generation,
       });
       // Recreated instances are created on the next pass, once the old Deployment is gone.
-      result = acted ? { requeueAfterMs: Delay.poolChanging } : undefined;
+      result = acted ? { requeueAfterMs: waiting.size > 0 ? Delay.claimHandover : Delay.poolChanging } : undefined;
     } catch (error) {
       result = settle(error, {
         warn: ({ message }) => deps.log.warn({ appDefinition: name, warning: message }, 'app definition warning'),
@@ -123,5 +137,18 @@ export class AppDefinitionReconciler {
       }
     }
     return result;
+  }
+
+  /**
+   * False while the instance's claim still waits for the new workspace its session served to take
+   * it (that workspace is asked for its pass): until then the instance is neither deleted, recreated
+   * nor returned. A workspace gone or being deleted takes nothing: the claim goes with the instance.
+   */
+  private claimSettled(instance: PoolInstance): boolean {
+    if (!instance.workspace || !instance.claimName) return true;
+    const workspace = this.deps.workspaces.get(instance.workspace);
+    if (!workspace || workspace.metadata.deletionTimestamp || !takesWarmClaim(workspace)) return true;
+    this.deps.wakeWorkspace(instance.workspace);
+    return false;
   }
 }

@@ -27,6 +27,8 @@ export interface OperatorCache {
    * starting session's pods are looked at for a start that cannot succeed (session/start-failure.ts).
    */
   pods: Informer<k8s.V1Pod>;
+  /** Claims IDE Cloud manages (workspaces', warm instances'), metadata only: whose each one is, and that it exists. */
+  claims: Informer<k8s.V1PersistentVolumeClaim>;
 }
 
 export function createCache(
@@ -67,6 +69,13 @@ export function createCache(
     ),
     services: informer<k8s.V1Service>(`/api/v1/namespaces/${namespace}/services`, 'v1', 'Service', managed),
     pods: informer<k8s.V1Pod>(`/api/v1/namespaces/${namespace}/pods`, 'v1', 'Pod', managed, startStateOnly),
+    claims: informer<k8s.V1PersistentVolumeClaim>(
+      `/api/v1/namespaces/${namespace}/persistentvolumeclaims`,
+      'v1',
+      'PersistentVolumeClaim',
+      managed,
+      metadataOnly,
+    ),
     ingresses: informer<k8s.V1Ingress>(
       `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses`,
       'networking.k8s.io/v1',
@@ -90,6 +99,14 @@ function withoutTemplateUnlessPoolInstance(d: k8s.V1Deployment): k8s.V1Deploymen
   const { template: _template, ...spec } = d.spec;
   void _template;
   return { ...d, spec: spec as k8s.V1DeploymentSpec };
+}
+
+function metadataOnly<T extends { metadata?: k8s.V1ObjectMeta }>(object: T): T {
+  const { name, namespace, uid, resourceVersion, labels, ownerReferences, creationTimestamp, deletionTimestamp } =
+    object.metadata ?? {};
+  return {
+    metadata: { name, namespace, uid, resourceVersion, labels, ownerReferences, creationTimestamp, deletionTimestamp },
+  } as T;
 }
 
 /** Of a pod, the cache keeps what its start state is read from: no spec, no addresses. */

@@ -75,7 +75,7 @@ export class SessionBridge implements SessionBridgeApi {
   async locate(session: Session, appDefinition: AppDefinition): Promise<BridgeTarget | undefined> {
     const namespace = session.metadata.namespace ?? this.namespace;
     const where = bridgeLocation(session, appDefinition);
-    const address = readyPodOf(this.pods.list(), namespace, where.podSelector, where.accept)?.status?.podIP;
+    const address = readyPodOf(this.pods.list(), namespace, where.podSelector)?.status?.podIP;
     if (!address) return undefined;
     const uid = session.metadata.uid ?? session.metadata.name;
     const tokenKey = `${namespace}/${where.token.name}/${where.token.key}/${uid}`;
@@ -184,8 +184,6 @@ export interface SecretKey {
 /** Where a session's bridge runs: which pods, and which key of which Secret holds its token. */
 export interface BridgeLocation {
   podSelector: string;
-  /** Refuses a pod the selector matches that is not the session's. */
-  accept?: (pod: k8s.V1Pod) => boolean;
   token: SecretKey;
 }
 
@@ -195,8 +193,6 @@ export function bridgeLocation(session: Session, appDefinition: AppDefinition): 
     const instance = poolInstanceName(appDefinition.metadata.name, Number(session.status.instanceId));
     return {
       podSelector: `${LABELS.poolInstance}=${instance}`,
-      // A pod restarted for a workspace claim carries the session's label; an older one of the instance does not.
-      accept: (pod) => [undefined, session.metadata.name].includes(pod.metadata?.labels?.[LABELS.session]),
       token: { name: bridgeTokenSecretName(instance), key: DATA_BRIDGE_TOKEN_KEY },
     };
   }
@@ -243,38 +239,28 @@ function matches(pod: k8s.V1Pod, selector: string): boolean {
   });
 }
 
-/** A ready pod of `pods` in the namespace that the selector matches (and `accept` takes), not being deleted. */
-function readyPodOf(
-  pods: readonly k8s.V1Pod[],
-  namespace: string,
-  podSelector: string,
-  accept: (pod: k8s.V1Pod) => boolean = () => true,
-): k8s.V1Pod | undefined {
-  return firstReady(
-    pods.filter((p) => (p.metadata?.namespace ?? namespace) === namespace && matches(p, podSelector)),
-    accept,
-  );
+/** A ready pod of `pods` in the namespace that the selector matches, not being deleted. */
+function readyPodOf(pods: readonly k8s.V1Pod[], namespace: string, podSelector: string): k8s.V1Pod | undefined {
+  return firstReady(pods.filter((p) => (p.metadata?.namespace ?? namespace) === namespace && matches(p, podSelector)));
 }
 
-function firstReady(pods: readonly k8s.V1Pod[], accept: (pod: k8s.V1Pod) => boolean): k8s.V1Pod | undefined {
+function firstReady(pods: readonly k8s.V1Pod[]): k8s.V1Pod | undefined {
   return pods.find(
     (p) =>
       !p.metadata?.deletionTimestamp &&
       !!p.status?.podIP &&
-      (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True') &&
-      accept(p),
+      (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
   );
 }
 
-/** The address of a ready pod the selector matches (and `accept` takes), not being deleted. */
+/** The address of a ready pod the selector matches, not being deleted. */
 export async function readyPodAddress(
   core: Pick<k8s.CoreV1Api, 'listNamespacedPod'>,
   namespace: string,
   podSelector: string,
-  accept: (pod: k8s.V1Pod) => boolean = () => true,
 ): Promise<string | undefined> {
   const pods = await core.listNamespacedPod({ namespace, labelSelector: podSelector });
-  return firstReady(pods.items, accept)?.status?.podIP;
+  return firstReady(pods.items)?.status?.podIP;
 }
 
 /** A bridge's token, read by name from the operator's Secret; undefined when the Secret or its key is missing. */

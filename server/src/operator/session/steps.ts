@@ -22,13 +22,14 @@ import { checkSessionLimits } from '../../model/limits.js';
 import { configStoreName } from '../../model/names.js';
 import { envSourcesRefusal, type EnvSourceKind } from '../../model/session-env.js';
 import {
+  isSessionFailed,
   SessionCondition,
   SessionReadyReason,
   StartStrategySchema,
   type Session,
   type StartStrategy,
 } from '../../model/session.js';
-import { workspaceClaimName, type Workspace } from '../../model/workspace.js';
+import { takesWarmClaim, workspaceClaimName, type Workspace } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
 import {
   bridgeTokenSecretName,
@@ -99,6 +100,11 @@ export interface SessionStepDeps {
 export interface Guarded {
   appDefinition: AppDefinition;
   claimName?: string;
+  /**
+   * The session's workspace is new (a launch made it, no claim yet, no other session): a warm
+   * instance serves it as it is, and the instance's claim becomes the workspace's.
+   */
+  newWorkspace?: string;
 }
 
 const isStartStrategy = (value: unknown): value is StartStrategy => StartStrategySchema.safeParse(value).success;
@@ -117,6 +123,7 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
   }
   checkStartDeadline(deps, session, appDefinition);
   let claimName: string | undefined;
+  let newWorkspace: string | undefined;
   if (session.spec.workspace) {
     // The service creates the workspace just before the session, and the two come by different
     // watches: a cache miss is confirmed with the API server before the session fails on it.
@@ -125,6 +132,8 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
       throw new FailObject(ErrorCode.unknownWorkspace, `unknown workspace ${session.spec.workspace}`);
     }
     claimName = workspaceClaimName(workspace);
+    if (takesWarmClaim(workspace) && !otherSessionOf(deps, session, workspace.metadata.name))
+      newWorkspace = workspace.metadata.name;
   }
   // A decision already made is in the status or, if the pass that made it ended before its status was
   // written, in the annotations or the world (takeUpDecision): it is not checked against the limits again.
@@ -141,7 +150,20 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
         pass.condition({ type, status: 'Unknown', reason: SessionReadyReason.pending });
     }
   }
-  return { appDefinition, claimName };
+  return { appDefinition, claimName, ...(newWorkspace ? { newWorkspace } : {}) };
+}
+
+/** Whether another live session uses the workspace (its claim may hold that session's work by now). */
+function otherSessionOf(deps: SessionStepDeps, session: Session, workspace: string): boolean {
+  return deps.sessions
+    .list()
+    .some(
+      (s) =>
+        s.spec.workspace === workspace &&
+        s.metadata.name !== session.metadata.name &&
+        !s.metadata.deletionTimestamp &&
+        !isSessionFailed(s),
+    );
 }
 
 /**
@@ -218,41 +240,46 @@ async function checkEnvSources(deps: SessionStepDeps, session: Session): Promise
 }
 
 /**
- * 1. Start strategy: a warm instance when eager start is on and one is free, else lazy. The
- * reservation is written on the instance (the claim); the decision goes into the status and, as
- * annotations, into the session's metadata (`writeMetadata`): before anything is created on the lazy
- * path, after the status that carries the URL on a warm launch.
+ * 1. Start strategy: a warm instance when eager start is on, one is free and the session's workspace,
+ * if any, holds no work yet (a new one, whose claim the instance's becomes); else lazy: a workspace
+ * that may hold work gets a pod of its own, mounting its claim. The reservation is written on the
+ * instance (the claim); the decision goes into the status and, as annotations, into the session's
+ * metadata (`writeMetadata`): before anything is created on the lazy path, after the status that
+ * carries the URL on a warm launch.
  */
 export async function chooseStrategy(
   deps: SessionStepDeps,
   session: Session,
-  { appDefinition, claimName }: Guarded,
+  { appDefinition, claimName, newWorkspace }: Guarded,
   pass: Pass,
 ): Promise<k8s.V1Deployment | undefined> {
   let instance: PoolInstance | undefined;
   if (!pass.status.startStrategy) {
-    if (deps.config.eagerStart) {
+    if (!deps.config.eagerStart) pass.status.startStrategy = 'lazy';
+    else if (claimName && !newWorkspace) pass.status.startStrategy = 'lazy';
+    else {
       const minInstances = effectiveMinInstances(deps.config, appDefinition);
       instance =
         deps.pool.findReservation(appDefinition.metadata.name, session) ??
-        (await deps.pool.reserve(appDefinition, minInstances, session, claimName));
+        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace));
       if (instance) {
         pass.status.startStrategy = 'eager';
         pass.status.instanceId = String(instance.id);
         deps.poolChanged(appDefinition.metadata.name);
       } else pass.status.startStrategy = 'lazy-fallback';
-    } else pass.status.startStrategy = 'lazy';
+    }
     pass.status.phase = 'Starting';
   }
-  tellStrategy(pass);
+  tellStrategy(pass, deps.config.eagerStart && !!claimName && !newWorkspace);
   return instance?.deployment;
 }
 
 /**
- * The Reserved condition of the decision, and its Event, once: on the pass that decides, or on the
+ * The Reserved condition of the decision (a lazy start on a workspace that may hold work says so),
+ * and its Event, once: on the pass that decides, or on the
  * one that takes up a decision whose status was never written.
  */
-function tellStrategy(pass: Pass): void {
+function tellStrategy(pass: Pass, workspaceHoldsWork: boolean): void {
   const current = findCondition(pass.status.conditions, SessionCondition.reserved);
   if (current && current.status !== 'Unknown') return;
   const id = pass.status.instanceId;
@@ -276,8 +303,15 @@ function tellStrategy(pass: Pass): void {
       return;
     case 'lazy':
       pass.condition(
-        { type: SessionCondition.reserved, status: 'False', reason: 'EagerStartDisabled', message: 'lazy start' },
-        { reason: 'LazyStart', message: 'starting lazily' },
+        workspaceHoldsWork
+          ? {
+              type: SessionCondition.reserved,
+              status: 'False',
+              reason: 'WorkspaceHoldsWork',
+              message: 'the workspace may hold work: a pod of its own mounts its claim',
+            }
+          : { type: SessionCondition.reserved, status: 'False', reason: 'EagerStartDisabled', message: 'lazy start' },
+        { reason: 'LazyStart', message: workspaceHoldsWork ? "starting on the workspace's claim" : 'starting lazily' },
       );
   }
 }
@@ -505,16 +539,15 @@ function sameData(a: Record<string, string> | undefined, b: Record<string, strin
 export function startInjection(
   deps: SessionStepDeps,
   session: Session,
-  { appDefinition, claimName }: Guarded,
+  { appDefinition }: Guarded,
   workload: Workload,
 ): Promise<void> | undefined {
   if (!workload.eager || !deploymentReady(workload.deployment)) return undefined;
   const current = findCondition(session.status?.conditions, SessionCondition.envInjected);
   if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed'))
     return Promise.resolve();
-  const selector = `${LABELS.poolInstance}=${workload.backend}${claimName ? `,${LABELS.session}=${session.metadata.name}` : ''}`;
   deps.injector.ensure(session, {
-    podSelector: selector,
+    podSelector: `${LABELS.poolInstance}=${workload.backend}`,
     port: dataBridgePort(appDefinition.spec),
     tokenSecret: bridgeTokenSecretName(workload.backend),
   });

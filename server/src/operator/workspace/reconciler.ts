@@ -4,17 +4,19 @@ import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import { LABELS } from '../../model/api-group.js';
 import { findCondition, setCondition } from '../../model/conditions.js';
-import type { Session } from '../../model/session.js';
+import { isSessionFailed, type Session } from '../../model/session.js';
+import { ANNOTATIONS } from '../../model/api-group.js';
 import {
-  workspaceClaimName,
+  ownClaimName,
+  takesWarmClaim,
   WorkspaceCondition,
   WorkspaceReadyReason,
   type Workspace,
   type WorkspaceStatus,
 } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
-import { ownerReference } from '../manifests.js';
-import { OPERATOR_MANAGER } from '../../model/api-group.js';
+import { COMPONENT, workClaim } from '../manifests.js';
+import { handOverClaim, workspaceClaimMetadata, type ClaimDeps } from '../pool/claims.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
 import { finalizersOf, sameStatus } from '../runtime/objects.js';
@@ -24,27 +26,39 @@ import { Delay, RetryLater, continueOnWarning, settle, WarnAndContinue, type Rec
 /** Finalizer of a Workspace: its sessions end before its claim goes. */
 export const WORKSPACE_FINALIZER = 'ide-cloud.io/workspace-sessions';
 
+/** How long a workspace a launch made waits for that launch's session before it makes a claim of its own. */
+const LAUNCH_SESSION_GRACE_MS = 30_000;
+
 export interface WorkspaceReconcilerDeps {
   config: Pick<OperatorConfig, 'workspaceReclaimPolicy' | 'workspaceStorageSize' | 'workspaceStorageClass'>;
   namespace: string;
-  /** Caches: the workspaces, and the sessions that use them. */
+  /** Caches: the workspaces, the sessions that use them, the warm instances they claimed, the claims. */
   workspaces: Informer<Workspace>;
   sessions: Pick<Informer<Session>, 'list'>;
+  deployments: Pick<Informer<k8s.V1Deployment>, 'list'>;
+  claims: ClaimDeps['claims'];
   /** Writes the workspace's finalizer and status. */
   workspacesApi: Pick<CustomResourceClient<'workspace'>, 'mergePatch' | 'patchStatus'>;
   /** Stops the workspace's sessions. */
   sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch' | 'patchStatus' | 'delete'>;
   /** Applies the claim. */
   objects: k8s.KubernetesObjectApi;
-  core: Pick<k8s.CoreV1Api, 'readNamespacedPersistentVolumeClaim'>;
+  core: Pick<k8s.CoreV1Api, 'readNamespacedPersistentVolumeClaim'> & ClaimDeps['core'];
   events: EventSink;
   log: Logger;
 }
 
+/** Where a workspace's claim comes from on this pass. */
+type ClaimSource =
+  | { kind: 'own'; name: string }
+  | { kind: 'takenOver'; name: string; instance: string }
+  | { kind: 'awaitingLaunch'; message: string };
+
 /**
  * Reconciles a Workspace into its PersistentVolumeClaim: fetch → gone? → deleting? end its sessions,
- * then let the claim go (owned, reclaim policy Delete) or keep it (Retain) → finalizer → claim →
- * status Bound (the claim exists), written once.
+ * then let the claim go (owned, reclaim policy Delete) or keep it (Retain) → finalizer → claim (its
+ * own, or the claim of the warm instance its first launch claimed) → status Bound naming the claim,
+ * written once.
  */
 export class WorkspaceReconciler {
   constructor(private readonly deps: WorkspaceReconcilerDeps) {}
@@ -71,15 +85,35 @@ export class WorkspaceReconciler {
         return await this.finalize(workspace);
       }
       await this.ensureFinalizer(workspace);
-      const claimName = workspaceClaimName(workspace);
-      await continueOnWarning(() => this.applyClaim(workspace, claimName), warn);
+      const source = this.claimSource(workspace);
+      if (source.kind === 'awaitingLaunch') {
+        status.phase = 'Pending';
+        status.conditions = setCondition(status.conditions, {
+          type: WorkspaceCondition.ready,
+          status: 'False',
+          reason: WorkspaceReadyReason.awaitingLaunch,
+          message: source.message,
+          observedGeneration: workspace.metadata.generation,
+        });
+        // Its session's decision wakes it (operator.ts); the grace period ends in any case.
+        return { requeueAfterMs: LAUNCH_SESSION_GRACE_MS };
+      }
+      if (source.kind === 'takenOver') {
+        if (workspace.status?.claimName !== source.name) await handOverClaim(this.claimDeps(), source.name, workspace);
+      } else {
+        await continueOnWarning(() => this.applyClaim(workspace, source.name), warn);
+      }
       status.phase = 'Bound';
-      status.claimName = claimName;
+      status.claimName = source.name;
       status.conditions = setCondition(status.conditions, {
         type: WorkspaceCondition.ready,
         status: 'True',
-        reason: WorkspaceReadyReason.claimCreated,
-        message: `claim ${claimName}`,
+        ...(source.kind === 'takenOver'
+          ? {
+              reason: WorkspaceReadyReason.claimTakenOver,
+              message: `claim ${source.name} of warm instance ${source.instance}`,
+            }
+          : { reason: WorkspaceReadyReason.claimCreated, message: `claim ${source.name}` }),
         observedGeneration: workspace.metadata.generation,
       });
       return;
@@ -95,26 +129,62 @@ export class WorkspaceReconciler {
     }
   }
 
+  /**
+   * Where the claim comes from: the one the status names (its own, or one taken over before); the
+   * claim of the warm instance the first session of a new workspace claimed; while that session has
+   * not decided, none yet; else the workspace's own.
+   */
+  private claimSource(workspace: Workspace): ClaimSource {
+    const name = workspace.metadata.name;
+    const own = ownClaimName(workspace);
+    const current = workspace.status?.claimName;
+    if (current && current !== own)
+      return { kind: 'takenOver', name: current, instance: this.claimedInstance(name)?.metadata?.name ?? 'gone' };
+    if (current || !takesWarmClaim(workspace)) return { kind: 'own', name: own };
+    const instance = this.claimedInstance(name);
+    const claim = instance?.spec?.template?.spec?.volumes?.find((v) => v.name === 'workspace')?.persistentVolumeClaim
+      ?.claimName;
+    if (instance && claim) return { kind: 'takenOver', name: claim, instance: instance.metadata?.name ?? '' };
+    const sessions = this.deps.sessions
+      .list()
+      .filter((s) => s.spec.workspace === name && !s.metadata.deletionTimestamp && !isSessionFailed(s));
+    const undecided = sessions.filter(
+      (s) => !s.status?.startStrategy && !s.metadata.annotations?.[ANNOTATIONS.startStrategy],
+    );
+    if (undecided.length > 0)
+      return { kind: 'awaitingLaunch', message: `session ${undecided[0]!.metadata.name} is starting` };
+    const age = Date.now() - new Date(workspace.metadata.creationTimestamp ?? 0).getTime();
+    if (sessions.length === 0 && age < LAUNCH_SESSION_GRACE_MS)
+      return { kind: 'awaitingLaunch', message: 'waiting for the session of its launch' };
+    return { kind: 'own', name: own };
+  }
+
+  /** The warm instance a session of this workspace claimed for it (its reservation names the workspace). */
+  private claimedInstance(workspace: string): k8s.V1Deployment | undefined {
+    return this.deps.deployments
+      .list()
+      .find(
+        (d) =>
+          d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance &&
+          d.metadata.labels[LABELS.workspace] === workspace &&
+          !!d.metadata.labels[LABELS.session],
+      );
+  }
+
+  private claimDeps(): ClaimDeps {
+    const { namespace, config, core, claims } = this.deps;
+    return { namespace, config, core, claims };
+  }
+
   /** The workspace's claim; one that exists already but cannot take the spec (immutable once bound) is kept. */
   private async applyClaim(workspace: Workspace, claimName: string): Promise<void> {
     const { deps } = this;
-    const claim: k8s.V1PersistentVolumeClaim = {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: {
-        name: claimName,
-        namespace: deps.namespace,
-        labels: { [LABELS.managedBy]: OPERATOR_MANAGER, [LABELS.workspace]: workspace.metadata.name },
-        ...(deps.config.workspaceReclaimPolicy === 'Delete'
-          ? { ownerReferences: [ownerReference(workspace as Parameters<typeof ownerReference>[0])] }
-          : {}),
-      },
-      spec: {
-        accessModes: ['ReadWriteOnce'],
-        resources: { requests: { storage: deps.config.workspaceStorageSize } },
-        ...(deps.config.workspaceStorageClass ? { storageClassName: deps.config.workspaceStorageClass } : {}),
-      },
-    };
+    const claim = workClaim({
+      name: claimName,
+      namespace: deps.namespace,
+      ...workspaceClaimMetadata(deps.config, workspace),
+      config: deps.config,
+    });
     try {
       await applyObject(deps.objects, claim);
     } catch (error) {

@@ -1,0 +1,107 @@
+/**
+ * The claims that hold work folders: each warm instance mounts one of its own from the start, so the
+ * first launch of a new workspace claims a ready pod as it is and the instance's claim becomes the
+ * workspace's (owner and labels move; the pod never restarts). An instance gets a fresh claim when it
+ * returns to the pool; one that no workspace took goes then, with the last user's files.
+ */
+import * as k8s from '@kubernetes/client-node';
+import { isConflict, isNotFound } from '../../kube/client.js';
+import type { Informer } from '../../kube/informer.js';
+import { LABELS } from '../../model/api-group.js';
+import type { AppDefinition } from '../../model/app-definition.js';
+import type { Workspace } from '../../model/workspace.js';
+import type { OperatorConfig } from '../config.js';
+import { ownerReference, poolInstanceLabels, workClaim } from '../manifests.js';
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+export interface ClaimDeps {
+  namespace: string;
+  config: Pick<OperatorConfig, 'workspaceStorageSize' | 'workspaceStorageClass' | 'workspaceReclaimPolicy'>;
+  core: Pick<
+    k8s.CoreV1Api,
+    | 'createNamespacedPersistentVolumeClaim'
+    | 'deleteNamespacedPersistentVolumeClaim'
+    | 'patchNamespacedPersistentVolumeClaim'
+  >;
+  /** The claims IDE Cloud manages (metadata); every write's answer goes into it. */
+  claims: Informer<k8s.V1PersistentVolumeClaim>;
+}
+
+/** The owner and labels of a workspace's claim: the workspace owns it unless its reclaim policy keeps it. */
+export function workspaceClaimMetadata(
+  config: Pick<OperatorConfig, 'workspaceReclaimPolicy'>,
+  workspace: Workspace,
+): { labels: Record<string, string>; owners: k8s.V1OwnerReference[] } {
+  return {
+    labels: { [LABELS.workspace]: workspace.metadata.name },
+    owners:
+      config.workspaceReclaimPolicy === 'Delete'
+        ? [ownerReference(workspace as Parameters<typeof ownerReference>[0])]
+        : [],
+  };
+}
+
+/**
+ * Creates warm instance `id`'s claim `name`, owned by the instance's Deployment: it goes with the
+ * instance (garbage collection) unless a workspace took it first. An existing one is kept.
+ */
+export async function createInstanceClaim(
+  deps: ClaimDeps,
+  appDefinition: AppDefinition,
+  id: number,
+  name: string,
+  instance: k8s.V1Deployment,
+): Promise<void> {
+  if (deps.claims.get(name)) return;
+  const owner = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: instance.metadata?.name ?? '', uid: instance.metadata?.uid },
+  };
+  try {
+    deps.claims.observe(
+      await deps.core.createNamespacedPersistentVolumeClaim({
+        namespace: deps.namespace,
+        body: workClaim({
+          name,
+          namespace: deps.namespace,
+          labels: poolInstanceLabels(appDefinition, id),
+          owners: [ownerReference(owner)],
+          config: deps.config,
+        }),
+      }),
+    );
+  } catch (error) {
+    if (!isConflict(error)) throw error;
+  }
+}
+
+/**
+ * Hands a warm instance's claim to the workspace whose first session claimed the instance: the
+ * workspace becomes its owner (none with reclaim policy Retain) and its labels say whose it is.
+ */
+export async function handOverClaim(deps: ClaimDeps, name: string, workspace: Workspace): Promise<void> {
+  const { labels, owners } = workspaceClaimMetadata(deps.config, workspace);
+  // The pool's labels (poolInstanceLabels) go: the claim is no instance's any more.
+  const dropped = Object.fromEntries(
+    [LABELS.appDefinition, LABELS.component, LABELS.poolInstance, LABELS.instanceId].map((key) => [key, null]),
+  );
+  deps.claims.observe(
+    await deps.core.patchNamespacedPersistentVolumeClaim(
+      {
+        name,
+        namespace: deps.namespace,
+        body: { metadata: { labels: { ...dropped, ...labels }, ownerReferences: owners.length > 0 ? owners : null } },
+      },
+      mergePatch,
+    ),
+  );
+}
+
+/** Deletes a claim no one holds any more (a warm instance's that no workspace took). */
+export async function deleteClaim(deps: ClaimDeps, name: string): Promise<void> {
+  await deps.core.deleteNamespacedPersistentVolumeClaim({ name, namespace: deps.namespace }).catch((error: unknown) => {
+    if (!isNotFound(error)) throw error;
+  });
+}
