@@ -10,6 +10,11 @@ set -eu
 WORKSPACE_DIR="${WORKSPACE_DIR:-/home/ide/workspace}"
 IDE_PORT="${IDE_PORT:-3000}"
 mkdir -p "$WORKSPACE_DIR"
+# The work folder may be the root of a workspace's claim, owned by whoever provisioned the volume: git
+# (the agent's clone, the student's commits) must still take the repository in it as the student's.
+if ! git config --global --get-all safe.directory 2>/dev/null | grep -qxF "$WORKSPACE_DIR"; then
+  git config --global --add safe.directory "$WORKSPACE_DIR" || echo "ide-cloud: could not mark $WORKSPACE_DIR as safe for git" >&2
+fi
 
 if [ "${SESSION_ENV_STRATEGY:-env}" != "data-bridge" ] && [ -n "${GIT_URI:-}" ]; then
   echo "ide-cloud: preparing the workspace" >&2

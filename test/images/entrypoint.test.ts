@@ -29,17 +29,28 @@ async function runEntrypoint(env: Record<string, string>, agentExit = 0) {
   }
   const workspace = path.join(dir, 'workspace');
   const result = await run('sh', [entrypoint], {
-    env: { PATH: `${dir}:/usr/bin:/bin`, WORKSPACE_DIR: workspace, ...env },
+    env: { PATH: `${dir}:/usr/bin:/bin`, HOME: dir, WORKSPACE_DIR: workspace, ...env },
   });
   const read = async () =>
     (await readFile(calls, 'utf8'))
       .trim()
       .split('\n')
       .map((l) => l.trimEnd());
-  return { lines: await read(), read, workspace, stderr: result.stderr };
+  return { lines: await read(), read, workspace, home: dir, stderr: result.stderr };
 }
 
 describe('session entrypoint', () => {
+  it("marks the work folder safe for git once (a claim's root belongs to whoever provisioned it)", async () => {
+    const { workspace, home } = await runEntrypoint({});
+    const safe = async () =>
+      (await run('git', ['config', '--global', '--get-all', 'safe.directory'], { env: { HOME: home } })).stdout;
+    assert.equal(await safe(), `${workspace}\n`);
+    await run('sh', [entrypoint], {
+      env: { PATH: `${home}:/usr/bin:/bin`, HOME: home, WORKSPACE_DIR: workspace },
+    });
+    assert.equal(await safe(), `${workspace}\n`, 'not added twice when the container starts again');
+  });
+
   it('with the environment strategy, clones before starting the IDE on the configured port', async () => {
     const { lines, workspace } = await runEntrypoint({ GIT_URI: 'https://git.example/repo.git', IDE_PORT: '3100' });
     assert.equal(lines.length, 2);
