@@ -52,6 +52,8 @@ export interface WorkspaceReconcilerDeps {
 type ClaimSource =
   | { kind: 'own'; name: string }
   | { kind: 'takenOver'; name: string; instance: string }
+  /** Taken over on an earlier pass: it stays the workspace's, and so does what the status says of it. */
+  | { kind: 'kept'; name: string }
   | { kind: 'awaitingLaunch'; message: string };
 
 /**
@@ -90,7 +92,7 @@ export class WorkspaceReconciler {
         status.phase = 'Pending';
         status.conditions = setCondition(status.conditions, {
           type: WorkspaceCondition.ready,
-          status: 'False',
+          status: 'Unknown',
           reason: WorkspaceReadyReason.awaitingLaunch,
           message: source.message,
           observedGeneration: workspace.metadata.generation,
@@ -98,9 +100,10 @@ export class WorkspaceReconciler {
         // Its session's decision wakes it (operator.ts); the grace period ends in any case.
         return { requeueAfterMs: LAUNCH_SESSION_GRACE_MS };
       }
-      if (source.kind === 'takenOver') {
-        if (workspace.status?.claimName !== source.name) await handOverClaim(this.claimDeps(), source.name, workspace);
-      } else {
+      if (source.kind === 'kept') return;
+      if (source.kind === 'takenOver') await handOverClaim(this.claimDeps(), source.name, workspace);
+      else if (!this.deps.claims.get(source.name)) {
+        // Level-triggered, but not a write per pass: applied when the cache does not show it.
         await continueOnWarning(() => this.applyClaim(workspace, source.name), warn);
       }
       status.phase = 'Bound';
@@ -138,8 +141,7 @@ export class WorkspaceReconciler {
     const name = workspace.metadata.name;
     const own = ownClaimName(workspace);
     const current = workspace.status?.claimName;
-    if (current && current !== own)
-      return { kind: 'takenOver', name: current, instance: this.claimedInstance(name)?.metadata?.name ?? 'gone' };
+    if (current && current !== own) return { kind: 'kept', name: current };
     if (current || !takesWarmClaim(workspace)) return { kind: 'own', name: own };
     const instance = this.claimedInstance(name);
     const claim = instance?.spec?.template?.spec?.volumes?.find((v) => v.name === 'workspace')?.persistentVolumeClaim
@@ -186,7 +188,7 @@ export class WorkspaceReconciler {
       config: deps.config,
     });
     try {
-      await applyObject(deps.objects, claim);
+      deps.claims.observe(await applyObject(deps.objects, claim));
     } catch (error) {
       // A claim's spec is immutable once bound; an existing claim is what counts.
       const existing = await deps.core

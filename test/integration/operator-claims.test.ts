@@ -1,0 +1,141 @@
+// Claims under a class's first launches: each warm instance mounts a claim of its own, and a burst of
+// launches of new workspaces takes them over at once. No claim is given to two workspaces, none is
+// lost or leaked, the launches the pool cannot serve get claims of their own, and every instance
+// gets a fresh claim when it returns to the pool.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { instanceClaimName } from '../../server/src/operator/manifests.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import {
+  cleanUpSuite,
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  running,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
+
+const APP = 'python-latest';
+const POOL = 6;
+const LAUNCHES = 10;
+
+describe('operator: claims of a warm pool under a burst of new workspaces', function () {
+  this.timeout(300_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator;
+  let apps: k8s.AppsV1Api;
+  let core: k8s.CoreV1Api;
+
+  const claims = async () =>
+    (await core.listNamespacedPersistentVolumeClaim({ namespace })).items.filter((c) => !c.metadata?.deletionTimestamp);
+  const instances = async () =>
+    (
+      await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.component}=pool-instance` })
+    ).items.filter((d) => !d.metadata?.deletionTimestamp);
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-claims');
+    r = ideCloudResources(cluster.kc, namespace);
+    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    await createAppDefinition(r, APP, { minInstances: POOL, maxInstances: 50 });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 1 });
+  });
+  after(async () => cleanUpSuite(cluster.kc, namespace, [operator]));
+
+  it('hands each warm claim to one new workspace, gives the rest claims of their own, and leaks none', async () => {
+    const free = await eventually(async () => {
+      const list = await instances();
+      assert.equal(list.length, POOL);
+      assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: POOL, ready: POOL, reserved: 0 });
+      return list;
+    }, 60_000);
+    const poolClaims = new Set(free.map((d) => instanceClaimName(d)!));
+    assert.equal(poolClaims.size, POOL, 'a claim of its own for each instance');
+    assert.deepEqual(new Set((await claims()).map((c) => c.metadata!.name!)), poolClaims);
+
+    // The launches at once, each as the service makes it: the workspace, then its session.
+    const names = Array.from({ length: LAUNCHES }, (_, i) => `s${i}`);
+    await Promise.all(
+      names.map(async (n) => {
+        const user = `${n}@example.com`;
+        await r.workspaces.create({
+          metadata: { name: `ws-${n}`, annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
+          spec: { user, appDefinition: APP },
+        });
+        await createSession(r, n, { user, appDefinition: APP, workspace: `ws-${n}` });
+      }),
+    );
+    const sessions = await Promise.all(names.map((n) => waitForSession(r, n, running, 120_000)));
+    const eager = sessions.filter((s) => s.status?.startStrategy === 'eager');
+    assert.equal(eager.length, POOL, 'every warm instance served a launch');
+    assert.equal(sessions.filter((s) => s.status?.startStrategy === 'lazy-fallback').length, LAUNCHES - POOL);
+
+    const workspaces = await eventually(async () => {
+      const list = await Promise.all(names.map((n) => r.workspaces.get(`ws-${n}`)));
+      for (const w of list) assert.equal(w.status?.phase, 'Bound', `${w.metadata.name} Bound`);
+      return list;
+    }, 60_000);
+    const byWorkspace = new Map(workspaces.map((w) => [w.metadata.name, w.status!.claimName!]));
+    assert.equal(new Set(byWorkspace.values()).size, LAUNCHES, 'no claim given to two workspaces');
+    for (const s of sessions) {
+      const claim = byWorkspace.get(s.spec.workspace!)!;
+      if (s.status?.startStrategy === 'eager') {
+        assert.ok(poolClaims.has(claim), `${s.metadata.name}'s workspace took a warm claim`);
+        const instance = await apps.readNamespacedDeployment({ name: `${APP}-pool-${s.status.instanceId}`, namespace });
+        assert.equal(instanceClaimName(instance), claim, `${s.metadata.name}'s pod mounts its workspace's claim`);
+        assert.equal(instance.metadata?.generation, 1, 'the pod template untouched');
+      } else {
+        assert.equal(claim, s.spec.workspace, `${s.metadata.name}'s workspace has a claim of its own`);
+        const own = await apps.readNamespacedDeployment({ name: s.metadata.name, namespace });
+        assert.equal(
+          own.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
+          claim,
+        );
+      }
+    }
+    // Each claim is its workspace's alone, by owner and label; nothing else exists.
+    await eventually(async () => {
+      const list = await claims();
+      assert.equal(list.length, LAUNCHES, list.map((c) => c.metadata?.name).join(', '));
+      for (const c of list) {
+        const w = workspaces.find((x) => x.status?.claimName === c.metadata!.name)!;
+        assert.ok(w, `${c.metadata?.name} is a workspace's`);
+        assert.deepEqual(
+          c.metadata?.ownerReferences?.map((o) => o.uid),
+          [w.metadata.uid],
+        );
+        assert.equal(c.metadata?.labels?.[LABELS.workspace], w.metadata.name);
+        assert.equal(c.metadata?.labels?.[LABELS.poolInstance], undefined);
+      }
+    });
+
+    // The sessions end: each instance returns on a fresh claim, every workspace keeps its own.
+    await Promise.all(names.map((n) => r.sessions.delete(n)));
+    await eventually(async () => {
+      const list = await instances();
+      assert.equal(list.length, POOL);
+      const fresh = list.map((d) => instanceClaimName(d)!);
+      for (const c of fresh) assert.ok(!poolClaims.has(c) && !byWorkspace.has(c), `${c} is fresh`);
+      assert.deepEqual(
+        new Set((await claims()).map((c) => c.metadata!.name!)),
+        new Set([...byWorkspace.values(), ...fresh]),
+      );
+    }, 120_000);
+
+    // The workspaces go (reclaim policy Delete): so do their claims; the pool's stay.
+    await Promise.all(names.map((n) => r.workspaces.delete(`ws-${n}`)));
+    await eventually(async () => {
+      const left = new Set((await claims()).map((c) => c.metadata!.name!));
+      assert.deepEqual(left, new Set((await instances()).map((d) => instanceClaimName(d)!)));
+    }, 120_000);
+  });
+});
