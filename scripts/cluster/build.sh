@@ -2,9 +2,11 @@
 # Builds the local control plane's binaries from the Go module proxy, once, into a cache outside the
 # repository: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (and helm or the
 # session pods' authentication proxy, oauth2-proxy, or the real node's kubelet, ingress controller
-# (Traefik) and NetworkPolicy controller (kube-router), when asked).
+# (Traefik), NetworkPolicy controller (kube-router) and volume provisioner (local-path-provisioner),
+# when asked).
 # Each tool family gets its own wrapper module so their dependency graphs never mix.
-# Usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|network-policy|etcd|kubernetes|kwok]   Prints the binaries' directory as its last line.
+# Usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|network-policy|storage|etcd|kubernetes|kwok]
+#   Prints the binaries' directory as its last line.
 #
 # Safe to run concurrently: each tool family is built under its own lock, so a second build of the same
 # tool waits for the first and then finds its binary cached. With IDE_CLOUD_BUILD_WATCH_STDIN=1 (set by
@@ -32,7 +34,7 @@ fi
 
 # Seconds each binary took from empty Go caches on 2 cores (module download included), for the
 # estimate of what is left; scaled by the cores this machine has.
-declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90 [kubelet]=150 [traefik]=600 [kube-router]=450)
+declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90 [kubelet]=150 [traefik]=600 [kube-router]=450 [local-path-provisioner]=90)
 case "$what" in
   k8s) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok) ;;
   helm) tools=(helm) ;;
@@ -40,11 +42,12 @@ case "$what" in
   kubelet) tools=(kubelet) ;;
   traefik) tools=(traefik) ;;
   network-policy) tools=(kube-router) ;;
+  storage) tools=(local-path-provisioner) ;;
   all) tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok helm) ;;
   etcd) tools=(etcd) ;;
   kubernetes) tools=(kube-apiserver kube-controller-manager kube-scheduler) ;;
   kwok) tools=(kwok) ;;
-  *) echo "usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|network-policy|etcd|kubernetes|kwok]" >&2; exit 2 ;;
+  *) echo "usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|network-policy|storage|etcd|kubernetes|kwok]" >&2; exit 2 ;;
 esac
 cores=$(nproc 2>/dev/null || echo 2)
 pending=()
@@ -246,6 +249,32 @@ build_kube_router() (
     "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION"
 )
 
+# local-path-provisioner, the real node's dynamic volume provisioner (Rancher's, as kind and k3s ship it).
+# Its main package is its module's root; its go.mod has no replace or exclude lines today, and any it
+# gains are copied into the wrapper module, as for Traefik.
+build_local_path_provisioner() (
+  lock local-path-provisioner
+  local dir="$work/local-path-provisioner" v=$LOCAL_PATH_PROVISIONER_VERSION
+  if fresh_module "$dir"; then
+    log "local-path-provisioner: resolving github.com/rancher/local-path-provisioner@v$v"
+    local upstream
+    upstream=$(cd "$dir" && go mod download -json "github.com/rancher/local-path-provisioner@v$v" 2>/dev/null | sed -n 's/^\s*"GoMod": "\(.*\)",\?$/\1/p')
+    {
+      echo "module ide-cloud.local/local-path-provisioner"
+      echo
+      grep -E '^go ' "$upstream"
+      echo
+      echo "require github.com/rancher/local-path-provisioner v$v"
+      echo
+      sed -n '/^replace (/,/^)/p' "$upstream"
+      grep -E '^(replace|exclude) [^(]' "$upstream" || true
+      sed -n '/^exclude (/,/^)/p' "$upstream"
+    } > "$dir/go.mod"
+    (cd "$dir" && go_get "github.com/rancher/local-path-provisioner@v$v")
+  fi
+  build_one local-path-provisioner "$dir" github.com/rancher/local-path-provisioner "-s -w -X main.VERSION=v$v"
+)
+
 for t in "${tools[@]}"; do
   case "$t" in
     etcd) build_etcd ;;
@@ -256,6 +285,7 @@ for t in "${tools[@]}"; do
     kubelet) build_kubelet ;;
     traefik) build_traefik ;;
     kube-router) build_kube_router ;;
+    local-path-provisioner) build_local_path_provisioner ;;
   esac
 done
 echo "$bin"

@@ -1,10 +1,12 @@
-// npm run cluster -- <up [--real-node]|down|status|build [helm|kubelet|traefik]>
-// --real-node adds a real node (kubelet, containerd, Traefik as its ingress; root only) beside the kwok
-// node: real-node.ts.
+// npm run cluster -- <up [--real-node]|down|status|build [helm|auth-proxy|kubelet|traefik|network-policy|storage]>
+// --real-node adds a real node (kubelet, containerd, Traefik as its ingress, kube-router for network
+// policies, local-path-provisioner for volumes; root only) beside the kwok node: real-node.ts.
 // `up` starts a local control plane in .cluster/ and prints KUBECONFIG=<path> as its last line.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  BUILD_TARGETS,
+  type BuildTarget,
   describeControlPlane,
   ensureBinaries,
   readState,
@@ -37,14 +39,16 @@ async function main(command: string | undefined): Promise<number> {
       for (const line of await describeControlPlane(dir)) console.log(line);
       return 0;
     case 'build': {
-      const target = process.argv[3];
-      console.log(
-        await ensureBinaries(target === 'helm' || target === 'kubelet' || target === 'traefik' ? target : 'k8s'),
-      );
+      const target = process.argv[3] ?? 'k8s';
+      if (!(BUILD_TARGETS as readonly string[]).includes(target)) {
+        console.error(`build targets: ${BUILD_TARGETS.join(', ')}`);
+        return 2;
+      }
+      console.log(await ensureBinaries(target as BuildTarget));
       return 0;
     }
     default:
-      console.error('usage: npm run cluster -- <up [--real-node]|down|status|build [helm|kubelet|traefik]>');
+      console.error(`usage: npm run cluster -- <up [--real-node]|down|status|build [${BUILD_TARGETS.join('|')}]>`);
       return 2;
   }
 }

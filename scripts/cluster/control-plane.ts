@@ -36,7 +36,8 @@ const log = (message: string): void => {
   process.stderr.write(`[cluster ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 };
 
-export type BuildTarget = 'k8s' | 'helm' | 'auth-proxy' | 'kubelet' | 'traefik' | 'network-policy';
+export const BUILD_TARGETS = ['k8s', 'helm', 'auth-proxy', 'kubelet', 'traefik', 'network-policy', 'storage'] as const;
+export type BuildTarget = (typeof BUILD_TARGETS)[number];
 
 const builds = new Map<BuildTarget, Promise<string>>();
 /** Builds (or finds in the cache) the binaries, once per process; returns their directory. */
@@ -110,12 +111,16 @@ function kubeconfigYaml(server: string, caFile: string, token: string): string {
 }
 
 /**
- * No volume provisioner runs here and kwok mounts nothing, so claims stay Pending; the volume plugins
- * of the scheduler would keep every pod with a claim unscheduled. They are off; everything else is
- * the default scheduler.
+ * Without the real node no volume provisioner runs and kwok mounts nothing, so claims stay Pending;
+ * the volume plugins of the scheduler would keep every pod with a claim unscheduled. They are off then;
+ * everything else is the default scheduler. With the real node (`volumes`) it is the default scheduler:
+ * VolumeBinding names the node of a WaitForFirstConsumer claim's first pod for the provisioner
+ * (storage.ts). A pod on the kwok node then needs its claims bound (e.g. to a PersistentVolume made for
+ * it): an unbound claim of the default class keeps it unschedulable (the class's volumes are on the
+ * real node only).
  */
-function schedulerConfigYaml(kubeconfig: string): string {
-  const disabled = ['VolumeBinding', 'VolumeZone', 'VolumeRestrictions', 'NodeVolumeLimits'];
+function schedulerConfigYaml(kubeconfig: string, volumes: boolean): string {
+  const disabled = volumes ? [] : ['VolumeBinding', 'VolumeZone', 'VolumeRestrictions', 'NodeVolumeLimits'];
   return [
     'apiVersion: kubescheduler.config.k8s.io/v1',
     'kind: KubeSchedulerConfiguration',
@@ -123,10 +128,9 @@ function schedulerConfigYaml(kubeconfig: string): string {
     'leaderElection:\n  leaderElect: false',
     'profiles:',
     '- schedulerName: default-scheduler',
-    '  plugins:',
-    '    multiPoint:',
-    '      disabled:',
-    ...disabled.map((name) => `      - name: ${name}`),
+    ...(disabled.length
+      ? ['  plugins:', '    multiPoint:', '      disabled:', ...disabled.map((name) => `      - name: ${name}`)]
+      : []),
     '',
   ].join('\n');
 }
@@ -155,8 +159,10 @@ export interface ControlPlaneOptions {
   /**
    * Off by default. A real node, `real-node-0`, beside the kwok node: kubelet, containerd and a CNI
    * bridge on this machine (root only; see real-node.ts), tainted so that only pods with
-   * REAL_NODE_PLACEMENT land there. The first start installs Debian packages and builds kubelet and
-   * the pause image (a few minutes); later starts take seconds. `stopControlPlane` removes it all.
+   * REAL_NODE_PLACEMENT land there, with a dynamic volume provisioner whose StorageClass `local-path` is
+   * the default (storage.ts; the scheduler's volume plugins are on). The first start installs Debian
+   * packages and builds kubelet, Traefik, kube-router, local-path-provisioner and the pause and helper
+   * images (15 minutes or more); later starts take seconds. `stopControlPlane` removes it all.
    */
   realNode?: boolean;
 }
@@ -195,7 +201,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
   // One build at a time: kubelet and Traefik compete with the control plane's binaries for the cores.
   const bin = await ensureBinaries('k8s');
   if (options.realNode) {
-    for (const target of ['kubelet', 'traefik', 'network-policy'] as const) await ensureBinaries(target);
+    for (const target of ['kubelet', 'traefik', 'network-policy', 'storage'] as const) await ensureBinaries(target);
   }
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.join(dir, 'logs'), { recursive: true });
@@ -313,7 +319,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       '--kube-api-burst=400',
     ]);
     const schedulerConfig = path.join(dir, 'scheduler.yaml');
-    await writeFile(schedulerConfig, schedulerConfigYaml(state.kubeconfig));
+    await writeFile(schedulerConfig, schedulerConfigYaml(state.kubeconfig, options.realNode === true));
     state.pids['kube-scheduler'] = startProcess(dir, 'kube-scheduler', bin, [
       `--config=${schedulerConfig}`,
       '--bind-address=127.0.0.1',

@@ -5,10 +5,14 @@
 // of class REAL_NODE_INGRESS_CLASS to pod IPs on the node's bridge. There is no kube-proxy: pods reach
 // the API server, and only it, through its Service's ClusterIP (a DNAT rule in the chain IDE-CLOUD-API to
 // kube-apiserver on loopback), so in-cluster clients work as in any cluster. NetworkPolicies are enforced
-// on the node's pods by kube-router's firewall (network-policy.ts).
+// on the node's pods by kube-router's firewall (network-policy.ts). Claims bind through a real dynamic
+// provisioner, local-path-provisioner (storage.ts): the default StorageClass `local-path` (binding
+// WaitForFirstConsumer, reclaim Delete) makes each volume a directory under `<its directory>/volumes`
+// with a helper pod on the node (image ide-cloud/local-path-helper, scripts/images/build.sh).
 //
-// It owns, and stopRealNode removes: its processes (containerd, kubelet, Traefik, kube-router, the shims and
-// every process in the pods' cgroups), the mounts under its directory and the pods' network namespaces, the bridge
+// It owns, and stopRealNode removes: its processes (containerd, kubelet, Traefik, kube-router,
+// local-path-provisioner, the shims and every process in the pods' cgroups), its directory with the
+// volumes, the mounts under it and the pods' network namespaces, the bridge
 // `idecloud0`, the iptables chains that appeared while it ran (KUBE-*, CNI-*, IDE-CLOUD-*), the cgroups `kubepods`,
 // the ipsets kube-router made, the machine paths kubelet and containerd write to when they were absent before (/var/lib/kubelet,
 // /var/log/pods, /var/log/containers, /run/containerd, /var/lib/cni, /run/netns), and ip_forward's value.
@@ -22,6 +26,7 @@ import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { ipsets, removeIpsets, startNetworkPolicyController, stopNetworkPolicyController } from './network-policy.js';
 import { isAlive, startDetached, waitFor } from './processes.js';
+import { startStorageProvisioner, stopStorageProvisioner, storageProvisionerReady } from './storage.js';
 
 const run = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -52,7 +57,7 @@ const API_CHAIN = 'IDE-CLOUD-API';
 export interface RealNodeState {
   root: string;
   socket: string;
-  pids: { containerd?: number; kubelet?: number; traefik?: number; networkPolicy?: number };
+  pids: { containerd?: number; kubelet?: number; traefik?: number; networkPolicy?: number; storage?: number };
   kubeletPort: number;
   /** Traefik's HTTP entry point, on loopback: `http://127.0.0.1:<port>`. */
   ingressUrl: string;
@@ -95,7 +100,14 @@ export async function installRealNodePackages(): Promise<void> {
 
 /** The images scripts/images/build.sh makes (each target prints its OCI archive). */
 export type ImageTarget =
-  'pause' | 'auth-proxy' | 'service' | 'operator' | 'landing-page' | 'session-base' | `session-${string}`;
+  | 'pause'
+  | 'local-path-helper'
+  | 'auth-proxy'
+  | 'service'
+  | 'operator'
+  | 'landing-page'
+  | 'session-base'
+  | `session-${string}`;
 
 /** Builds (or finds in the cache) the OCI archive of a local image: scripts/images/build.sh <target>. */
 export async function buildImage(target: ImageTarget): Promise<string> {
@@ -265,7 +277,7 @@ async function readNodeState(root: string): Promise<RealNodeState | undefined> {
 export interface StartRealNodeOptions {
   /** The control plane's admin kubeconfig (kubelet registers with it). */
   kubeconfig: string;
-  /** The directory of kubelet, traefik and kube-router. */
+  /** The directory of kubelet, traefik, kube-router and local-path-provisioner. */
   bin: string;
   /** Free ports: kubelet's server and health endpoint, Traefik's HTTP entry point and its ping, kube-router's health. */
   ports: { kubelet: number; kubeletHealthz: number; ingress: number; ingressPing: number; networkPolicyHealth: number };
@@ -277,6 +289,7 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
   const started = Date.now();
   await installRealNodePackages();
   const pauseArchive = await buildImage('pause');
+  const helperArchive = await buildImage('local-path-helper');
   await mkdir(root, { recursive: true });
   await takeLock(root);
   const socket = path.join(root, 'containerd.sock');
@@ -318,6 +331,7 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
       node.pids.containerd,
     );
     await importImage(node, pauseArchive);
+    await importImage(node, helperArchive);
 
     log('starting kubelet');
     const kubeletRoot = path.join(root, 'kubelet');
@@ -365,6 +379,15 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
       healthPort: options.ports.networkPolicyHealth,
     });
     await save();
+    log('starting local-path-provisioner (volumes)');
+    node.pids.storage = await startStorageProvisioner(root, {
+      bin: options.bin,
+      kubeconfig: options.kubeconfig,
+      kc,
+      nodeName: REAL_NODE,
+    });
+    await save();
+    await storageProvisionerReady(root, node.pids.storage);
     log(
       `ready in ${((Date.now() - started) / 1000).toFixed(1)} s (kubelet on ${REAL_NODE_IP}:${options.ports.kubelet}, ` +
         `ingress ${node.ingressUrl})`,
@@ -522,6 +545,7 @@ export async function stopRealNode(root: string): Promise<void> {
   if (!node) return;
   // kubelet first (it would restart what is stopped), then every pod process, the shims, containerd.
   // Nothing of theirs needs a graceful end: everything they leave is removed below.
+  await stopStorageProvisioner(node.pids.storage);
   await stopNetworkPolicyController(node.pids.networkPolicy);
   if (node.pids.traefik) {
     kill([-node.pids.traefik, node.pids.traefik], 'SIGKILL');

@@ -2,7 +2,7 @@
 # Builds container images with buildah, without Docker and without a registry, into a private buildah
 # store in the cache (outside the repository), and exports them as OCI archives for a node's containerd.
 #
-#   build.sh [auth-proxy|service|operator|landing-page|session-base|session-<name>|pause|stand-ins]...
+#   build.sh [auth-proxy|service|operator|landing-page|session-base|session-<name>|pause|local-path-helper|stand-ins]...
 #   Prints the OCI archive of each image built, one a line (stand-ins: none).
 #
 # The project's own Dockerfiles are built unchanged (`buildah bud --layers --pull=never`): the auth
@@ -17,6 +17,9 @@
 #                            module proxy, golang.org/toolchain), plus the machine's extra CA certificates
 #                            (a TLS-intercepting proxy): a build stage only, never a published image;
 #   registry.k8s.io/pause:<v> a static Go program that waits for SIGTERM, in an image from scratch.
+# And the real node's volume helper, ide-cloud/local-path-helper (the helper pods of its volume
+# provisioner, scripts/cluster/storage.ts): /bin/sh, mkdir, chmod and rm with their libraries, copied
+# from the Debian stand-in into an image from scratch.
 # Each image carries the hash of its inputs as a label; an image whose inputs are unchanged is not rebuilt.
 #
 # A TLS-intercepting proxy between the build and the npm registry: the RUN steps of the project's
@@ -284,6 +287,51 @@ pause() {
   export_image "$pause_image" "$inputs"
 }
 
+# The real node's volume helper: the programs local-path-provisioner's setup and teardown scripts run
+# (scripts/cluster/storage.ts), each with the libraries ldd lists for it in the Debian stand-in, copied
+# to the same paths in an image from scratch (merged /usr, as the base): a few MB instead of 200.
+local_path_helper_image=docker.io/ide-cloud/local-path-helper:$images_tag
+local_path_helper() {
+  debian_standin
+  local programs=(/bin/sh /bin/mkdir /bin/chmod /bin/rm) inputs
+  inputs=$({
+    bah inspect --type image --format '{{.FromImageID}}' "$debian_image"
+    echo "${programs[*]} v1"
+  } | hash_of)
+  if [ "$(built_hash "$local_path_helper_image")" != "$inputs" ]; then
+    local start=$SECONDS base mnt ctr out f real files
+    base=$(bah from --pull=never "$debian_image")
+    mnt=$(bah mount "$base")
+    mapfile -t files < <(for f in "${programs[@]}"; do
+      echo "$f"
+      chroot "$mnt" ldd "$f" | grep -o '/[^ ]*'
+    done | sort -u)
+    ctr=$(bah from scratch)
+    out=$(bah mount "$ctr")
+    mkdir -p "$out/usr/bin" "$out/usr/lib" "$out/usr/lib64" "$out/usr/sbin" "$out/tmp"
+    chmod 1777 "$out/tmp"
+    for f in bin lib lib64 sbin; do ln -s "usr/$f" "$out/$f"; done
+    for f in "${files[@]}"; do
+      # Resolved in the base (its links are absolute): the file itself, at the path asked for.
+      real=$(chroot "$mnt" readlink -f "$f")
+      mkdir -p "$out$(dirname "$f")"
+      cp "$mnt$real" "$out$f"
+    done
+    bah umount "$base" >/dev/null
+    bah rm "$base" >/dev/null
+    # What the provisioner's scripts do, once, before the image is kept.
+    chroot "$out" /bin/sh -c 'mkdir -p /tmp/v/w && chmod 0777 /tmp/v/w && rm -rf /tmp/v && ! test -e /tmp/v' ||
+      { bah umount "$ctr" >/dev/null; bah rm "$ctr" >/dev/null; echo "$local_path_helper_image: the programs do not run" >&2; exit 1; }
+    bah umount "$ctr" >/dev/null
+    bah config --env PATH=/usr/sbin:/usr/bin:/sbin:/bin --cmd /bin/sh --label "ide-cloud.inputs=$inputs" "$ctr"
+    bah commit --quiet --format oci --rm "$ctr" "$local_path_helper_image" >/dev/null
+    log "$local_path_helper_image: built in $((SECONDS - start)) s"
+  else
+    log "$local_path_helper_image: cached"
+  fi
+  export_image "$local_path_helper_image" "$inputs"
+}
+
 auth_proxy() {
   debian_standin
   golang_standin
@@ -314,6 +362,7 @@ for target in "$@"; do
     session-base) session_base_build; export_image "docker.io/ide-cloud/session-base:$images_tag" "$session_base_inputs" ;;
     session-*) session_image "$target" ;;
     pause) pause ;;
+    local-path-helper) local_path_helper ;;
     stand-ins)
       debian_standin
       golang_standin
@@ -322,6 +371,6 @@ for target in "$@"; do
         node_standin "$node_image"
       done
       ;;
-    *) echo "usage: build.sh [auth-proxy|service|operator|landing-page|session-base|session-<name>|pause|stand-ins]..." >&2; exit 2 ;;
+    *) echo "usage: build.sh [auth-proxy|service|operator|landing-page|session-base|session-<name>|pause|local-path-helper|stand-ins]..." >&2; exit 2 ;;
   esac
 done

@@ -305,7 +305,7 @@ describe('the real node', function () {
     );
   });
 
-  it('down stops kubelet, containerd, Traefik, kube-router and the pods, and leaves nothing behind', async () => {
+  it('down stops kubelet, containerd, Traefik, kube-router, local-path-provisioner and the pods, and leaves nothing behind', async () => {
     const during = machine();
     assert.ok(during.links.includes(REAL_NODE_BRIDGE));
     assert.ok(during.iptables.some((line) => line.includes(':KUBE-FIREWALL')));
@@ -316,7 +316,7 @@ describe('the real node', function () {
     assert.ok(shims.length > 0);
     assert.deepEqual(
       Object.entries(node.pids).map(([name, pid]) => `${name} ${isAlive(pid) ? 'running' : 'gone'}`),
-      ['containerd running', 'kubelet running', 'traefik running', 'networkPolicy running'],
+      ['containerd running', 'kubelet running', 'traefik running', 'networkPolicy running', 'storage running'],
     );
     const pids = [...Object.values(node.pids), ...shims];
     const since = Date.now();
