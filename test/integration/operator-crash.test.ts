@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { API_VERSION, LABELS, SESSION_FINALIZER } from '../../server/src/model/api-group.js';
+import { ANNOTATIONS, API_VERSION, LABELS, SESSION_FINALIZER } from '../../server/src/model/api-group.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import { findCondition } from '../../server/src/model/conditions.js';
 import { SessionCondition, isSessionFailed, type Session } from '../../server/src/model/session.js';
@@ -160,6 +160,8 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     for (const w of await r.workspaces.list()) owners.add(w.metadata.uid!);
 
     const deployments = (await apps.listNamespacedDeployment({ namespace })).items;
+    // A warm instance's claim is owned by its Deployment until a workspace takes it.
+    for (const d of deployments) owners.add(d.metadata!.uid!);
     const pool = deployments.filter((d) => d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance);
     const holders = pool.map((d) => d.metadata?.labels?.[LABELS.session]).filter((h): h is string => !!h);
     assert.equal(new Set(holders).size, holders.length, `an instance reserved twice: ${holders.join(', ')}`);
@@ -349,6 +351,54 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     };
   }
 
+  /**
+   * A launch of a new workspace as the service makes it (the workspace marked as made by the launch):
+   * the warm instance serves it as it is, and its claim becomes the workspace's.
+   */
+  function eagerWorkspaceLaunch(name: string, injected: Bridge): Launch {
+    const workspace = `ws-${name}`;
+    const user = `${name}@example.com`;
+    const warm = eagerLaunch(name, injected);
+    return {
+      session: name,
+      workspace,
+      create: async () => {
+        await r.workspaces.create({
+          metadata: { name: workspace, annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
+          spec: { user, appDefinition: EAGER_APP },
+        });
+        await r.sessions.create({
+          metadata: {
+            name,
+            finalizers: [SESSION_FINALIZER],
+            labels: { [LABELS.user]: userLabelValue(user), [LABELS.appDefinition]: EAGER_APP },
+          },
+          spec: { user, appDefinition: EAGER_APP, workspace, envVars: { K: name } },
+        });
+      },
+      assertLaunched: async () => {
+        await warm.assertLaunched();
+        const s = await r.sessions.get(name);
+        assert.equal(s.status?.startStrategy, 'eager', `${name} served by the warm instance`);
+        const w = await r.workspaces.get(workspace);
+        assert.equal(w.status?.phase, 'Bound', `${workspace} Bound`);
+        const instance = await apps.readNamespacedDeployment({ name: INSTANCE, namespace });
+        const claim = instance.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')!;
+        assert.equal(
+          w.status?.claimName,
+          claim.persistentVolumeClaim?.claimName,
+          "the instance's claim is the workspace's",
+        );
+        const pvc = await core.readNamespacedPersistentVolumeClaim({ name: w.status!.claimName!, namespace });
+        assert.deepEqual(
+          pvc.metadata?.ownerReferences?.map((o) => o.uid),
+          [w.metadata.uid],
+          `${workspace} owns its claim`,
+        );
+      },
+    };
+  }
+
   function lazyLaunch(name: string): Launch {
     const workspace = `ws-${name}`;
     const user = `${name}@example.com`;
@@ -404,6 +454,8 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
   function signature(write: WriteRecord, launch: Launch): string {
     let p = write.path.replace(`/namespaces/${namespace}/`, '/namespaces/<namespace>/');
     if (launch.workspace) p = p.split(launch.workspace).join('<workspace>');
+    // A warm instance's claims are named anew each time it returns to the pool.
+    p = p.replace(/-work-[0-9a-f]{8}/g, '-work-<claim>');
     return `${write.method} ${p.split(launch.session).join('<session>')}`;
   }
 
@@ -523,6 +575,18 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       for (const [i, point] of killPoints(writes, counted).entries()) {
         await crashAt(phase, point, async (attempt) =>
           eagerLaunch(`eager-${phase}-${i + 1}-${attempt}`, await bridgeOnFreeInstance()),
+        );
+      }
+    });
+
+    it(`eager ${phase} of a new workspace (the warm instance's claim taken over): SIGKILLed after each of its writes and restarted, no claim lost, given twice or leaked`, async () => {
+      const counted = eagerWorkspaceLaunch(`eager-ws-${phase}-count`, await bridgeOnFreeInstance());
+      const writes = await countWrites(phase, counted);
+      log(`eager ${phase} of a new workspace writes`, writes);
+      assert.ok(writes.length >= 5, `the ${phase}'s writes were counted: ${writes.length}`);
+      for (const [i, point] of killPoints(writes, counted).entries()) {
+        await crashAt(phase, point, async (attempt) =>
+          eagerWorkspaceLaunch(`eager-ws-${phase}-${i + 1}-${attempt}`, await bridgeOnFreeInstance()),
         );
       }
     });

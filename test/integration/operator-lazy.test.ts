@@ -97,8 +97,10 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     assert.equal(pod.metadata?.labels?.[LABELS.component], 'session');
     assert.equal(pod.metadata?.labels?.[LABELS.managedBy], 'ide-cloud-operator');
     const ide = pod.spec!.containers[0]!;
-    // Values come from the session's own Secret (owned by it), never in plain text in the pod spec.
+    // Values come from the session's own Secret (owned by it), never in plain text in the pod spec; the
+    // work folder is no secret.
     assert.deepEqual(plain(ide.env), [
+      { name: 'WORKSPACE_DIR', value: '/home/ide/workspace' },
       { name: 'GIT_USER', valueFrom: { secretKeyRef: { name: 'session-alice-1-env', key: 'GIT_USER' } } },
     ]);
     assert.deepEqual(plain(ide.envFrom), [{ secretRef: { name: 'alice-token' } }]);

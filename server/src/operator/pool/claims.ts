@@ -79,7 +79,8 @@ export async function createInstanceClaim(
 
 /**
  * Hands a warm instance's claim to the workspace whose first session claimed the instance: the
- * workspace becomes its owner (none with reclaim policy Retain) and its labels say whose it is.
+ * workspace becomes its owner (none with reclaim policy Retain) and its labels say whose it is. A
+ * claim that is missing (its instance's pass ended before making it) is made as the workspace's.
  */
 export async function handOverClaim(deps: ClaimDeps, name: string, workspace: Workspace): Promise<void> {
   const { labels, owners } = workspaceClaimMetadata(deps.config, workspace);
@@ -87,16 +88,26 @@ export async function handOverClaim(deps: ClaimDeps, name: string, workspace: Wo
   const dropped = Object.fromEntries(
     [LABELS.appDefinition, LABELS.component, LABELS.poolInstance, LABELS.instanceId].map((key) => [key, null]),
   );
-  deps.claims.observe(
-    await deps.core.patchNamespacedPersistentVolumeClaim(
-      {
-        name,
+  try {
+    deps.claims.observe(
+      await deps.core.patchNamespacedPersistentVolumeClaim(
+        {
+          name,
+          namespace: deps.namespace,
+          body: { metadata: { labels: { ...dropped, ...labels }, ownerReferences: owners.length > 0 ? owners : null } },
+        },
+        mergePatch,
+      ),
+    );
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+    deps.claims.observe(
+      await deps.core.createNamespacedPersistentVolumeClaim({
         namespace: deps.namespace,
-        body: { metadata: { labels: { ...dropped, ...labels }, ownerReferences: owners.length > 0 ? owners : null } },
-      },
-      mergePatch,
-    ),
-  );
+        body: workClaim({ name, namespace: deps.namespace, labels, owners, config: deps.config }),
+      }),
+    );
+  }
 }
 
 /** Deletes a claim no one holds any more (a warm instance's that no workspace took). */

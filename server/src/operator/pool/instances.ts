@@ -236,11 +236,12 @@ export class PoolInstances {
   }
 
   /**
-   * Makes the claim a free instance's pod waits for when it is missing: the pass that made the
-   * Deployment ended before its claim (a crash, a failed call).
+   * Makes the claim an instance's pod waits for when it is missing: the pass that made or returned
+   * the Deployment ended before the claim (a crash, a failed call). A claim its new workspace awaits
+   * is that workspace's to make (claims.ts, handOverClaim).
    */
   async ensureClaim(appDefinition: AppDefinition, instance: PoolInstance): Promise<void> {
-    if (instance.reservedBy || !instance.claimName || this.deps.claims.get(instance.claimName)) return;
+    if (!instance.claimName || instance.workspace || this.deps.claims.get(instance.claimName)) return;
     await createInstanceClaim(this.deps, appDefinition, instance.id, instance.claimName, instance.deployment);
   }
 

@@ -104,7 +104,7 @@ export class AppDefinitionReconciler {
       for (const id of ready(plan.returnToPool))
         await deps.instances.returnToPool(appDefinition, byId.get(id)!, new Date());
       for (const id of plan.create) await deps.instances.create(appDefinition, id);
-      for (const i of instances) if (!i.ready) await deps.instances.ensureClaim(appDefinition, i);
+      for (const i of deps.instances.list(name)) await deps.instances.ensureClaim(appDefinition, i);
       await deps.instances.removeStaleClaims(deps.instances.list(name));
       const acted = plan.delete.length + plan.recreate.length + plan.returnToPool.length + plan.create.length > 0;
       status.pool = poolStatus(
