@@ -7,9 +7,13 @@
 // cloned from a real git server (smart HTTP, basic auth); `git log` in the pod shows the clone and the
 // student's git identity, and `.git/config` holds no credential.
 //
-// Three runs: warm (a prewarmed instance claimed, the values injected into its data bridge), lazy (the
-// values in the pod's environment from the session's Secret), and warm with a late browser: the student
-// opens the session URL LATE_BROWSER_DELAY_MS after the values were injected, not at once.
+// Three runs: warm (a prewarmed instance claimed as it is, its pod untouched, the values injected into
+// its data bridge, its claim now the new workspace's), lazy (the values in the pod's environment from the
+// session's Secret), and warm with a late browser: the student opens the session URL
+// LATE_BROWSER_DELAY_MS after the values were injected, not at once. Then the student's work survives:
+// a commit and a new file in the warm session, the session stopped, the same deep link again (a pod of
+// its own on the workspace's claim), the pod deleted; the workspace deleted takes its files along.
+// Claims bind through the real node's dynamic provisioner (local-path), none is made by hand.
 //
 // Topology: the service, the operator, the landing page, the identity provider, the git server and the
 // stand-in learning platform run on the host, as in the other end-to-end suites; only the session pods
@@ -31,7 +35,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -57,7 +62,7 @@ import {
   type RunningLandingPage,
 } from '../../server/src/landing/index.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
-import { poolInstanceName } from '../../server/src/operator/manifests.js';
+import { instanceClaimName, poolInstanceName } from '../../server/src/operator/manifests.js';
 import { ARTIFACTS, launchBrowser, screenshot } from '../support/browser.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { eventually } from '../support/kube.js';
@@ -65,7 +70,7 @@ import { logSink } from '../support/landing.js';
 import { startLearningPlatform, type LearningPlatform } from '../support/learning-platform.js';
 import { AUDIENCE } from '../support/oidc.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
-import { createAppDefinition, ideCloudResources, provideVolume, testOperator } from '../support/operator.js';
+import { createAppDefinition, ideCloudResources, testOperator } from '../support/operator.js';
 import { execInPod, seconds, shipImage, startRealNodeCluster } from '../support/real-node.js';
 import { SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
 
@@ -91,6 +96,8 @@ const GIT_PASSWORD = `git-pw-${randomUUID()}`;
 const PLATFORM_TOKEN = `lms-${randomUUID()}`;
 const REPOSITORY = 'course/exercise-1.git';
 const FILES = { 'README.md': '# Exercise 1\n', 'src/index.js': 'console.log("hello");\n' };
+/** The repository's top level, as the explorer shows it. */
+const TOP_LEVEL = { 'README.md': true, src: true };
 
 const run = promisify(execFile);
 const CHART = path.resolve(import.meta.dirname, '..', '..', 'charts', 'ide-cloud');
@@ -184,7 +191,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         sessionTolerations: REAL_NODE_PLACEMENT.tolerations,
         // The session image is imported, not pulled (its tag `latest` would mean Always).
         sessionImagePullPolicy: 'IfNotPresent',
-        // A claimed instance restarts with the workspace's claim: room for code-server to come up.
+        // Room for a restarted pod's code-server to come up.
         bridgeHealthAttempts: 240,
         bridgeHealthIntervalMs: 500,
         bridgeRequestTimeoutMs: 5000,
@@ -398,8 +405,12 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
    * Opens (or follows) the session URL until the workbench's explorer shows the repository's top
    * level: signs in on the session host when its proxy asks, retries while code-server is not up yet.
    */
-  async function openWorkbench(page: Page, sessionUrl: string, email: string): Promise<void> {
-    const wanted = ['README.md', 'src'];
+  async function openWorkbench(
+    page: Page,
+    sessionUrl: string,
+    email: string,
+    wanted: readonly string[] = Object.keys(TOP_LEVEL),
+  ): Promise<void> {
     let last = '';
     await eventually(
       async () => {
@@ -441,7 +452,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
   async function sessionPod(session: Session): Promise<k8s.V1Pod> {
     const eager = session.status?.startStrategy === 'eager';
     const selector = eager
-      ? `${LABELS.poolInstance}=${poolInstanceName(session.spec.appDefinition, Number(session.status!.instanceId))},${LABELS.session}=${session.metadata.name}`
+      ? `${LABELS.poolInstance}=${poolInstanceName(session.spec.appDefinition, Number(session.status!.instanceId))}`
       : Object.entries(
           (
             await kc
@@ -505,20 +516,38 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
   }
 
   interface Run {
-    kind: 'warm' | 'lazy' | 'late';
+    kind: 'warm' | 'lazy' | 'late' | 'again';
     app: string;
     /** Open the session URL this long after the injection (and the clone's wait), not at once. */
     lateBrowser?: boolean;
+    /** The student and git identity of an earlier run: its deep link again, onto the workspace it made. */
+    student?: Student;
+    /** What the explorer must show besides the repository's top level. */
+    alsoShown?: string[];
   }
 
-  /** Launches from the deep link and opens the IDE; the session's name. */
-  async function launchAndOpen({ kind, app, lateBrowser }: Run): Promise<string> {
-    const email = `${kind}-student@example.org`;
-    const gitUser = `Student ${kind} ${randomUUID().slice(0, 6)}`;
-    const gitMail = `${kind}-${randomUUID().slice(0, 6)}@students.example.org`;
+  interface Student {
+    email: string;
+    gitUser: string;
+    gitMail: string;
+  }
+
+  /** Launches from the deep link and opens the IDE; the session's name and the student. */
+  async function launchAndOpen({
+    kind,
+    app,
+    lateBrowser,
+    student: again,
+    alsoShown = [],
+  }: Run): Promise<{ sessionName: string; student: Student }> {
+    const student = again ?? {
+      email: `${kind}-student@example.org`,
+      gitUser: `Student ${kind} ${randomUUID().slice(0, 6)}`,
+      gitMail: `${kind}-${randomUUID().slice(0, 6)}@students.example.org`,
+    };
+    const { email, gitUser, gitMail } = student;
     const gitUri = git.urlWithCredentials(REPOSITORY, 'student', GIT_PASSWORD);
-    const { workspaceName, sessionName } = launchTarget(app, email, gitUri);
-    await provideVolume(kc, NAMESPACE, workspaceName, path.join(state!.dir, '..', 'volumes', workspaceName));
+    const { sessionName } = launchTarget(app, email, gitUri);
     const requestsBefore = git.requests.length;
 
     const held: string[] = [];
@@ -562,7 +591,8 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         new RegExp(`^http://${SESSION_HOST.replace(/\./g, '\\.')}/${sessionName}/[0-9a-f]{32}/$`),
       );
       const strategy = session.status?.startStrategy;
-      if (app === WARM_APP) assert.equal(strategy, 'eager', 'a prewarmed instance served the launch');
+      if (again) assert.equal(strategy, 'lazy', 'a workspace that holds work gets a pod of its own');
+      else if (app === WARM_APP) assert.equal(strategy, 'eager', 'a prewarmed instance served the launch');
       else assert.equal(strategy, 'lazy-fallback', 'the session got its own Deployment');
 
       let openAt = Date.now();
@@ -599,7 +629,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
           await screenshot(context.pages().at(-1)!, `real-node-ide-${kind}`);
         });
       } else {
-        await openWorkbench(page, sessionUrl, email);
+        await openWorkbench(page, sessionUrl, email, [...Object.keys(TOP_LEVEL), ...alsoShown]);
         await screenshot(page, `real-node-ide-${kind}`);
       }
       timings.push(
@@ -636,10 +666,12 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       for (const secret of secrets) assert.ok(!config.includes(secret), '.git/config holds a credential');
       assert.ok(!config.includes('student:'), '.git/config holds a user:password URL');
       const clones = git.requests.slice(requestsBefore).filter((q) => q.path.endsWith('/git-upload-pack'));
-      assert.ok(
-        clones.some((q) => q.user === 'student' && q.status === 200),
-        'cloned with the student’s credential',
-      );
+      if (again) assert.deepEqual(clones, [], 'nothing was cloned over the work');
+      else
+        assert.ok(
+          clones.some((q) => q.user === 'student' && q.status === 200),
+          'cloned with the student’s credential',
+        );
 
       // Only the student's own requests went anywhere; nothing left the machine.
       assert.deepEqual(
@@ -663,7 +695,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
             'open: the warm instance clones only once a browser starts the extension host (the agent runs there)',
         );
       }
-      return sessionName;
+      return { sessionName, student };
     } finally {
       await context.close();
     }
@@ -707,17 +739,119 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     await writeFile(path.join(dir, `${title.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.log`), text);
   }
 
-  it('warm: a prewarmed instance is claimed, the values injected into its bridge, the IDE shows the clone', async () => {
+  /** The pods of the free warm instances, by uid. */
+  async function freeInstancePods(): Promise<Set<string>> {
+    const pods = await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: LABELS.poolInstance });
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+    const free = new Set(
+      (
+        await apps.listNamespacedDeployment({
+          namespace: NAMESPACE,
+          labelSelector: `${LABELS.poolInstance},!${LABELS.session}`,
+        })
+      ).items.map((d) => d.metadata!.name!),
+    );
+    return new Set(
+      pods.items
+        .filter((p) => !p.metadata?.deletionTimestamp && free.has(p.metadata!.labels![LABELS.poolInstance]!))
+        .map((p) => p.metadata!.uid!),
+    );
+  }
+
+  /** Where on the node a claim's files are: its PersistentVolume's host path (the provisioner's). */
+  async function claimDirectory(claimName: string): Promise<string> {
+    const claim = await eventually(async () => {
+      const c = await core.readNamespacedPersistentVolumeClaim({ name: claimName, namespace: NAMESPACE });
+      assert.equal(c.status?.phase, 'Bound', `${claimName} is bound`);
+      return c;
+    }, 60_000);
+    const volume = await core.readPersistentVolume({ name: claim.spec!.volumeName! });
+    const dir = volume.spec?.hostPath?.path ?? volume.spec?.local?.path;
+    assert.ok(dir, `the volume of ${claimName} is on the node: ${JSON.stringify(volume.spec)}`);
+    return dir;
+  }
+
+  let warm: { sessionName: string; student: Student } | undefined;
+
+  it('warm: a prewarmed instance is claimed as it is, the values injected into its bridge, the IDE shows the clone on the claim the workspace names', async () => {
     await warmInstanceReady();
-    await refusedWithoutSignIn(await launchAndOpen({ kind: 'warm', app: WARM_APP }));
+    const prewarmed = await freeInstancePods();
+    warm = await launchAndOpen({ kind: 'warm', app: WARM_APP });
+    await refusedWithoutSignIn(warm.sessionName);
+    const session = await r.sessions.get(warm.sessionName);
+    const pod = await sessionPod(session);
+    assert.ok(prewarmed.has(pod.metadata!.uid!), 'the prewarmed pod served the student (its uid unchanged)');
+    // The student's files are on the claim the workspace names: the instance's, taken over.
+    const workspace = await eventually(async () => {
+      const w = await r.workspaces.get(session.spec.workspace!);
+      assert.equal(w.status?.phase, 'Bound');
+      return w;
+    });
+    const instance = await kc
+      .makeApiClient(k8s.AppsV1Api)
+      .readNamespacedDeployment({
+        name: poolInstanceName(WARM_APP, Number(session.status!.instanceId)),
+        namespace: NAMESPACE,
+      });
+    assert.equal(workspace.status?.claimName, instanceClaimName(instance), "the instance's claim is the workspace's");
+    const dir = await claimDirectory(workspace.status!.claimName!);
+    assert.equal(await readFile(path.join(dir, 'README.md'), 'utf8'), FILES['README.md']);
+    assert.ok(existsSync(path.join(dir, '.git')), 'the clone is on the claim');
   });
 
   it('lazy: the session gets its own pod with the values from its Secret, the IDE shows the clone', async () => {
-    await refusedWithoutSignIn(await launchAndOpen({ kind: 'lazy', app: LAZY_APP }));
+    await refusedWithoutSignIn((await launchAndOpen({ kind: 'lazy', app: LAZY_APP })).sessionName);
   });
 
   it(`warm with a late browser: opened ${LATE_BROWSER_DELAY_MS / 1000} s after the injection, cloned before it`, async () => {
     await warmInstanceReady();
-    await refusedWithoutSignIn(await launchAndOpen({ kind: 'late', app: WARM_APP, lateBrowser: true }));
+    await refusedWithoutSignIn((await launchAndOpen({ kind: 'late', app: WARM_APP, lateBrowser: true })).sessionName);
+  });
+
+  it("the student's work survives a stop and the same deep link again, then a pod's deletion; the workspace takes it along when deleted", async () => {
+    assert.ok(warm, 'the warm run launched');
+    const first = await r.sessions.get(warm.sessionName);
+    const workspaceName = first.spec.workspace!;
+    const pod = await sessionPod(first);
+    await inPod(
+      pod,
+      `cd ${WORKSPACE_DIR} && printf 'my notes\n' > NOTES.md && git add NOTES.md && git commit --quiet -m 'student work'`,
+    );
+    const head = (await inPod(pod, `git -C ${WORKSPACE_DIR} rev-parse HEAD`)).trim();
+
+    // Stopped: the session goes, its instance returns to the pool on a fresh claim, the workspace keeps its own.
+    await r.sessions.delete(warm.sessionName);
+    await eventually(async () => assert.equal(await r.sessions.find(warm!.sessionName), undefined), 120_000);
+    const claimName = (await r.workspaces.get(workspaceName)).status!.claimName!;
+
+    const since = Date.now();
+    const again = await launchAndOpen({ kind: 'again', app: WARM_APP, student: warm.student, alsoShown: ['NOTES.md'] });
+    timings.push(`again: deep link to the explorer showing the work ${seconds(since)}`);
+    assert.equal(again.sessionName, warm.sessionName, 'the same deep link, the same session name');
+    const relaunched = await r.sessions.get(again.sessionName);
+    const own = await sessionPod(relaunched);
+    assert.equal(
+      own.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
+      claimName,
+      "its own pod mounts the workspace's claim",
+    );
+    const log = await inPod(own, `git -C ${WORKSPACE_DIR} log --format=%H`);
+    assert.ok(log.split('\n').includes(head), 'git log has the commit made before the stop');
+    assert.equal((await inPod(own, `cat ${WORKSPACE_DIR}/NOTES.md`)).trim(), 'my notes');
+
+    // The pod deleted while the session runs: the next one shows the work too.
+    await core.deleteNamespacedPod({ name: own.metadata!.name!, namespace: NAMESPACE, gracePeriodSeconds: 1 });
+    const next = await eventually(async () => {
+      const p = await sessionPod(relaunched);
+      assert.notEqual(p.metadata?.uid, own.metadata?.uid, 'a new pod');
+      return p;
+    }, 180_000);
+    assert.equal((await inPod(next, `cat ${WORKSPACE_DIR}/NOTES.md`)).trim(), 'my notes');
+    assert.ok((await inPod(next, `git -C ${WORKSPACE_DIR} log --format=%H`)).split('\n').includes(head));
+
+    // The workspace deleted (reclaim policy Delete): its sessions, claim, volume and files go.
+    const dir = await claimDirectory(claimName);
+    await r.workspaces.delete(workspaceName);
+    await eventually(async () => assert.ok(!existsSync(dir), `${dir} is removed`), 180_000, 500);
   });
 });
