@@ -787,12 +787,10 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       assert.equal(w.status?.phase, 'Bound');
       return w;
     });
-    const instance = await kc
-      .makeApiClient(k8s.AppsV1Api)
-      .readNamespacedDeployment({
-        name: poolInstanceName(WARM_APP, Number(session.status!.instanceId)),
-        namespace: NAMESPACE,
-      });
+    const instance = await kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({
+      name: poolInstanceName(WARM_APP, Number(session.status!.instanceId)),
+      namespace: NAMESPACE,
+    });
     assert.equal(workspace.status?.claimName, instanceClaimName(instance), "the instance's claim is the workspace's");
     const dir = await claimDirectory(workspace.status!.claimName!);
     assert.equal(await readFile(path.join(dir, 'README.md'), 'utf8'), FILES['README.md']);

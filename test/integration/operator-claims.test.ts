@@ -138,4 +138,37 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
       assert.deepEqual(left, new Set((await instances()).map((d) => instanceClaimName(d)!)));
     }, 120_000);
   });
+
+  it('gives a new workspace one warm claim when two sessions start on it at once: the later one waits, then mounts it', async () => {
+    await eventually(
+      async () =>
+        assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: POOL, ready: POOL, reserved: 0 }),
+      60_000,
+    );
+    await r.workspaces.create({
+      metadata: { name: 'ws-shared', annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
+      spec: { user: 'tess@example.com', appDefinition: APP },
+    });
+    await Promise.all(
+      ['first', 'second'].map((n) =>
+        createSession(r, `shared-${n}`, { user: `${n}@example.com`, appDefinition: APP, workspace: 'ws-shared' }),
+      ),
+    );
+    const [first, second] = await Promise.all(
+      ['first', 'second'].map((n) => waitForSession(r, `shared-${n}`, running, 120_000)),
+    );
+    const strategies = [first!, second!].map((s) => s.status?.startStrategy).sort();
+    assert.deepEqual(strategies, ['eager', 'lazy'], 'one warm instance, one pod of its own');
+    const labelled = (await instances()).filter((d) => d.metadata?.labels?.[LABELS.workspace] === 'ws-shared');
+    assert.equal(labelled.length, 1, 'one warm instance reserved for the workspace');
+    const claim = (await r.workspaces.get('ws-shared')).status?.claimName;
+    assert.equal(claim, instanceClaimName(labelled[0]!));
+    const lazy = [first!, second!].find((s) => s.status?.startStrategy === 'lazy')!;
+    const own = await apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace });
+    assert.equal(
+      own.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
+      claim,
+      "the later session mounts the workspace's claim",
+    );
+  });
 });

@@ -68,8 +68,8 @@ describe('session pod placement', () => {
   });
 
   it('leaves placement and pull policy to Kubernetes when unset', () => {
-    const pod = poolInstanceDeployment(appDefinition, 1, 'ns', parseOperatorConfig({ namespace: 'ns' }), 'claim').spec!.template
-      .spec!;
+    const pod = poolInstanceDeployment(appDefinition, 1, 'ns', parseOperatorConfig({ namespace: 'ns' }), 'claim').spec!
+      .template.spec!;
     assert.equal('nodeSelector' in pod, false);
     assert.equal('tolerations' in pod, false);
     assert.equal('imagePullPolicy' in pod.containers[0]!, false);

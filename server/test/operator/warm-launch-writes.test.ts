@@ -73,6 +73,7 @@ function deps(overrides: Partial<SessionStepDeps> = {}, sessions: Session[] = []
     pool: { findReservation: () => undefined, reserve: async () => undefined },
     envSource: async () => undefined,
     limitsPassed: new Set<string>(),
+    newWorkspaceClaimants: new Map<string, string>(),
     // Seconds after the sessions' creation: within their start deadline.
     now: () => 1_700_000_010_000,
     ...overrides,

@@ -67,7 +67,8 @@ export async function createInstanceClaim(
           name,
           namespace: deps.namespace,
           labels: poolInstanceLabels(appDefinition, id),
-          owners: [ownerReference(owner)],
+          // Not a controller reference: blocking the Deployment's deletion would need its finalizers' RBAC.
+          owners: [ownerReference(owner, false)],
           config: deps.config,
         }),
       }),

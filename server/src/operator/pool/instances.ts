@@ -1,10 +1,9 @@
 import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
-import type { AppDefinition } from '../../model/app-definition.js';
+import { workFolder, type AppDefinition } from '../../model/app-definition.js';
 import { dnsLabel } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
-import { workFolder } from '../../model/app-definition.js';
 import type { Informer } from '../../kube/informer.js';
 import type { OperatorConfig } from '../config.js';
 import { deploymentReady } from '../runtime/objects.js';

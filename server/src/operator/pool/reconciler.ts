@@ -38,8 +38,6 @@ export interface AppDefinitionReconcilerDeps {
   instances: Pick<PoolInstances, 'list' | 'delete' | 'returnToPool' | 'create' | 'ensureClaim' | 'removeStaleClaims'>;
   /** The workspaces (cache): an ended session's new workspace takes its instance's claim first. */
   workspaces: Pick<Informer<Workspace>, 'get'>;
-  /** Asks for a workspace's pass (it takes the claim of the instance its session held). */
-  wakeWorkspace: (name: string) => void;
   /** The shared Ingresses (cache) and their writer: a released instance's last route is removed first. */
   ingresses: Pick<Informer<k8s.V1Ingress>, 'list'>;
   routes: RouteTable;
@@ -141,14 +139,13 @@ export class AppDefinitionReconciler {
 
   /**
    * False while the instance's claim still waits for the new workspace its session served to take
-   * it (that workspace is asked for its pass): until then the instance is neither deleted, recreated
-   * nor returned. A workspace gone or being deleted takes nothing: the claim goes with the instance.
+   * it (the instance's reservation woke that workspace): until then the instance is neither deleted,
+   * recreated nor returned. A workspace gone or being deleted takes nothing: the claim goes with the
+   * instance.
    */
   private claimSettled(instance: PoolInstance): boolean {
     if (!instance.workspace || !instance.claimName) return true;
     const workspace = this.deps.workspaces.get(instance.workspace);
-    if (!workspace || workspace.metadata.deletionTimestamp || !takesWarmClaim(workspace)) return true;
-    this.deps.wakeWorkspace(instance.workspace);
-    return false;
+    return !workspace || !!workspace.metadata.deletionTimestamp || !takesWarmClaim(workspace);
   }
 }

@@ -17,8 +17,10 @@ export const Delay = {
   instanceContention: 100,
   /** A workspace's sessions are being deleted: its finalizer waits for them. */
   dependentsDeleting: 300,
-  /** An ended session's instance waits for its new workspace to take the instance's claim. */
-  claimHandover: 200,
+  /** An ended session's instance waits for its new workspace to take the instance's claim (usually done). */
+  claimHandover: 1000,
+  /** A launch's new workspace waits this long for the launch's session before it makes a claim of its own. */
+  launchSessionGrace: 30_000,
   /** The pool changed in this pass (or an instance is recreated): look again once it settled. */
   poolChanging: 500,
   /** A session that has served waits for its restarting pod (its Deployment's changes wake it sooner). */

@@ -78,7 +78,7 @@ export interface SessionStepDeps {
   sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch'>;
   /** Applies config stores and a lazy session's objects. */
   objects: k8s.KubernetesObjectApi;
-  pool: Pick<PoolInstances, 'findReservation' | 'reserve'>;
+  pool: Pick<PoolInstances, 'findReservation' | 'reserve' | 'list'>;
   routes: RouteTable;
   injector: Pick<DataInjector, 'ensure' | 'state' | 'attempted'>;
   /** Tells the pool its counts changed (a reservation); the app definition's pass follows shortly. */
@@ -90,6 +90,11 @@ export interface SessionStepDeps {
    * their status or metadata write): counted by every later check, so two passes at once cannot both pass.
    */
   limitsPassed: Set<string>;
+  /**
+   * The session (uid) this process let claim a warm instance for each new workspace, until the
+   * instance's reservation is in the cache: two passes at once never reserve two for one workspace.
+   */
+  newWorkspaceClaimants: Map<string, string>;
   /** The lazy-start gate (session/admission.ts); absent: lazy starts go at once. */
   admission?: LazyStartGate;
   /** The clock of the start deadline and the pull bound (ms since the epoch). */
@@ -132,8 +137,14 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
       throw new FailObject(ErrorCode.unknownWorkspace, `unknown workspace ${session.spec.workspace}`);
     }
     claimName = workspaceClaimName(workspace);
-    if (takesWarmClaim(workspace) && !otherSessionOf(deps, session, workspace.metadata.name))
+    if (takesWarmClaim(workspace)) {
+      // One warm claim per new workspace: a later session waits until the workspace has its claim
+      // (another session's instance's, taken over, or its own), then mounts it on a pod of its own.
+      const other = claimingSessionOf(deps, session, appDefinition, workspace.metadata.name);
+      if (other) throw new RetryLater(`workspace ${workspace.metadata.name} is getting its claim (${other})`);
+      deps.newWorkspaceClaimants.set(workspace.metadata.name, session.metadata.uid ?? '');
       newWorkspace = workspace.metadata.name;
+    } else deps.newWorkspaceClaimants.delete(workspace.metadata.name);
   }
   // A decision already made is in the status or, if the pass that made it ended before its status was
   // written, in the annotations or the world (takeUpDecision): it is not checked against the limits again.
@@ -153,17 +164,30 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
   return { appDefinition, claimName, ...(newWorkspace ? { newWorkspace } : {}) };
 }
 
-/** Whether another live session uses the workspace (its claim may hold that session's work by now). */
-function otherSessionOf(deps: SessionStepDeps, session: Session, workspace: string): boolean {
-  return deps.sessions
-    .list()
-    .some(
-      (s) =>
-        s.spec.workspace === workspace &&
-        s.metadata.name !== session.metadata.name &&
-        !s.metadata.deletionTimestamp &&
-        !isSessionFailed(s),
-    );
+/**
+ * What makes a new workspace's claim for it, other than this session: a warm instance another session
+ * reserved for it (its claim awaits the takeover), a live session of it created before this one, or
+ * one this process let claim a warm instance for it a moment ago (its reservation not cached yet).
+ */
+function claimingSessionOf(
+  deps: SessionStepDeps,
+  session: Session,
+  appDefinition: AppDefinition,
+  workspace: string,
+): string | undefined {
+  const instance = deps.pool
+    .list(appDefinition.metadata.name, (l) => l[LABELS.workspace] === workspace)
+    // Not this session's own reservation (by uid: a session of the same name before it is another).
+    .find((i) => i.reservedBy?.uid !== session.metadata.uid);
+  if (instance) return `warm instance ${instance.name}`;
+  const claimant = deps.newWorkspaceClaimants.get(workspace);
+  const live = (s: Session) =>
+    s.spec.workspace === workspace &&
+    s.metadata.uid !== session.metadata.uid &&
+    !s.metadata.deletionTimestamp &&
+    !isSessionFailed(s);
+  return deps.sessions.list().find((s) => live(s) && (byCreation(s, session) < 0 || s.metadata.uid === claimant))
+    ?.metadata.name;
 }
 
 /**
@@ -254,9 +278,9 @@ export async function chooseStrategy(
   pass: Pass,
 ): Promise<k8s.V1Deployment | undefined> {
   let instance: PoolInstance | undefined;
+  const holdsWork = deps.config.eagerStart && !!claimName && !newWorkspace;
   if (!pass.status.startStrategy) {
-    if (!deps.config.eagerStart) pass.status.startStrategy = 'lazy';
-    else if (claimName && !newWorkspace) pass.status.startStrategy = 'lazy';
+    if (!deps.config.eagerStart || holdsWork) pass.status.startStrategy = 'lazy';
     else {
       const minInstances = effectiveMinInstances(deps.config, appDefinition);
       instance =
@@ -270,7 +294,7 @@ export async function chooseStrategy(
     }
     pass.status.phase = 'Starting';
   }
-  tellStrategy(pass, deps.config.eagerStart && !!claimName && !newWorkspace);
+  tellStrategy(pass, holdsWork);
   return instance?.deployment;
 }
 
@@ -647,7 +671,7 @@ function recordInjection(deps: SessionStepDeps, session: Session, pass: Pass): v
 export function readiness(
   deps: SessionStepDeps,
   session: Session,
-  { appDefinition, claimName }: Guarded,
+  { appDefinition }: Guarded,
   workload: Workload,
   pass: Pass,
 ): void {
@@ -679,7 +703,7 @@ export function readiness(
     starting ? undefined : { type: 'Warning', reason: 'NotReady', message: 'the IDE pod is not ready: waiting for it' },
   );
   const now = (deps.now ?? Date.now)();
-  const verdict = starting ? podVerdict(sessionPods(deps, session, workload, claimName), now) : {};
+  const verdict = starting ? podVerdict(sessionPods(deps, session, workload), now) : {};
   if (verdict.failure) throw new FailObject(verdict.failure.code, verdict.failure.message, verdict.failure.reason);
   const deadline = starting
     ? startDeadlineOf({ ...session, status: pass.status }, startDeadlineSeconds(appDefinition.spec))
@@ -691,18 +715,13 @@ export function readiness(
 
 /**
  * The IDE pods of a session, from the cache: a lazy session's own (its `session` label; its
- * sidecars' pods carry none), or its warm instance's (with a workspace, only the pod that mounts it).
+ * sidecars' pods carry none), or its warm instance's.
  */
-function sessionPods(
-  deps: SessionStepDeps,
-  session: Session,
-  workload: Workload,
-  claimName: string | undefined,
-): k8s.V1Pod[] {
+function sessionPods(deps: SessionStepDeps, session: Session, workload: Workload): k8s.V1Pod[] {
   const name = session.metadata.name;
   return deps.pods.list().filter((pod) => {
     const labels = pod.metadata?.labels ?? {};
     if (!workload.eager) return labels[LABELS.session] === name && labels[LABELS.component] === COMPONENT.session;
-    return labels[LABELS.poolInstance] === workload.backend && (!claimName || labels[LABELS.session] === name);
+    return labels[LABELS.poolInstance] === workload.backend;
   });
 }

@@ -15,7 +15,7 @@ import {
   type WorkspaceStatus,
 } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
-import { COMPONENT, workClaim } from '../manifests.js';
+import { COMPONENT, instanceClaimName, workClaim } from '../manifests.js';
 import { handOverClaim, workspaceClaimMetadata, type ClaimDeps } from '../pool/claims.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
@@ -25,9 +25,6 @@ import { Delay, RetryLater, continueOnWarning, settle, WarnAndContinue, type Rec
 
 /** Finalizer of a Workspace: its sessions end before its claim goes. */
 export const WORKSPACE_FINALIZER = 'ide-cloud.io/workspace-sessions';
-
-/** How long a workspace a launch made waits for that launch's session before it makes a claim of its own. */
-const LAUNCH_SESSION_GRACE_MS = 30_000;
 
 export interface WorkspaceReconcilerDeps {
   config: Pick<OperatorConfig, 'workspaceReclaimPolicy' | 'workspaceStorageSize' | 'workspaceStorageClass'>;
@@ -98,7 +95,7 @@ export class WorkspaceReconciler {
           observedGeneration: workspace.metadata.generation,
         });
         // Its session's decision wakes it (operator.ts); the grace period ends in any case.
-        return { requeueAfterMs: LAUNCH_SESSION_GRACE_MS };
+        return { requeueAfterMs: Delay.launchSessionGrace };
       }
       if (source.kind === 'kept') return;
       if (source.kind === 'takenOver') await handOverClaim(this.claimDeps(), source.name, workspace);
@@ -144,8 +141,7 @@ export class WorkspaceReconciler {
     if (current && current !== own) return { kind: 'kept', name: current };
     if (current || !takesWarmClaim(workspace)) return { kind: 'own', name: own };
     const instance = this.claimedInstance(name);
-    const claim = instance?.spec?.template?.spec?.volumes?.find((v) => v.name === 'workspace')?.persistentVolumeClaim
-      ?.claimName;
+    const claim = instance && instanceClaimName(instance);
     if (instance && claim) return { kind: 'takenOver', name: claim, instance: instance.metadata?.name ?? '' };
     const sessions = this.deps.sessions
       .list()
@@ -156,7 +152,7 @@ export class WorkspaceReconciler {
     if (undecided.length > 0)
       return { kind: 'awaitingLaunch', message: `session ${undecided[0]!.metadata.name} is starting` };
     const age = Date.now() - new Date(workspace.metadata.creationTimestamp ?? 0).getTime();
-    if (sessions.length === 0 && age < LAUNCH_SESSION_GRACE_MS)
+    if (sessions.length === 0 && age < Delay.launchSessionGrace)
       return { kind: 'awaitingLaunch', message: 'waiting for the session of its launch' };
     return { kind: 'own', name: own };
   }
