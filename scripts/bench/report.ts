@@ -168,10 +168,10 @@ function latencies(r: Results): string {
         'latency',
       ),
       row(
-        'pod Ready → EnvInjected, workspace launch',
-        'injectionWorkspace.podReadyToInjected*',
+        'reservation → EnvInjected, new workspace on a warm pod',
+        'injectionWorkspace.reservedToInjected*',
         r.injectionWorkspace,
-        'podReadyToInjected',
+        'reservedToInjected',
       ),
       row(
         'reservation → EnvInjected, pod already running',

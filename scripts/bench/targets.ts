@@ -197,9 +197,9 @@ export function targets(r: Results): Target[] {
           : undefined,
     },
     check(
-      'injection after pod Ready (p99)',
-      'injectionWorkspace.podReadyToInjectedP99Ms',
-      num(r.injectionWorkspace, 'podReadyToInjectedP99Ms'),
+      "injection into a new workspace's warm pod (p99)",
+      'injectionWorkspace.reservedToInjectedP99Ms',
+      num(r.injectionWorkspace, 'reservedToInjectedP99Ms'),
       1500,
       ' ms',
     ),

@@ -54,7 +54,7 @@ export const eagerLaunch: Scenario = {
 const ms = (l: LaunchRecord) => l.answeredAt - l.sentAt;
 
 /** Eager sessions whose pod was already running: reservation seen → EnvInjected=True seen. */
-function injectionFromReservation(bench: Bench, userPrefix: string): Record<string, number> {
+export function injectionFromReservation(bench: Bench, userPrefix: string): Record<string, number> {
   const delays: number[] = [];
   for (const s of bench.sessionSource.list()) {
     if (!s.spec.user.startsWith(userPrefix)) continue;
