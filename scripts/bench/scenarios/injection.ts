@@ -33,13 +33,15 @@ export const injection: Scenario = {
     // A pod made for a session carries its label; the prewarmed pod that served it does not.
     const restarted = [...bench.pods.values()].filter((p) => p.session && sessions.includes(p.session)).length;
     const strategies = sessions.map((name) => bench.sessions.get(name)?.strategy);
+    // Read before the sessions end (the session source lists only those that exist).
+    const injection = injectionFromReservation(bench, 'inject-');
     // Back to the pool for the scale scenario: end these sessions and their workspaces.
     progress.step('ending the sessions and their workspaces');
     await bench.deleteSessionsOf(APPS.eager);
     for (let i = 0; i < sizes.injectionLaunches; i++) await bench.resources.workspaces.delete(`ws-inject-${i}`);
     return {
       injectionWorkspace: {
-        ...injectionFromReservation(bench, 'inject-'),
+        ...injection,
         ...prefix('launch', summarize(latencies)),
         warm: strategies.filter((s) => s === 'eager').length,
         podsRestarted: restarted,
