@@ -171,4 +171,32 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
       "the later session mounts the workspace's claim",
     );
   });
+
+  it('a new workspace whose first session starts lazily makes its own claim; a second session at once mounts it', async () => {
+    // No warm pool for this app definition: its launches fall back to lazy starts.
+    await createAppDefinition(r, 'rust-latest', { minInstances: 0, maxInstances: 50 });
+    await r.workspaces.create({
+      metadata: { name: 'ws-cold', annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
+      spec: { user: 'uma@example.com', appDefinition: 'rust-latest' },
+    });
+    await Promise.all(
+      ['a', 'b'].map((n) =>
+        createSession(r, `cold-${n}`, {
+          user: `cold-${n}@example.com`,
+          appDefinition: 'rust-latest',
+          workspace: 'ws-cold',
+        }),
+      ),
+    );
+    const both = await Promise.all(['a', 'b'].map((n) => waitForSession(r, `cold-${n}`, running, 120_000)));
+    assert.deepEqual(both.map((s) => s.status?.startStrategy).sort(), ['lazy', 'lazy-fallback']);
+    assert.equal((await r.workspaces.get('ws-cold')).status?.claimName, 'ws-cold', 'its own claim');
+    for (const s of both) {
+      const own = await apps.readNamespacedDeployment({ name: s.metadata.name, namespace });
+      assert.equal(
+        own.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
+        'ws-cold',
+      );
+    }
+  });
 });

@@ -146,14 +146,15 @@ export class WorkspaceReconciler {
     const sessions = this.deps.sessions
       .list()
       .filter((s) => s.spec.workspace === name && !s.metadata.deletionTimestamp && !isSessionFailed(s));
-    const undecided = sessions.filter(
-      (s) => !s.status?.startStrategy && !s.metadata.annotations?.[ANNOTATIONS.startStrategy],
+    const strategies = sessions.map(
+      (s) => s.status?.startStrategy ?? s.metadata.annotations?.[ANNOTATIONS.startStrategy],
     );
-    if (undecided.length > 0)
-      return { kind: 'awaitingLaunch', message: `session ${undecided[0]!.metadata.name} is starting` };
+    // A session that starts lazily mounts the workspace's own claim; later ones wait for the workspace.
+    if (strategies.some((strategy) => strategy && strategy !== 'eager')) return { kind: 'own', name: own };
     const age = Date.now() - new Date(workspace.metadata.creationTimestamp ?? 0).getTime();
-    if (sessions.length === 0 && age < Delay.launchSessionGrace)
-      return { kind: 'awaitingLaunch', message: 'waiting for the session of its launch' };
+    // One message for the whole wait: the status is written when the wait begins, not again.
+    if (strategies.some((strategy) => !strategy) || (sessions.length === 0 && age < Delay.launchSessionGrace))
+      return { kind: 'awaitingLaunch', message: "its first session may bring a warm instance's claim" };
     return { kind: 'own', name: own };
   }
 
