@@ -6,9 +6,9 @@
  * estimate from its session cache and that rate, so no one writes anything per waiting session while
  * the queue moves.
  */
-import { ANNOTATIONS } from './api-group.js';
 import { findCondition } from './conditions.js';
 import {
+  decidedStartStrategy,
   isActiveSession,
   SESSION_ADMITTED_CONDITION,
   SessionAdmittedReason,
@@ -47,7 +47,7 @@ export function byCreation(a: Queueable, b: Queueable): number {
  * serving, failed, deleted). The operator also counts a session whose Deployment exists as past it.
  */
 export function mayWaitAtGate(session: Queueable): boolean {
-  const strategy = session.status?.startStrategy ?? session.metadata.annotations?.[ANNOTATIONS.startStrategy];
+  const strategy = decidedStartStrategy(session);
   return (
     isActiveSession(session) &&
     !session.status?.url &&

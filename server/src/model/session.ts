@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ANNOTATIONS } from './api-group.js';
 import { ConditionsSchema, findCondition } from './conditions.js';
 import { ObjectMetaSchema } from './object-meta.js';
 
@@ -145,6 +146,15 @@ function readyState(session: SessionState): { status: 'True' | 'False' | 'Unknow
     default:
       return undefined;
   }
+}
+
+/**
+ * The start strategy decided for a session: its status's, else the annotation the operator writes with
+ * the decision (a lazy one before its resources, a warm one after its status); undefined: not decided.
+ */
+export function decidedStartStrategy(session: Pick<Session, 'status' | 'metadata'>): StartStrategy | undefined {
+  const annotated = StartStrategySchema.safeParse(session.metadata.annotations?.[ANNOTATIONS.startStrategy]);
+  return session.status?.startStrategy ?? (annotated.success ? annotated.data : undefined);
 }
 
 /** Ready: the IDE serves at `status.url`. */

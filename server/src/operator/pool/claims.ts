@@ -18,12 +18,7 @@ const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergeP
 export interface ClaimDeps {
   namespace: string;
   config: Pick<OperatorConfig, 'workspaceStorageSize' | 'workspaceStorageClass' | 'workspaceReclaimPolicy'>;
-  core: Pick<
-    k8s.CoreV1Api,
-    | 'createNamespacedPersistentVolumeClaim'
-    | 'deleteNamespacedPersistentVolumeClaim'
-    | 'patchNamespacedPersistentVolumeClaim'
-  >;
+  core: Pick<k8s.CoreV1Api, 'createNamespacedPersistentVolumeClaim' | 'patchNamespacedPersistentVolumeClaim'>;
   /** The claims IDE Cloud manages (metadata); every write's answer goes into it. */
   claims: Informer<k8s.V1PersistentVolumeClaim>;
 }
@@ -85,9 +80,11 @@ export async function createInstanceClaim(
  */
 export async function handOverClaim(deps: ClaimDeps, name: string, workspace: Workspace): Promise<void> {
   const { labels, owners } = workspaceClaimMetadata(deps.config, workspace);
-  // The pool's labels (poolInstanceLabels) go: the claim is no instance's any more.
+  // The instance's labels go (the claim is no instance's any more); the operator's mark stays.
   const dropped = Object.fromEntries(
-    [LABELS.appDefinition, LABELS.component, LABELS.poolInstance, LABELS.instanceId].map((key) => [key, null]),
+    Object.keys(deps.claims.get(name)?.metadata?.labels ?? {})
+      .filter((key) => key !== LABELS.managedBy && !(key in labels))
+      .map((key) => [key, null]),
   );
   try {
     deps.claims.observe(
@@ -109,11 +106,4 @@ export async function handOverClaim(deps: ClaimDeps, name: string, workspace: Wo
       }),
     );
   }
-}
-
-/** Deletes a claim no one holds any more (a warm instance's that no workspace took). */
-export async function deleteClaim(deps: ClaimDeps, name: string): Promise<void> {
-  await deps.core.deleteNamespacedPersistentVolumeClaim({ name, namespace: deps.namespace }).catch((error: unknown) => {
-    if (!isNotFound(error)) throw error;
-  });
 }

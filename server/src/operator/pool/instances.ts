@@ -28,7 +28,7 @@ import {
   INSTANCE_TEMPLATE,
   INSTANCE_TEMPLATE_ANNOTATION,
 } from '../manifests.js';
-import { createInstanceClaim, deleteClaim, type ClaimDeps } from './claims.js';
+import { createInstanceClaim, type ClaimDeps } from './claims.js';
 import { reservationCandidates } from './plan.js';
 
 /** One warm instance as read from its Deployment. */
@@ -80,7 +80,13 @@ export interface PoolDeps extends SidecarDeps, Omit<ClaimDeps, 'core' | 'config'
     k8s.AppsV1Api,
     'replaceNamespacedDeployment' | 'createNamespacedDeployment' | 'deleteNamespacedDeployment'
   >;
-  core: Pick<k8s.CoreV1Api, 'deleteNamespacedService' | 'createNamespacedSecret' | 'deleteNamespacedSecret'> &
+  core: Pick<
+    k8s.CoreV1Api,
+    | 'deleteNamespacedService'
+    | 'createNamespacedSecret'
+    | 'deleteNamespacedSecret'
+    | 'deleteNamespacedPersistentVolumeClaim'
+  > &
     ClaimDeps['core'];
   /** The cache of the Deployments IDE Cloud manages; every write's answer goes into it. */
   deployments: Informer<k8s.V1Deployment>;
@@ -100,15 +106,25 @@ export class PoolInstances {
   /** The app definition's warm instances in the cache, optionally only those `matching`, none being deleted. */
   list(appDefinitionName: string, matching: (labels: Record<string, string>) => boolean = () => true): PoolInstance[] {
     const app = dnsLabel([appDefinitionName]);
+    return this.cached((labels) => labels[LABELS.appDefinition] === app && matching(labels));
+  }
+
+  /**
+   * The warm instances whose reservations name this new workspace, of any app definition: the claim of
+   * such an instance is the workspace's to take over (workspace/reconciler.ts).
+   */
+  reservedFor(workspace: string): PoolInstance[] {
+    return this.cached((labels) => labels[LABELS.workspace] === workspace && !!labels[LABELS.session]);
+  }
+
+  /** Warm instances in the cache whose labels match, none being deleted. */
+  private cached(matching: (labels: Record<string, string>) => boolean): PoolInstance[] {
     return this.deps.deployments
       .list()
       .filter((d) => {
         const labels = d.metadata?.labels ?? {};
         return (
-          labels[LABELS.component] === COMPONENT.poolInstance &&
-          labels[LABELS.appDefinition] === app &&
-          !d.metadata?.deletionTimestamp &&
-          matching(labels)
+          labels[LABELS.component] === COMPONENT.poolInstance && !d.metadata?.deletionTimestamp && matching(labels)
         );
       })
       .map(instanceOf);
@@ -230,7 +246,10 @@ export class PoolInstances {
       const name = claim.metadata?.name;
       const holder = claim.metadata?.labels?.[LABELS.poolInstance];
       if (!name || !holder || !mounted.has(holder) || mounted.get(holder) === name) continue;
-      if (!claim.metadata?.deletionTimestamp) await deleteClaim(this.deps, name);
+      if (!claim.metadata?.deletionTimestamp)
+        await this.deps.core
+          .deleteNamespacedPersistentVolumeClaim({ name, namespace: this.deps.namespace })
+          .catch(ignoreNotFound);
     }
   }
 

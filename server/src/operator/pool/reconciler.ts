@@ -102,8 +102,10 @@ export class AppDefinitionReconciler {
       for (const id of ready(plan.returnToPool))
         await deps.instances.returnToPool(appDefinition, byId.get(id)!, new Date());
       for (const id of plan.create) await deps.instances.create(appDefinition, id);
-      for (const i of deps.instances.list(name)) await deps.instances.ensureClaim(appDefinition, i);
-      await deps.instances.removeStaleClaims(deps.instances.list(name));
+      // As the pass left them (the cache has its writes): each instance's claim made, the stale ones gone.
+      const current = deps.instances.list(name);
+      for (const i of current) await deps.instances.ensureClaim(appDefinition, i);
+      await deps.instances.removeStaleClaims(current);
       const acted = plan.delete.length + plan.recreate.length + plan.returnToPool.length + plan.create.length > 0;
       status.pool = poolStatus(
         min,

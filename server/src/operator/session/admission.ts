@@ -15,9 +15,13 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { Informer } from '../../kube/informer.js';
 import { byCreation, mayWaitAtGate, queuedMessage, type LazyStartRate } from '../../model/admission.js';
-import { ANNOTATIONS } from '../../model/api-group.js';
 import { findCondition, setCondition } from '../../model/conditions.js';
-import { SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from '../../model/session.js';
+import {
+  decidedStartStrategy,
+  SESSION_ADMITTED_CONDITION,
+  SessionAdmittedReason,
+  type Session,
+} from '../../model/session.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import { startDeadlineAt } from './start-failure.js';
 import type { Pass } from './status.js';
@@ -128,9 +132,6 @@ export interface AdmissionDeps {
   now?: () => number;
 }
 
-const strategyOf = (session: Session): string | undefined =>
-  session.status?.startStrategy ?? session.metadata.annotations?.[ANNOTATIONS.startStrategy];
-
 /** Its own Deployment exists: it is past the gate whatever its status says (a lost status write). */
 function hasDeployment(deps: AdmissionDeps, name: string): boolean {
   const deployment = deps.deployments.get(name);
@@ -182,7 +183,7 @@ export function admitLazyStart(deps: AdmissionDeps, session: Session, pass: Pass
   const entry = (s: Session): GateEntry => ({
     name: s.metadata.name,
     uid: s.metadata.uid ?? s.metadata.name,
-    decided: strategyOf(s) === 'lazy' || strategyOf(s) === 'lazy-fallback',
+    decided: decidedStartStrategy(s) === 'lazy' || decidedStartStrategy(s) === 'lazy-fallback',
   });
   const queue = deps.sessions
     .list()

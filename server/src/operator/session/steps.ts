@@ -22,12 +22,11 @@ import { checkSessionLimits } from '../../model/limits.js';
 import { configStoreName } from '../../model/names.js';
 import { envSourcesRefusal, type EnvSourceKind } from '../../model/session-env.js';
 import {
+  decidedStartStrategy,
   isSessionFailed,
   SessionCondition,
   SessionReadyReason,
-  StartStrategySchema,
   type Session,
-  type StartStrategy,
 } from '../../model/session.js';
 import { takesWarmClaim, workspaceClaimName, type Workspace } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
@@ -78,7 +77,7 @@ export interface SessionStepDeps {
   sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch'>;
   /** Applies config stores and a lazy session's objects. */
   objects: k8s.KubernetesObjectApi;
-  pool: Pick<PoolInstances, 'findReservation' | 'reserve' | 'list'>;
+  pool: Pick<PoolInstances, 'findReservation' | 'reserve' | 'reservedFor'>;
   routes: RouteTable;
   injector: Pick<DataInjector, 'ensure' | 'state' | 'attempted'>;
   /** Tells the pool its counts changed (a reservation); the app definition's pass follows shortly. */
@@ -112,8 +111,6 @@ export interface Guarded {
   newWorkspace?: string;
 }
 
-const isStartStrategy = (value: unknown): value is StartStrategy => StartStrategySchema.safeParse(value).success;
-
 /**
  * Guards: the app definition and the workspace exist, a session that has not served is within its
  * start deadline, a decision already made is taken up, limits hold (checked once, before a start
@@ -140,7 +137,7 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
     if (takesWarmClaim(workspace)) {
       // One warm claim per new workspace: a later session waits until the workspace has its claim
       // (another session's instance's, taken over, or its own), then mounts it on a pod of its own.
-      const other = claimingSessionOf(deps, session, appDefinition, workspace.metadata.name);
+      const other = claimingSessionOf(deps, session, workspace.metadata.name);
       if (other) throw new RetryLater(`workspace ${workspace.metadata.name} is getting its claim (${other})`);
       deps.newWorkspaceClaimants.set(workspace.metadata.name, session.metadata.uid ?? '');
       newWorkspace = workspace.metadata.name;
@@ -169,14 +166,9 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
  * reserved for it (its claim awaits the takeover), a live session of it created before this one, or
  * one this process let claim a warm instance for it a moment ago (its reservation not cached yet).
  */
-function claimingSessionOf(
-  deps: SessionStepDeps,
-  session: Session,
-  appDefinition: AppDefinition,
-  workspace: string,
-): string | undefined {
+function claimingSessionOf(deps: SessionStepDeps, session: Session, workspace: string): string | undefined {
   const instance = deps.pool
-    .list(appDefinition.metadata.name, (l) => l[LABELS.workspace] === workspace)
+    .reservedFor(workspace)
     // Not this session's own reservation (by uid: a session of the same name before it is another).
     .find((i) => i.reservedBy?.uid !== session.metadata.uid);
   if (instance) return `warm instance ${instance.name}`;
@@ -199,8 +191,9 @@ function claimingSessionOf(
  */
 function takeUpDecision(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition, pass: Pass): void {
   const annotations = session.metadata.annotations ?? {};
-  const annotated = annotations[ANNOTATIONS.startStrategy];
-  if (isStartStrategy(annotated)) {
+  // Called with no strategy in the status: a decided one is the annotation's.
+  const annotated = decidedStartStrategy(session);
+  if (annotated) {
     pass.status.startStrategy = annotated;
     if (annotations[ANNOTATIONS.instanceId]) pass.status.instanceId = annotations[ANNOTATIONS.instanceId];
     return;
@@ -237,10 +230,7 @@ function checkStartDeadline(deps: SessionStepDeps, session: Session, appDefiniti
  * later-named session of the same second must count too (timestamps have one-second resolution).
  */
 function checkLimits(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition): void {
-  const decided = (s: Session) =>
-    !!s.status?.startStrategy ||
-    isStartStrategy(s.metadata.annotations?.[ANNOTATIONS.startStrategy]) ||
-    deps.limitsPassed.has(s.metadata.name);
+  const decided = (s: Session) => !!decidedStartStrategy(s) || deps.limitsPassed.has(s.metadata.name);
   const earlier = deps.sessions
     .list()
     .filter((s) => s.metadata.name !== session.metadata.name && (decided(s) || byCreation(s, session) < 0));

@@ -2,10 +2,8 @@ import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
-import { LABELS } from '../../model/api-group.js';
 import { findCondition, setCondition } from '../../model/conditions.js';
-import { isSessionFailed, type Session } from '../../model/session.js';
-import { ANNOTATIONS } from '../../model/api-group.js';
+import { decidedStartStrategy, isSessionFailed, type Session } from '../../model/session.js';
 import {
   ownClaimName,
   takesWarmClaim,
@@ -15,7 +13,8 @@ import {
   type WorkspaceStatus,
 } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
-import { COMPONENT, instanceClaimName, workClaim } from '../manifests.js';
+import { workClaim } from '../manifests.js';
+import type { PoolInstances } from '../pool/instances.js';
 import { handOverClaim, workspaceClaimMetadata, type ClaimDeps } from '../pool/claims.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
@@ -32,8 +31,9 @@ export interface WorkspaceReconcilerDeps {
   /** Caches: the workspaces, the sessions that use them, the warm instances they claimed, the claims. */
   workspaces: Informer<Workspace>;
   sessions: Pick<Informer<Session>, 'list'>;
-  deployments: Pick<Informer<k8s.V1Deployment>, 'list'>;
   claims: ClaimDeps['claims'];
+  /** The warm instances reserved for a new workspace, whose claim it takes over. */
+  pool: Pick<PoolInstances, 'reservedFor'>;
   /** Writes the workspace's finalizer and status. */
   workspacesApi: Pick<CustomResourceClient<'workspace'>, 'mergePatch' | 'patchStatus'>;
   /** Stops the workspace's sessions. */
@@ -140,15 +140,12 @@ export class WorkspaceReconciler {
     const current = workspace.status?.claimName;
     if (current && current !== own) return { kind: 'kept', name: current };
     if (current || !takesWarmClaim(workspace)) return { kind: 'own', name: own };
-    const instance = this.claimedInstance(name);
-    const claim = instance && instanceClaimName(instance);
-    if (instance && claim) return { kind: 'takenOver', name: claim, instance: instance.metadata?.name ?? '' };
+    const instance = this.deps.pool.reservedFor(name).find((i) => i.claimName);
+    if (instance) return { kind: 'takenOver', name: instance.claimName!, instance: instance.name };
     const sessions = this.deps.sessions
       .list()
       .filter((s) => s.spec.workspace === name && !s.metadata.deletionTimestamp && !isSessionFailed(s));
-    const strategies = sessions.map(
-      (s) => s.status?.startStrategy ?? s.metadata.annotations?.[ANNOTATIONS.startStrategy],
-    );
+    const strategies = sessions.map(decidedStartStrategy);
     // A session that starts lazily mounts the workspace's own claim; later ones wait for the workspace.
     if (strategies.some((strategy) => strategy && strategy !== 'eager')) return { kind: 'own', name: own };
     const age = Date.now() - new Date(workspace.metadata.creationTimestamp ?? 0).getTime();
@@ -156,18 +153,6 @@ export class WorkspaceReconciler {
     if (strategies.some((strategy) => !strategy) || (sessions.length === 0 && age < Delay.launchSessionGrace))
       return { kind: 'awaitingLaunch', message: "its first session may bring a warm instance's claim" };
     return { kind: 'own', name: own };
-  }
-
-  /** The warm instance a session of this workspace claimed for it (its reservation names the workspace). */
-  private claimedInstance(workspace: string): k8s.V1Deployment | undefined {
-    return this.deps.deployments
-      .list()
-      .find(
-        (d) =>
-          d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance &&
-          d.metadata.labels[LABELS.workspace] === workspace &&
-          !!d.metadata.labels[LABELS.session],
-      );
   }
 
   private claimDeps(): ClaimDeps {
