@@ -13,7 +13,7 @@ import { userLabelValue } from '../../server/src/model/names.js';
 import { findCondition } from '../../server/src/model/conditions.js';
 import { SessionCondition, isSessionFailed, type Session } from '../../server/src/model/session.js';
 import type { OperatorConfigInput } from '../../server/src/operator/config.js';
-import { COMPONENT, poolInstanceName } from '../../server/src/operator/manifests.js';
+import { COMPONENT, instanceClaimName, poolInstanceName } from '../../server/src/operator/manifests.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { startKubeWriteProxy, type KubeWriteProxy, type WriteRecord } from '../support/kube-write-proxy.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
@@ -322,19 +322,26 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     assertLaunched(): Promise<void>;
   }
 
-  function eagerLaunch(name: string, injected: Bridge): Launch {
+  /** A warm launch; with `workspace`, of that workspace (made before the session, as the service does). */
+  function eagerLaunch(name: string, injected: Bridge, workspace?: string): Launch {
     const user = `${name}@example.com`;
     return {
       session: name,
+      ...(workspace ? { workspace } : {}),
       // As the service makes it: with the operator's finalizer (a lazy launch here comes without it, as from kubectl).
       create: async () => {
+        if (workspace)
+          await r.workspaces.create({
+            metadata: { name: workspace, annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
+            spec: { user, appDefinition: EAGER_APP },
+          });
         await r.sessions.create({
           metadata: {
             name,
             finalizers: [SESSION_FINALIZER],
             labels: { [LABELS.user]: userLabelValue(user), [LABELS.appDefinition]: EAGER_APP },
           },
-          spec: { user, appDefinition: EAGER_APP, envVars: { K: name } },
+          spec: { user, appDefinition: EAGER_APP, ...(workspace ? { workspace } : {}), envVars: { K: name } },
         });
       },
       assertLaunched: async () => {
@@ -357,25 +364,9 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
    */
   function eagerWorkspaceLaunch(name: string, injected: Bridge): Launch {
     const workspace = `ws-${name}`;
-    const user = `${name}@example.com`;
-    const warm = eagerLaunch(name, injected);
+    const warm = eagerLaunch(name, injected, workspace);
     return {
-      session: name,
-      workspace,
-      create: async () => {
-        await r.workspaces.create({
-          metadata: { name: workspace, annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
-          spec: { user, appDefinition: EAGER_APP },
-        });
-        await r.sessions.create({
-          metadata: {
-            name,
-            finalizers: [SESSION_FINALIZER],
-            labels: { [LABELS.user]: userLabelValue(user), [LABELS.appDefinition]: EAGER_APP },
-          },
-          spec: { user, appDefinition: EAGER_APP, workspace, envVars: { K: name } },
-        });
-      },
+      ...warm,
       assertLaunched: async () => {
         await warm.assertLaunched();
         const s = await r.sessions.get(name);
@@ -383,12 +374,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
         const w = await r.workspaces.get(workspace);
         assert.equal(w.status?.phase, 'Bound', `${workspace} Bound`);
         const instance = await apps.readNamespacedDeployment({ name: INSTANCE, namespace });
-        const claim = instance.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')!;
-        assert.equal(
-          w.status?.claimName,
-          claim.persistentVolumeClaim?.claimName,
-          "the instance's claim is the workspace's",
-        );
+        assert.equal(w.status?.claimName, instanceClaimName(instance), "the instance's claim is the workspace's");
         const pvc = await core.readNamespacedPersistentVolumeClaim({ name: w.status!.claimName!, namespace });
         assert.deepEqual(
           pvc.metadata?.ownerReferences?.map((o) => o.uid),

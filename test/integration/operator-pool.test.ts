@@ -6,6 +6,7 @@ import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
+import { instanceClaimName } from '../../server/src/operator/manifests.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
 import { sessionUrlPattern } from '../support/landing.js';
@@ -46,9 +47,7 @@ describe('operator: warm pool and eager start', function () {
   }
 
   /** The claim a warm instance mounts at the work folder. */
-  function claimOf(d: k8s.V1Deployment): string {
-    return d.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')!.persistentVolumeClaim!.claimName;
-  }
+  const claimOf = (d: k8s.V1Deployment): string => instanceClaimName(d)!;
 
   /** Pod uid of each warm instance (its one live pod). */
   async function instancePods(): Promise<Map<string, string>> {
