@@ -18,7 +18,7 @@ import { SessionSetup, type SetupState, type SetupUi } from '../src/vscode/sessi
 import { BridgeServer, RESERVATION_HEADER } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
 import { MemoryLogger } from '../../extension/src/logger.js';
-import { startGitServer, type GitServer } from '../../test/support/git-server.js';
+import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { assertNoSecrets, CapturedLog, makeSandbox, type Sandbox } from './helpers.js';
 
 const PASSWORD = 'bridge-boot-pw-7c1d';

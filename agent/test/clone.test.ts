@@ -6,7 +6,7 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { AgentError, bootstrapWorkspace, cloneIntoWorkspace } from '../src/core/index.js';
-import { startGitServer, type GitServer } from '../../test/support/git-server.js';
+import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { assertNoSecrets, CapturedLog, makeSandbox, type Sandbox } from './helpers.js';
 
 const run = promisify(execFile);

@@ -7,7 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { AgentError, bootstrapWorkspace, cloneParticipation, saveWork, savedBranchName } from '../src/core/index.js';
-import { startGitServer, type GitServer } from '../../test/support/git-server.js';
+import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { startLearningPlatform, type LearningPlatform } from '../../test/support/learning-platform.js';
 import { assertNoSecrets, CapturedLog, makeSandbox, type Sandbox } from './helpers.js';
 

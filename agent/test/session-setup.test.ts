@@ -5,7 +5,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { SessionSetup, type SetupState, type SetupUi } from '../src/vscode/session-setup.js';
 import type { GetEnv } from '../src/core/index.js';
-import { startGitServer, type GitServer } from '../../test/support/git-server.js';
+import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { startLearningPlatform, type LearningPlatform } from '../../test/support/learning-platform.js';
 import { assertNoSecrets, makeSandbox, type Sandbox } from './helpers.js';
 

@@ -1,7 +1,10 @@
-// npm run cluster -- <up [--real-node]|down|status|build [helm|auth-proxy|kubelet|traefik|network-policy|storage]>
-// --real-node adds a real node (kubelet, containerd, Traefik as its ingress, kube-router for network
-// policies, local-path-provisioner for volumes; root only) beside the kwok node: real-node.ts.
-// `up` starts a local control plane in .cluster/ and prints KUBECONFIG=<path> as its last line.
+// npm run cluster -- <up [--fake-pods]|down|status|build [target]|image <image>>
+// `up` starts a local control plane in .cluster/ and prints KUBECONFIG=<path> as its last line. Beside
+// the kwok node (fake pods) it runs a real node (kubelet, containerd, Traefik as its ingress, kube-router
+// for network policies, local-path-provisioner for volumes: real-node.ts) where the machine allows it;
+// otherwise one line says what is missing. --fake-pods: the kwok node only, on purpose.
+// `image` builds one of the project's images (scripts/images/build.sh) and loads it into the real node
+// running on this machine (npm start's or up's): `npm run cluster -- image ide-cloud/session-c:latest`.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -14,9 +17,12 @@ import {
   stopControlPlane,
 } from './control-plane.js';
 import { isAlive } from './processes.js';
+import { buildImage, chooseNodes, importImage, imageTarget, runningRealNode } from './real-node.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const dir = process.env.IDE_CLOUD_CLUSTER_DIR ?? path.join(root, '.cluster', 'local');
+
+const USAGE = `usage: npm run cluster -- <up [--fake-pods]|down|status|build [${BUILD_TARGETS.join('|')}]|image <image>>`;
 
 async function main(command: string | undefined): Promise<number> {
   switch (command) {
@@ -27,7 +33,9 @@ async function main(command: string | undefined): Promise<number> {
         console.log(`KUBECONFIG=${existing.kubeconfig}`);
         return 0;
       }
-      const state = await startControlPlane(dir, { realNode: process.argv.includes('--real-node') });
+      const { realNode, notice } = chooseNodes(process.argv.slice(3));
+      if (notice) console.log(notice);
+      const state = await startControlPlane(dir, { realNode });
       console.log(`KUBECONFIG=${state.kubeconfig}`);
       return 0;
     }
@@ -47,8 +55,20 @@ async function main(command: string | undefined): Promise<number> {
       console.log(await ensureBinaries(target as BuildTarget));
       return 0;
     }
+    case 'image': {
+      const image = process.argv[3];
+      const node = await runningRealNode();
+      if (!image || !node) {
+        console.error(image ? 'no real node runs on this machine (npm start, or npm run cluster -- up)' : USAGE);
+        return 2;
+      }
+      const archive = await buildImage(imageTarget(image));
+      await importImage(node, archive);
+      console.log(`loaded into the real node: ${archive}`);
+      return 0;
+    }
     default:
-      console.error(`usage: npm run cluster -- <up [--real-node]|down|status|build [${BUILD_TARGETS.join('|')}]>`);
+      console.error(USAGE);
       return 2;
   }
 }

@@ -165,6 +165,8 @@ export interface ControlPlaneOptions {
    * images (15 minutes or more); later starts take seconds. `stopControlPlane` removes it all.
    */
   realNode?: boolean;
+  /** The real node's ingress (Traefik) port on loopback; default: a free one. */
+  ingressPort?: number;
 }
 
 /**
@@ -365,7 +367,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
         ports: {
           kubelet: kubelet!,
           kubeletHealthz: kubeletHealthz!,
-          ingress: ingress!,
+          ingress: options.ingressPort ?? ingress!,
           ingressPing: ingressPing!,
           networkPolicyHealth: networkPolicyHealth!,
         },

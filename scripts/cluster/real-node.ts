@@ -109,6 +109,19 @@ export type ImageTarget =
   | 'session-base'
   | `session-${string}`;
 
+/**
+ * The build target of an image reference the project builds: `ide-cloud/session-c:latest` and
+ * `docker.io/ide-cloud/session-c` are `session-c`; a target name is itself.
+ */
+export function imageTarget(image: string): ImageTarget {
+  const name = image
+    .replace(/^docker\.io\//, '')
+    .replace(/^ide-cloud\//, '')
+    .replace(/[:@].*$/, '');
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new Error(`not an image this project builds: ${image}`);
+  return name as ImageTarget;
+}
+
 /** Builds (or finds in the cache) the OCI archive of a local image: scripts/images/build.sh <target>. */
 export async function buildImage(target: ImageTarget): Promise<string> {
   return (await script(path.join(here, '../images/build.sh'), [target])).pop()!;
@@ -211,7 +224,8 @@ function traefikConfig(ingressPort: number, adminPort: number): string {
       global: { checkNewVersion: false, sendAnonymousUsage: false },
       entryPoints: { web: { address: `127.0.0.1:${ingressPort}` }, traefik: { address: `127.0.0.1:${adminPort}` } },
       ping: { entryPoint: 'traefik' },
-      providers: { kubernetesIngress: { ingressClass: REAL_NODE_INGRESS_CLASS } },
+      // A new session's route is served 0.2 s after its Ingress changed, not the default 2 s.
+      providers: { providersThrottleDuration: '200ms', kubernetesIngress: { ingressClass: REAL_NODE_INGRESS_CLASS } },
       log: { level: 'INFO' },
     },
     null,
@@ -248,6 +262,73 @@ function kubeletConfig(socket: string, port: number, healthzPort: number): strin
     null,
     2,
   );
+}
+
+/** What the real node needs of the machine it runs on. */
+export interface MachineFacts {
+  platform: NodeJS.Platform;
+  uid: number | undefined;
+  cgroups: boolean;
+  onPath: (program: string) => boolean;
+  /** The directory of a real node already running here. */
+  runningNode: string | undefined;
+}
+
+function thisMachine(): MachineFacts {
+  return {
+    platform: process.platform,
+    uid: process.getuid?.(),
+    cgroups: existsSync('/sys/fs/cgroup/cgroup.controllers') || existsSync('/sys/fs/cgroup/memory'),
+    onPath: (program) => (process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(path.join(dir, program))),
+    runningNode: runningRealNodeOwner(),
+  };
+}
+
+/**
+ * Why a machine cannot run the real node, in a few words (undefined: it can). It needs Linux with
+ * cgroups, root, and Debian's packages (installed by installRealNodePackages when missing), and it is
+ * one per machine.
+ */
+export function realNodeUnavailable(machine: MachineFacts = thisMachine()): string | undefined {
+  if (machine.platform !== 'linux') return `the real node needs Linux, this is ${machine.platform}`;
+  if (machine.uid !== 0) return 'the real node needs root (kubelet, containerd, mounts, iptables)';
+  if (!machine.cgroups) return 'the real node needs cgroups (/sys/fs/cgroup)';
+  for (const program of ['apt-get', 'dpkg-query', 'ip'])
+    if (!machine.onPath(program)) return `the real node needs Debian's packages (${program} is missing)`;
+  if (machine.runningNode) return `a real node already runs on this machine (${machine.runningNode}), one at a time`;
+  return undefined;
+}
+
+/**
+ * npm start's and `npm run cluster -- up`'s choice: the real node where the machine allows it, unless
+ * `--fake-pods` is among `args`; otherwise the one line that says why pods are fake.
+ */
+export function chooseNodes(args: string[], machine?: MachineFacts): { realNode: boolean; notice?: string } {
+  const why = args.includes('--fake-pods') ? 'chosen with --fake-pods' : realNodeUnavailable(machine);
+  if (!why) return { realNode: true };
+  return { realNode: false, notice: `Fake pods only (${why}): sessions start, but nothing runs in their pods.` };
+}
+
+/** The directory of the real node running on this machine, if one runs. */
+function runningRealNodeOwner(): string | undefined {
+  let owner: string;
+  try {
+    owner = readFileSync(path.join(LOCK, 'owner'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const state = JSON.parse(readFileSync(path.join(owner, 'node.json'), 'utf8')) as RealNodeState;
+    return isAlive(state.pids.containerd) || isAlive(state.pids.kubelet) ? owner : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The state of the real node running on this machine (whoever started it), if one runs. */
+export async function runningRealNode(): Promise<RealNodeState | undefined> {
+  const owner = runningRealNodeOwner();
+  return owner ? readNodeState(owner) : undefined;
 }
 
 /** Takes the machine's real-node lock for `root`, or says whose it is. A dead owner's lock is taken over. */

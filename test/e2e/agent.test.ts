@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { buildAgent, VSIX_PATH as AGENT_VSIX } from '../../agent/scripts/build.js';
-import { startGitServer, type GitServer } from '../support/git-server.js';
+import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { VscodeHost, freePort, installVscodeHost, waitFor, type VscodeHostInstall } from '../support/vscode-host.js';
 
 const run = promisify(execFile);

@@ -64,7 +64,7 @@ import {
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { instanceClaimName, poolInstanceName } from '../../server/src/operator/manifests.js';
 import { ARTIFACTS, launchBrowser, screenshot } from '../support/browser.js';
-import { startGitServer, type GitServer } from '../support/git-server.js';
+import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { eventually } from '../support/kube.js';
 import { logSink } from '../support/landing.js';
 import { startLearningPlatform, type LearningPlatform } from '../support/learning-platform.js';

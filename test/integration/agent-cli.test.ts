@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildAgent } from '../../agent/scripts/build.js';
 import { assertNoSecrets, makeSandbox, type Sandbox } from '../../agent/test/helpers.js';
-import { startGitServer, type GitServer } from '../support/git-server.js';
+import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { startLearningPlatform, type LearningPlatform } from '../support/learning-platform.js';
 
 const BIN = fileURLToPath(new URL('../../agent/bin/ide-cloud-agent.mjs', import.meta.url));

@@ -17,7 +17,7 @@ describe('npm run cluster', function () {
   it('up prints KUBECONFIG last and serves the CRDs; down stops every process and removes the data dir', async () => {
     const dir = path.join(await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-cli-')), 'cluster');
     const env = { ...process.env, IDE_CLOUD_CLUSTER_DIR: dir };
-    const up = await run('npm', ['run', '--silent', 'cluster', '--', 'up'], { env });
+    const up = await run('npm', ['run', '--silent', 'cluster', '--', 'up', '--fake-pods'], { env });
     const last = up.stdout.trim().split('\n').pop()!;
     assert.match(last, /^KUBECONFIG=\//);
     const kubeconfig = last.slice('KUBECONFIG='.length);

@@ -24,7 +24,7 @@ import { parseStopWarning } from '../../server/src/model/data-bridge.js';
 import type { Session } from '../../server/src/model/session.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
-import { startGitServer, type GitServer } from '../support/git-server.js';
+import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
 import { startLearningPlatform, type LearningPlatform } from '../support/learning-platform.js';
 import {

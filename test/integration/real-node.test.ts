@@ -8,7 +8,7 @@
 // warm: ~1 min.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { PassThrough } from 'node:stream';
@@ -25,49 +25,7 @@ import {
   REAL_NODE_PLACEMENT,
   type RealNodeState,
 } from '../../scripts/cluster/real-node.js';
-import { seconds, startRealNodeCluster } from '../support/real-node.js';
-
-const MACHINE_PATHS = [
-  '/var/lib/kubelet',
-  '/var/log/pods',
-  '/var/log/containers',
-  '/run/containerd',
-  '/var/lib/cni',
-  '/run/netns',
-  '/sys/fs/cgroup/memory/kubepods',
-];
-
-/** What the machine looks like to the node: chains and rules, links, mount points, paths, ip_forward, ipsets. */
-function machine() {
-  const iptables = ['iptables-save', 'ip6tables-save'].flatMap((save) =>
-    execFileSync(save, { encoding: 'utf8' })
-      .split('\n')
-      // Rules and chains, not the counters or comments; empty built-in tables are as good as absent.
-      .filter((line) => line.startsWith('-A ') || (line.startsWith(':') && !/^:[A-Z]+ (ACCEPT|DROP) /.test(line)))
-      .map((line) => `${save}: ${line.replace(/ \[\d+:\d+\]$/, '')}`),
-  );
-  const links = execFileSync('ip', ['-o', 'link'], { encoding: 'utf8' })
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => line.split(': ')[1]!.split('@')[0]!);
-  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => line.split(' ')[4]!)
-    // The image builds' store is a cache outside the node.
-    .filter((point) => !point.includes('/ide-cloud/images/'));
-  const paths = MACHINE_PATHS.filter((p) => existsSync(p));
-  const ipForward = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim();
-  const ipsets = execFileSync('ipset', ['list', '-n'], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  return {
-    iptables: iptables.sort(),
-    links: links.sort(),
-    mounts: mounts.sort(),
-    paths,
-    ipForward,
-    ipsets: ipsets.sort(),
-  };
-}
+import { machineState, seconds, startRealNodeCluster, type MachineState } from '../support/real-node.js';
 
 async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -133,13 +91,13 @@ describe('the real node', function () {
   let node: RealNodeState;
   let kc: k8s.KubeConfig;
   let core: k8s.CoreV1Api;
-  let initially: ReturnType<typeof machine>;
+  let initially: MachineState;
   const timings: string[] = [];
 
   before(async () => {
     // ipset and iptables come with the node's packages: installed first, so `initially` can list them.
     await installRealNodePackages();
-    initially = machine();
+    initially = machineState();
     const since = Date.now();
     ({ state, node, kc, core } = await startRealNodeCluster('real-node'));
     dir = state.dir;
@@ -306,7 +264,7 @@ describe('the real node', function () {
   });
 
   it('down stops kubelet, containerd, Traefik, kube-router, local-path-provisioner and the pods, and leaves nothing behind', async () => {
-    const during = machine();
+    const during = machineState();
     assert.ok(during.links.includes(REAL_NODE_BRIDGE));
     assert.ok(during.iptables.some((line) => line.includes(':KUBE-FIREWALL')));
     const shims = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
@@ -325,7 +283,7 @@ describe('the real node', function () {
     const root = state!.realNode!;
     state = undefined;
     assert.deepEqual(pids.filter(isAlive), []);
-    assert.deepEqual(machine(), initially);
+    assert.deepEqual(machineState(), initially);
     assert.equal(existsSync(dir), false);
     assert.equal(existsSync(root), false);
     assert.equal(existsSync('/run/ide-cloud-real-node'), false);

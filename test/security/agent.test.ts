@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { AgentError, cloneIntoWorkspace, cloneParticipation } from '../../agent/src/core/index.js';
 import { assertNoSecrets, CapturedLog, makeSandbox, type Sandbox } from '../../agent/test/helpers.js';
-import { startGitServer, type GitServer } from '../support/git-server.js';
+import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { startLearningPlatform, type LearningPlatform } from '../support/learning-platform.js';
 
 const TOKEN = 'clone-tok3n-Qm81Zr';

@@ -1,7 +1,8 @@
 // The real-node suites' control plane: kwok's node and the real node (scripts/cluster/real-node.ts) in
 // a fresh temporary directory, with a client for it.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,51 @@ import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
 import { buildImage, importImage, type ImageTarget, type RealNodeState } from '../../scripts/cluster/real-node.js';
+
+/** The machine paths a real node writes to (and removes when they were absent before). */
+const MACHINE_PATHS = [
+  '/var/lib/kubelet',
+  '/var/log/pods',
+  '/var/log/containers',
+  '/run/containerd',
+  '/var/lib/cni',
+  '/run/netns',
+  '/sys/fs/cgroup/memory/kubepods',
+];
+
+/** What the machine looks like to the real node: chains and rules, links, mount points, paths, ip_forward, ipsets. */
+export function machineState() {
+  const iptables = ['iptables-save', 'ip6tables-save'].flatMap((save) =>
+    execFileSync(save, { encoding: 'utf8' })
+      .split('\n')
+      // Rules and chains, not the counters or comments; empty built-in tables are as good as absent.
+      .filter((line) => line.startsWith('-A ') || (line.startsWith(':') && !/^:[A-Z]+ (ACCEPT|DROP) /.test(line)))
+      .map((line) => `${save}: ${line.replace(/ \[\d+:\d+\]$/, '')}`),
+  );
+  const links = execFileSync('ip', ['-o', 'link'], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(': ')[1]!.split('@')[0]!);
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' ')[4]!)
+    // The image builds' store is a cache outside the node.
+    .filter((point) => !point.includes('/ide-cloud/images/'));
+  const paths = MACHINE_PATHS.filter((p) => existsSync(p));
+  const ipForward = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim();
+  const ipsets = execFileSync('ipset', ['list', '-n'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  return {
+    iptables: iptables.sort(),
+    links: links.sort(),
+    mounts: mounts.sort(),
+    paths,
+    ipForward,
+    ipsets: ipsets.sort(),
+  };
+}
+
+export type MachineState = ReturnType<typeof machineState>;
 
 export interface RealNodeCluster {
   state: ControlPlaneState;

@@ -13,7 +13,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { DATA_BRIDGE_USERS_FILE_ENV } from '../model/data-bridge.js';
-import type { OperatorConfig } from './config.js';
+import { sessionOrigin, type OperatorConfig } from './config.js';
 
 export const AUTH_PROXY_CONTAINER = 'auth-proxy';
 /** Where the allowed-users file is, in the proxy and (warm instances) in the IDE container. */
@@ -38,6 +38,7 @@ type ProxyConfig = Pick<
   | 'sessionAudience'
   | 'sessionScheme'
   | 'sessionHost'
+  | 'sessionPort'
 >;
 
 export function checksIdentity(config: Pick<OperatorConfig, 'sessionIssuer'>): boolean {
@@ -53,7 +54,7 @@ export function authProxyArgs(config: ProxyConfig): string[] {
   return [
     `--alpha-config=${CONFIG_DIR}/identity-provider.yaml`,
     `--authenticated-emails-file=${AUTH_PROXY_USERS_FILE}`,
-    `--redirect-url=${config.sessionScheme}://${config.sessionHost}/oauth2/callback`,
+    `--redirect-url=${sessionOrigin(config)}/oauth2/callback`,
     '--cookie-name=_ide_cloud_session',
     '--cookie-expire=24h',
     '--skip-provider-button=true',

@@ -42,6 +42,11 @@ export const OperatorConfigSchema = z
     sessionsPerUser: int(1).default(1),
     sessionHost: z.string().min(1).default('ide.localtest.me'),
     sessionScheme: z.enum(['http', 'https']).default('http'),
+    /**
+     * The port of session URLs when the ingress serves on another than the scheme's default (a local
+     * ingress on a loopback port, npm start); the Ingress rules name the host alone.
+     */
+    sessionPort: int(1).max(65535).optional(),
     /** IngressClass of the shared session Ingress; unset: the cluster's default class. */
     ingressClassName: z.string().min(1).optional(),
     /** Image of the authentication proxy sidecar of every session pod (images/auth-proxy). */
@@ -74,6 +79,12 @@ export const OperatorConfigSchema = z
      * a `:latest` tag); IfNotPresent or Never where images are preloaded onto the nodes.
      */
     sessionImagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
+    /**
+     * Where images are preloaded onto the nodes (pull policy Never): how to get a missing one there,
+     * added to the failure of a session whose image is not on its node, `{image}` standing for the
+     * image (npm start names its build command).
+     */
+    missingImageHint: z.string().min(1).optional(),
     configStoreMountPath: z.string().default('/ide-cloud/config'),
     workspaceStorageSize: z.string().default('1Gi'),
     workspaceStorageClass: z.string().optional(),
@@ -127,6 +138,12 @@ export const OperatorConfigSchema = z
 export type OperatorConfig = z.output<typeof OperatorConfigSchema>;
 export type OperatorConfigInput = z.input<typeof OperatorConfigSchema>;
 
+/** Scheme, host and (when not the scheme's default) port of every session URL. */
+export function sessionOrigin(config: Pick<OperatorConfig, 'sessionScheme' | 'sessionHost' | 'sessionPort'>): string {
+  const port = config.sessionPort === undefined ? '' : `:${config.sessionPort}`;
+  return `${config.sessionScheme}://${config.sessionHost}${port}`;
+}
+
 export function parseOperatorConfig(input: OperatorConfigInput): OperatorConfig {
   const result = OperatorConfigSchema.safeParse(input);
   if (!result.success) {
@@ -144,6 +161,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   sessionsPerUser: 'IDE_CLOUD_SESSIONS_PER_USER',
   sessionHost: 'IDE_CLOUD_SESSION_HOST',
   sessionScheme: 'IDE_CLOUD_SESSION_SCHEME',
+  sessionPort: 'IDE_CLOUD_SESSION_PORT',
   ingressClassName: 'IDE_CLOUD_INGRESS_CLASS_NAME',
   authProxyImage: 'IDE_CLOUD_AUTH_PROXY_IMAGE',
   authProxyPort: 'IDE_CLOUD_AUTH_PROXY_PORT',
@@ -155,6 +173,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   sessionNodeSelector: 'IDE_CLOUD_SESSION_NODE_SELECTOR',
   sessionTolerations: 'IDE_CLOUD_SESSION_TOLERATIONS',
   sessionImagePullPolicy: 'IDE_CLOUD_SESSION_IMAGE_PULL_POLICY',
+  missingImageHint: 'IDE_CLOUD_MISSING_IMAGE_HINT',
   configStoreMountPath: 'IDE_CLOUD_CONFIG_STORE_MOUNT_PATH',
   workspaceStorageSize: 'IDE_CLOUD_WORKSPACE_STORAGE_SIZE',
   workspaceStorageClass: 'IDE_CLOUD_WORKSPACE_STORAGE_CLASS',

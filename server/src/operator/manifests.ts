@@ -12,7 +12,7 @@ import { DATA_BRIDGE_TOKEN_ENV, DATA_BRIDGE_TOKEN_KEY } from '../model/data-brid
 import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
 import { authProxy, type AllowedUsers } from './auth-proxy.js';
-import type { OperatorConfig } from './config.js';
+import { sessionOrigin, type OperatorConfig } from './config.js';
 import { operatorEnvironment } from './session/env.js';
 
 export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
@@ -71,8 +71,11 @@ export function routePath(session: Routed): string {
   return `/${session.metadata.name}/${sessionUrlKey(session)}/`;
 }
 
-export function sessionUrl(config: Pick<OperatorConfig, 'sessionScheme' | 'sessionHost'>, session: Routed): string {
-  return `${config.sessionScheme}://${config.sessionHost}${routePath(session)}`;
+export function sessionUrl(
+  config: Pick<OperatorConfig, 'sessionScheme' | 'sessionHost' | 'sessionPort'>,
+  session: Routed,
+): string {
+  return `${sessionOrigin(config)}${routePath(session)}`;
 }
 
 /** The placement the operator's configuration gives every session pod (nodeSelector, tolerations). */

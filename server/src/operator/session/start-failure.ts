@@ -41,7 +41,11 @@ const detail = (text: string | undefined): string =>
  * a pod the scheduler found no node for (Unschedulable) with no preemption under way and no claim
  * still to be bound.
  */
-export function podVerdict(pods: readonly k8s.V1Pod[], now: number): PodVerdict {
+export function podVerdict(
+  pods: readonly k8s.V1Pod[],
+  now: number,
+  { missingImageHint }: { missingImageHint?: string } = {},
+): PodVerdict {
   let recheckAtMs: number | undefined;
   for (const pod of pods) {
     if (pod.metadata?.deletionTimestamp) continue;
@@ -66,11 +70,13 @@ export function podVerdict(pods: readonly k8s.V1Pod[], now: number): PodVerdict 
       const waiting = container.state?.waiting;
       const why = waiting?.reason ?? '';
       if (PULL_IMPOSSIBLE.has(why) || (PULL_RETRYING.has(why) && now - started >= Delay.imagePullBound)) {
+        const image = container.image ?? container.name;
+        const hint = why === 'ErrImageNeverPull' && missingImageHint ? `: ${missingImageHint.replaceAll('{image}', image)}` : '';
         return {
           failure: {
             code: ErrorCode.internal,
             reason: SessionFailureReason.imagePullFailed,
-            message: `the IDE image could not be pulled: ${container.image ?? container.name}${detail(waiting?.message)}`,
+            message: `the IDE image could not be pulled: ${image}${detail(waiting?.message)}${hint}`,
           },
         };
       }

@@ -693,7 +693,7 @@ export function readiness(
     starting ? undefined : { type: 'Warning', reason: 'NotReady', message: 'the IDE pod is not ready: waiting for it' },
   );
   const now = (deps.now ?? Date.now)();
-  const verdict = starting ? podVerdict(sessionPods(deps, session, workload), now) : {};
+  const verdict = starting ? podVerdict(sessionPods(deps, session, workload), now, deps.config) : {};
   if (verdict.failure) throw new FailObject(verdict.failure.code, verdict.failure.message, verdict.failure.reason);
   const deadline = starting
     ? startDeadlineOf({ ...session, status: pass.status }, startDeadlineSeconds(appDefinition.spec))

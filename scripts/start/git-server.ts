@@ -1,6 +1,7 @@
-// A real git smart-HTTP server for tests: `git http-backend` (CGI) behind a small Node HTTP front on
-// 127.0.0.1 that checks basic auth. Bare repositories live in a temporary project root; a repository is
-// public (anonymous read) or private (any known user); pushes always need a user.
+// A real git smart-HTTP server, npm start's sample course and the tests' git host: `git http-backend`
+// (CGI) behind a small Node HTTP front on 127.0.0.1 that checks basic auth. Bare repositories live in a
+// project root (a temporary one unless given); a repository is public (anonymous read) or private (any
+// known user); pushes always need a user.
 //
 //   const server = await startGitServer({ users: { alice: 's3cret' } });
 //   const url = await server.createRepository('course/exercise.git', { files: { 'README.md': 'hi' } });
@@ -22,6 +23,8 @@ export interface GitServerOptions {
   delayMs?: number;
   /** The address to listen on and name in the URLs (default loopback). */
   host?: string;
+  /** The folder of the bare repositories (created; removed by close). Default: a new temporary one. */
+  root?: string;
 }
 
 export interface RepositoryOptions {
@@ -95,7 +98,8 @@ function parseCgiHead(head: string): { status: number; headers: [string, string]
 }
 
 export async function startGitServer(options: GitServerOptions = {}): Promise<GitServer> {
-  const root = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-git-'));
+  const root = options.root ?? (await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-git-')));
+  await mkdir(root, { recursive: true });
   const users = new Map(Object.entries(options.users ?? {}));
   const publicRepos = new Set<string>();
   const requests: GitRequest[] = [];
