@@ -167,6 +167,8 @@ export interface ControlPlaneOptions {
   realNode?: boolean;
   /** The real node's ingress (Traefik) port on loopback; default: a free one. */
   ingressPort?: number;
+  /** With the real node: enforce NetworkPolicies there (kube-router). Default on; npm start applies none. */
+  networkPolicies?: boolean;
 }
 
 /**
@@ -198,13 +200,16 @@ const AUDIT_POLICY_YAML = [
   '',
 ].join('\n');
 
+/** The binaries the real node of `options` runs beside kube-apiserver's (build.sh targets). */
+export function realNodeBuilds(options: Pick<ControlPlaneOptions, 'networkPolicies'>): BuildTarget[] {
+  return ['kubelet', 'traefik', ...(options.networkPolicies === false ? [] : ['network-policy' as const]), 'storage'];
+}
+
 /** Starts every component in `dir` (created fresh) and returns once the API server is ready with CRDs installed. */
 export async function startControlPlane(dir: string, options: ControlPlaneOptions = {}): Promise<ControlPlaneState> {
   // One build at a time: kubelet and Traefik compete with the control plane's binaries for the cores.
   const bin = await ensureBinaries('k8s');
-  if (options.realNode) {
-    for (const target of ['kubelet', 'traefik', 'network-policy', 'storage'] as const) await ensureBinaries(target);
-  }
+  if (options.realNode) for (const target of realNodeBuilds(options)) await ensureBinaries(target);
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.join(dir, 'logs'), { recursive: true });
   if (options.tiedToThisProcess) startWatchdog(dir);
@@ -364,6 +369,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       await startRealNode(state.realNode, {
         kubeconfig: state.kubeconfig,
         bin,
+        networkPolicies: options.networkPolicies !== false,
         ports: {
           kubelet: kubelet!,
           kubeletHealthz: kubeletHealthz!,

@@ -360,6 +360,8 @@ export interface StartRealNodeOptions {
   kubeconfig: string;
   /** The directory of kubelet, traefik, kube-router and local-path-provisioner. */
   bin: string;
+  /** Run kube-router, which enforces NetworkPolicies on the node's pods. */
+  networkPolicies: boolean;
   /** Free ports: kubelet's server and health endpoint, Traefik's HTTP entry point and its ping, kube-router's health. */
   ports: { kubelet: number; kubeletHealthz: number; ingress: number; ingressPing: number; networkPolicyHealth: number };
 }
@@ -452,14 +454,16 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
     await startIngress(node, options, kc);
-    log('starting kube-router (network policies)');
-    node.pids.networkPolicy = await startNetworkPolicyController(root, {
-      bin: options.bin,
-      kubeconfig: options.kubeconfig,
-      nodeName: REAL_NODE,
-      healthPort: options.ports.networkPolicyHealth,
-    });
-    await save();
+    if (options.networkPolicies) {
+      log('starting kube-router (network policies)');
+      node.pids.networkPolicy = await startNetworkPolicyController(root, {
+        bin: options.bin,
+        kubeconfig: options.kubeconfig,
+        nodeName: REAL_NODE,
+        healthPort: options.ports.networkPolicyHealth,
+      });
+      await save();
+    }
     log('starting local-path-provisioner (volumes)');
     node.pids.storage = await startStorageProvisioner(root, {
       bin: options.bin,

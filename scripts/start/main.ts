@@ -148,7 +148,7 @@ try {
   cleanups.push(() => stopControlPlane(dir));
   const [state, chart] = await Promise.all([
     // Tied to this process: a killed npm start leaves no control plane (and no real node) behind.
-    startControlPlane(dir, { tiedToThisProcess: true, realNode, ingressPort }),
+    startControlPlane(dir, { tiedToThisProcess: true, realNode, networkPolicies: false, ingressPort }),
     chartParts(),
   ]);
   const node = state.realNode

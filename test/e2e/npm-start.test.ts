@@ -228,7 +228,11 @@ describe('npm start', function () {
       const state = JSON.parse(readFileSync(path.join(dir, 'state.json'), 'utf8')) as ControlPlaneState;
       const node = JSON.parse(readFileSync(path.join(state.realNode!, 'node.json'), 'utf8')) as RealNodeState;
       const pids = [...Object.values(state.pids), ...Object.values(node.pids)];
-      assert.equal(pids.filter(isAlive).length, 10, 'the control plane and the node run');
+      assert.equal(
+        pids.filter(isAlive).length,
+        9,
+        'the control plane and the node (no kube-router: no NetworkPolicy to enforce) run',
+      );
       killGroup(child);
       started = undefined;
       // The control plane's watchdog (its own process group) sees npm start gone and takes it all down.
@@ -267,18 +271,38 @@ describe('npm start', function () {
       assert.equal(landing.status, 200);
       const ping = await fetch(`${started.value('SERVICE_URL')}/service/${started.value('SERVICE_AUTH_TOKEN')}`);
       assert.equal(await ping.text(), 'true');
-      const link = new URL(started.deepLink);
-      const gitUri = link.searchParams.get('gitUri')!;
+      const gitUri = new URL(started.deepLink).searchParams.get('gitUri')!;
       const heads = await run('git', ['ls-remote', gitUri, 'main'], {
         env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
       });
       assert.match(heads.stdout, /^[0-9a-f]{40}\trefs\/heads\/main$/m);
-      const { child, dir } = started;
-      killGroup(child);
+      await stopsCleanly(started, 'SIGINT');
       started = undefined;
-      await eventually(async () => assert.equal(existsSync(dir), false, `${dir} is still there`), 60_000, 500);
-      await rm(path.dirname(dir), { recursive: true, force: true });
     });
+
+    it('SIGHUP (the terminal closed) stops everything too', async () => {
+      started = await npmStart(['--fake-pods'], 30 * 60_000);
+      await stopsCleanly(started, 'SIGHUP');
+      started = undefined;
+    });
+
+    /** Sends `signal` to npm start's process group, as a terminal does: it ends, and its control plane with it. */
+    async function stopsCleanly({ child, dir }: Started, signal: NodeJS.Signals): Promise<void> {
+      const state = JSON.parse(readFileSync(path.join(dir, 'state.json'), 'utf8')) as ControlPlaneState;
+      const pids = Object.values(state.pids);
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      process.kill(-child.pid!, signal);
+      await exited;
+      await eventually(
+        async () => {
+          assert.deepEqual(pids.filter(isAlive), [], `processes of the control plane still run after ${signal}`);
+          assert.equal(existsSync(dir), false, `${dir} is still there after ${signal}`);
+        },
+        60_000,
+        500,
+      );
+      await rm(path.dirname(dir), { recursive: true, force: true });
+    }
   });
 });
 

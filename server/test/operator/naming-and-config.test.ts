@@ -26,6 +26,14 @@ describe('operator names, routes, configuration and stop reasons', () => {
       sessionUrl({ sessionScheme: 'https', sessionHost: 'ide.example.org' }, session('s-1', 'secret-1')),
       `https://ide.example.org${path}`,
     );
+    assert.equal(
+      sessionUrl(
+        { sessionScheme: 'http', sessionHost: 'ide.localhost', sessionPort: 8082 },
+        session('s-1', 'secret-1'),
+      ),
+      `http://ide.localhost:8082${path}`,
+      'a port of its own (a local ingress) in the URL, never in the route',
+    );
     assert.equal(routePath(session('s-1', 'secret-1')), path, 'the same session, the same path on every pass');
     assert.notEqual(routePath(session('s-1', 'secret-2')), path);
     assert.notEqual(routePath(session('s-2', 'secret-1')), path);

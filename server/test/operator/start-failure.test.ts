@@ -49,6 +49,18 @@ describe('start failure: pod states mapped to a failed start', () => {
     assert.equal(v.failure?.reason, SessionFailureReason.imagePullFailed);
   });
 
+  it('an image missing where images are preloaded (pull policy Never) says how to get it there', () => {
+    const missing = [pod({ startTime: ago(0) as never, containerStatuses: [waiting('ErrImageNeverPull')] })];
+    const hint = 'load it with `load {image}`';
+    assert.equal(
+      podVerdict(missing, NOW, { missingImageHint: hint }).failure?.message,
+      'the IDE image could not be pulled: ide/python:1 (ErrImageNeverPull details): load it with `load ide/python:1`',
+    );
+    assert.doesNotMatch(podVerdict(missing, NOW).failure!.message, /load/);
+    const invalid = [pod({ startTime: ago(0) as never, containerStatuses: [waiting('InvalidImageName')] })];
+    assert.doesNotMatch(podVerdict(invalid, NOW, { missingImageHint: hint }).failure!.message, /load/);
+  });
+
   it('CrashLoopBackOff, CreateContainerConfigError (init containers too) and Unschedulable fail at once', () => {
     const crash = podVerdict(
       [
