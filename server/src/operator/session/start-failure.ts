@@ -71,7 +71,8 @@ export function podVerdict(
       const why = waiting?.reason ?? '';
       if (PULL_IMPOSSIBLE.has(why) || (PULL_RETRYING.has(why) && now - started >= Delay.imagePullBound)) {
         const image = container.image ?? container.name;
-        const hint = why === 'ErrImageNeverPull' && missingImageHint ? `: ${missingImageHint.replaceAll('{image}', image)}` : '';
+        const hint =
+          why === 'ErrImageNeverPull' && missingImageHint ? `: ${missingImageHint.replaceAll('{image}', image)}` : '';
         return {
           failure: {
             code: ErrorCode.internal,
