@@ -9,8 +9,8 @@
 #   Prints the binaries' directory as its last line.
 #
 # Safe to run concurrently: each tool family is built under its own lock, so a second build of the same
-# tool waits for the first and then finds its binary cached. With IDE_CLOUD_BUILD_WATCH_STDIN=1 (set by
-# the Node callers, which keep a pipe on stdin), the build stops when its caller dies and closes that pipe.
+# tool waits for the first and then finds its binary cached. Started by a Node caller, it ends with it
+# (end-with-caller.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -24,13 +24,9 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
 log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-if [ "${IDE_CLOUD_BUILD_WATCH_STDIN:-}" = 1 ]; then
-  # Our own process group (the caller spawns us detached): when the caller's pipe closes, end it all.
-  exec 8<&0
-  { cat <&8 >/dev/null; kill -TERM -- -$$; } >/dev/null 2>&1 &
-  watcher=$!
-  trap 'kill $watcher 2>/dev/null || true' EXIT
-fi
+# shellcheck source=end-with-caller.sh
+source "$here/end-with-caller.sh"
+trap '[ -z "$caller_watcher" ] || kill "$caller_watcher" 2>/dev/null || true' EXIT
 
 # Seconds each binary took from empty Go caches on 2 cores (module download included), for the
 # estimate of what is left; scaled by the cores this machine has.

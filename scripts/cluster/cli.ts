@@ -17,7 +17,7 @@ import {
   stopControlPlane,
 } from './control-plane.js';
 import { isAlive } from './processes.js';
-import { buildImage, chooseNodes, importImage, imageTarget, runningRealNode } from './real-node.js';
+import { buildImage, decideNodes, importImage, imageTarget, runningRealNode } from './real-node.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const dir = process.env.IDE_CLOUD_CLUSTER_DIR ?? path.join(root, '.cluster', 'local');
@@ -33,7 +33,7 @@ async function main(command: string | undefined): Promise<number> {
         console.log(`KUBECONFIG=${existing.kubeconfig}`);
         return 0;
       }
-      const { realNode, notice } = chooseNodes(process.argv.slice(3));
+      const { realNode, notice } = await decideNodes(process.argv.slice(3));
       if (notice) console.log(notice);
       const state = await startControlPlane(dir, { realNode });
       console.log(`KUBECONFIG=${state.kubeconfig}`);

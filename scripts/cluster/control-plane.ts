@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { installCrds } from '../../server/src/kube/crds.js';
-import { isAlive, startDetached, waitFor } from './processes.js';
+import { isAlive, runScript, startDetached, waitFor } from './processes.js';
 import { REAL_NODE, startRealNode, stopRealNode } from './real-node.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -52,18 +52,7 @@ export function ensureBinaries(what: BuildTarget = 'k8s'): Promise<string> {
 }
 
 async function runBuild(what: BuildTarget): Promise<string> {
-  const child = spawn('bash', [path.join(here, 'build.sh'), what], {
-    detached: true,
-    stdio: ['pipe', 'pipe', 'inherit'],
-    // The build ends with this process, however it ends: its stdin pipe closes (build.sh watches it).
-    env: { ...process.env, IDE_CLOUD_BUILD_WATCH_STDIN: '1' },
-  });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  child.stdin.destroy();
-  if (code !== 0) throw new Error(`build.sh ${what} failed with exit code ${code}`);
-  return out.trim().split('\n').pop()!;
+  return (await runScript(path.join(here, 'build.sh'), [what])).pop()!;
 }
 
 /** A TCP port free on `host` (default 127.0.0.1) right now; the one copy, for scripts and tests. */
@@ -207,7 +196,7 @@ export function realNodeBuilds(options: Pick<ControlPlaneOptions, 'networkPolici
 
 /** Starts every component in `dir` (created fresh) and returns once the API server is ready with CRDs installed. */
 export async function startControlPlane(dir: string, options: ControlPlaneOptions = {}): Promise<ControlPlaneState> {
-  // One build at a time: kubelet and Traefik compete with the control plane's binaries for the cores.
+  // The binaries one after another: Go builds compete for the cores.
   const bin = await ensureBinaries('k8s');
   if (options.realNode) for (const target of realNodeBuilds(options)) await ensureBinaries(target);
   await rm(dir, { recursive: true, force: true });

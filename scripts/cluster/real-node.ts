@@ -17,7 +17,7 @@
 // the ipsets kube-router made, the machine paths kubelet and containerd write to when they were absent before (/var/lib/kubelet,
 // /var/log/pods, /var/log/containers, /run/containerd, /var/lib/cni, /run/netns), and ip_forward's value.
 // One real node per machine (their names and chains are machine-wide): a lock in /run says whose it is.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { ipsets, removeIpsets, startNetworkPolicyController, stopNetworkPolicyController } from './network-policy.js';
-import { isAlive, startDetached, waitFor } from './processes.js';
+import { isAlive, runScript, startDetached, waitFor } from './processes.js';
 import { startStorageProvisioner, stopStorageProvisioner, storageProvisionerReady } from './storage.js';
 
 const run = promisify(execFile);
@@ -83,19 +83,9 @@ async function sh(command: string, args: string[], input?: string): Promise<stri
   });
 }
 
-/** Runs a build script (build.sh style: progress on stderr, result lines on stdout). */
-async function script(file: string, args: string[]): Promise<string[]> {
-  const child = spawn('bash', [file, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  if (code !== 0) throw new Error(`${path.basename(file)} ${args.join(' ')} failed with exit code ${code}`);
-  return out.trim().split('\n').filter(Boolean);
-}
-
 /** Installs the Debian packages the real node and the image builds need (once; needs root). */
 export async function installRealNodePackages(): Promise<void> {
-  await script(path.join(here, 'install-real-node-packages.sh'), []);
+  await runScript(path.join(here, 'install-real-node-packages.sh'), []);
 }
 
 /** The images scripts/images/build.sh makes (each target prints its OCI archive). */
@@ -124,7 +114,7 @@ export function imageTarget(image: string): ImageTarget {
 
 /** Builds (or finds in the cache) the OCI archive of a local image: scripts/images/build.sh <target>. */
 export async function buildImage(target: ImageTarget): Promise<string> {
-  return (await script(path.join(here, '../images/build.sh'), [target])).pop()!;
+  return (await runScript(path.join(here, '../images/build.sh'), [target])).pop()!;
 }
 
 /** `ctr images import` of an OCI archive into the real node's containerd. */
@@ -299,14 +289,36 @@ export function realNodeUnavailable(machine: MachineFacts = thisMachine()): stri
   return undefined;
 }
 
+export interface NodeChoice {
+  realNode: boolean;
+  /** With fake pods only: the one line that says why. */
+  notice?: string;
+}
+
+const fakePods = (why: string): NodeChoice => ({
+  realNode: false,
+  notice: `Fake pods only (${why}): sessions start, but nothing runs in their pods.`,
+});
+
 /**
  * npm start's and `npm run cluster -- up`'s choice: the real node where the machine allows it, unless
- * `--fake-pods` is among `args`; otherwise the one line that says why pods are fake.
+ * `--fake-pods` is among `args`.
  */
-export function chooseNodes(args: string[], machine?: MachineFacts): { realNode: boolean; notice?: string } {
+export function chooseNodes(args: string[], machine?: MachineFacts): NodeChoice {
   const why = args.includes('--fake-pods') ? 'chosen with --fake-pods' : realNodeUnavailable(machine);
-  if (!why) return { realNode: true };
-  return { realNode: false, notice: `Fake pods only (${why}): sessions start, but nothing runs in their pods.` };
+  return why ? fakePods(why) : { realNode: true };
+}
+
+/** chooseNodes, then the node's Debian packages installed (the first time): an install that fails is a missing requirement too. */
+export async function decideNodes(args: string[]): Promise<NodeChoice> {
+  const choice = chooseNodes(args);
+  if (!choice.realNode) return choice;
+  try {
+    await installRealNodePackages();
+    return choice;
+  } catch (error) {
+    return fakePods(`the node's Debian packages could not be installed: ${(error as Error).message}`);
+  }
 }
 
 /** The directory of the real node running on this machine, if one runs. */
@@ -336,18 +348,18 @@ async function takeLock(root: string): Promise<void> {
   try {
     await mkdir(LOCK);
   } catch {
+    const running = runningRealNodeOwner();
+    if (running) throw new Error(`a real node already runs on this machine (${running}): one at a time; stop it first`);
+    // A dead owner's leftovers go first.
     const owner = await readFile(path.join(LOCK, 'owner'), 'utf8').catch(() => '');
-    const ownerState = owner ? await readNodeState(owner) : undefined;
-    if (ownerState && (isAlive(ownerState.pids.containerd) || isAlive(ownerState.pids.kubelet))) {
-      throw new Error(`a real node already runs on this machine (${owner}): one at a time; stop it first`);
-    }
-    if (ownerState) await stopRealNode(owner).catch(() => undefined);
+    if (owner && (await readNodeState(owner))) await stopRealNode(owner).catch(() => undefined);
     await mkdir(LOCK, { recursive: true });
   }
   await writeFile(path.join(LOCK, 'owner'), root);
 }
 
-async function readNodeState(root: string): Promise<RealNodeState | undefined> {
+/** The state a real node keeps in its directory (`<control plane dir>/node`), if it started. */
+export async function readNodeState(root: string): Promise<RealNodeState | undefined> {
   try {
     return JSON.parse(await readFile(path.join(root, 'node.json'), 'utf8')) as RealNodeState;
   } catch {

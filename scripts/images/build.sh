@@ -27,7 +27,8 @@
 # (build_mounts), which no layer keeps; the published images carry no extra CA.
 #
 # Build steps run on the host network (no CNI bridge, no iptables rules, nothing under /etc/cni).
-# Safe to run concurrently: one lock for the whole store.
+# Safe to run concurrently: one lock for the whole store. Started by a Node caller, it ends with it
+# (scripts/cluster/end-with-caller.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -38,8 +39,11 @@ store="$cache_root/images"
 mkdir -p "$store/archives" "$store/rootfs"
 exec 9>"$store/.lock"
 flock 9
+# shellcheck source=../cluster/end-with-caller.sh
+source "$root/scripts/cluster/end-with-caller.sh"
 # containers/storage leaves its overlay home bind-mounted on itself: nothing of this script stays mounted.
-trap 'mountpoint -q "$store/root/overlay" && umount "$store/root/overlay" 2>/dev/null || true' EXIT
+trap 'mountpoint -q "$store/root/overlay" && umount "$store/root/overlay" 2>/dev/null || true
+  [ -z "$caller_watcher" ] || kill "$caller_watcher" 2>/dev/null || true' EXIT
 
 log() { printf '[images %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 

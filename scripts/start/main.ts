@@ -2,7 +2,8 @@
 //
 // Starts the local control plane (etcd, kube-apiserver, the controller manager, the scheduler and kwok)
 // and, where the machine allows it (scripts/cluster/real-node.ts: Linux, root, Debian's packages), a real
-// node beside it: kubelet, containerd, Traefik on a loopback port, kube-router, local-path-provisioner.
+// node beside it: kubelet, containerd, Traefik on a loopback port, local-path-provisioner (no kube-router:
+// it applies no NetworkPolicy).
 // Applies the CRDs and the chart's app definitions and runs the operator (eager start on), the REST
 // service and the landing page in this process, anonymous on loopback. The printed deep link needs
 // nothing from outside: a sample course repository is served by a git server here (smart HTTP, its
@@ -11,11 +12,12 @@
 // definition are built here once (builds.ts) and kept on the node, which keeps a warm pool of it.
 // Without a real node (or with --fake-pods) sessions run on kwok's fake pods: the API works, no IDE opens.
 //
-// Ctrl-C, SIGTERM and SIGHUP stop everything it started; so does SIGKILL of any or all of its
-// processes, through the control plane's watchdog (control-plane.ts, tiedToThisProcess).
+// Ctrl-C, SIGTERM and SIGHUP stop everything it started; so does SIGKILL of npm alone (this process
+// watches it) or of all its processes (the control plane's watchdog: control-plane.ts,
+// tiedToThisProcess; builds end with their caller: scripts/cluster/end-with-caller.sh).
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -31,13 +33,14 @@ import { deepLink, parseLandingConfig, startLandingPage, type LandingApp } from 
 import { startOperator, type OperatorConfigInput } from '../../server/src/operator/index.js';
 import { parseServiceConfig, startService } from '../../server/src/service/index.js';
 import { ensureBinaries, startControlPlane, stopControlPlane } from '../cluster/control-plane.js';
+import { ancestorNamed, isAlive } from '../cluster/processes.js';
 import {
-  chooseNodes,
+  decideNodes,
   importImage,
   REAL_NODE_INGRESS_CLASS,
   REAL_NODE_IP,
   REAL_NODE_PLACEMENT,
-  type RealNodeState,
+  readNodeState,
 } from '../cluster/real-node.js';
 import { buildWhatTheModeNeeds } from './builds.js';
 import { startGitServer } from './git-server.js';
@@ -69,16 +72,23 @@ const SAMPLE_FILES = {
 
 const say = (line: string): void => console.log(line);
 const cleanups: Array<() => Promise<unknown>> = [];
+/** The control plane's start while it runs: a stop waits for it, so that it stops everything it started. */
+let starting: Promise<unknown> | undefined;
 let stopping = false;
 async function stop(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
     console.error('stopping…');
+    await starting?.catch(() => undefined);
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   }
   process.exit(code);
 }
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
+// npm runs this through a shell and tsx, which outlive npm when only npm is killed: so does this
+// process, unless it watches npm (no process event tells a child its grandparent ended).
+const npm = ancestorNamed('npm');
+if (npm) setInterval(() => isAlive(npm) || void stop(0), 1000).unref();
 
 /** Renders one template of the Helm chart, by helm itself: the chart is the one source of both. */
 async function renderChart(template: string, ...set: string[]): Promise<unknown[]> {
@@ -111,8 +121,11 @@ async function chartParts(): Promise<{
   };
 }
 
-/** Resolves once the app definition's warm pool has its free instances ready (its Ready condition). */
-async function warmPoolReady(kc: k8s.KubeConfig, name: string): Promise<void> {
+/**
+ * Waits until the app definition's warm pool has its free instances ready (its Ready condition),
+ * saying how far it is; past `timeoutMs` it says why not and goes on (the link then starts lazily).
+ */
+async function warmPoolReady(kc: k8s.KubeConfig, name: string, timeoutMs: number): Promise<void> {
   const informer = new Informer<AppDefinition>(kc, {
     path: ideCloudResources(kc, namespace).appDefinitions.path,
     apiVersion: API_VERSION,
@@ -122,39 +135,58 @@ async function warmPoolReady(kc: k8s.KubeConfig, name: string): Promise<void> {
     rewatchIntervalMs: 300_000,
   });
   let last = '';
+  let timer: NodeJS.Timeout | undefined;
   try {
     await new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        say(`[start] the warm pool of ${name} is not ready after ${timeoutMs / 60_000} min (${last}): going on`);
+        resolve();
+      }, timeoutMs);
       informer.on((_type, definition) => {
         const pool = definition.status?.pool;
-        const progress = pool ? `${pool.ready} of ${pool.desired} ready` : 'starting';
+        const ready = definition.status?.conditions?.find((c) => c.type === 'Ready');
+        const progress = pool
+          ? `${pool.ready} of ${pool.desired} ready${ready?.message ? `: ${ready.message}` : ''}`
+          : 'starting';
         if (progress !== last) say(`[start] warm pool of ${name}: ${(last = progress)}`);
-        if (definition.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) resolve();
+        if (ready?.status === 'True') resolve();
       });
       informer.start();
     });
   } finally {
+    clearTimeout(timer);
     await informer.stop();
   }
 }
 
+/** Whether nothing listens on `port` of loopback now. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
 try {
-  const { realNode, notice } = chooseNodes(process.argv.slice(2));
-  if (notice) say(notice);
   const started = Date.now();
+  const { realNode, notice } = await decideNodes(process.argv.slice(2));
+  if (notice) say(notice);
+  // Found taken only once the node runs, the ingress port would fail the start late and obscurely.
+  if (realNode && !(await portIsFree(ingressPort)))
+    throw new Error(`INGRESS_PORT ${ingressPort} is taken: set INGRESS_PORT to a free port`);
   const archives = await buildWhatTheModeNeeds(realNode, ['auth-proxy', WARM_IMAGE], say);
 
   say(`[start] the control plane${realNode ? ' and the real node' : ''}`);
   // Stopping a control plane that never started is a no-op; one that half started is stopped.
   cleanups.push(() => stopControlPlane(dir));
-  const [state, chart] = await Promise.all([
-    // Tied to this process: a killed npm start leaves no control plane (and no real node) behind.
-    startControlPlane(dir, { tiedToThisProcess: true, realNode, networkPolicies: false, ingressPort }),
-    chartParts(),
-  ]);
-  const node = state.realNode
-    ? (JSON.parse(await readFile(path.join(state.realNode, 'node.json'), 'utf8')) as RealNodeState)
-    : undefined;
-  const imported = node ? Promise.all(archives.map((archive) => importImage(node, archive))) : Promise.resolve();
+  // Tied to this process: a killed npm start leaves no control plane (and no real node) behind.
+  starting = startControlPlane(dir, { tiedToThisProcess: true, realNode, networkPolicies: false, ingressPort });
+  const [state, chart] = await Promise.all([starting as ReturnType<typeof startControlPlane>, chartParts()]);
+  starting = undefined;
+  const node = state.realNode ? await readNodeState(state.realNode) : undefined;
+  // Settled, never rejected: a stop may end containerd under the imports.
+  const imported = Promise.allSettled(archives.map((archive) => importImage(node!, archive)));
 
   const kc = loadKubeConfig(state.kubeconfig);
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -178,7 +210,7 @@ try {
 
   const { appDefinitions } = ideCloudResources(kc, namespace);
   for (const spec of chart.definitions) await appDefinitions.apply(spec.name, { spec });
-  await imported;
+  for (const result of await imported) if (result.status === 'rejected') throw result.reason;
 
   const onTheNode: Partial<OperatorConfigInput> = node
     ? {
@@ -216,7 +248,7 @@ try {
     }),
   );
   cleanups.push(() => landing.close());
-  if (node) await warmPoolReady(kc, WARM);
+  if (node) await warmPoolReady(kc, WARM, 10 * 60_000);
   const landingUrl = `http://localhost:${landing.port}`;
   const example = deepLink(`${landingUrl}/`, {
     appDef: WARM,

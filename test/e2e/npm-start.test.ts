@@ -101,6 +101,15 @@ function killGroup(child: ChildProcess): void {
   }
 }
 
+/** The processes of process group `pgid`, as `pid command` lines. */
+function processesInGroup(pgid: number): string[] {
+  return execFileSync('ps', ['-eo', 'pid=,pgid=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([, group]) => Number(group) === pgid)
+    .map(([pid, , ...args]) => `${pid} ${args.join(' ')}`);
+}
+
 /** The processes whose command line names `text`. */
 function processesNaming(text: string): string[] {
   return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
@@ -146,7 +155,11 @@ describe('npm start', function () {
 
     after(async () => {
       await browser?.close();
-      if (started) killGroup(started.child);
+      if (!started) return;
+      // A failed run still frees the machine's one real node for the suites after it.
+      killGroup(started.child);
+      const { dir } = started;
+      await eventually(async () => assert.equal(existsSync(dir), false), 120_000, 500).catch(() => undefined);
     });
 
     it('prints its URLs with a filled warm pool on the real node', async function () {
@@ -222,6 +235,24 @@ describe('npm start', function () {
       assert.ok(Date.now() - since < 60_000, `it took ${Date.now() - since} ms to fail`);
     });
 
+    it('npm run cluster -- image builds an image and loads it into the running node', async () => {
+      assert.ok(started, 'npm start did not start');
+      const node = JSON.parse(readFileSync(path.join(started.dir, 'node', 'node.json'), 'utf8')) as RealNodeState;
+      const ctr = ['--address', node.socket, '-n', 'k8s.io', 'images'];
+      // The volume helper's image: built already (the node needs it), and not a session's.
+      await run('ctr', [...ctr, 'rm', 'docker.io/ide-cloud/local-path-helper:0.1.0']);
+      const loaded = await run(
+        'npm',
+        ['run', '--silent', 'cluster', '--', 'image', 'ide-cloud/local-path-helper:0.1.0'],
+        {
+          cwd: ROOT,
+        },
+      );
+      assert.match(loaded.stdout, /^loaded into the real node: \S+local-path-helper\S+\.tar$/m);
+      const images = await run('ctr', [...ctr, 'ls', '-q']);
+      assert.ok(images.stdout.split('\n').includes('docker.io/ide-cloud/local-path-helper:0.1.0'), images.stdout);
+    });
+
     it('SIGKILL of every process of npm start leaves nothing behind', async () => {
       assert.ok(started, 'npm start did not start');
       const { child, dir } = started;
@@ -286,13 +317,31 @@ describe('npm start', function () {
       started = undefined;
     });
 
-    /** Sends `signal` to npm start's process group, as a terminal does: it ends, and its control plane with it. */
-    async function stopsCleanly({ child, dir }: Started, signal: NodeJS.Signals): Promise<void> {
+    it('so does a SIGKILL of npm alone (its shell, tsx and node see it gone)', async () => {
+      started = await npmStart(['--fake-pods'], 30 * 60_000);
+      await stopsCleanly(started, 'SIGKILL', 'npm alone');
+      started = undefined;
+    });
+
+    /**
+     * Sends `signal` to npm start's process group, as a terminal does (or to npm alone): it ends, and
+     * its control plane with it.
+     */
+    async function stopsCleanly(
+      { child, dir }: Started,
+      signal: NodeJS.Signals,
+      to: 'the group' | 'npm alone' = 'the group',
+    ): Promise<void> {
       const state = JSON.parse(readFileSync(path.join(dir, 'state.json'), 'utf8')) as ControlPlaneState;
       const pids = Object.values(state.pids);
-      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-      process.kill(-child.pid!, signal);
-      await exited;
+      const group = processesInGroup(child.pid!);
+      assert.ok(group.length >= 3, `npm, its shell and node run: ${group.join(', ')}`);
+      process.kill(to === 'the group' ? -child.pid! : child.pid!, signal);
+      await eventually(
+        async () => assert.deepEqual(processesInGroup(child.pid!), [], 'processes of npm start still run'),
+        60_000,
+        500,
+      );
       await eventually(
         async () => {
           assert.deepEqual(pids.filter(isAlive), [], `processes of the control plane still run after ${signal}`);

@@ -31,7 +31,7 @@
 // 2.5 min, of which 45 s is the late browser's wait and 30 s the images' import. Cold, from empty image
 // and binary caches on 2 busy cores: the images about 18 min (Debian and Node stand-ins 3 min, session
 // base with code-server 7 min, auth proxy 6 min), kubelet 10 min and Traefik 13 min beside them; in
-// `npm test` it is the first real-node suite (test/e2e sorts before test/integration), so it pays that.
+// `npm test` npm-start.test.ts runs before it and pays most of that (this suite adds kube-router).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
