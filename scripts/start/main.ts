@@ -217,6 +217,8 @@ try {
         sessionHost: SESSION_HOST,
         sessionPort: ingressPort,
         ingressClassName: REAL_NODE_INGRESS_CLASS,
+        // The URL is handed over once Traefik serves its route: no 404 in the student's browser.
+        routeCheckUrl: `http://127.0.0.1:${ingressPort}`,
         sessionNodeSelector: REAL_NODE_PLACEMENT.nodeSelector,
         sessionTolerations: REAL_NODE_PLACEMENT.tolerations,
         // Images are built here and loaded onto the node: one that is missing fails the launch at once.

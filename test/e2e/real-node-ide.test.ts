@@ -185,6 +185,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         sessionHost: SESSION_HOST,
         sessionScheme: 'http',
         ingressClassName: REAL_NODE_INGRESS_CLASS,
+        routeCheckUrl: node.ingressUrl,
         sessionIssuer: idp.issuer,
         sessionAudience: AUDIENCE,
         sessionNodeSelector: REAL_NODE_PLACEMENT.nodeSelector,
@@ -553,6 +554,13 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     const held: string[] = [];
     const { context, blocked } = await studentContext(lateBrowser ? { sessionUrls: held } : {});
     try {
+      // Error pages the student would meet after the hand-over (the ingress's 404, a gateway error).
+      const errorPages: string[] = [];
+      context.on('response', (response) => {
+        const { hostname, pathname } = new URL(response.url());
+        if (hostname === SESSION_HOST && response.request().isNavigationRequest() && response.status() >= 400)
+          errorPages.push(`${response.status()} ${pathname.replace(/\/[0-9a-f]{32}\//, '/<key>/')}`);
+      });
       const page = await context.newPage();
       let answeredAt = 0;
       page.on('request', (request) => {
@@ -673,6 +681,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
           'cloned with the student’s credential',
         );
 
+      assert.deepEqual(errorPages, [], 'the session URL served the moment it was handed over');
       // Only the student's own requests went anywhere; nothing left the machine.
       assert.deepEqual(
         blocked.filter((u) => !u.startsWith('https://fonts.googleapis.com/') && !u.startsWith('https://open-vsx.org/')),

@@ -95,6 +95,8 @@ export const SessionReadyReason = {
   pending: 'Pending',
   podReady: 'PodReady',
   podNotReady: 'PodNotReady',
+  /** The pod is Ready; the ingress does not serve the session's route yet (operator routeCheckUrl). */
+  routeNotServed: 'RouteNotServed',
   /** The operator gave up on the session; `status.error` says why (terminal). */
   failed: 'Failed',
   /** The session is being deleted. */

@@ -47,6 +47,13 @@ export const OperatorConfigSchema = z
      * ingress on a loopback port, npm start); the Ingress rules name the host alone.
      */
     sessionPort: int(1).max(65535).optional(),
+    /**
+     * The ingress as the operator reaches it (e.g. `http://traefik.traefik.svc`, or npm start's Traefik
+     * on loopback): a starting session's URL is handed out only once a GET of its route through the
+     * ingress is answered by the session (routes/served.ts), so no browser meets the ingress's 404
+     * while it takes a new route up. Unset: once the pod is Ready and the route written.
+     */
+    routeCheckUrl: z.string().url().optional(),
     /** IngressClass of the shared session Ingress; unset: the cluster's default class. */
     ingressClassName: z.string().min(1).optional(),
     /** Image of the authentication proxy sidecar of every session pod (images/auth-proxy). */
@@ -162,6 +169,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   sessionHost: 'IDE_CLOUD_SESSION_HOST',
   sessionScheme: 'IDE_CLOUD_SESSION_SCHEME',
   sessionPort: 'IDE_CLOUD_SESSION_PORT',
+  routeCheckUrl: 'IDE_CLOUD_ROUTE_CHECK_URL',
   ingressClassName: 'IDE_CLOUD_INGRESS_CLASS_NAME',
   authProxyImage: 'IDE_CLOUD_AUTH_PROXY_IMAGE',
   authProxyPort: 'IDE_CLOUD_AUTH_PROXY_PORT',

@@ -131,6 +131,7 @@ class Controllers {
       namespace,
       ingresses: cache.ingresses,
       ingressClassName: config.ingressClassName,
+      checkUrl: config.routeCheckUrl,
     });
     // Lazy starts at a rate, first come first served; a gate's wake-up is a pass of that session.
     const admission =

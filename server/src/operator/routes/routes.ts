@@ -5,12 +5,18 @@ import { LABELS } from '../../model/api-group.js';
 import { OPERATOR_MANAGER } from '../../model/api-group.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import { appendRoutesPatch, withRoute, type RouteEntry } from './ingress.js';
+import { ingressServes } from './served.js';
+
+/** A route check the ingress does not answer in this time counts as not served (asked again). */
+const ROUTE_CHECK_TIMEOUT_MS = 2000;
 
 /** What the session reconciler needs of the routes: a session's path present or absent. */
 export interface RouteTable {
   set(ingressName: string, entry: RouteEntry, present: boolean): Promise<void>;
   /** The shared Ingresses (cache) whose rule of `host` holds `path`: where a route is, whatever recorded it. */
   holding(host: string, path: string): string[];
+  /** Whether the ingress serves `path` of `host` now (routes/served.ts); true when nothing is there to ask. */
+  served(host: string, path: string): Promise<boolean>;
 }
 
 export interface RoutesDeps {
@@ -26,6 +32,8 @@ export interface RoutesDeps {
   /** The cache of the shared Ingresses; every write's answer goes into it. */
   ingresses: Informer<k8s.V1Ingress>;
   ingressClassName?: string;
+  /** The ingress as this process reaches it, to ask whether it serves a route (config.routeCheckUrl). */
+  checkUrl?: string;
 }
 
 type Waiting = { entry: RouteEntry; done: (appended: boolean) => void };
@@ -102,6 +110,11 @@ export class Routes implements RouteTable {
         (i.spec?.rules ?? []).some((r) => r.host === host && (r.http?.paths ?? []).some((p) => p.path === path)),
       )
       .map((i) => i.metadata?.name ?? '');
+  }
+
+  served(host: string, path: string): Promise<boolean> {
+    const { checkUrl } = this.deps;
+    return checkUrl ? ingressServes(checkUrl, host, path, ROUTE_CHECK_TIMEOUT_MS) : Promise.resolve(true);
   }
 
   async set(ingressName: string, entry: RouteEntry, present: boolean): Promise<void> {

@@ -34,6 +34,8 @@ export const Delay = {
   admissionUndecided: 200,
   /** Pool counts change with every reservation: launches within this delay share one status write. */
   poolStatusBatch: 2000,
+  /** A starting session whose pod is Ready asks the ingress again whether it serves its route. */
+  routeServed: 100,
   /** Upper bound of the random wait between two read-modify-write attempts of a shared Ingress. */
   routeRetryMax: 500,
   /** Step of that random wait per attempt. */

@@ -29,7 +29,7 @@ export const ROUTE_ANNOTATION = 'ide-cloud.io/route';
  * names: the cache finds it. A path neither shows writes nothing.
  */
 export async function removeSessionRoute(
-  deps: { config: Pick<OperatorConfig, 'sessionHost'>; routes: RouteTable },
+  deps: { config: Pick<OperatorConfig, 'sessionHost'>; routes: Pick<RouteTable, 'holding' | 'set'> },
   session: Session,
 ): Promise<void> {
   const host = deps.config.sessionHost;

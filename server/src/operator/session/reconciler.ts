@@ -122,7 +122,7 @@ export class SessionReconciler {
     await Promise.all([routed, injecting && Promise.race([injecting, routed])]);
     recordEnvironment(deps, session, workload, injecting !== undefined, pass);
     // 6. Readiness and URL.
-    readiness(deps, session, guarded, workload, pass);
+    await readiness(deps, session, guarded, workload, pass);
   }
 
   private logWarning(name: string, warning: Extract<Outcome, { kind: 'warn' }>): void {

@@ -656,16 +656,29 @@ function recordInjection(deps: SessionStepDeps, session: Session, pass: Pass): v
  * 6. Readiness and URL. While the pod starts, its state is looked at (session/start-failure.ts): an
  * unrecoverable one fails the session at once; else the pass looks again at the start deadline, or
  * sooner at a pull error's bound. Every change of the pods or the Deployment wakes the session
- * before that (operator.ts): nothing polls.
+ * before that (operator.ts). Once the pod is Ready, a starting session's URL waits for the ingress to
+ * serve its route (routes/served.ts, when configured): the ingress has no event to wait for, so the
+ * pass asks it again shortly, a few times at most.
  */
-export function readiness(
+export async function readiness(
   deps: SessionStepDeps,
   session: Session,
   { appDefinition }: Guarded,
   workload: Workload,
   pass: Pass,
-): void {
+): Promise<void> {
+  const starting = !session.status?.url;
   if (deploymentReady(workload.deployment)) {
+    if (starting && !(await deps.routes.served(deps.config.sessionHost, routePath(session)))) {
+      pass.status.phase = 'Starting';
+      pass.condition({
+        type: SessionCondition.ready,
+        status: 'False',
+        reason: SessionReadyReason.routeNotServed,
+        message: 'the IDE pod is ready; waiting for the ingress to serve the route',
+      });
+      throw new RetryLater('waiting for the ingress to serve the route', Delay.routeServed);
+    }
     pass.status.url = sessionUrl(deps.config, session);
     pass.status.phase = 'Running';
     pass.condition(
@@ -680,7 +693,6 @@ export function readiness(
     return;
   }
   // A session that has served is past its start: a pod of its that restarts is not a failed start.
-  const starting = !session.status?.url;
   pass.status.phase = 'Starting';
   pass.condition(
     {
