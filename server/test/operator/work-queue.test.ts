@@ -56,4 +56,27 @@ describe('operator work queue', () => {
     await q.stop();
     assert.equal(calls, 3);
   });
+
+  it('a sooner requeue replaces a later one of the same key, a later one leaves the sooner', async () => {
+    // A pass that waits long (a start deadline), woken by an event into a pass that asks to look
+    // again shortly: the short wait wins.
+    const visits: string[] = [];
+    const answers = [{ requeueAfterMs: 60_000 }, { requeueAfterMs: 20 }];
+    const q = new WorkQueue(
+      async (key) => {
+        visits.push(key);
+        return key === 'k' ? answers[visits.filter((v) => v === 'k').length - 1] : undefined;
+      },
+      { workers: 1 },
+    );
+    q.start();
+    q.add('k');
+    await until(() => visits.length === 1);
+    q.add('k');
+    await until(() => visits.filter((v) => v === 'k').length === 3, 1000);
+    q.addAfter('later', 20);
+    q.addAfter('later', 60_000);
+    await until(() => visits.includes('later'), 1000);
+    await q.stop();
+  });
 });

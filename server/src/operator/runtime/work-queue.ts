@@ -19,7 +19,8 @@ export class WorkQueue {
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Each key's scheduled visit: its timer and when it is due (ms since the epoch). */
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; dueAt: number }>();
   private waiters: (() => void)[] = [];
   private stopped = false;
   private running: Promise<void>[] = [];
@@ -36,7 +37,7 @@ export class WorkQueue {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const timer of this.timers.values()) clearTimeout(timer);
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     this.wake();
     await Promise.all(this.running);
@@ -55,17 +56,20 @@ export class WorkQueue {
     this.wake();
   }
 
-  /** Adds the key after `ms`; an earlier pending schedule of the same key is kept if sooner. */
+  /** Adds the key after `ms`, or sooner when a visit of it is scheduled sooner already (one visit either way). */
   addAfter(key: string, ms: number): void {
     if (this.stopped) return;
     if (ms <= 0) return this.add(key);
-    if (this.timers.has(key)) return;
+    const dueAt = Date.now() + ms;
+    const scheduled = this.timers.get(key);
+    if (scheduled && scheduled.dueAt <= dueAt) return;
+    if (scheduled) clearTimeout(scheduled.timer);
     const timer = setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, ms);
     timer.unref();
-    this.timers.set(key, timer);
+    this.timers.set(key, { timer, dueAt });
   }
 
   private wake(): void {
