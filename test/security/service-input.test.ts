@@ -98,7 +98,8 @@ describe('security: the service front door', function () {
 
   describe('environment keys the API server would refuse (11)', () => {
     it('a fromMap key that is no environment variable name answers 400 at once and writes nothing', async () => {
-      for (const key of ['BAD KEY', '1ST', 'A=B', 'ÜBER', '']) {
+      // `.`, `..` and `..x` are environment variable names, but no Secret keys: the session's Secret.
+      for (const key of ['BAD KEY', '1ST', 'A=B', 'ÜBER', '', '.', '..', '..x']) {
         const answer = await call(service.url, 'POST', '/service', {
           body: {
             appId,

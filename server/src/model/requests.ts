@@ -52,13 +52,18 @@ function envelope(kind: RequestKindName) {
 }
 
 /**
- * An environment variable name every Kubernetes version accepts in a container's env (the API server
- * refuses others with 422, which would otherwise surface only as a launch that never starts).
+ * A name the API server accepts both as an environment variable of a container (letters, digits,
+ * `_ . -`, no leading digit) and as a key of the session's Secret that carries the values (never `.`
+ * or `..`, nor starting with `..`): it refuses others with 422, which would otherwise surface only as
+ * a launch that never starts.
  */
 const EnvName = z
   .string()
   .max(253)
-  .regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/, 'must be an environment variable name (letters, digits, _ . -)');
+  .regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/, 'must be an environment variable name (letters, digits, _ . -)')
+  .refine((name) => name !== '.' && !name.startsWith('..'), {
+    error: 'must be an environment variable name that is also a Secret key (not ".", "..", nor starting with "..")',
+  });
 
 export const AppIdSchema = z.string().describe('the shared service auth token');
 const UserSchema = z.string().max(320).describe("user id, usually the user's e-mail");
