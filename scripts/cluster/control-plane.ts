@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { installCrds } from '../../server/src/kube/crds.js';
 import { isAlive, runScript, startDetached, waitFor } from './processes.js';
-import { REAL_NODE, startRealNode, stopRealNode } from './real-node.js';
+import { readNodeState, REAL_NODE, startRealNode, stopRealNode } from './real-node.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -468,10 +468,8 @@ export async function describeControlPlane(dir: string): Promise<string[]> {
   });
   if (state.realNode) {
     try {
-      const node = JSON.parse(await readFile(path.join(state.realNode, 'node.json'), 'utf8')) as {
-        pids: Record<string, number>;
-        ingressUrl: string;
-      };
+      const node = await readNodeState(state.realNode);
+      if (!node) throw new Error('not started');
       for (const [name, pid] of Object.entries(node.pids))
         lines.push(`${`${name} (${REAL_NODE})`.padEnd(24)} ${isAlive(pid) ? `running (pid ${pid})` : 'not running'}`);
       lines.push(`ingress                  ${node.ingressUrl}`);

@@ -186,7 +186,7 @@ try {
   starting = undefined;
   const node = state.realNode ? await readNodeState(state.realNode) : undefined;
   // Settled, never rejected: a stop may end containerd under the imports.
-  const imported = Promise.allSettled(archives.map((archive) => importImage(node!, archive)));
+  const imported = Promise.allSettled(node ? archives.map((archive) => importImage(node, archive)) : []);
 
   const kc = loadKubeConfig(state.kubeconfig);
   const core = kc.makeApiClient(k8s.CoreV1Api);

@@ -12,21 +12,21 @@
 // empty caches it pays the node's and the images' builds (see real-node-ide.test.ts).
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
-import { freePort, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
+import { freePort, readState } from '../../scripts/cluster/control-plane.js';
 import { isAlive } from '../../scripts/cluster/processes.js';
 import {
   chooseNodes,
   installRealNodePackages,
+  readNodeState,
   type MachineFacts,
-  type RealNodeState,
 } from '../../scripts/cluster/real-node.js';
-import { launchBrowser, screenshot } from '../support/browser.js';
+import { errorPagesOn, explorerNames, launchBrowser, screenshot } from '../support/browser.js';
 import { eventually } from '../support/kube.js';
 import { machineState, type MachineState } from '../support/real-node.js';
 
@@ -184,7 +184,7 @@ describe('npm start', function () {
       browser = await launchBrowser();
       const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       const elsewhere: string[] = [];
-      const errorPages: string[] = [];
+      const errorPages = errorPagesOn(context, 'ide.localhost');
       await context.route('**/*', (route) => {
         const { hostname } = new URL(route.request().url());
         if (['localhost', 'ide.localhost', '127.0.0.1'].includes(hostname)) return route.continue();
@@ -192,10 +192,6 @@ describe('npm start', function () {
         return route.abort('blockedbyclient');
       });
       const page = await context.newPage();
-      page.on('response', (response) => {
-        if (response.request().isNavigationRequest() && response.status() >= 400)
-          errorPages.push(`${response.status()} ${response.url().replace(/\/[0-9a-f]{32}\//, '/<key>/')}`);
-      });
       const since = Date.now();
       await page.goto(started.deepLink);
       await explorerShows(page, SAMPLE_TOP_LEVEL).catch(async (error: Error) => {
@@ -235,7 +231,7 @@ describe('npm start', function () {
 
     it('npm run cluster -- image builds an image and loads it into the running node', async () => {
       assert.ok(started, 'npm start did not start');
-      const node = JSON.parse(readFileSync(path.join(started.dir, 'node', 'node.json'), 'utf8')) as RealNodeState;
+      const node = (await readNodeState(path.join(started.dir, 'node')))!;
       const ctr = ['--address', node.socket, '-n', 'k8s.io', 'images'];
       // The volume helper's image: built already (the node needs it), and not a session's.
       await run('ctr', [...ctr, 'rm', 'docker.io/ide-cloud/local-path-helper:0.1.0']);
@@ -254,8 +250,8 @@ describe('npm start', function () {
     it('SIGKILL of every process of npm start leaves nothing behind', async () => {
       assert.ok(started, 'npm start did not start');
       const { child, dir } = started;
-      const state = JSON.parse(readFileSync(path.join(dir, 'state.json'), 'utf8')) as ControlPlaneState;
-      const node = JSON.parse(readFileSync(path.join(state.realNode!, 'node.json'), 'utf8')) as RealNodeState;
+      const state = (await readState(dir))!;
+      const node = (await readNodeState(state.realNode!))!;
       const pids = [...Object.values(state.pids), ...Object.values(node.pids)];
       assert.equal(
         pids.filter(isAlive).length,
@@ -330,7 +326,7 @@ describe('npm start', function () {
       signal: NodeJS.Signals,
       to: 'the group' | 'npm alone' = 'the group',
     ): Promise<void> {
-      const state = JSON.parse(readFileSync(path.join(dir, 'state.json'), 'utf8')) as ControlPlaneState;
+      const state = (await readState(dir))!;
       const pids = Object.values(state.pids);
       const group = processesInGroup(child.pid!);
       assert.ok(group.length >= 3, `npm, its shell and node run: ${group.join(', ')}`);
@@ -363,7 +359,7 @@ async function explorerShows(page: Page, names: string[]): Promise<void> {
         last = `no workbench at ${page.url().replace(/\/[0-9a-f]{32}\//, '/<key>/')}`;
         throw new Error(last);
       }
-      const shown = await page.locator('.explorer-folders-view .monaco-list-row .label-name').allTextContents();
+      const shown = await explorerNames(page);
       last = `the explorer shows ${JSON.stringify(shown)}`;
       assert.ok(
         names.every((n) => shown.includes(n)),

@@ -63,7 +63,7 @@ import {
 } from '../../server/src/landing/index.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { instanceClaimName, poolInstanceName } from '../../server/src/operator/manifests.js';
-import { ARTIFACTS, launchBrowser, screenshot } from '../support/browser.js';
+import { ARTIFACTS, errorPagesOn, explorerNames, launchBrowser, screenshot } from '../support/browser.js';
 import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { eventually } from '../support/kube.js';
 import { logSink } from '../support/landing.js';
@@ -397,11 +397,6 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     }
   }
 
-  /** The names the explorer shows at the workspace folder's top level. */
-  async function explorerNames(page: Page): Promise<string[]> {
-    return page.locator('.explorer-folders-view .monaco-list-row .label-name').allTextContents();
-  }
-
   /**
    * Opens (or follows) the session URL until the workbench's explorer shows the repository's top
    * level: signs in on the session host when its proxy asks, retries while code-server is not up yet.
@@ -555,12 +550,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     const { context, blocked } = await studentContext(lateBrowser ? { sessionUrls: held } : {});
     try {
       // Error pages the student would meet after the hand-over (the ingress's 404, a gateway error).
-      const errorPages: string[] = [];
-      context.on('response', (response) => {
-        const { hostname, pathname } = new URL(response.url());
-        if (hostname === SESSION_HOST && response.request().isNavigationRequest() && response.status() >= 400)
-          errorPages.push(`${response.status()} ${pathname.replace(/\/[0-9a-f]{32}\//, '/<key>/')}`);
-      });
+      const errorPages = errorPagesOn(context, SESSION_HOST);
       const page = await context.newPage();
       let answeredAt = 0;
       page.on('request', (request) => {

@@ -58,3 +58,22 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path: file, fullPage: true });
   return file;
 }
+
+/** The names the VS Code workbench's explorer shows at the workspace folder's top level. */
+export function explorerNames(page: Page): Promise<string[]> {
+  return page.locator('.explorer-folders-view .monaco-list-row .label-name').allTextContents();
+}
+
+/**
+ * The error pages (status 400 or more of a page load) `context` meets on `host`, as `<status> <path>`
+ * with a session URL's key masked: what a student would see after a session URL was handed over.
+ */
+export function errorPagesOn(context: BrowserContext, host: string): string[] {
+  const pages: string[] = [];
+  context.on('response', (response) => {
+    const { hostname, pathname } = new URL(response.url());
+    if (hostname === host && response.request().isNavigationRequest() && response.status() >= 400)
+      pages.push(`${response.status()} ${pathname.replace(/\/[0-9a-f]{32}\//, '/<key>/')}`);
+  });
+  return pages;
+}

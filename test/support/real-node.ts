@@ -9,7 +9,13 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
-import { buildImage, importImage, type ImageTarget, type RealNodeState } from '../../scripts/cluster/real-node.js';
+import {
+  buildImage,
+  importImage,
+  readNodeState,
+  type ImageTarget,
+  type RealNodeState,
+} from '../../scripts/cluster/real-node.js';
 
 /** The machine paths a real node writes to (and removes when they were absent before). */
 const MACHINE_PATHS = [
@@ -72,7 +78,7 @@ export async function startRealNodeCluster(suite: string): Promise<RealNodeClust
   assert.ok(process.getuid?.() === 0, 'the real node needs root');
   const dir = path.join(await mkdtemp(path.join(os.tmpdir(), `ide-cloud-${suite}-`)), 'cluster');
   const state = await startControlPlane(dir, { realNode: true });
-  const node = JSON.parse(readFileSync(path.join(state.realNode!, 'node.json'), 'utf8')) as RealNodeState;
+  const node = (await readNodeState(state.realNode!))!;
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(state.kubeconfig);
   return { state, node, kc, core: kc.makeApiClient(k8s.CoreV1Api) };
