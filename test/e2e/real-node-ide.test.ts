@@ -15,16 +15,8 @@
 // its own on the workspace's claim), the pod deleted; the workspace deleted takes its files along.
 // Claims bind through the real node's dynamic provisioner (local-path), none is made by hand.
 //
-// Topology: the service, the operator, the landing page, the identity provider, the git server and the
-// stand-in learning platform run on the host, as in the other end-to-end suites; only the session pods
-// and the sign-in proxy run on the real node (its pods have no cluster DNS and no kube-proxy, so the
-// chart's in-cluster service could not reach host processes by name). Pods reach the host at
-// REAL_NODE_IP, the node's bridge address: the provider, the git server and the platform listen there,
-// and the issuer names it, so the browser and the pods' proxies see the same issuer. Chromium resolves
-// the session host and the landing page's host to Traefik (`--host-resolver-rules`), which routes the
-// landing page's host, as a platform's Ingress would, to the host process (a Service whose
-// EndpointSlice names REAL_NODE_IP); the entry point is plain http, so Chromium is told to treat the
-// landing page's origin as secure (its PKCE sign-in needs Web Crypto; installations serve https).
+// Topology: test/support/real-node-course.ts (the host's parts on the node's bridge address, the
+// landing page and the sessions at `*.localhost` names on Traefik's loopback port, a secure context).
 // The stand-in learning platform's URL and token travel with the deep link into the session; the
 // bootstrap itself does not call it (the agent sends a platform token over https only, or to loopback).
 // Root only (CI runs as root); no skip without it: a failure. Warm (binaries and images cached): about
@@ -33,57 +25,36 @@
 // base with code-server 7 min, auth proxy 6 min), kubelet 10 min and Traefik 13 min beside them; in
 // `npm test` npm-start.test.ts runs before it and pays most of that (this suite adds kube-router).
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import YAML from 'yaml';
-import { ensureBinaries, stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
-import {
-  REAL_NODE,
-  REAL_NODE_INGRESS_CLASS,
-  REAL_NODE_IP,
-  REAL_NODE_PLACEMENT,
-  type RealNodeState,
-} from '../../scripts/cluster/real-node.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import type { Page } from 'playwright-core';
+import { REAL_NODE } from '../../scripts/cluster/real-node.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import type { Session } from '../../server/src/model/session.js';
-import {
-  launchTarget,
-  parseLandingConfig,
-  startLandingPage,
-  type LandingApp,
-  type RunningLandingPage,
-} from '../../server/src/landing/index.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
+import { launchTarget } from '../../server/src/landing/index.js';
 import { instanceClaimName, poolInstanceName } from '../../server/src/operator/manifests.js';
-import { ARTIFACTS, errorPagesOn, explorerNames, launchBrowser, screenshot } from '../support/browser.js';
-import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
+import { ARTIFACTS, errorPagesOn, explorerNames, screenshot } from '../support/browser.js';
 import { eventually } from '../support/kube.js';
 import { logSink } from '../support/landing.js';
-import { startLearningPlatform, type LearningPlatform } from '../support/learning-platform.js';
-import { AUDIENCE } from '../support/oidc.js';
-import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
-import { createAppDefinition, ideCloudResources, testOperator } from '../support/operator.js';
-import { execInPod, seconds, shipImage, startRealNodeCluster } from '../support/real-node.js';
-import { SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
+import { testOperator } from '../support/operator.js';
+import {
+  COURSE_NAMESPACE as NAMESPACE,
+  EXERCISE_FILES as FILES,
+  SESSION_HOST,
+  TOP_LEVEL,
+  startCourse,
+  type Course,
+} from '../support/real-node-course.js';
+import { execInPod, seconds } from '../support/real-node.js';
+import { startTestService, type TestService } from '../support/service-harness.js';
 
-const NAMESPACE = 'ide-cloud';
-const SESSION_HOST = 'ide.localtest.me';
-/** Where students reach the landing page: a platform's Ingress, through Traefik, to the host process. */
-const LANDING_HOST = 'ide-cloud.localtest.me';
-const LANDING_ORIGIN = `http://${LANDING_HOST}`;
 /** Warm: a pool of two prewarmed instances, one for each warm run (a claimed instance is not replaced). */
 const WARM_APP = 'javascript-latest';
 /** Lazy: no pool, so each session gets its own Deployment with its values from its Secret. */
 const LAZY_APP = 'javascript-lazy';
-const IMAGE = 'ide-cloud/session-javascript:latest';
 const WORKSPACE_DIR = '/home/ide/workspace';
 /**
  * How long after the values were injected (and the clone's wait) the late student opens the session
@@ -91,122 +62,34 @@ const WORKSPACE_DIR = '/home/ide/workspace';
  * A fixed, deliberate wait (the issue says two minutes; 45 s shows the same and keeps the suite short).
  */
 const LATE_BROWSER_DELAY_MS = 45_000;
-const SESSION_CLIENT_SECRET = `sessions-${randomUUID()}`;
-const GIT_PASSWORD = `git-pw-${randomUUID()}`;
-const PLATFORM_TOKEN = `lms-${randomUUID()}`;
-const REPOSITORY = 'course/exercise-1.git';
-const FILES = { 'README.md': '# Exercise 1\n', 'src/index.js': 'console.log("hello");\n' };
-/** The repository's top level, as the explorer shows it. */
-const TOP_LEVEL = { 'README.md': true, src: true };
-
-const run = promisify(execFile);
-const CHART = path.resolve(import.meta.dirname, '..', '..', 'charts', 'ide-cloud');
 
 describe('end to end on the real node: deep link, sign-in, IDE through Traefik, repository cloned', function () {
   this.timeout(60 * 60_000);
-  let state: ControlPlaneState | undefined;
-  let node: RealNodeState;
+  let course: Course;
   let kc: k8s.KubeConfig;
   let core: k8s.CoreV1Api;
-  let r: IdeCloudResources;
-  let git: GitServer;
-  let platform: LearningPlatform;
-  let idp: LoginProvider;
   let service: TestService;
-  let landing: RunningLandingPage;
-  let operator: RunningOperator | undefined;
-  let browser: Browser;
-  let repoUrl: string;
   const operatorLogs: string[] = [];
   const landingSink = logSink();
   const landingLogs = landingSink.lines;
   const timings: string[] = [];
-  const secrets = [SESSION_CLIENT_SECRET, GIT_PASSWORD, PLATFORM_TOKEN];
 
   before(async function () {
     // From cold caches this builds kubelet, Traefik and the images first (see above).
     this.timeout(90 * 60_000);
-    let since = Date.now();
-    ({ state, node, kc, core } = await startRealNodeCluster('real-ide'));
-    timings.push(`control plane with the real node ${seconds(since)}`);
-    for (const target of ['auth-proxy', 'session-javascript'] as const) await shipImage(node, target, timings);
-    since = Date.now();
-    await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
-    r = ideCloudResources(kc, NAMESPACE);
-
-    // The host's parts, where the pods reach them: the node's bridge address.
-    git = await startGitServer({ users: { student: GIT_PASSWORD }, host: REAL_NODE_IP });
-    repoUrl = await git.createRepository(REPOSITORY, { files: FILES });
-    platform = await startLearningPlatform(REAL_NODE_IP);
-    platform.validTokens.add(PLATFORM_TOKEN);
-    idp = await listenLoginProvider({ host: REAL_NODE_IP });
-    service = await startTestService(kc, NAMESPACE, {
-      identityProvider: { issuer: idp.issuer, audience: idp.audience },
+    course = await startCourse({
+      suite: 'real-ide',
+      apps: [
+        { name: WARM_APP, label: 'JavaScript', minInstances: 2, maxInstances: 3 },
+        { name: LAZY_APP, label: 'JavaScript (lazy)', minInstances: 0, maxInstances: 3 },
+      ],
+      startService: async ({ kc }, identityProvider) =>
+        (service = await startTestService(kc, NAMESPACE, { identityProvider })),
+      startOperator: async ({ kc }, settings) => testOperator(kc, NAMESPACE, settings, operatorLogs),
+      timings,
+      landingLog: landingSink,
     });
-    const apps: LandingApp[] = [
-      { name: WARM_APP, label: 'JavaScript', buildSystems: [] },
-      { name: LAZY_APP, label: 'JavaScript (lazy)', buildSystems: [] },
-    ];
-    landing = await startLandingPage(
-      parseLandingConfig({
-        serviceUrl: service.url,
-        serviceAuthToken: SERVICE_AUTH_TOKEN,
-        apps,
-        identityProvider: { issuer: idp.issuer, clientId: 'ide-cloud-landing-page', scope: idp.scope },
-        port: 0,
-        host: REAL_NODE_IP,
-        logLevel: 'info',
-      }),
-      { logDestination: landingSink.stream },
-    );
-    // Served before any proxy starts: oauth2-proxy reads the provider's discovery document at start.
-    await idp.start([
-      { clientId: 'ide-cloud-landing-page', redirectUris: [`${LANDING_ORIGIN}/`] },
-      {
-        clientId: 'ide-cloud-sessions',
-        redirectUris: [`http://${SESSION_HOST}/oauth2/callback`],
-        secret: SESSION_CLIENT_SECRET,
-      },
-    ]);
-    await installSessionSignIn();
-    await routeLandingPage(Number(new URL(landing.url).port));
-
-    for (const [name, minInstances] of [
-      [WARM_APP, 2],
-      [LAZY_APP, 0],
-    ] as const) {
-      await createAppDefinition(r, name, { image: IMAGE, minInstances, maxInstances: 3 });
-    }
-    operator = await testOperator(
-      kc,
-      NAMESPACE,
-      {
-        eagerStart: true,
-        sessionHost: SESSION_HOST,
-        sessionScheme: 'http',
-        ingressClassName: REAL_NODE_INGRESS_CLASS,
-        routeCheckUrl: node.ingressUrl,
-        sessionIssuer: idp.issuer,
-        sessionAudience: AUDIENCE,
-        sessionNodeSelector: REAL_NODE_PLACEMENT.nodeSelector,
-        sessionTolerations: REAL_NODE_PLACEMENT.tolerations,
-        // The session image is imported, not pulled (its tag `latest` would mean Always).
-        sessionImagePullPolicy: 'IfNotPresent',
-        // Room for a restarted pod's code-server to come up.
-        bridgeHealthAttempts: 240,
-        bridgeHealthIntervalMs: 500,
-        bridgeRequestTimeoutMs: 5000,
-      },
-      operatorLogs,
-    );
-    const ingress = new URL(node.ingressUrl).host;
-    browser = await launchBrowser([
-      `--host-resolver-rules=MAP ${SESSION_HOST} ${ingress}, MAP ${LANDING_HOST} ${ingress}`,
-      // The page's sign-in (PKCE) needs Web Crypto, which only a secure context has: an installation
-      // serves the landing page over https, the test's Traefik entry point is plain http.
-      `--unsafely-treat-insecure-origin-as-secure=${LANDING_ORIGIN}`,
-    ]);
-    timings.push(`host parts, sign-in proxy and operator ${seconds(since)}`);
+    ({ kc, core } = course);
   });
 
   let failed = false;
@@ -217,185 +100,10 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
   });
 
   after(async () => {
-    await browser?.close();
-    await operator?.stop();
-    await landing?.close();
-    await service?.close();
-    await idp?.close();
-    await platform?.close();
-    await git?.close();
-    if (state) {
-      await stopControlPlane(state.dir);
-      // The suite's directory: the control plane's was in it, and the workspaces' volumes.
-      await rm(path.dirname(state.dir), { recursive: true, force: true });
-    }
+    await course?.stop();
     if (timings.length) console.log(`      real node IDE timings: ${timings.join(', ')}`);
     if (failed) console.log(`      diagnostics in ${path.join(ARTIFACTS, 'real-node-ide')}`);
   });
-
-  /** The chart's sign-in proxy of the session host (Secret, Deployment, Service, Ingress) on the real node. */
-  async function installSessionSignIn(): Promise<void> {
-    const helm = path.join(await ensureBinaries('helm'), 'helm');
-    const rendered = (
-      await run(
-        helm,
-        [
-          'template',
-          'ide-cloud',
-          CHART,
-          '--namespace',
-          NAMESPACE,
-          '--set',
-          `identityProvider.issuer=${idp.issuer}`,
-          '--set',
-          `identityProvider.audience=${AUDIENCE}`,
-          '--set',
-          `identityProvider.sessionClient.secret=${SESSION_CLIENT_SECRET}`,
-          '--set',
-          `operator.sessionHost=${SESSION_HOST}`,
-          '--set',
-          'operator.sessionScheme=http',
-          '--set',
-          `operator.ingressClassName=${REAL_NODE_INGRESS_CLASS}`,
-        ],
-        { maxBuffer: 32 << 20 },
-      )
-    ).stdout;
-    const documents = YAML.parseAllDocuments(rendered).map(
-      (d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null,
-    );
-    const find = <T>(kind: string, name: string): T => {
-      const found = documents.find((d) => d?.kind === kind && d.metadata?.name === name);
-      assert.ok(found, `the chart renders ${kind} ${name}`);
-      return found as T;
-    };
-    const apps = kc.makeApiClient(k8s.AppsV1Api);
-    const net = kc.makeApiClient(k8s.NetworkingV1Api);
-    await core.createNamespacedSecret({ namespace: NAMESPACE, body: find('Secret', 'ide-cloud-auth-proxy') });
-    await core.createNamespacedService({ namespace: NAMESPACE, body: find('Service', 'ide-cloud-session-sign-in') });
-    await net.createNamespacedIngress({ namespace: NAMESPACE, body: find('Ingress', 'ide-cloud-session-sign-in') });
-    const signIn = find<k8s.V1Deployment>('Deployment', 'ide-cloud-session-sign-in');
-    signIn.spec!.template.spec = { ...signIn.spec!.template.spec!, ...REAL_NODE_PLACEMENT };
-    await apps.createNamespacedDeployment({ namespace: NAMESPACE, body: signIn });
-    await eventually(async () => {
-      const pods = await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app=session-sign-in' });
-      assert.ok(
-        pods.items.some((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')),
-        `the sign-in proxy is not Ready: ${JSON.stringify(pods.items.map((p) => p.status?.containerStatuses))}`,
-      );
-    }, 120_000);
-  }
-
-  /**
-   * The platform's route to the landing page: an Ingress of Traefik's class for LANDING_HOST, to a
-   * Service without selector whose EndpointSlice is the landing page's process on the host.
-   */
-  async function routeLandingPage(port: number): Promise<void> {
-    const name = 'landing-page';
-    await core.createNamespacedService({
-      namespace: NAMESPACE,
-      body: { metadata: { name }, spec: { ports: [{ name: 'http', port: 80, targetPort: port as never }] } },
-    });
-    await kc.makeApiClient(k8s.DiscoveryV1Api).createNamespacedEndpointSlice({
-      namespace: NAMESPACE,
-      body: {
-        metadata: { name: `${name}-host`, labels: { 'kubernetes.io/service-name': name } },
-        addressType: 'IPv4',
-        endpoints: [{ addresses: [REAL_NODE_IP], conditions: { ready: true } }],
-        ports: [{ name: 'http', port, protocol: 'TCP' }],
-      },
-    });
-    await kc.makeApiClient(k8s.NetworkingV1Api).createNamespacedIngress({
-      namespace: NAMESPACE,
-      body: {
-        metadata: { name },
-        spec: {
-          ingressClassName: REAL_NODE_INGRESS_CLASS,
-          rules: [
-            {
-              host: LANDING_HOST,
-              http: {
-                paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { name: 'http' } } } }],
-              },
-            },
-          ],
-        },
-      },
-    });
-    await eventually(async () => {
-      const answer = await viaIngress(LANDING_HOST, '/healthz');
-      assert.equal(answer.status, 200, `the landing page through Traefik: ${answer.status}`);
-    }, 60_000);
-  }
-
-  /** GET through Traefik with `host` (node:http: fetch does not send a Host of its own). */
-  function viaIngress(
-    host: string,
-    pathAndQuery: string,
-  ): Promise<{ status: number; location?: string; body: string }> {
-    return new Promise((resolve, reject) => {
-      http
-        .get(
-          `${node.ingressUrl}${pathAndQuery}`,
-          { headers: { Host: host, Accept: 'text/html' }, timeout: 10_000 },
-          (res) => {
-            let body = '';
-            res.on('data', (c: Buffer) => (body += c.toString()));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, body }));
-          },
-        )
-        .on('error', reject)
-        .on('timeout', function (this: http.ClientRequest) {
-          this.destroy(new Error('timeout'));
-        });
-    });
-  }
-
-  /** A browser context that reaches only the landing page, the provider and the session host (through Traefik). */
-  async function studentContext(hold: { sessionUrls?: string[] } = {}): Promise<{
-    context: BrowserContext;
-    blocked: string[];
-  }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    const blocked: string[] = [];
-    await allowOnly(context, blocked, hold.sessionUrls);
-    return { context, blocked };
-  }
-
-  /** Lets requests to the landing page, the provider and the session host through; `held` session URLs are answered here. */
-  async function allowOnly(context: BrowserContext, blocked: string[], held?: string[]): Promise<void> {
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      const { hostname } = new URL(url);
-      if (hostname === SESSION_HOST && held) {
-        // The student does not open the IDE now: the landing page's hand-over is answered here.
-        held.push(url);
-        return route.fulfill({ status: 200, contentType: 'text/html', body: '<title>later</title>' });
-      }
-      if ([REAL_NODE_IP, SESSION_HOST, LANDING_HOST].includes(hostname)) return route.continue();
-      blocked.push(url);
-      return route.abort('blockedbyclient');
-    });
-  }
-
-  /** Signs in on the provider's development forms (login, then consent) when the page shows them. */
-  async function signInIfAsked(page: Page, email: string): Promise<void> {
-    if (await page.locator('input[name=login]').count()) {
-      await page.fill('input[name=login]', email);
-      await page.fill('input[name=password]', 'any password');
-      await page.click('button[type=submit]');
-      // Then the consent form (a client not granted yet), or straight back to the client.
-      await page.waitForSelector('input[name=login]', { state: 'detached', timeout: 30_000 });
-      await page.waitForLoadState();
-      await page
-        .waitForSelector('input[name=prompt][value=consent]', { state: 'attached', timeout: 10_000 })
-        .catch(() => undefined);
-    }
-    if (await page.locator('input[name=prompt][value=consent]').count()) {
-      await page.click('button[type=submit]');
-      await page.waitForLoadState();
-    }
-  }
 
   /**
    * Opens (or follows) the session URL until the workbench's explorer shows the repository's top
@@ -405,17 +113,17 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     page: Page,
     sessionUrl: string,
     email: string,
-    wanted: readonly string[] = Object.keys(TOP_LEVEL),
+    wanted: readonly string[] = TOP_LEVEL,
   ): Promise<void> {
     let last = '';
     await eventually(
       async () => {
         await page.waitForLoadState('load', { timeout: 30_000 }).catch(() => undefined);
         if (!page.url().startsWith(sessionUrl)) {
-          if (page.url().startsWith(idp.issuer)) await signInIfAsked(page, email);
+          if (page.url().startsWith(course.idp.issuer)) await course.signInIfAsked(page, email);
           else await page.goto(sessionUrl).catch(() => undefined);
         }
-        if (page.url().startsWith(idp.issuer)) await signInIfAsked(page, email);
+        if (page.url().startsWith(course.idp.issuer)) await course.signInIfAsked(page, email);
         if (!page.url().startsWith(sessionUrl)) {
           last = `at ${page.url().replace(/\?.*/, '')}`;
           throw new Error(last);
@@ -542,12 +250,12 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       gitMail: `${kind}-${randomUUID().slice(0, 6)}@students.example.org`,
     };
     const { email, gitUser, gitMail } = student;
-    const gitUri = git.urlWithCredentials(REPOSITORY, 'student', GIT_PASSWORD);
+    const gitUri = course.gitUri;
     const { sessionName } = launchTarget(app, email, gitUri);
-    const requestsBefore = git.requests.length;
+    const requestsBefore = course.git.requests.length;
 
     const held: string[] = [];
-    const { context, blocked } = await studentContext(lateBrowser ? { sessionUrls: held } : {});
+    const { context, blocked } = await course.studentContext(lateBrowser ? { sessionUrls: held } : {});
     try {
       // Error pages the student would meet after the hand-over (the ingress's 404, a gateway error).
       const errorPages = errorPagesOn(context, SESSION_HOST);
@@ -556,14 +264,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       page.on('request', (request) => {
         if (!answeredAt && new URL(request.url()).hostname === SESSION_HOST) answeredAt = Date.now();
       });
-      const link = `${LANDING_ORIGIN}/?${new URLSearchParams({
-        appDef: app,
-        gitUri,
-        gitUser,
-        gitMail,
-        platformUrl: platform.url,
-        platformToken: PLATFORM_TOKEN,
-      })}`;
+      const link = course.deepLink(app, student);
       const started = Date.now();
       await page.goto(link);
       await page.waitForSelector('input[name=login]', { timeout: 60_000 }).catch(async (error: Error) => {
@@ -571,8 +272,8 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         const text = (await page.textContent('body').catch(() => '')) ?? '';
         throw new Error(`${error.message}; the page is at ${page.url().replace(/\?.*/, '')}: ${text.slice(0, 300)}`);
       });
-      assert.ok(page.url().startsWith(idp.issuer), 'the landing page sends the student to the provider first');
-      await signInIfAsked(page, email);
+      assert.ok(page.url().startsWith(course.idp.issuer), 'the landing page sends the student to the provider first');
+      await course.signInIfAsked(page, email);
 
       // The launch: the landing page hands over to the session URL once the service answered it.
       await eventually(
@@ -581,12 +282,12 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         250,
       );
       timings.push(`${kind}: deep link to launch answered ${((answeredAt - started) / 1000).toFixed(1)} s`);
-      const session = await r.sessions.get(sessionName);
+      const session = await course.r.sessions.get(sessionName);
       assert.equal(session.spec.user, email);
       const sessionUrl = session.status!.url!;
       assert.match(
         sessionUrl,
-        new RegExp(`^http://${SESSION_HOST.replace(/\./g, '\\.')}/${sessionName}/[0-9a-f]{32}/$`),
+        new RegExp(`^${course.sessionOrigin.replace(/\./g, '\\.')}/${sessionName}/[0-9a-f]{32}/$`),
       );
       const strategy = session.status?.startStrategy;
       if (again) assert.equal(strategy, 'lazy', 'a workspace that holds work gets a pod of its own');
@@ -599,7 +300,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         assert.ok(held.includes(sessionUrl), 'the landing page handed over the session URL, nobody opened it');
         // The values land in the instance's bridge with no browser anywhere near the IDE.
         const injected = await eventually(async () => {
-          const s = await r.sessions.get(sessionName);
+          const s = await course.r.sessions.get(sessionName);
           const condition = s.status?.conditions?.find((c) => c.type === 'EnvInjected');
           assert.equal(condition?.status, 'True', `not injected yet: ${JSON.stringify(condition)}`);
           return s;
@@ -621,13 +322,13 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         openAt = Date.now();
         await context.unrouteAll({ behavior: 'wait' });
-        await allowOnly(context, blocked);
+        await course.allowOnly(context, blocked);
         timings.push(`late: browser opened ${seconds(injectedAt)} after the injection`);
         await openWorkbench(await context.newPage(), sessionUrl, email).then(async () => {
           await screenshot(context.pages().at(-1)!, `real-node-ide-${kind}`);
         });
       } else {
-        await openWorkbench(page, sessionUrl, email, [...Object.keys(TOP_LEVEL), ...alsoShown]);
+        await openWorkbench(page, sessionUrl, email, [...TOP_LEVEL, ...alsoShown]);
         await screenshot(page, `real-node-ide-${kind}`);
       }
       timings.push(
@@ -635,7 +336,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       );
 
       // The session as it served: its pod on the real node, the values where this strategy keeps them.
-      const served = await r.sessions.get(sessionName);
+      const served = await course.r.sessions.get(sessionName);
       const pod = await sessionPod(served);
       assert.equal(pod.spec?.nodeName, REAL_NODE);
       const ide = pod.spec!.containers[0]!;
@@ -660,10 +361,10 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       const top = await inPod(pod, `git -C ${WORKSPACE_DIR} log -1 --format='%an <%ae>'`);
       assert.equal(top.trim(), `${gitUser} <${gitMail}>`, 'the student’s git identity');
       const config = await inPod(pod, `cat ${WORKSPACE_DIR}/.git/config`);
-      assert.ok(config.includes(repoUrl), 'origin is the repository');
-      for (const secret of secrets) assert.ok(!config.includes(secret), '.git/config holds a credential');
+      assert.ok(config.includes(course.repoUrl), 'origin is the repository');
+      for (const secret of course.secrets) assert.ok(!config.includes(secret), '.git/config holds a credential');
       assert.ok(!config.includes('student:'), '.git/config holds a user:password URL');
-      const clones = git.requests.slice(requestsBefore).filter((q) => q.path.endsWith('/git-upload-pack'));
+      const clones = course.git.requests.slice(requestsBefore).filter((q) => q.path.endsWith('/git-upload-pack'));
       if (again) assert.deepEqual(clones, [], 'nothing was cloned over the work');
       else
         assert.ok(
@@ -684,7 +385,8 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         container: ide.name,
       });
       for (const text of [ideLog, service.logs.join(''), landingLogs.join(''), operatorLogs.join('')]) {
-        for (const secret of [GIT_PASSWORD, PLATFORM_TOKEN]) assert.ok(!text.includes(secret), 'a secret was logged');
+        for (const secret of [course.gitPassword, course.platformToken])
+          assert.ok(!text.includes(secret), 'a secret was logged');
       }
       if (lateBrowser) {
         assert.equal(
@@ -702,10 +404,10 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
 
   /** Unauthenticated, the session URL through Traefik leads to the provider, never to the IDE. */
   async function refusedWithoutSignIn(sessionName: string): Promise<void> {
-    const url = new URL((await r.sessions.get(sessionName)).status!.url!);
-    const answer = await viaIngress(SESSION_HOST, url.pathname);
+    const url = new URL((await course.r.sessions.get(sessionName)).status!.url!);
+    const answer = await course.viaIngress(SESSION_HOST, url.pathname);
     assert.equal(answer.status, 302, `without a sign-in: ${answer.status}`);
-    assert.ok(answer.location?.startsWith(idp.issuer), 'sent to the provider');
+    assert.ok(answer.location?.startsWith(course.idp.issuer), 'sent to the provider');
     assert.ok(!answer.body.includes('workbench'));
   }
 
@@ -727,14 +429,14 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     out.push(
       '## sessions',
       JSON.stringify(
-        (await r.sessions.list()).map((s) => [s.metadata.name, s.status]),
+        (await course.r.sessions.list()).map((s) => [s.metadata.name, s.status]),
         null,
         1,
       ),
     );
     out.push('## operator', operatorLogs.slice(-200).join(''));
     let text = out.join('\n');
-    for (const secret of secrets) text = text.replaceAll(secret, '<redacted>');
+    for (const secret of course.secrets) text = text.replaceAll(secret, '<redacted>');
     await writeFile(path.join(dir, `${title.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.log`), text);
   }
 
@@ -777,12 +479,12 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     const prewarmed = await freeInstancePods();
     warm = await launchAndOpen({ kind: 'warm', app: WARM_APP });
     await refusedWithoutSignIn(warm.sessionName);
-    const session = await r.sessions.get(warm.sessionName);
+    const session = await course.r.sessions.get(warm.sessionName);
     const pod = await sessionPod(session);
     assert.ok(prewarmed.has(pod.metadata!.uid!), 'the prewarmed pod served the student (its uid unchanged)');
     // The student's files are on the claim the workspace names: the instance's, taken over.
     const workspace = await eventually(async () => {
-      const w = await r.workspaces.get(session.spec.workspace!);
+      const w = await course.r.workspaces.get(session.spec.workspace!);
       assert.equal(w.status?.phase, 'Bound');
       return w;
     });
@@ -807,7 +509,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
 
   it("the student's work survives a stop and the same deep link again, then a pod's deletion; the workspace takes it along when deleted", async () => {
     assert.ok(warm, 'the warm run launched');
-    const first = await r.sessions.get(warm.sessionName);
+    const first = await course.r.sessions.get(warm.sessionName);
     const workspaceName = first.spec.workspace!;
     const pod = await sessionPod(first);
     await inPod(
@@ -817,15 +519,15 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     const head = (await inPod(pod, `git -C ${WORKSPACE_DIR} rev-parse HEAD`)).trim();
 
     // Stopped: the session goes, its instance returns to the pool on a fresh claim, the workspace keeps its own.
-    await r.sessions.delete(warm.sessionName);
-    await eventually(async () => assert.equal(await r.sessions.find(warm!.sessionName), undefined), 120_000);
-    const claimName = (await r.workspaces.get(workspaceName)).status!.claimName!;
+    await course.r.sessions.delete(warm.sessionName);
+    await eventually(async () => assert.equal(await course.r.sessions.find(warm!.sessionName), undefined), 120_000);
+    const claimName = (await course.r.workspaces.get(workspaceName)).status!.claimName!;
 
     const since = Date.now();
     const again = await launchAndOpen({ kind: 'again', app: WARM_APP, student: warm.student, alsoShown: ['NOTES.md'] });
     timings.push(`again: deep link to the explorer showing the work ${seconds(since)}`);
     assert.equal(again.sessionName, warm.sessionName, 'the same deep link, the same session name');
-    const relaunched = await r.sessions.get(again.sessionName);
+    const relaunched = await course.r.sessions.get(again.sessionName);
     const own = await sessionPod(relaunched);
     assert.equal(
       own.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
@@ -848,7 +550,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
 
     // The workspace deleted (reclaim policy Delete): its sessions, claim, volume and files go.
     const dir = await claimDirectory(claimName);
-    await r.workspaces.delete(workspaceName);
+    await course.r.workspaces.delete(workspaceName);
     await eventually(async () => assert.ok(!existsSync(dir), `${dir} is removed`), 180_000, 500);
   });
 });

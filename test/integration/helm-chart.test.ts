@@ -136,6 +136,37 @@ describe('Helm chart', function () {
     assert.equal(unplaced.sessionImagePullPolicy, undefined);
   });
 
+  it('puts operator.sessionPort into the session URLs and the sign-in redirect URL, never into the Ingress rule', async () => {
+    const manifests = await render(
+      ...ISSUER,
+      '--set',
+      'operator.sessionHost=ide.localhost',
+      '--set',
+      'operator.sessionScheme=http',
+      '--set',
+      'operator.sessionPort=8082',
+    );
+    const find = (kind: string, name: string) =>
+      manifests.find((m) => m.kind === kind && m.metadata?.name === name) as unknown;
+    const operator = find('Deployment', 'rel-ide-cloud-operator') as k8s.V1Deployment;
+    const env: Record<string, string> = {};
+    for (const e of operator.spec!.template.spec!.containers[0]!.env ?? [])
+      if (e.value !== undefined) env[e.name] = e.value;
+    assert.equal(loadOperatorConfig(env).sessionPort, 8082);
+    const signIn = find('Deployment', 'rel-ide-cloud-session-sign-in') as k8s.V1Deployment;
+    assert.ok(
+      signIn.spec!.template.spec!.containers[0]!.args!.includes(
+        '--redirect-url=http://ide.localhost:8082/oauth2/callback',
+      ),
+    );
+    const ingress = find('Ingress', 'rel-ide-cloud-session-sign-in') as k8s.V1Ingress;
+    assert.equal(ingress.spec!.rules![0]!.host, 'ide.localhost');
+    const unported = (await render(...ISSUER)).find(
+      (m) => m.kind === 'Deployment' && m.metadata?.name === 'rel-ide-cloud-operator',
+    ) as k8s.V1Deployment;
+    assert.ok(!unported.spec!.template.spec!.containers[0]!.env!.some((e) => e.name === 'IDE_CLOUD_SESSION_PORT'));
+  });
+
   it('runs every container non-root with a read-only root file system and resource requests', async () => {
     for (const doc of await render('-f', allOn)) {
       const template = (doc.spec as { template?: { spec: k8s.V1PodSpec } } | undefined)?.template;

@@ -32,7 +32,7 @@ writes the sessions' from its environment: server/src/operator/auth-proxy.ts): t
 callback must agree, or a sign-in never reaches the session.
 */}}
 {{- define "ide-cloud.sessionSignInArgs" -}}
-- --redirect-url={{ .Values.operator.sessionScheme }}://{{ .Values.operator.sessionHost }}/oauth2/callback
+- --redirect-url={{ .Values.operator.sessionScheme }}://{{ .Values.operator.sessionHost }}{{ with .Values.operator.sessionPort }}:{{ . }}{{ end }}/oauth2/callback
 - --cookie-name=_ide_cloud_session
 - --cookie-expire=24h
 - --cookie-secure={{ eq .Values.operator.sessionScheme "https" }}
