@@ -81,6 +81,9 @@ export function sizes(scale: number) {
      * requeue of a session whose pod is not ready yet, the last trailing work of a launch.
      */
     quietMs: 6000,
+    /** Click to code on the real node: launches per case (one at a time), and students clicking at once. */
+    clickLaunches: n(5),
+    clickTogether: n(5),
   };
   // One warm pool serves every eager scenario: the sequential launches; then (sessions ended, pool
   // refilled) the concurrent and cost launches, and a burst that takes the rest of the pool.

@@ -143,6 +143,40 @@ export interface PodTimes {
   readyTransition?: string;
 }
 
+/**
+ * The operator or the service as the image runs it: `node <entry>` directly (no npm or shell in
+ * between), so the PID is the process's own and /proc/<pid> shows its memory and CPU; its node flags
+ * and NODE_ENV production, so a NODE_OPTIONS of the caller's shell is not passed on. Output to `logFile`.
+ */
+export function spawnServerPart(
+  root: string,
+  name: 'operator' | 'service',
+  env: Record<string, string>,
+  logFile: string,
+): ChildProcess {
+  const { nodeFlags, entry } = imageCommand(root, name);
+  const fd = openSync(logFile, 'a');
+  const { NODE_OPTIONS: _ignored, ...inherited } = process.env;
+  const child = spawn(process.execPath, [...nodeFlags, entry], {
+    cwd: root,
+    env: { ...inherited, NODE_ENV, ...env },
+    stdio: ['ignore', fd, fd],
+  });
+  closeSync(fd);
+  return child;
+}
+
+/** The operator's environment for `settings` (objects as JSON, as the chart writes them). */
+export function operatorEnv(settings: Partial<OperatorConfigInput>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(settings)) {
+    if (value !== undefined)
+      env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] =
+        typeof value === 'object' ? JSON.stringify(value) : String(value);
+  }
+  return env;
+}
+
 export class Bench {
   readonly root: string;
   dir = '';
@@ -230,18 +264,7 @@ export class Bench {
   }
 
   private spawnChild(name: 'operator' | 'service', env: Record<string, string>): ChildProcess {
-    const { nodeFlags, entry } = imageCommand(this.root, name);
-    const fd = this.childLog(name);
-    // `node <entry>` directly (no npm or shell in between): the PID is the process's own, so
-    // /proc/<pid> shows its memory and CPU. As in the image: its node flags and NODE_ENV production,
-    // so a NODE_OPTIONS of the caller's shell is not passed on.
-    const { NODE_OPTIONS: _ignored, ...inherited } = process.env;
-    const child = spawn(process.execPath, [...nodeFlags, entry], {
-      cwd: this.root,
-      env: { ...inherited, NODE_ENV, ...env },
-      stdio: ['ignore', fd, fd],
-    });
-    closeSync(fd);
+    const child = spawnServerPart(this.root, name, env, path.join(this.dir, `${name}.log`));
     child.on('exit', (code, signal) => {
       if (!this.stopped) process.stderr.write(`\n${name} exited (${code ?? signal}):\n${this.logTail(name)}\n`);
     });
@@ -249,15 +272,10 @@ export class Bench {
   }
 
   private async startOperator(): Promise<void> {
-    const env: Record<string, string> = {
-      [OPERATOR_ENV.namespace]: NAMESPACE,
-      [OPERATOR_ENV.kubeconfig]: this.state!.kubeconfig,
+    this.operator = this.spawnChild('operator', {
+      ...operatorEnv({ ...OPERATOR_SETTINGS, namespace: NAMESPACE, kubeconfig: this.state!.kubeconfig }),
       IDE_CLOUD_LOG_LEVEL: 'warn',
-    };
-    for (const [key, value] of Object.entries(OPERATOR_SETTINGS)) {
-      env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] = String(value);
-    }
-    this.operator = this.spawnChild('operator', env);
+    });
   }
 
   private async startService(): Promise<void> {
@@ -534,7 +552,7 @@ export class Bench {
   }
 }
 
-async function stopChild(child: ChildProcess | undefined): Promise<void> {
+export async function stopChild(child: ChildProcess | undefined): Promise<void> {
   if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');

@@ -8,9 +8,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
 import { TIMELINE_STEPS } from './launches.js';
+import { CASES, CLICK_STEPS, type CaseName } from './student.js';
 import type { Figures, Results, Timeline, TimelineStep } from './results.js';
 import {
   FLOOR_PAIRS,
+  clickFigure,
+  clickToCodeTargets,
   floorPair,
   fmt,
   num,
@@ -279,8 +282,64 @@ function otherTargets(r: Results): string {
     ['other targets', 'key', 'measured', 'target', 'met?'],
     targets(r)
       .slice(5)
+      .filter((t) => !t.figure.startsWith('clickToCode.'))
       .map((t) => [t.what, key(t.figure), fmt(t.value), t.target, verdict(t.met, t.by)]),
   );
+}
+
+/** Click to code on the real node: each case's seconds in two parts, the steps, the floor, the targets. */
+function clickToCodeTables(r: Results): string {
+  const c = r.clickToCode;
+  if (!c) return 'Not measured in this run.';
+  if (!c.measured) return `Not measured: ${String(c.reason)}`;
+  const s = (x: number | undefined) => fmt(x === undefined ? undefined : x / 1000, ' s');
+  const floor = c.floor as Figures | undefined;
+  const parts = mdTable(
+    ['case', 'n', 'click → files p50 / p95', "IDE Cloud's part p50 / p95", "the IDE's load p50 / p95", 'strategies'],
+    (Object.keys(CASES) as CaseName[]).map((k) => {
+      const part = (name: string) => `${s(clickFigure(r, k, name))} / ${s(clickFigure(r, k, name, 'p95Ms'))}`;
+      const strategies = ((c.cases as Record<string, { strategies?: string[] }>)[k]?.strategies ?? []).reduce(
+        (a, x) => ({ ...a, [x]: (a[x] ?? 0) + 1 }),
+        {} as Record<string, number>,
+      );
+      return [
+        `${CASES[k]} ${key(`clickToCode.cases.${k}`)}`,
+        fmt(num((c.cases as Record<string, Figures>)[k], 'n')),
+        part('total'),
+        part('ideCloud'),
+        part('ide'),
+        Object.entries(strategies)
+          .map(([x, count]) => `${x} ×${count}`)
+          .join(', '),
+      ];
+    }),
+  );
+  const floorLine = `The floor of the IDE's load, the same page on a code-server started by hand on the host (first byte → files shown): p50 ${s(num(floor, 'firstByteToFilesP50Ms'))}, p95 ${s(num(floor, 'firstByteToFilesP95Ms'))} over ${fmt(num(floor, 'n'))} loads ${key('clickToCode.floor')}.`;
+  const steps = mdTable(
+    ['step (p50, s after the click)', ...(Object.keys(CASES) as CaseName[])],
+    CLICK_STEPS.map(([step, label]) => [
+      label,
+      ...(Object.keys(CASES) as CaseName[]).map((k) => s(stepP50(r, k, step))),
+    ]),
+  );
+  const t = clickToCodeTargets(r);
+  return [
+    parts,
+    '',
+    floorLine,
+    '',
+    steps,
+    '',
+    mdTable(
+      ['target', 'key', 'measured', 'target', 'met?'],
+      t.map((x) => [x.what, key(x.figure), fmt(x.value), x.target, verdict(x.met, x.by)]),
+    ),
+  ].join('\n');
+}
+
+function stepP50(r: Results, caseName: string, step: string): number | undefined {
+  const cases = r.clickToCode?.cases as Record<string, { steps?: Record<string, Figures> }> | undefined;
+  return num(cases?.[caseName]?.steps?.[step], 'p50Ms');
 }
 
 /** The generated results: what ran, then the tables. */
@@ -317,6 +376,10 @@ export function results(r: Results): string {
       : []),
     '',
     otherTargets(r),
+    '',
+    '### Click to code on the real node',
+    '',
+    clickToCodeTables(r),
   ]
     .filter((x, i, all) => !(x === '' && all[i - 1] === ''))
     .join('\n');

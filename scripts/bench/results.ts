@@ -112,6 +112,8 @@ export interface Results {
   /** The first scale step not reached within the time budget. */
   scaleStoppedBefore?: number;
   bridgeRequests?: Figures;
+  /** Click to code on the real node (scenarios/click-to-code.ts); `measured: false` with the reason elsewhere. */
+  clickToCode?: Figures;
   /** Each launch scenario over its floor (targets.ts); written with the results. */
   vsFloor?: Record<string, number | null>;
   /** The targets, as measured in this run (targets.ts); written with the results. */

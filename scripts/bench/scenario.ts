@@ -25,8 +25,9 @@ export interface Scenario {
   /**
    * `control-plane`: runs on the control plane alone, before the operator and the service start.
    * `ide-cloud`: needs them running (and the warm pool, unless it is the pool's own scenario).
+   * `real-node`: brings its own control plane with the real node, once the others have stopped.
    */
-  needs: 'control-plane' | 'ide-cloud';
+  needs: 'control-plane' | 'ide-cloud' | 'real-node';
   /** Scenarios that must have run before this one (also run by `--only`). */
   after?: string[];
   run(context: Context): Promise<Partial<Results>>;

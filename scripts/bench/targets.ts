@@ -203,5 +203,75 @@ export function targets(r: Results): Target[] {
       1500,
       ' ms',
     ),
+    ...clickToCodeTargets(r),
+  ];
+}
+
+/** A case of the click-to-code scenario (scenarios/click-to-code.ts): `<part>.p50Ms`. */
+export function clickFigure(r: Results, caseName: string, part: string, stat = 'p50Ms'): number | undefined {
+  const cases = r.clickToCode?.cases as Record<string, Record<string, Figures>> | undefined;
+  return num(cases?.[caseName]?.[part], stat);
+}
+
+/** The student's seconds (issue 26): click → files shown, IDE Cloud's part, error pages after the hand-over. */
+export function clickToCodeTargets(r: Results): Target[] {
+  const c = r.clickToCode;
+  const absent =
+    c?.measured === false ? `not measured: ${String(c.reason)}` : c ? undefined : 'not measured in this run';
+  const cases = (c?.cases ?? {}) as Record<string, { errorPages?: string[] }>;
+  const errors = c?.measured ? Object.values(cases).reduce((a, x) => a + (x.errorPages?.length ?? 0), 0) : undefined;
+  const named = (k: string) => `clickToCode.cases.${k}`;
+  return [
+    check(
+      'warm, a new workspace: click → files shown, p50',
+      `${named('warmWorkspace')}.total.p50Ms`,
+      clickFigure(r, 'warmWorkspace', 'total'),
+      3000,
+      ' ms',
+      { absent },
+    ),
+    check(
+      "… of which IDE Cloud's part (click → the workbench's first byte), p50",
+      `${named('warmWorkspace')}.ideCloud.p50Ms`,
+      clickFigure(r, 'warmWorkspace', 'ideCloud'),
+      1000,
+      ' ms',
+      { absent },
+    ),
+    check(
+      'warm, ephemeral: click → files shown, p50',
+      `${named('warmEphemeral')}.total.p50Ms`,
+      clickFigure(r, 'warmEphemeral', 'total'),
+      3000,
+      ' ms',
+      { absent },
+    ),
+    check(
+      "… of which IDE Cloud's part, p50",
+      `${named('warmEphemeral')}.ideCloud.p50Ms`,
+      clickFigure(r, 'warmEphemeral', 'ideCloud'),
+      1000,
+      ' ms',
+      { absent },
+    ),
+    check(
+      'lazy, the image on the node: click → files shown, p50',
+      `${named('lazy')}.total.p50Ms`,
+      clickFigure(r, 'lazy', 'total'),
+      8000,
+      ' ms',
+      { absent },
+    ),
+    check(
+      'a relaunch of an existing workspace: click → files shown, p50',
+      `${named('relaunch')}.total.p50Ms`,
+      clickFigure(r, 'relaunch', 'total'),
+      8000,
+      ' ms',
+      { absent },
+    ),
+    check('error pages the browser met after the hand-over, every case', `${named('*')}.errorPages`, errors, 0, '', {
+      absent,
+    }),
   ];
 }

@@ -1,0 +1,438 @@
+// Click to code: the seconds a student feels, from the click on "open in IDE" to the repository's files
+// in the explorer, on the real node (test/support/real-node-course.ts: Traefik, the chart's sign-in
+// proxy, the session image built here, a real OpenID Connect provider) with the operator and the
+// service running as the image runs them. Every student is signed in to the provider already, as in a
+// course, and has used the session host before (its sign-in cookie); each click opens a new tab.
+//
+// Cases: warm with a new workspace (the landing page's deep link), warm ephemeral (the platform's POST
+// /service with the student's token, then the URL), lazy (an app definition without a pool; the image
+// on the node), a relaunch of each warm workspace (stopped first: a pod of its own on the claim), and
+// students clicking at once. Each launch is measured alone on a quiet node: the pool refilled, the
+// sessions before it stopped. The floor of the IDE's own load: the same page load of a code-server
+// started by hand on the host, on the same files.
+import { randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import type { BrowserContext } from 'playwright-core';
+import { decideNodes } from '../../cluster/real-node.js';
+import { LABELS } from '../../../server/src/model/api-group.js';
+import type { Session } from '../../../server/src/model/session.js';
+import { launchTarget } from '../../../server/src/landing/index.js';
+import { deploymentReady } from '../../../server/src/operator/index.js';
+import { poolInstanceName } from '../../../server/src/operator/manifests.js';
+import {
+  COURSE_NAMESPACE,
+  EXERCISE_FILES,
+  SESSION_HOST,
+  LANDING_HOST,
+  TOP_LEVEL,
+  startCourse,
+  type Course,
+} from '../../../test/support/real-node-course.js';
+import { SERVICE_AUTH_TOKEN } from '../../../test/support/service-harness.js';
+import { VscodeHost } from '../../../test/support/vscode-host.js';
+import { freePort } from '../../cluster/control-plane.js';
+import { operatorEnv, spawnServerPart, stopChild } from '../harness.js';
+import type { Scenario } from '../scenario.js';
+import {
+  CASES,
+  CLICK_STEPS,
+  cloneDoneAt,
+  firstPaint,
+  followPage,
+  waitForFiles,
+  type CaseName,
+  type ClickTimeline,
+} from '../student.js';
+import { percentile, round, until } from '../util.js';
+
+const WARM_APP = 'javascript-latest';
+const LAZY_APP = 'javascript-lazy';
+/** How long one launch may take before the scenario fails (a cold node's lazy start is well within). */
+const LAUNCH_DEADLINE_MS = 120_000;
+
+interface Student {
+  email: string;
+  gitUser: string;
+  gitMail: string;
+  context: BrowserContext;
+}
+
+interface Launch {
+  session: string;
+  strategy?: string;
+  timeline: ClickTimeline;
+}
+
+export const clickToCode: Scenario = {
+  name: 'click-to-code',
+  title: 'click to code on the real node: the student’s seconds',
+  weight: 12,
+  needs: 'real-node',
+  async run({ bench, sizes, progress }) {
+    const choice = await decideNodes([]);
+    if (!choice.realNode) return { clickToCode: { measured: false, reason: choice.notice } };
+    const timings: string[] = [];
+    const dir = path.join(bench.root, 'bench-artifacts');
+    await mkdir(dir, { recursive: true });
+    const children: { stop(): Promise<void> }[] = [];
+    let serviceUrl = '';
+    progress.step('the course on the real node (builds and imports images the first time)');
+    const course = await startCourse({
+      suite: 'bench-click',
+      apps: [
+        { name: WARM_APP, label: 'JavaScript', minInstances: sizes.clickTogether, maxInstances: 40 },
+        { name: LAZY_APP, label: 'JavaScript (lazy)', minInstances: 0, maxInstances: 40 },
+      ],
+      startService: async ({ kubeconfig }, identityProvider) => {
+        const port = await freePort();
+        const child = spawnServerPart(
+          bench.root,
+          'service',
+          {
+            SERVICE_AUTH_TOKEN,
+            ADMIN_API_TOKEN: randomUUID(),
+            IDE_CLOUD_NAMESPACE: COURSE_NAMESPACE,
+            PORT: String(port),
+            HOST: '127.0.0.1',
+            LOG_LEVEL: 'warn',
+            KUBECONFIG: kubeconfig,
+            IDENTITY_PROVIDER_ISSUER: identityProvider.issuer,
+            IDENTITY_PROVIDER_AUDIENCE: identityProvider.audience,
+          },
+          path.join(dir, 'click-to-code-service.log'),
+        );
+        const url = (serviceUrl = `http://127.0.0.1:${port}`);
+        await until(
+          'the service',
+          () =>
+            fetch(`${url}/q/health`).then(
+              (r) => r.ok,
+              () => false,
+            ),
+          60_000,
+          200,
+        );
+        return { url, close: () => stopChild(child) };
+      },
+      startOperator: async ({ kubeconfig }, settings) => {
+        const child = spawnServerPart(
+          bench.root,
+          'operator',
+          { ...operatorEnv({ ...settings, kubeconfig }), IDE_CLOUD_LOG_LEVEL: 'warn' },
+          path.join(dir, 'click-to-code-operator.log'),
+        );
+        const stop = () => stopChild(child);
+        children.push({ stop });
+        return { stop };
+      },
+      timings,
+    });
+    try {
+      return { clickToCode: await measure(course, serviceUrl, sizes, progress, dir, timings) };
+    } finally {
+      for (const child of children) await child.stop().catch(() => undefined);
+      await course.stop();
+    }
+  },
+};
+
+async function measure(
+  course: Course,
+  serviceUrl: string,
+  sizes: { clickLaunches: number; clickTogether: number },
+  progress: { step(title: string): void; note(detail: string): void },
+  dir: string,
+  timings: string[],
+) {
+  const apps = course.kc.makeApiClient(k8s.AppsV1Api);
+  const providerHost = new URL(course.idp.issuer).host;
+  const hosts = { session: SESSION_HOST, landing: LANDING_HOST, provider: providerHost };
+  const cases: Partial<Record<CaseName, Launch[]>> = {};
+  let screenshots = 0;
+
+  /** The pool full and every instance Ready: nothing starts on the node while a launch is measured. */
+  const quietPool = async () => {
+    await until(
+      'the warm pool to be full and Ready',
+      async () => {
+        const free = (
+          await apps.listNamespacedDeployment({
+            namespace: COURSE_NAMESPACE,
+            labelSelector: `${LABELS.poolInstance},!${LABELS.session}`,
+          })
+        ).items.filter((d) => !d.metadata?.deletionTimestamp);
+        return free.length === sizes.clickTogether && free.every(deploymentReady);
+      },
+      300_000,
+      250,
+    );
+  };
+
+  const newStudent = async (kind: string): Promise<Student> => {
+    const tag = randomUUID().slice(0, 8);
+    const student = {
+      email: `${kind}-${tag}@example.org`,
+      gitUser: `Student ${tag}`,
+      gitMail: `${tag}@students.example.org`,
+      context: (await course.studentContext()).context,
+    };
+    await signIn(course, student);
+    return student;
+  };
+
+  /** One click, followed to the files in the explorer; the session stopped afterwards unless kept. */
+  const launch = async (
+    student: Student,
+    how: { app: string } | { ephemeral: true },
+    caseName: CaseName,
+  ): Promise<Launch> => {
+    const page = await student.context.newPage();
+    const follow = followPage(page, hosts);
+    let session: string;
+    if ('app' in how) {
+      session = launchTarget(how.app, student.email, course.gitUri).sessionName;
+      follow.click();
+      await page.goto(course.deepLink(how.app, student), { waitUntil: 'commit' });
+    } else {
+      follow.click();
+      const url = await platformLaunch(course, serviceUrl, student);
+      follow.timeline().launchAnsweredMs = Date.now() - follow.clickedAt();
+      session = new URL(url).pathname.split('/')[1]!;
+      await page.goto(url, { waitUntil: 'commit' });
+    }
+    await waitForFiles(page, TOP_LEVEL, LAUNCH_DEADLINE_MS).catch(async (error: Error) => {
+      await page.screenshot({ path: path.join(dir, `click-to-code-${caseName}-failed.png`) }).catch(() => undefined);
+      const text = ((await page.textContent('body').catch(() => '')) ?? '').replace(/\s+/g, ' ').slice(0, 300);
+      const where = page
+        .url()
+        .replace(/\/[0-9a-f]{32}\/.*/, '/<key>/')
+        .replace(/\?.*/, '');
+      throw new Error(
+        `${caseName}, session ${session}: ${error.message}; the page is at ${where}: ${text}; ${JSON.stringify(follow.timeline())}`,
+      );
+    });
+    follow.filesShown();
+    const timeline = follow.timeline();
+    const paint = await firstPaint(page);
+    if (paint) timeline.workbenchFirstPaintMs = paint - follow.clickedAt();
+    const served = await course.r.sessions.get(session);
+    const log = await sessionLog(course, served);
+    const cloned = log ? cloneDoneAt(log) : undefined;
+    if (cloned) timeline.cloneDoneMs = cloned - follow.clickedAt();
+    if (screenshots++ === 0 || caseName === 'lazy')
+      await page.screenshot({ path: path.join(dir, `click-to-code-${caseName}.png`) }).catch(() => undefined);
+    await page.close();
+    return { session, strategy: served.status?.startStrategy, timeline };
+  };
+
+  const stop = async (sessions: string[]) => {
+    for (const name of sessions) await course.r.sessions.delete(name).catch(() => undefined);
+    await until(
+      'the stopped sessions to be gone',
+      async () => (await Promise.all(sessions.map((s) => course.r.sessions.find(s)))).every((s) => !s),
+      180_000,
+      250,
+    );
+  };
+
+  const n = sizes.clickLaunches;
+  const warmStudents: Student[] = [];
+  progress.step(`warm, a new workspace: ${n} launches`);
+  await quietPool();
+  for (let i = 0; i < n; i++) {
+    const student = await newStudent('warm');
+    warmStudents.push(student);
+    await quietPool();
+    const measured = await launch(student, { app: WARM_APP }, 'warmWorkspace');
+    (cases.warmWorkspace ??= []).push(measured);
+    await stop([measured.session]);
+  }
+
+  progress.step(`warm, ephemeral: ${n} launches`);
+  for (let i = 0; i < n; i++) {
+    const student = await newStudent('ephemeral');
+    await quietPool();
+    const measured = await launch(student, { ephemeral: true }, 'warmEphemeral');
+    (cases.warmEphemeral ??= []).push(measured);
+    await stop([measured.session]);
+    await student.context.close();
+  }
+
+  progress.step(`lazy: ${n} launches`);
+  for (let i = 0; i < n; i++) {
+    const student = await newStudent('lazy');
+    await quietPool();
+    const measured = await launch(student, { app: LAZY_APP }, 'lazy');
+    (cases.lazy ??= []).push(measured);
+    await stop([measured.session]);
+    await student.context.close();
+  }
+
+  progress.step(`a relaunch of each warm workspace: ${n} launches`);
+  for (const student of warmStudents) {
+    await quietPool();
+    const measured = await launch(student, { app: WARM_APP }, 'relaunch');
+    (cases.relaunch ??= []).push(measured);
+    await stop([measured.session]);
+    await student.context.close();
+  }
+
+  progress.step(`${sizes.clickTogether} students clicking at once`);
+  const together = await Promise.all(Array.from({ length: sizes.clickTogether }, () => newStudent('together')));
+  await quietPool();
+  const measuredTogether = await Promise.all(together.map((s) => launch(s, { app: WARM_APP }, 'together')));
+  cases.together = measuredTogether;
+  await stop(measuredTogether.map((m) => m.session));
+  for (const s of together) await s.context.close();
+
+  progress.step('the floor: the same page load of a code-server started by hand on the host');
+  const floor = await hostFloor(course, n);
+  progress.note(timings.join(', '));
+
+  return {
+    measured: true,
+    launchesPerCase: n,
+    together: sizes.clickTogether,
+    cases: Object.fromEntries(
+      (Object.keys(CASES) as CaseName[]).map((k) => [k, summarizeCase(cases[k] ?? [])]),
+    ) as Record<CaseName, ReturnType<typeof summarizeCase>>,
+    floor,
+    setup: timings,
+  };
+}
+
+/** Signed in to the provider (both clients consented) and to the session host, as a course's student is. */
+async function signIn(course: Course, student: Student): Promise<void> {
+  const page = await student.context.newPage();
+  await page.goto(`${course.landingOrigin}/`);
+  await page.waitForSelector('input[name=login]', { timeout: 60_000 });
+  await course.signInIfAsked(page, student.email);
+  await page.waitForURL((u) => u.hostname === LANDING_HOST, { timeout: 60_000 });
+  await page.goto(`${course.sessionOrigin}/oauth2/start?rd=%2F`);
+  await course.signInIfAsked(page, student.email);
+  await page.waitForURL((u) => u.hostname === SESSION_HOST, { timeout: 60_000 });
+  const cookies = await student.context.cookies(course.sessionOrigin);
+  if (!cookies.some((c) => c.name === '_ide_cloud_session'))
+    throw new Error(`${student.email} has no sign-in cookie of the session host`);
+  await page.close();
+}
+
+/**
+ * The platform's POST /service for an ephemeral session, with the student's token: the one the landing
+ * page holds in its tab after its sign-in round trip (the provider signs the student in at once).
+ */
+async function platformLaunch(course: Course, serviceUrl: string, student: Student): Promise<string> {
+  const landing = await student.context.newPage();
+  await landing.goto(`${course.landingOrigin}/`);
+  const token = await landing.waitForFunction(
+    () => {
+      for (const key of Object.keys(sessionStorage))
+        if (key.startsWith('oidc.user:'))
+          return (JSON.parse(sessionStorage.getItem(key)!) as { access_token?: string }).access_token;
+      return undefined;
+    },
+    undefined,
+    { timeout: 30_000 },
+  );
+  const accessToken = (await token.jsonValue()) as string;
+  await landing.close();
+  const response = await fetch(`${serviceUrl}/service`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },
+    body: JSON.stringify({
+      appId: SERVICE_AUTH_TOKEN,
+      user: student.email,
+      appDefinition: WARM_APP,
+      ephemeral: true,
+      env: {
+        fromMap: {
+          IDE: 'true',
+          GIT_URI: course.gitUri,
+          GIT_USER: student.gitUser,
+          GIT_MAIL: student.gitMail,
+          PLATFORM_URL: course.platform.url,
+          PLATFORM_TOKEN: course.platformToken,
+        },
+      },
+    }),
+  });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`POST /service: ${response.status} ${text.slice(0, 200)}`);
+  return text;
+}
+
+/** The session's IDE container log with timestamps (the agent's lines). */
+async function sessionLog(course: Course, session: Session): Promise<string | undefined> {
+  const selector =
+    session.status?.startStrategy === 'eager'
+      ? `${LABELS.poolInstance}=${poolInstanceName(session.spec.appDefinition, Number(session.status.instanceId))}`
+      : `${LABELS.session}=${session.metadata.name}`;
+  const pods = await course.core.listNamespacedPod({ namespace: COURSE_NAMESPACE, labelSelector: selector });
+  const pod = pods.items.find((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running');
+  if (!pod) return undefined;
+  return course.core.readNamespacedPodLog({
+    name: pod.metadata!.name!,
+    namespace: COURSE_NAMESPACE,
+    container: pod.spec!.containers[0]!.name,
+    timestamps: true,
+  });
+}
+
+/** The IDE's own load on the host: first byte → files shown, the same files, a fresh browser context each time. */
+async function hostFloor(course: Course, n: number) {
+  const host = await VscodeHost.start({ name: 'floor', log: () => undefined });
+  try {
+    for (const [file, text] of Object.entries(EXERCISE_FILES)) {
+      await mkdir(path.dirname(path.join(host.workspaceDir, file)), { recursive: true });
+      await writeFile(path.join(host.workspaceDir, file), text);
+    }
+    const loads: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const context = await course.browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const page = await context.newPage();
+      let firstByte = 0;
+      page.on('response', (r) => {
+        if (!firstByte && r.request().isNavigationRequest() && r.status() === 200) firstByte = Date.now();
+      });
+      await page.goto(`${host.url}/?folder=${encodeURIComponent(host.workspaceDir)}`, { waitUntil: 'commit' });
+      await waitForFiles(page, TOP_LEVEL, LAUNCH_DEADLINE_MS);
+      loads.push(Date.now() - firstByte);
+      await context.close();
+    }
+    return {
+      n: loads.length,
+      firstByteToFilesP50Ms: percentile(loads, 50),
+      firstByteToFilesP95Ms: percentile(loads, 95),
+      loadsMs: loads,
+    };
+  } finally {
+    await host.stop();
+  }
+}
+
+/** p50 and p95 of each step, IDE Cloud's part (click → first byte) and the IDE's (first byte → files). */
+function summarizeCase(launches: Launch[]) {
+  const of = (pick: (t: ClickTimeline) => number | undefined) => {
+    const values = launches.map((l) => pick(l.timeline)).filter((v): v is number => v !== undefined);
+    return { n: values.length, p50Ms: round(percentile(values, 50), 0), p95Ms: round(percentile(values, 95), 0) };
+  };
+  const steps = Object.fromEntries(CLICK_STEPS.map(([key]) => [key, of((t) => t[key])]));
+  return {
+    n: launches.length,
+    total: of((t) => t.filesShownMs),
+    ideCloud: of((t) => t.workbenchFirstByteMs),
+    ide: of((t) =>
+      t.filesShownMs !== undefined && t.workbenchFirstByteMs !== undefined
+        ? t.filesShownMs - t.workbenchFirstByteMs
+        : undefined,
+    ),
+    steps,
+    errorPages: launches.flatMap((l) => l.timeline.errorPages),
+    sessionRedirects: launches.reduce((a, l) => a + l.timeline.sessionRedirects, 0),
+    signInPagesAfterHandOver: launches.reduce((a, l) => a + l.timeline.signInPagesAfterHandOver, 0),
+    strategies: launches.map((l) => l.strategy ?? 'unknown'),
+    launches: launches.map((l) => ({ session: l.session, ...l.timeline })),
+  };
+}

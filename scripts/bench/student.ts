@@ -1,0 +1,138 @@
+// What a student's browser meets between the click on "open in IDE" and the repository's files in the
+// explorer, read from the browser's own events (Playwright's request, response and load events, the
+// workbench's paint timing) and, for the clone, from the session's log. Times are ms after the click.
+import type { Page } from 'playwright-core';
+
+/** The cases of the click-to-code scenario (scenarios/click-to-code.ts). */
+export type CaseName = 'warmWorkspace' | 'warmEphemeral' | 'lazy' | 'relaunch' | 'together';
+export const CASES: Record<CaseName, string> = {
+  warmWorkspace: 'warm, a new workspace (deep link)',
+  warmEphemeral: "warm, ephemeral (the platform's API, then the URL)",
+  lazy: 'lazy, the image on the node (deep link)',
+  relaunch: 'a relaunch of an existing workspace (deep link)',
+  together: 'students clicking at once (warm, deep link)',
+};
+
+/** The steps of a timeline, in order, as ms after the click. */
+export const CLICK_STEPS = [
+  ['landingLoadedMs', 'landing page loaded'],
+  ['launchAnsweredMs', 'launch answered'],
+  ['firstSessionRequestMs', 'first request to the session host'],
+  ['workbenchFirstByteMs', "workbench's first byte"],
+  ['workbenchFirstPaintMs', "workbench's first paint"],
+  ['cloneDoneMs', 'clone done (agent)'],
+  ['filesShownMs', 'files shown'],
+] as const;
+
+/** One launch, as the student's browser lived it (ms after the click; absent: not reached). */
+export interface ClickTimeline {
+  /** The landing page's first load (before its sign-in round trip to the provider). */
+  landingLoadedMs?: number;
+  /** The landing page's POST api/launch answered (or the platform's POST /service, without a landing page). */
+  launchAnsweredMs?: number;
+  /** The browser's first request to the session host: the hand-over. */
+  firstSessionRequestMs?: number;
+  /** The first successful (2xx) page answer of the session host: the workbench's first byte. */
+  workbenchFirstByteMs?: number;
+  /** The workbench's first contentful paint. */
+  workbenchFirstPaintMs?: number;
+  /** The explorer shows the repository's top level. */
+  filesShownMs?: number;
+  /** The agent's line saying the clone was done (or found already there), from the session's log. */
+  cloneDoneMs?: number;
+  /** Page answers of the session host after the hand-over with status ≥ 400 (`<status> <path>`). */
+  errorPages: string[];
+  /** Page answers of the session host that redirected (3xx): sign-in round trips. */
+  sessionRedirects: number;
+  /** Pages of the identity provider after the hand-over (a sign-in; more than one is a loop). */
+  signInPagesAfterHandOver: number;
+}
+
+/**
+ * Follows `page` from the click: call before the navigation, then `click()` right before it, and
+ * `finish()` once the files are shown.
+ */
+export function followPage(
+  page: Page,
+  hosts: { session: string; landing: string; provider: string },
+): { click(): void; filesShown(): void; timeline(): ClickTimeline; clickedAt(): number } {
+  let clicked = 0;
+  const at = () => Date.now() - clicked;
+  const t: ClickTimeline = { errorPages: [], sessionRedirects: 0, signInPagesAfterHandOver: 0 };
+  page.on('request', (request) => {
+    if (!clicked) return;
+    if (new URL(request.url()).hostname === hosts.session) t.firstSessionRequestMs ??= at();
+  });
+  page.on('response', (response) => {
+    if (!clicked) return;
+    const request = response.request();
+    const url = new URL(response.url());
+    if (request.method() === 'POST' && url.hostname === hosts.landing && url.pathname.endsWith('/api/launch'))
+      t.launchAnsweredMs ??= at();
+    if (!request.isNavigationRequest()) return;
+    const status = response.status();
+    if (url.hostname === hosts.session) {
+      if (status >= 400) t.errorPages.push(`${status} ${url.pathname.replace(/\/[0-9a-f]{32}\//, '/<key>/')}`);
+      else if (status >= 300) t.sessionRedirects++;
+      else t.workbenchFirstByteMs ??= at();
+    } else if (url.host === hosts.provider && t.firstSessionRequestMs !== undefined) t.signInPagesAfterHandOver++;
+  });
+  page.on('load', () => {
+    if (clicked && new URL(page.url()).hostname === hosts.landing) t.landingLoadedMs ??= at();
+  });
+  return {
+    click: () => void (clicked = Date.now()),
+    clickedAt: () => clicked,
+    filesShown: () => void (t.filesShownMs = at()),
+    timeline: () => t,
+  };
+}
+
+/**
+ * Resolves once the explorer of the workbench in `page` shows every name of `names` at its top level.
+ * The page may still be on its way there (the landing page, the sign-in): a navigation in between
+ * starts the wait again on the new document, within the one deadline.
+ */
+export async function waitForFiles(page: Page, names: readonly string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`the explorer did not show ${names.join(', ')} within ${timeoutMs} ms`);
+    try {
+      await page.waitForFunction(
+        (wanted) => {
+          const shown = Array.from(
+            document.querySelectorAll('.explorer-folders-view .monaco-list-row .label-name'),
+            (e) => e.textContent,
+          );
+          return wanted.every((n) => shown.includes(n));
+        },
+        names,
+        { timeout: left, polling: 'raf' },
+      );
+      return;
+    } catch (error) {
+      const message = (error as Error).message;
+      if (!/context was destroyed|navigat|Target closed|frame was detached/i.test(message)) throw error;
+    }
+  }
+}
+
+/** The workbench's first contentful paint, as ms since the epoch (undefined before it painted). */
+export function firstPaint(page: Page): Promise<number | undefined> {
+  return page.evaluate(() => {
+    const [paint] = performance.getEntriesByName('first-contentful-paint');
+    return paint ? performance.timeOrigin + paint.startTime : undefined;
+  });
+}
+
+/** When the agent's clone line was logged (ms since the epoch), from a log read with timestamps. */
+export function cloneDoneAt(timestampedLog: string): number | undefined {
+  const line = timestampedLog
+    .split('\n')
+    .find((l) => l.includes('done: repository cloned') || l.includes('already holds this repository'));
+  // `2026-11-26T08:10:00.123456789Z …`: Date.parse takes milliseconds, not nanoseconds.
+  const stamp = line?.split(' ')[0]?.replace(/(\.\d{3})\d*Z$/, '$1Z');
+  const ms = stamp ? Date.parse(stamp) : NaN;
+  return Number.isFinite(ms) ? ms : undefined;
+}
