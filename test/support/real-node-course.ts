@@ -180,7 +180,7 @@ export async function startCourse(options: CourseOptions): Promise<Course> {
         host: REAL_NODE_IP,
         logLevel: 'info',
       }),
-      options.landingLog ? { logDestination: options.landingLog.stream } : {},
+      { logDestination: (options.landingLog ?? logSink()).stream },
     );
     cleanups.push(() => landing.close());
     // Served before any proxy starts: oauth2-proxy reads the provider's discovery document at start.

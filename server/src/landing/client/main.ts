@@ -387,6 +387,9 @@ function showLaunchScreen(
 }
 
 async function main(): Promise<void> {
+  // The maintenance check rides beside the configuration and the sign-in, not after them.
+  const pinged = ping();
+  pinged.catch(() => undefined);
   const config = (await (await fetch('config.json', { cache: 'no-store' })).json()) as PageConfig;
   let params = takeParameters(config.identityProvider !== null);
 
@@ -404,16 +407,21 @@ async function main(): Promise<void> {
     identity = { authorization: `Bearer ${signedIn.user.access_token}`, user: emailOf(signedIn.user) };
   }
 
-  await proceed(config, params, identity);
+  await proceed(config, params, identity, pinged);
 }
 
-/** Ping (maintenance check), then the auto-start decision. */
-async function proceed(config: PageConfig, params: LaunchParameters, identity: Identity): Promise<void> {
+/** Ping (maintenance check; `pinged`: one already under way), then the auto-start decision. */
+async function proceed(
+  config: PageConfig,
+  params: LaunchParameters,
+  identity: Identity,
+  pinged?: Promise<boolean>,
+): Promise<void> {
   const again = () => void proceed(config, params, identity);
   show('loading');
   let healthy: boolean;
   try {
-    healthy = await ping();
+    healthy = await (pinged ?? ping());
   } catch {
     showFailure({ kind: 'network' }, again);
     return;

@@ -35,7 +35,7 @@ export const Delay = {
   /** Pool counts change with every reservation: launches within this delay share one status write. */
   poolStatusBatch: 2000,
   /** A starting session whose pod is Ready asks the ingress again whether it serves its route. */
-  routeServed: 100,
+  routeServed: 50,
   /** Upper bound of the random wait between two read-modify-write attempts of a shared Ingress. */
   routeRetryMax: 500,
   /** Step of that random wait per attempt. */
