@@ -19,7 +19,7 @@ import { BridgeServer, RESERVATION_HEADER } from '../../extension/src/server.js'
 import { EnvironmentStore } from '../../extension/src/store.js';
 import { MemoryLogger } from '../../extension/src/logger.js';
 import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
-import { assertNoSecrets, CapturedLog, makeSandbox, type Sandbox } from './helpers.js';
+import { assertNoSecrets, CapturedLog, makeSandbox, MemoryStore, type Sandbox } from './helpers.js';
 
 const PASSWORD = 'bridge-boot-pw-7c1d';
 const PLATFORM_TOKEN = 'bridge-boot-lms-2e9a';
@@ -205,6 +205,7 @@ describe('agent: the setup beside the IDE, from the bridge process', function ()
       showInfo: () => {},
       ask: async () => undefined,
       showLog: () => {},
+      showReadme: async () => {},
     };
     try {
       const env = { ...sandbox.env, DATA_BRIDGE_URL: bridge.url, DATA_BRIDGE_TOKEN: BRIDGE_TOKEN };
@@ -224,6 +225,7 @@ describe('agent: the setup beside the IDE, from the bridge process', function ()
           return Object.fromEntries(keys.filter((k) => k in held).map((k) => [k, held[k]]));
         },
         workspaceDir: () => ws,
+        memory: new MemoryStore(),
       });
       const ide = setup.bootstrap();
       await inject(bridge.url, values);

@@ -57,3 +57,14 @@ export function assertNoSecrets(text: string, secrets: readonly string[]): void 
     assert.ok(!text.includes(encodeURIComponent(secret)), `a URL-encoded secret leaked into: ${text}`);
   }
 }
+
+/** A workspaceState stand-in for the IDE front's service. */
+export class MemoryStore {
+  readonly values = new Map<string, unknown>();
+  get<T>(key: string): T | undefined {
+    return this.values.get(key) as T | undefined;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+  }
+}

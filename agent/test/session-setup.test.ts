@@ -1,13 +1,13 @@
 // The IDE front's service outside the IDE: a fake UI and a fake `dataBridge.getEnv`, the real git
 // server and platform stand-in. States shown, notifications, retry, the participation command.
 import assert from 'node:assert/strict';
-import { readFile, readdir } from 'node:fs/promises';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SessionSetup, type SetupState, type SetupUi } from '../src/vscode/session-setup.js';
+import { SessionSetup, findReadme, type SetupState, type SetupUi } from '../src/vscode/session-setup.js';
 import type { GetEnv } from '../src/core/index.js';
 import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { startLearningPlatform, type LearningPlatform } from '../../test/support/learning-platform.js';
-import { assertNoSecrets, makeSandbox, type Sandbox } from './helpers.js';
+import { MemoryStore, assertNoSecrets, makeSandbox, type Sandbox } from './helpers.js';
 
 const PASSWORD = 'setup-pw-0b9e61';
 const PLATFORM_TOKEN = 'setup-lms-3f7a2c';
@@ -35,6 +35,8 @@ class FakeUi implements SetupUi {
     return this.answers.shift();
   };
   showLog = () => void this.logShown++;
+  readmes: string[] = [];
+  showReadme = async (file: string) => void this.readmes.push(file);
   get all(): string {
     return [...this.lines, ...this.states.map((s) => s.join(' ')), ...this.errors, ...this.infos].join('\n');
   }
@@ -91,7 +93,7 @@ describe('agent IDE front: session setup service', function () {
         ? {}
         : Object.fromEntries(keys.filter((k) => k in values).map((k) => [k, values[k as keyof typeof values]]));
     const ui = new FakeUi();
-    const setup = new SessionSetup({ ui, env: bridgeEnv(), getEnv, workspaceDir: () => ws });
+    const setup = new SessionSetup({ ui, env: bridgeEnv(), getEnv, workspaceDir: () => ws, memory: new MemoryStore() });
     await setup.bootstrap();
     assert.deepEqual(
       ui.states.map(([state]) => state),
@@ -99,6 +101,7 @@ describe('agent IDE front: session setup service', function () {
     );
     assert.equal(await readFile(path.join(ws, 'main.py'), 'utf8'), 'print(1)\n');
     assert.deepEqual(ui.infos, [`Cloned ${uri}`]);
+    assert.deepEqual(ui.readmes, [], 'the repository has no README');
     assert.ok(
       ui.lines.includes(
         'launch values: GIT_URI (data-bridge), GIT_USER (data-bridge), GIT_MAIL (data-bridge), PLATFORM_TOKEN (data-bridge)',
@@ -122,6 +125,7 @@ describe('agent IDE front: session setup service', function () {
       env: { ...env, SESSION_ENV_STRATEGY: 'environment' },
       getEnv,
       workspaceDir: () => ws,
+      memory: new MemoryStore(),
     });
     await setup.bootstrap();
     assert.equal(ui.states.at(-1)?.[0], 'failed');
@@ -146,7 +150,13 @@ describe('agent IDE front: session setup service', function () {
     const ui = new FakeUi();
     ui.answers = ['99', uri, 'stud03'];
     const env = { ...sandbox.env, PLATFORM_URL: platform.url, PLATFORM_TOKEN, GIT_USER: 'stud03', GIT_URI: uri };
-    const setup = new SessionSetup({ ui, env, getEnv: async () => ({}), workspaceDir: () => ws });
+    const setup = new SessionSetup({
+      ui,
+      env,
+      getEnv: async () => ({}),
+      workspaceDir: () => ws,
+      memory: new MemoryStore(),
+    });
     await setup.cloneParticipation();
     assert.deepEqual(
       ui.asked.map(([, value]) => value),
@@ -165,6 +175,7 @@ describe('agent IDE front: session setup service', function () {
       env: sandbox.env,
       getEnv: async () => ({}),
       workspaceDir: () => path.join(sandbox.dir, 'ws1'),
+      memory: new MemoryStore(),
     });
     await setup.cloneParticipation();
     assert.equal(ui.asked.length, 1);
@@ -176,10 +187,56 @@ describe('agent IDE front: session setup service', function () {
       env: sandbox.env,
       getEnv: async () => ({}),
       workspaceDir: () => undefined,
+      memory: new MemoryStore(),
     });
     await noFolder.bootstrap();
     assert.equal(none.states.at(-1)?.[0], 'idle');
     await noFolder.cloneParticipation();
     assert.match(none.errors[0] ?? '', /Open a workspace folder first/);
+  });
+
+  it("opens the repository's README once the clone is done, once per folder", async () => {
+    await git.createRepository('course/readme.git', {
+      files: { 'README.md': '# Exercise\n', 'main.py': 'print(2)\n' },
+    });
+    const ws = path.join(sandbox.dir, 'ws-readme');
+    const env = { ...sandbox.env, GIT_URI: git.urlWithCredentials('course/readme.git', 'student', PASSWORD) };
+    const memory = new MemoryStore();
+    const first = new FakeUi();
+    await new SessionSetup({ ui: first, env, getEnv: async () => ({}), workspaceDir: () => ws, memory }).bootstrap();
+    assert.equal(first.states.at(-1)?.[0], 'ready', first.all);
+    assert.deepEqual(first.readmes, [path.join(ws, 'README.md')]);
+
+    // A reload finds the repository in place and leaves the editors as the student left them.
+    const reload = new FakeUi();
+    await new SessionSetup({ ui: reload, env, getEnv: async () => ({}), workspaceDir: () => ws, memory }).bootstrap();
+    assert.equal(reload.states.at(-1)?.[0], 'ready', reload.all);
+    assert.deepEqual(reload.readmes, []);
+
+    // Another browser (its own workspace state) sees it first too.
+    const other = new FakeUi();
+    const fresh = new MemoryStore();
+    await new SessionSetup({
+      ui: other,
+      env,
+      getEnv: async () => ({}),
+      workspaceDir: () => ws,
+      memory: fresh,
+    }).bootstrap();
+    assert.deepEqual(other.readmes, [path.join(ws, 'README.md')]);
+    assertNoSecrets(first.all + reload.all + other.all, [PASSWORD]);
+  });
+
+  it('finds a README at the top of the folder, markdown first, and nothing where there is none', async () => {
+    const dir = path.join(sandbox.dir, 'readmes');
+    await mkdir(path.join(dir, 'sub'), { recursive: true });
+    assert.equal(await findReadme(dir), undefined);
+    await writeFile(path.join(dir, 'sub', 'README.md'), 'nested\n');
+    assert.equal(await findReadme(dir), undefined, 'only the top level counts');
+    await writeFile(path.join(dir, 'README.txt'), 'text\n');
+    assert.equal(await findReadme(dir), path.join(dir, 'README.txt'));
+    await writeFile(path.join(dir, 'readme.markdown'), '# md\n');
+    assert.equal(await findReadme(dir), path.join(dir, 'readme.markdown'));
+    assert.equal(await findReadme(path.join(dir, 'missing')), undefined);
   });
 });

@@ -16,6 +16,15 @@ if ! git config --global --get-all safe.directory 2>/dev/null | grep -qxF "$WORK
   git config --global --add safe.directory "$WORKSPACE_DIR" || echo "ide-cloud: could not mark $WORKSPACE_DIR as safe for git" >&2
 fi
 
+# The IDE's first screen for this work folder (an app definition may move it): the page trusts it and
+# nothing else, the machine settings keep the Welcome page and the chat away. Writes nothing when the
+# image was built for this folder; a failure only leaves the folder in Restricted Mode.
+node "${FIRST_SCREEN_SCRIPT:-/opt/ide-cloud/first-screen.mjs}" \
+  --code-server "${CODE_SERVER_DIR:-/usr/local/lib/node_modules/code-server}" \
+  --work-folder "$WORKSPACE_DIR" \
+  --user-data-dir "${XDG_DATA_HOME:-$HOME/.local/share}/code-server" >&2 \
+  || echo "ide-cloud: could not prepare the IDE's first screen; $WORKSPACE_DIR may open in Restricted Mode" >&2
+
 if [ "${SESSION_ENV_STRATEGY:-env}" != "data-bridge" ] && [ -n "${GIT_URI:-}" ]; then
   echo "ide-cloud: preparing the workspace" >&2
   # A failed clone must not keep the student out of the IDE: the agent says what went wrong.
@@ -39,9 +48,14 @@ case "$(printf '%s' "${DATA_BRIDGE_ENABLED:-}" | tr -d ' ' | tr '[:upper:]' '[:l
     ;;
 esac
 
-# Workspace trust stays on: the repository comes from a link anyone can craft, and its tasks or
-# settings must not run before the student trusts it. The session's own extensions (agent, data
-# bridge) declare that they work in an untrusted workspace.
+# code-server loads its VS Code server on the first page request: asked for once as soon as it listens,
+# so the student's first page does not wait for it (detached: tini reaps it).
+node "${WARM_UP_SCRIPT:-/opt/ide-cloud/warm-up.mjs}" "$IDE_PORT" >/dev/null 2>&1 &
+
+# Workspace trust stays on: the work folder, where the platform clones the launch's repository, is
+# trusted (above); any other folder (a link with another ?folder=, a clone elsewhere) opens restricted,
+# its tasks and settings held back until the student trusts it. The session's own extensions (agent,
+# data bridge) declare that they work in an untrusted workspace.
 exec code-server \
   --bind-addr "0.0.0.0:${IDE_PORT}" \
   --auth none \

@@ -5,7 +5,9 @@
 // reaches it through Traefik and the session's proxy (signing in on the session host through the
 // chart's sign-in proxy, also a pod there), and the VS Code workbench's explorer shows the repository
 // cloned from a real git server (smart HTTP, basic auth); `git log` in the pod shows the clone and the
-// student's git identity, and `.git/config` holds no credential.
+// student's git identity, and `.git/config` holds no credential. The first screen is the student's:
+// the work folder trusted (no Restricted Mode), its README rendered in a preview, no Welcome page, no
+// chat; no error page after the hand-over (a screenshot of each run in test-artifacts/).
 //
 // Three runs: warm (a prewarmed instance claimed as it is, its pod untouched, the values injected into
 // its data bridge, its claim now the new workspace's), lazy (the values in the pod's environment from the
@@ -36,7 +38,14 @@ import { LABELS } from '../../server/src/model/api-group.js';
 import type { Session } from '../../server/src/model/session.js';
 import { launchTarget } from '../../server/src/landing/index.js';
 import { instanceClaimName, poolInstanceName } from '../../server/src/operator/manifests.js';
-import { ARTIFACTS, errorPagesOn, explorerNames, screenshot } from '../support/browser.js';
+import {
+  ARTIFACTS,
+  errorPagesOn,
+  explorerNames,
+  firstScreen,
+  screenshot,
+  waitForFrameText,
+} from '../support/browser.js';
 import { eventually } from '../support/kube.js';
 import { logSink } from '../support/landing.js';
 import { testOperator } from '../support/operator.js';
@@ -324,13 +333,27 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         await context.unrouteAll({ behavior: 'wait' });
         await course.allowOnly(context, blocked);
         timings.push(`late: browser opened ${seconds(injectedAt)} after the injection`);
-        await openWorkbench(await context.newPage(), sessionUrl, email).then(async () => {
-          await screenshot(context.pages().at(-1)!, `real-node-ide-${kind}`);
-        });
+        await openWorkbench(await context.newPage(), sessionUrl, email);
       } else {
         await openWorkbench(page, sessionUrl, email, [...TOP_LEVEL, ...alsoShown]);
-        await screenshot(page, `real-node-ide-${kind}`);
       }
+      const workbench = context.pages().at(-1)!;
+      // The first screen is the student's: the work folder trusted, its README open, nothing else.
+      const screen = await firstScreen(workbench, { until: (x) => x.activeTab === 'Preview README.md' });
+      // The README rendered in its preview (a webview, a frame of its own) before the screenshot.
+      await waitForFrameText(workbench, 'Exercise 1', 30_000);
+      await screenshot(workbench, `real-node-ide-${kind}`);
+      assert.deepEqual(
+        {
+          restricted: screen.restricted,
+          welcome: screen.welcome,
+          chat: screen.chatVisible,
+          tabs: screen.tabs,
+          active: screen.activeTab,
+        },
+        { restricted: false, welcome: false, chat: false, tabs: ['Preview README.md'], active: 'Preview README.md' },
+        `the first screen: ${JSON.stringify(screen)}`,
+      );
       timings.push(
         `${kind}: ${lateBrowser ? 'browser opened' : 'deep link'} to the explorer showing the files ${seconds(lateBrowser ? openAt : started)}`,
       );

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { eventually } from '../support/kube.js';
 
 const run = promisify(execFile);
 const entrypoint = path.resolve(
@@ -14,7 +15,11 @@ const entrypoint = path.resolve(
   '../../images/session-base/entrypoint.sh',
 );
 
-async function runEntrypoint(env: Record<string, string>, agentExit = 0) {
+const FIRST_SCREEN = 'node /opt/ide-cloud/first-screen.mjs ';
+const WARM_UP = 'node /opt/ide-cloud/warm-up.mjs ';
+
+/** `lines`: the calls but the first-screen script's, which every start makes (`firstScreen`). */
+async function runEntrypoint(env: Record<string, string>, agentExit = 0, nodeExit = 0) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-entrypoint-'));
   const calls = path.join(dir, 'calls.log');
   const stub = (name: string, exit: number) =>
@@ -22,7 +27,7 @@ async function runEntrypoint(env: Record<string, string>, agentExit = 0) {
   for (const [name, exit] of [
     ['code-server', 0],
     ['ide-cloud-agent', agentExit],
-    ['node', 0],
+    ['node', nodeExit],
   ] as const) {
     await writeFile(path.join(dir, name), stub(name, exit));
     await chmod(path.join(dir, name), 0o755);
@@ -31,12 +36,24 @@ async function runEntrypoint(env: Record<string, string>, agentExit = 0) {
   const result = await run('sh', [entrypoint], {
     env: { PATH: `${dir}:/usr/bin:/bin`, HOME: dir, WORKSPACE_DIR: workspace, ...env },
   });
-  const read = async () =>
+  const all = async () =>
     (await readFile(calls, 'utf8'))
       .trim()
       .split('\n')
       .map((l) => l.trimEnd());
-  return { lines: await read(), read, workspace, home: dir, stderr: result.stderr };
+  // The warm-up runs in the background: its line may come before or after the IDE's.
+  const read = async () => (await all()).filter((l) => !l.startsWith(FIRST_SCREEN) && !l.startsWith(WARM_UP));
+  const calls0 = await all();
+  return {
+    lines: await read(),
+    read,
+    calls: calls0,
+    firstScreen: calls0.filter((l) => l.startsWith(FIRST_SCREEN)),
+    all,
+    workspace,
+    home: dir,
+    stderr: result.stderr,
+  };
 }
 
 describe('session entrypoint', () => {
@@ -141,5 +158,32 @@ describe('session entrypoint', () => {
       ['ide-cloud-agent', 'code-server'],
     );
     assert.match(stderr, /repository was not cloned/);
+  });
+
+  it("prepares the IDE's first screen for the work folder it is given, before anything else starts", async () => {
+    const { calls, firstScreen, workspace, home } = await runEntrypoint({ GIT_URI: 'https://git.example/repo.git' });
+    assert.deepEqual(firstScreen, [
+      `${FIRST_SCREEN}--code-server /usr/local/lib/node_modules/code-server --work-folder ${workspace} ` +
+        `--user-data-dir ${home}/.local/share/code-server`,
+    ]);
+    assert.ok(calls[0]?.startsWith(FIRST_SCREEN), calls.join('\n'));
+  });
+
+  it("asks the IDE for its page once it listens, in the background, on the IDE's port", async () => {
+    const { all } = await runEntrypoint({ IDE_PORT: '3100' });
+    // In the background: its line may land a moment after the entrypoint is done.
+    const warmUp = await eventually(async () => {
+      const lines = (await all()).filter((l) => l.startsWith(WARM_UP));
+      assert.equal(lines.length, 1);
+      return lines;
+    }, 10_000);
+    assert.deepEqual(warmUp, [`${WARM_UP}3100`]);
+  });
+
+  it('starts the IDE even when the first screen cannot be prepared, and says so', async () => {
+    const { lines, firstScreen, stderr } = await runEntrypoint({}, 0, 1);
+    assert.equal(firstScreen.length, 1);
+    assert.match(lines[0]!, /^code-server /);
+    assert.match(stderr, /could not prepare the IDE's first screen; \S+ may open in Restricted Mode/);
   });
 });

@@ -77,3 +77,87 @@ export function errorPagesOn(context: BrowserContext, host: string): string[] {
   });
   return pages;
 }
+
+/** What a student sees first in a VS Code workbench page, as firstScreen() reads it. */
+export interface FirstScreen {
+  /** Restricted Mode is shown: its status bar entry or its banner. */
+  restricted: boolean;
+  /** The editor tabs' labels, in order (a markdown preview is `Preview README.md`). */
+  tabs: string[];
+  /** The active editor tab's label, if any. */
+  activeTab: string | undefined;
+  /** A Welcome / Getting Started page is open (its tab or its editor). */
+  welcome: boolean;
+  /** A chat view or chat widget is on screen. */
+  chatVisible: boolean;
+  /** The workbench banner's text ('' when none). */
+  banner: string;
+}
+
+/**
+ * Reads the first screen of a VS Code (code-server) workbench page. Waits, within `timeoutMs`, for the
+ * workbench to have started up (the performance mark VS Code sets once its last-phase contributions are
+ * created: by then workspace trust is settled and shown), then reads; with `until`, reads again until
+ * the reading satisfies it or the deadline passes, and returns the last reading either way so the
+ * caller's assertion shows what was on screen.
+ */
+export async function firstScreen(
+  page: Page,
+  { timeoutMs = 60_000, until }: { timeoutMs?: number; until?: (screen: FirstScreen) => boolean } = {},
+): Promise<FirstScreen> {
+  const deadline = Date.now() + timeoutMs;
+  await page.waitForFunction(
+    () => performance.getEntriesByName('code/didCreateWorkbenchContributions/4').length > 0,
+    undefined,
+    { timeout: timeoutMs },
+  );
+  for (;;) {
+    const screen = await readFirstScreen(page);
+    if (!until || until(screen) || Date.now() >= deadline) return screen;
+    await page.waitForTimeout(250);
+  }
+}
+
+// The reading runs in the page as plain source: a compiled function would carry the test loader's helpers
+// (esbuild's __name), which the page does not have.
+const READ_FIRST_SCREEN = `(() => {
+  const visible = (element) => {
+    const box = element.getBoundingClientRect();
+    return box.width > 0 && box.height > 0;
+  };
+  const label = (tab) => (tab.querySelector('.label-name')?.textContent ?? '').trim();
+  const tabs = [...document.querySelectorAll('.part.editor .tabs-container .tab')];
+  const names = tabs.map(label);
+  const active = tabs.find((tab) => tab.classList.contains('active'));
+  const banner = (document.querySelector('.part.banner')?.textContent ?? '').trim();
+  return {
+    restricted: !!document.querySelector('[id="status.workspaceTrust"]') || /Restricted Mode/.test(banner),
+    tabs: names,
+    activeTab: active ? label(active) : undefined,
+    welcome:
+      names.some((name) => /^(Welcome|Getting Started|Walkthrough)\\b/.test(name)) ||
+      [...document.querySelectorAll('.gettingStartedContainer')].some(visible),
+    chatVisible: [
+      ...document.querySelectorAll('[id="workbench.panel.chat"], .chat-viewpane, .interactive-session, .chat-widget'),
+    ].some(visible),
+    banner,
+  };
+})()`;
+
+function readFirstScreen(page: Page): Promise<FirstScreen> {
+  return page.evaluate(READ_FIRST_SCREEN) as Promise<FirstScreen>;
+}
+
+/** Resolves once some frame of `page` (a webview, such as a markdown preview) shows `text`; throws after `timeoutMs`. */
+export async function waitForFrameText(page: Page, text: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const texts = await Promise.all(
+      page.frames().map((f) => f.evaluate(() => document.body?.innerText ?? '').catch(() => '')),
+    );
+    if (texts.some((t) => t.includes(text))) return;
+    if (Date.now() >= deadline)
+      throw new Error(`no frame shows "${text}" within ${timeoutMs} ms (frames: ${page.frames().length})`);
+    await page.waitForTimeout(250);
+  }
+}

@@ -7,13 +7,15 @@
 //   await host.openWorkbench();                                  // extensions activate now
 //   ... drive your extension (HTTP, files), read host.logFiles() ...
 //   await host.reload();                                         // a new window and extension host
+//   VscodeHost.start({ firstScreen: true, ... })                 // code-server as the session image prepares it
 //   await host.stop();                                           // browser, process group, run directory
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createVSIX } from '@vscode/vsce';
 import { build } from 'esbuild';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -65,6 +67,15 @@ export interface VscodeHostOptions {
   log?: (line: string) => void;
   /** How long to wait for code-server to answer; default 60 s. */
   startTimeoutMs?: number;
+  /**
+   * Runs what the session image runs at build (images/session-base/first-screen.mjs) on a copy of
+   * code-server made for this run (hard links, the workbench page its own), with the run's workspace
+   * folder as the work folder and machine settings in the run's user data directory; starts
+   * code-server as the image's entrypoint does (no --disable-getting-started-override), and leaves
+   * `workbench.startupEditor` and `chat.disableAIFeatures` out of the user settings, so only the
+   * image's preparation can keep the Welcome page and the chat away.
+   */
+  firstScreen?: boolean;
 }
 
 export interface LogFile {
@@ -190,16 +201,24 @@ export class VscodeHost {
       await mkdir(path.join(runDir, dir), { recursive: true, mode: 0o700 });
     }
     await mkdir(extensionsDir, { recursive: true });
+    const quiet = { ...QUIET_SETTINGS };
+    if (options.firstScreen) {
+      delete quiet['workbench.startupEditor'];
+      delete quiet['chat.disableAIFeatures'];
+    }
     await writeFile(
       path.join(userDataDir, 'User', 'settings.json'),
-      JSON.stringify({ ...QUIET_SETTINGS, ...options.settings }, null, 2),
+      JSON.stringify({ ...quiet, ...options.settings }, null, 2),
     );
     const env = hostEnv(runDir, options.env ?? {});
     const common = ['--user-data-dir', userDataDir, '--extensions-dir', extensionsDir];
+    const codeServerEntry = options.firstScreen
+      ? await prepareFirstScreen(install, runDir, path.join(runDir, 'workspace'), userDataDir)
+      : install.codeServerEntry;
 
     if (options.extensions?.length) {
       const started = Date.now();
-      const args = [install.codeServerEntry, ...common];
+      const args = [codeServerEntry, ...common];
       for (const vsix of options.extensions) args.push('--install-extension', vsix);
       args.push('--force');
       const result = await runToEnd(install.node, args, env);
@@ -209,7 +228,7 @@ export class VscodeHost {
 
     const port = await freePort();
     const args = [
-      install.codeServerEntry,
+      codeServerEntry,
       ...common,
       '--auth',
       'none',
@@ -217,7 +236,7 @@ export class VscodeHost {
       `127.0.0.1:${port}`,
       '--disable-telemetry',
       '--disable-update-check',
-      '--disable-getting-started-override',
+      ...(options.firstScreen ? [] : ['--disable-getting-started-override']),
       '--reconnection-grace-time',
       '10',
       '--ignore-last-opened',
@@ -255,8 +274,11 @@ export class VscodeHost {
     return this.currentPage;
   }
 
-  /** Opens the workbench on the run's workspace folder in headless Chromium; extensions start with it. */
-  async openWorkbench(timeoutMs = 90_000): Promise<Page> {
+  /**
+   * Opens the workbench on `folder` (default the run's workspace folder) in headless Chromium, in a
+   * fresh browser context; extensions start with it.
+   */
+  async openWorkbench(timeoutMs = 90_000, folder = this.workspaceDir): Promise<Page> {
     this.browser ??= await chromium.launch({
       executablePath: this.install.chromium,
       headless: true,
@@ -273,10 +295,23 @@ export class VscodeHost {
     const page = await context.newPage();
     this.currentPage = page;
     const started = Date.now();
-    await page.goto(`${this.url}/?folder=${encodeURIComponent(this.workspaceDir)}`, { timeout: timeoutMs });
+    await page.goto(this.folderUrl(folder), { timeout: timeoutMs });
     await page.waitForSelector('.monaco-workbench', { timeout: timeoutMs });
     this.log(`workbench open in ${Date.now() - started} ms`);
     return page;
+  }
+
+  /** The workbench URL that opens `folder`, as a student would type it. */
+  folderUrl(folder: string): string {
+    return `${this.url}/?folder=${encodeURIComponent(folder)}`;
+  }
+
+  /** Opens another folder in the same page (same browser storage), as a student editing `?folder=` would. */
+  async openFolder(folder: string, timeoutMs = 90_000): Promise<void> {
+    const started = Date.now();
+    await this.page.goto(this.folderUrl(folder), { timeout: timeoutMs });
+    await this.page.waitForSelector('.monaco-workbench', { timeout: timeoutMs });
+    this.log(`workbench on ${folder} open in ${Date.now() - started} ms`);
   }
 
   /** Reloads the window: a new extension host starts (the old one lingers for the 10 s grace time). */
@@ -384,6 +419,49 @@ export async function packageTestExtension(dir: string, out: string, entry = 'sr
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
+}
+
+const FIRST_SCREEN_SCRIPT = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '..',
+  '..',
+  'images',
+  'session-base',
+  'first-screen.mjs',
+);
+
+/**
+ * A copy of the installed code-server for one run, made of hard links (instant, no space) but for the
+ * workbench page, a file of its own; prepared by the session image's own script with `workFolder`.
+ * Returns the copy's entry script.
+ */
+async function prepareFirstScreen(
+  install: VscodeHostInstall,
+  runDir: string,
+  workFolder: string,
+  userDataDir: string,
+): Promise<string> {
+  // entry.js sits at <prefix>/node_modules/code-server/out/node/entry.js; its dependencies beside it.
+  const packageDir = path.resolve(path.dirname(install.codeServerEntry), '..', '..');
+  const modules = path.dirname(packageDir);
+  const copy = path.join(runDir, 'code-server', 'node_modules');
+  await mkdir(path.dirname(copy), { recursive: true });
+  // Hard links need the run directory on the cache's file system; elsewhere a full copy (~620 MB) will do.
+  let copied = await runToEnd('cp', ['-al', modules, copy], process.env);
+  if (copied.code !== 0) {
+    await rm(copy, { recursive: true, force: true });
+    copied = await runToEnd('cp', ['-a', modules, copy], process.env);
+  }
+  if (copied.code !== 0) throw new Error(`copying code-server failed:\n${copied.output}`);
+  const copiedPackage = path.join(copy, path.basename(packageDir));
+  // The script writes the page in place: a linked page would change the shared install's too.
+  const page = path.join(copiedPackage, 'lib', 'vscode', 'out', 'vs', 'code', 'browser', 'workbench', 'workbench.html');
+  await rm(page);
+  await copyFile(path.join(packageDir, path.relative(copiedPackage, page)), page);
+  const args = [FIRST_SCREEN_SCRIPT, '--code-server', copiedPackage, '--work-folder', workFolder];
+  const prepared = await runToEnd(install.node, [...args, '--user-data-dir', userDataDir], process.env);
+  if (prepared.code !== 0) throw new Error(`first-screen.mjs failed (exit ${prepared.code}):\n${prepared.output}`);
+  return path.join(copiedPackage, path.relative(packageDir, install.codeServerEntry));
 }
 
 /** Runs a command to its end, collecting its output. */

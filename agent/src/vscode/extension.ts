@@ -30,6 +30,12 @@ export function activate(context: vscode.ExtensionContext): void {
     showInfo: (message) => void vscode.window.showInformationMessage(message),
     ask: (prompt, value) => Promise.resolve(vscode.window.showInputBox({ prompt, value, ignoreFocusOut: true })),
     showLog: () => output.show(true),
+    async showReadme(file) {
+      const uri = vscode.Uri.file(file);
+      // The built-in markdown extension's rendered preview; any other README as text.
+      if (/\.(md|markdown)$/i.test(file)) await vscode.commands.executeCommand('markdown.showPreview', uri);
+      else await vscode.window.showTextDocument(uri, { preview: false });
+    },
   };
 
   const setup = new SessionSetup({
@@ -37,6 +43,7 @@ export function activate(context: vscode.ExtensionContext): void {
     env: process.env,
     getEnv: async (keys) => vscode.commands.executeCommand<Record<string, unknown>>('dataBridge.getEnv', keys),
     workspaceDir: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+    memory: context.workspaceState,
   });
 
   context.subscriptions.push(

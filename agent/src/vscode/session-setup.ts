@@ -29,6 +29,14 @@ export interface SetupUi {
   /** Asks the user for a value; undefined when dismissed. */
   ask(prompt: string, value?: string): Promise<string | undefined>;
   showLog(): void;
+  /** Opens the repository's README (a file in the workspace folder) where the student sees it first. */
+  showReadme(file: string): Promise<void>;
+}
+
+/** Where the service remembers what it did for the open folder (VS Code's workspaceState fits). */
+export interface SetupMemory {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): PromiseLike<void>;
 }
 
 export interface SessionSetupOptions {
@@ -37,6 +45,20 @@ export interface SessionSetupOptions {
   getEnv: GetEnv;
   /** The folder the IDE has open, if any. */
   workspaceDir: () => string | undefined;
+  memory: SetupMemory;
+}
+
+/** README names, most wanted first: a markdown one opens as a preview. */
+const README = /^readme(\.(md|markdown|txt|rst|adoc))?$/i;
+const README_SHOWN = 'ideCloud.readmeShown';
+
+/** The README at the top of `dir`, markdown preferred; undefined when there is none. */
+export async function findReadme(dir: string): Promise<string | undefined> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  const names = entries.filter((e) => e.isFile() && README.test(e.name)).map((e) => e.name);
+  const rank = (name: string) => (/\.(md|markdown)$/i.test(name) ? 0 : 1);
+  const [best] = names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  return best === undefined ? undefined : path.join(dir, best);
 }
 
 const exists = (p: string) =>
@@ -106,6 +128,26 @@ export class SessionSetup {
     this.log.log('done');
     ui.showState('ready', result.clone ? `Repository ready in ${dir}` : 'Session ready');
     if (result.clone?.outcome === 'cloned') ui.showInfo(`Cloned ${stripCredentials(result.clone.remote)}`);
+    if (result.clone) await this.showReadmeOnce(dir);
+  }
+
+  /**
+   * The repository's README instead of a Welcome page, once per folder: a warm session's clone lands
+   * after the workbench loaded, so this waits for the setup; later loads restore what the student left
+   * open (or closed).
+   */
+  private async showReadmeOnce(dir: string): Promise<void> {
+    const { memory, ui } = this.options;
+    if (memory.get<boolean>(README_SHOWN)) return;
+    const readme = await findReadme(dir);
+    if (!readme) return;
+    await memory.update(README_SHOWN, true);
+    try {
+      await ui.showReadme(readme);
+    } catch (error) {
+      // The session works without it: a line in the log, no notification.
+      this.log.log(`could not open ${path.basename(readme)}: ${this.log.redact(describeError(error))}`);
+    }
   }
 
   /** Asks for a participation and clones its repository with a fresh participation token. */

@@ -31,6 +31,7 @@ import {
   type Course,
 } from '../../../test/support/real-node-course.js';
 import { SERVICE_AUTH_TOKEN } from '../../../test/support/service-harness.js';
+import { firstScreen, waitForFrameText, type FirstScreen } from '../../../test/support/browser.js';
 import { VscodeHost } from '../../../test/support/vscode-host.js';
 import { freePort } from '../../cluster/control-plane.js';
 import { operatorEnv, spawnServerPart, stopChild } from '../harness.js';
@@ -151,6 +152,7 @@ async function measure(
   const hosts = { session: SESSION_HOST, landing: LANDING_HOST, provider: providerHost };
   const cases: Partial<Record<CaseName, Launch[]>> = {};
   let screenshots = 0;
+  const firstScreens: Partial<Record<CaseName, FirstScreen>> = {};
 
   /** The pool full and every instance Ready: nothing starts on the node while a launch is measured. */
   const quietPool = async () => {
@@ -221,8 +223,15 @@ async function measure(
     const log = await sessionLog(course, served);
     const cloned = log ? cloneDoneAt(log) : undefined;
     if (cloned) timeline.cloneDoneMs = cloned - follow.clickedAt();
-    if (screenshots++ === 0 || caseName === 'lazy')
+    if (screenshots++ === 0 || caseName === 'lazy') {
+      // The first screen, once the README is open (after the measured window).
+      firstScreens[caseName] = await firstScreen(page, {
+        timeoutMs: 30_000,
+        until: (x) => x.activeTab === 'Preview README.md',
+      });
+      await waitForFrameText(page, 'Exercise 1', 30_000).catch(() => undefined);
       await page.screenshot({ path: path.join(dir, `click-to-code-${caseName}.png`) }).catch(() => undefined);
+    }
     await page.close();
     return { session, strategy: served.status?.startStrategy, timeline };
   };
@@ -299,6 +308,7 @@ async function measure(
       (Object.keys(CASES) as CaseName[]).map((k) => [k, summarizeCase(cases[k] ?? [])]),
     ) as Record<CaseName, ReturnType<typeof summarizeCase>>,
     floor,
+    firstScreens,
     setup: timings,
   };
 }
