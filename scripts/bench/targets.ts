@@ -2,6 +2,7 @@
 // in the same run (issue 18), IDE Cloud's own writes per warm launch, and the earlier targets on
 // memory, listing, cost growth and injection that the ratios do not replace.
 import { TIMELINE_STEPS } from './launches.js';
+import { CLICK_STEPS } from './student.js';
 import type { Figures, Results, Target, Timeline } from './results.js';
 
 export const num = (f: Figures | undefined, key: string): number | undefined => {
@@ -213,6 +214,28 @@ export function clickFigure(r: Results, caseName: string, part: string, stat = '
   return num(cases?.[caseName]?.[part], stat);
 }
 
+/**
+ * Which step of a click-to-code case holds the most time: the largest gap between two consecutive
+ * steps of its p50 timeline (the clone runs beside the others and is left out).
+ */
+export function largestClickStep(r: Results, caseName: string): string | undefined {
+  const cases = r.clickToCode?.cases as Record<string, { steps?: Record<string, Figures> }> | undefined;
+  const steps = cases?.[caseName]?.steps;
+  if (!steps) return undefined;
+  let before = { label: 'the click', at: 0 };
+  let largest: { from: string; to: string; ms: number } | undefined;
+  for (const [key, label] of CLICK_STEPS) {
+    const at = num(steps[key], 'p50Ms');
+    if (key === 'cloneDoneMs' || at === undefined) continue;
+    if (!largest || at - before.at > largest.ms) largest = { from: before.label, to: label, ms: at - before.at };
+    before = { label, at };
+  }
+  return (
+    largest &&
+    `the step holding the most time is ${largest.from} → ${largest.to}: ${fmt(largest.ms, ' ms')} of the p50 timeline`
+  );
+}
+
 /** The student's seconds (issue 26): click → files shown, IDE Cloud's part, error pages after the hand-over. */
 export function clickToCodeTargets(r: Results): Target[] {
   const c = r.clickToCode;
@@ -228,7 +251,7 @@ export function clickToCodeTargets(r: Results): Target[] {
       clickFigure(r, 'warmWorkspace', 'total'),
       3000,
       ' ms',
-      { absent },
+      { absent, also: largestClickStep(r, 'warmWorkspace') },
     ),
     check(
       "… of which IDE Cloud's part (click → the workbench's first byte), p50",
@@ -244,7 +267,7 @@ export function clickToCodeTargets(r: Results): Target[] {
       clickFigure(r, 'warmEphemeral', 'total'),
       3000,
       ' ms',
-      { absent },
+      { absent, also: largestClickStep(r, 'warmEphemeral') },
     ),
     check(
       "… of which IDE Cloud's part, p50",
@@ -260,7 +283,7 @@ export function clickToCodeTargets(r: Results): Target[] {
       clickFigure(r, 'lazy', 'total'),
       8000,
       ' ms',
-      { absent },
+      { absent, also: largestClickStep(r, 'lazy') },
     ),
     check(
       'a relaunch of an existing workspace: click → files shown, p50',
@@ -268,7 +291,7 @@ export function clickToCodeTargets(r: Results): Target[] {
       clickFigure(r, 'relaunch', 'total'),
       8000,
       ' ms',
-      { absent },
+      { absent, also: largestClickStep(r, 'relaunch') },
     ),
     check('error pages the browser met after the hand-over, every case', `${named('*')}.errorPages`, errors, 0, '', {
       absent,

@@ -48,7 +48,16 @@ describe('bench: click to code', () => {
         measured: true,
         cases: {
           warmWorkspace: figures(2900, 900),
-          warmEphemeral: figures(3100, 1100),
+          warmEphemeral: {
+            ...figures(3100, 1100),
+            steps: {
+              launchAnsweredMs: { p50Ms: 700 },
+              workbenchFirstByteMs: { p50Ms: 1100 },
+              cloneDoneMs: { p50Ms: 2900 },
+              workbenchFirstPaintMs: { p50Ms: 2600 },
+              filesShownMs: { p50Ms: 3100 },
+            },
+          },
           lazy: figures(7000, 5000, ['502 /s/<key>/']),
           relaunch: figures(9000, 6000),
           together: figures(5000, 2000),
@@ -66,6 +75,10 @@ describe('bench: click to code', () => {
         [9000, false],
         [1, false],
       ],
+    );
+    assert.match(
+      targets[2]!.by!,
+      /the step holding the most time is workbench's first byte → workbench's first paint: 1500 ms/,
     );
   });
 });
