@@ -214,14 +214,25 @@ describe('security: only its user opens a session URL (3)', function () {
       token: await bridgeToken(cluster.kc, namespace, instance),
       usersFile: usersFile.replace(AUTH_PROXY_USERS_DIR, usersDir),
     });
-    await bridge.listen();
 
     // Free, the instance admits nobody: its URL would open for no one.
     const before = `${proxy.origin}/any-session/any-key/`;
     refused(await get(before, await idp.token('owner')), 'a free instance, the later owner');
     refused(await get(before, await idp.token('other')), 'a free instance, anyone');
 
+    // Claimed while its bridge does not answer yet: the pod is Ready and routed, but its proxy admits
+    // nobody, so the URL is not handed out (the student would meet a 403 there).
     await createSession(r, 'warm-ada', { user: OWNER, appDefinition: WARM_APP, sessionSecret: 'w'.repeat(32) });
+    const waiting = await waitForSession(r, 'warm-ada', (s) =>
+      (s.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.reason === 'UserNotAdmitted'),
+    );
+    assert.equal(waiting.status?.url, undefined, 'no URL while the proxy admits nobody');
+    await bridge.listen();
+    const handedOut = await waitForSession(r, 'warm-ada', (s) => !!s.status?.url);
+    assert.ok(
+      (handedOut.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
+      'the status that carries the URL says the values (and the user) are in',
+    );
     const ready = await waitForSession(
       r,
       'warm-ada',

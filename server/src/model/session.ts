@@ -97,6 +97,11 @@ export const SessionReadyReason = {
   podNotReady: 'PodNotReady',
   /** The pod is Ready; the ingress does not serve the session's route yet (operator routeCheckUrl). */
   routeNotServed: 'RouteNotServed',
+  /**
+   * The pod is Ready; its proxy does not admit the session's user yet: a warm instance's allowed users
+   * arrive with the data bridge's values (identity-provider mode).
+   */
+  userNotAdmitted: 'UserNotAdmitted',
   /** The operator gave up on the session; `status.error` says why (terminal). */
   failed: 'Failed',
   /** The session is being deleted. */

@@ -6,6 +6,7 @@ import { finalizeSession, type FinalizeDeps } from './finalize.js';
 import { releaseFailedSession, type ReleaseDeps } from './release.js';
 import { Pass, writeStatus, type StatusWriterDeps } from './status.js';
 import {
+  admitsThroughBridge,
   applyConfigStore,
   chooseStrategy,
   guards,
@@ -114,12 +115,13 @@ export class SessionReconciler {
     // 3. Resources.
     const workload = await provision(deps, session, guarded, pass, reserved, configStore);
     // 4. Environment: into a ready warm instance, its first try beside the route's write; when it
-    // ends first the values' arrival goes in the status that carries the URL, else in a later one
-    // (the URL never waits for the bridge).
+    // ends first the values' arrival goes in the status that carries the URL, else in a later one.
+    // The URL waits for the bridge only where the proxy admits the user through it (6.).
     const injecting = startInjection(deps, session, guarded, workload);
     // 5. Route.
     const routed = route(deps, session, guarded, workload, pass);
-    await Promise.all([routed, injecting && Promise.race([injecting, routed])]);
+    const waitForBridge = admitsThroughBridge(deps.config, workload);
+    await Promise.all([routed, injecting && (waitForBridge ? injecting : Promise.race([injecting, routed]))]);
     recordEnvironment(deps, session, workload, injecting !== undefined, pass);
     // 6. Readiness and URL.
     await readiness(deps, session, guarded, workload, pass);

@@ -29,6 +29,7 @@ import {
   type Session,
 } from '../../model/session.js';
 import { takesWarmClaim, workspaceClaimName, type Workspace } from '../../model/workspace.js';
+import { checksIdentity } from '../auth-proxy.js';
 import type { OperatorConfig } from '../config.js';
 import {
   bridgeTokenSecretName,
@@ -669,6 +670,17 @@ export async function readiness(
 ): Promise<void> {
   const starting = !session.status?.url;
   if (deploymentReady(workload.deployment)) {
+    if (starting && admitsThroughBridge(deps.config, workload) && !injectionEnded(pass)) {
+      pass.status.phase = 'Starting';
+      pass.condition({
+        type: SessionCondition.ready,
+        status: 'False',
+        reason: SessionReadyReason.userNotAdmitted,
+        message: "the IDE pod is ready; waiting for its proxy to admit the session's user (the data bridge)",
+      });
+      // The injection's end wakes the session (session/injection.ts): this bound is a fallback only.
+      throw new RetryLater("waiting for the data bridge to admit the session's user", Delay.podStarting);
+    }
     if (starting && !(await deps.routes.served(deps.config.sessionHost, routePath(session)))) {
       pass.status.phase = 'Starting';
       pass.condition({
@@ -713,6 +725,21 @@ export async function readiness(
   const next = Math.min(deadline ?? Infinity, verdict.recheckAtMs ?? Infinity);
   const afterMs = Number.isFinite(next) ? Math.max(next - now, Delay.conflict) : Delay.podStarting;
   throw new RetryLater('waiting for the IDE pod', afterMs);
+}
+
+/**
+ * Whether the session's proxy admits its user only once the data bridge wrote them in: a warm
+ * instance's, with an identity provider (auth-proxy.ts). Its URL waits for the injection to end, so
+ * the student never meets the proxy's 403 in the moment between the two.
+ */
+export function admitsThroughBridge(config: Pick<OperatorConfig, 'sessionIssuer'>, workload: Workload): boolean {
+  return workload.eager && checksIdentity(config);
+}
+
+/** The injection ended (the values delivered, or given up on): EnvInjected True, or False for a failure. */
+function injectionEnded(pass: Pass): boolean {
+  const injected = findCondition(pass.status.conditions, SessionCondition.envInjected);
+  return injected?.status === 'True' || (injected?.status === 'False' && injected.reason === 'InjectionFailed');
 }
 
 /**
