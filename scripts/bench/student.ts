@@ -46,6 +46,8 @@ export interface ClickTimeline {
   sessionRedirects: number;
   /** Pages of the identity provider after the hand-over (a sign-in; more than one is a loop). */
   signInPagesAfterHandOver: number;
+  /** Why the explorer never showed the files, for a launch that failed. */
+  failure?: string;
 }
 
 /**

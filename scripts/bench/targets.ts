@@ -241,8 +241,11 @@ export function clickToCodeTargets(r: Results): Target[] {
   const c = r.clickToCode;
   const absent =
     c?.measured === false ? `not measured: ${String(c.reason)}` : c ? undefined : 'not measured in this run';
-  const cases = (c?.cases ?? {}) as Record<string, { errorPages?: string[] }>;
-  const errors = c?.measured ? Object.values(cases).reduce((a, x) => a + (x.errorPages?.length ?? 0), 0) : undefined;
+  const cases = (c?.cases ?? {}) as Record<string, { errorPages?: string[]; failures?: string[] }>;
+  const count = (pick: (x: (typeof cases)[string]) => unknown[] | undefined) =>
+    c?.measured ? Object.values(cases).reduce((a, x) => a + (pick(x)?.length ?? 0), 0) : undefined;
+  const errors = count((x) => x.errorPages);
+  const failures = count((x) => x.failures);
   const named = (k: string) => `clickToCode.cases.${k}`;
   return [
     check(
@@ -294,6 +297,9 @@ export function clickToCodeTargets(r: Results): Target[] {
       { absent, also: largestClickStep(r, 'relaunch') },
     ),
     check('error pages the browser met after the hand-over, every case', `${named('*')}.errorPages`, errors, 0, '', {
+      absent,
+    }),
+    check('launches whose explorer never showed the files, every case', `${named('*')}.failures`, failures, 0, '', {
       absent,
     }),
   ];

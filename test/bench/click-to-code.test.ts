@@ -29,7 +29,7 @@ describe('bench: click to code', () => {
   it('lists every target as not measured, with the reason, where the machine allows no real node', () => {
     const reason = 'Fake pods only (the real node needs root): sessions start, but nothing runs in their pods.';
     const targets = clickToCodeTargets({ ...base, clickToCode: { measured: false, reason } });
-    assert.equal(targets.length, 7);
+    assert.equal(targets.length, 8);
     for (const t of targets) {
       assert.equal(t.met, undefined);
       assert.equal(t.by, `not measured: ${reason}`);
@@ -74,6 +74,7 @@ describe('bench: click to code', () => {
         [7000, true],
         [9000, false],
         [1, false],
+        [0, true],
       ],
     );
     assert.match(

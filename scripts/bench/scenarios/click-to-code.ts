@@ -204,17 +204,24 @@ async function measure(
       session = new URL(url).pathname.split('/')[1]!;
       await page.goto(url, { waitUntil: 'commit' });
     }
-    await waitForFiles(page, TOP_LEVEL, LAUNCH_DEADLINE_MS).catch(async (error: Error) => {
-      await page.screenshot({ path: path.join(dir, `click-to-code-${caseName}-failed.png`) }).catch(() => undefined);
-      const text = ((await page.textContent('body').catch(() => '')) ?? '').replace(/\s+/g, ' ').slice(0, 300);
-      const where = page
-        .url()
-        .replace(/\/[0-9a-f]{32}\/.*/, '/<key>/')
-        .replace(/\?.*/, '');
-      throw new Error(
-        `${caseName}, session ${session}: ${error.message}; the page is at ${where}: ${text}; ${JSON.stringify(follow.timeline())}`,
-      );
-    });
+    const failure = await waitForFiles(page, TOP_LEVEL, LAUNCH_DEADLINE_MS).then(
+      () => undefined,
+      async (error: Error) => {
+        // Counted and kept (a screenshot, where the page was), and the run goes on.
+        await page.screenshot({ path: path.join(dir, `click-to-code-${caseName}-failed.png`) }).catch(() => undefined);
+        const text = ((await page.textContent('body').catch(() => '')) ?? '').replace(/\s+/g, ' ').slice(0, 200);
+        const where = page
+          .url()
+          .replace(/\/[0-9a-f]{32}\/.*/, '/<key>/')
+          .replace(/\?.*/, '');
+        return `${error.message}; the page is at ${where}: ${text}`;
+      },
+    );
+    if (failure) {
+      progress.note(`${caseName}: a launch never showed the files: ${failure}`);
+      await page.close();
+      return { session, timeline: { ...follow.timeline(), failure } };
+    }
     follow.filesShown();
     const timeline = follow.timeline();
     const paint = await firstPaint(page);
@@ -440,6 +447,7 @@ function summarizeCase(launches: Launch[]) {
     ),
     steps,
     errorPages: launches.flatMap((l) => l.timeline.errorPages),
+    failures: launches.flatMap((l) => (l.timeline.failure ? [l.timeline.failure] : [])),
     sessionRedirects: launches.reduce((a, l) => a + l.timeline.sessionRedirects, 0),
     signInPagesAfterHandOver: launches.reduce((a, l) => a + l.timeline.signInPagesAfterHandOver, 0),
     strategies: launches.map((l) => l.strategy ?? 'unknown'),
