@@ -16,6 +16,7 @@ export const CASES: Record<CaseName, string> = {
 /** The steps of a timeline, in order, as ms after the click. */
 export const CLICK_STEPS = [
   ['landingLoadedMs', 'landing page loaded'],
+  ['launchSentMs', 'signed in: launch sent'],
   ['launchAnsweredMs', 'launch answered'],
   ['firstSessionRequestMs', 'first request to the session host'],
   ['workbenchFirstByteMs', "workbench's first byte"],
@@ -28,6 +29,8 @@ export const CLICK_STEPS = [
 export interface ClickTimeline {
   /** The landing page's first load (before its sign-in round trip to the provider). */
   landingLoadedMs?: number;
+  /** The landing page's POST api/launch sent: the student is signed in (the landing page's round trip done). */
+  launchSentMs?: number;
   /** The landing page's POST api/launch answered (or the platform's POST /service, without a landing page). */
   launchAnsweredMs?: number;
   /** The browser's first request to the session host: the hand-over. */
@@ -63,7 +66,10 @@ export function followPage(
   const t: ClickTimeline = { errorPages: [], sessionRedirects: 0, signInPagesAfterHandOver: 0 };
   page.on('request', (request) => {
     if (!clicked) return;
-    if (new URL(request.url()).hostname === hosts.session) t.firstSessionRequestMs ??= at();
+    const url = new URL(request.url());
+    if (request.method() === 'POST' && url.hostname === hosts.landing && url.pathname.endsWith('/api/launch'))
+      t.launchSentMs ??= at();
+    if (url.hostname === hosts.session) t.firstSessionRequestMs ??= at();
   });
   page.on('response', (response) => {
     if (!clicked) return;

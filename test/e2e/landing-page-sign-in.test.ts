@@ -142,8 +142,16 @@ describe('landing page in a real browser (identity provider on)', function () {
     const email = 'grace@example.com';
     const { sessionName } = launchTarget('python-latest', email, repo);
     const page = await context.newPage();
+    // The page comes with its configuration and the provider's discovery document: neither is fetched
+    // again on its two loads (before the provider and back), only the sign-in itself goes out.
+    const fetched: string[] = [];
+    page.on('request', (request) => {
+      const url = request.url();
+      if (url.includes('/.well-known/openid-configuration') || url.endsWith('/config.json')) fetched.push(url);
+    });
     await page.goto(`${landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`);
     await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 60_000 });
+    assert.deepEqual(fetched, []);
     assert.deepEqual(
       (await r.workspaces.list()).filter((w) => w.spec.user === email).map((w) => w.metadata.name),
       [launchTarget('python-latest', email, repo).workspaceName],

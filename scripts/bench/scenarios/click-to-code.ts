@@ -198,8 +198,10 @@ async function measure(
       follow.click();
       await page.goto(course.deepLink(how.app, student), { waitUntil: 'commit' });
     } else {
+      // The platform holds the student's token already: taken before the click, not timed.
+      const token = await studentToken(course, student);
       follow.click();
-      const url = await platformLaunch(course, serviceUrl, student);
+      const url = await platformLaunch(serviceUrl, course, student, token);
       follow.timeline().launchAnsweredMs = Date.now() - follow.clickedAt();
       session = new URL(url).pathname.split('/')[1]!;
       await page.goto(url, { waitUntil: 'commit' });
@@ -336,11 +338,8 @@ async function signIn(course: Course, student: Student): Promise<void> {
   await page.close();
 }
 
-/**
- * The platform's POST /service for an ephemeral session, with the student's token: the one the landing
- * page holds in its tab after its sign-in round trip (the provider signs the student in at once).
- */
-async function platformLaunch(course: Course, serviceUrl: string, student: Student): Promise<string> {
+/** The student's access token, as the landing page holds it in its tab after its sign-in round trip. */
+async function studentToken(course: Course, student: Student): Promise<string> {
   const landing = await student.context.newPage();
   await landing.goto(`${course.landingOrigin}/`);
   const token = await landing.waitForFunction(
@@ -355,6 +354,16 @@ async function platformLaunch(course: Course, serviceUrl: string, student: Stude
   );
   const accessToken = (await token.jsonValue()) as string;
   await landing.close();
+  return accessToken;
+}
+
+/** The platform's POST /service for an ephemeral session, with the student's token. */
+async function platformLaunch(
+  serviceUrl: string,
+  course: Course,
+  student: Student,
+  accessToken: string,
+): Promise<string> {
   const response = await fetch(`${serviceUrl}/service`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },

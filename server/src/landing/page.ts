@@ -40,11 +40,16 @@ progress{width:100%;height:1rem;accent-color:var(--accent)}
 `;
 
 /**
- * The page: four screens (loading, launch, progress, error), filled in by app.js. Parameters that
- * came by form POST are embedded for the script (never in the address); nothing else is server-rendered.
+ * The page: four screens (loading, launch, progress, error), filled in by app.js. Its configuration
+ * (config.json's content, with the provider's discovery document when the server has it) and the
+ * parameters that came by form POST are embedded for the script (never in the address).
  */
-export function renderPage(input: { posted?: LaunchParameters }): string {
+export function renderPage(input: { posted?: LaunchParameters; config?: unknown }): string {
   const steps = PROGRESS_STEPS.map((s) => `<li data-step="${s.id}" data-state="pending">${s.label}</li>`).join('');
+  const config =
+    input.config === undefined
+      ? ''
+      : `<script type="application/json" id="page-config">${scriptJson(input.config)}</script>`;
   const posted = input.posted
     ? `<script type="application/json" id="posted-parameters">${scriptJson(input.posted)}</script>`
     : '';
@@ -86,6 +91,7 @@ export function renderPage(input: { posted?: LaunchParameters }): string {
   <div class="actions"><button id="retry-button" type="button" hidden>Try again</button></div>
 </section>
 </main>
+${config}
 ${posted}
 <script src="app.js"></script>
 </body>

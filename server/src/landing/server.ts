@@ -12,6 +12,7 @@ import { listen, type Listening } from '../http/listen.js';
 import { buildClientBundle } from './bundle.js';
 import type { LandingConfig } from './config.js';
 import { renderPage } from './page.js';
+import { ProviderMetadata } from './provider-metadata.js';
 import { launchEnvironment, readLaunchParameters, templateFor, type LaunchParameters } from './params.js';
 import { launchTarget, ServiceClient, type Forwarded } from './service-client.js';
 
@@ -74,12 +75,36 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
     next();
   });
 
+  const metadata = config.identityProvider ? new ProviderMetadata(config.identityProvider.issuer) : undefined;
+  void metadata?.refresh();
+  /** What the page's script needs, in the page itself: no round trip for it on each load. */
+  const pageConfig = () => ({
+    apps: config.apps,
+    identityProvider: config.identityProvider
+      ? {
+          authority: config.identityProvider.issuer,
+          clientId: config.identityProvider.clientId,
+          scope: config.identityProvider.scope,
+          ...(config.identityProvider.resource ? { resource: config.identityProvider.resource } : {}),
+        }
+      : null,
+  });
   const page = (req: Request, res: Response, posted?: LaunchParameters) => {
+    const embedded = pageConfig();
+    const providerMetadata = metadata?.current();
     res
       .status(200)
       .set({ 'Cache-Control': 'no-store', 'Content-Security-Policy': contentSecurityPolicy(config) })
       .type('html')
-      .send(renderPage({ posted }));
+      .send(
+        renderPage({
+          posted,
+          config:
+            embedded.identityProvider && providerMetadata
+              ? { ...embedded, identityProvider: { ...embedded.identityProvider, metadata: providerMetadata } }
+              : embedded,
+        }),
+      );
   };
   app.get('/', (req, res) => page(req, res));
   // The same parameters by an HTML form POST: tokens stay out of the address bar and history entirely.
@@ -94,17 +119,7 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
     res.set('Cache-Control', 'no-cache').type('text/javascript').send(script);
   });
   app.get('/config.json', (_req, res) => {
-    res.set('Cache-Control', 'no-cache').json({
-      apps: config.apps,
-      identityProvider: config.identityProvider
-        ? {
-            authority: config.identityProvider.issuer,
-            clientId: config.identityProvider.clientId,
-            scope: config.identityProvider.scope,
-            ...(config.identityProvider.resource ? { resource: config.identityProvider.resource } : {}),
-          }
-        : null,
-    });
+    res.set('Cache-Control', 'no-cache').json(pageConfig());
   });
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok');

@@ -24,7 +24,21 @@ import {
 
 interface PageConfig {
   apps: LandingApp[];
-  identityProvider: { authority: string; clientId: string; scope: string; resource?: string } | null;
+  identityProvider: {
+    authority: string;
+    clientId: string;
+    scope: string;
+    resource?: string;
+    /** The provider's discovery document, when the server had it: not fetched again here. */
+    metadata?: Record<string, unknown>;
+  } | null;
+}
+
+/** The configuration embedded in the page, else config.json's. */
+async function pageConfig(): Promise<PageConfig> {
+  const embedded = document.getElementById('page-config')?.textContent;
+  if (embedded) return JSON.parse(embedded) as PageConfig;
+  return (await (await fetch('config.json', { cache: 'no-store' })).json()) as PageConfig;
 }
 
 const STORED_PARAMETERS = 'ide-cloud.landing.parameters';
@@ -93,6 +107,7 @@ async function signIn(
     response_type: 'code',
     scope: config.scope,
     loadUserInfo: false,
+    ...(config.metadata ? { metadata: config.metadata } : {}),
     userStore: new WebStorageStateStore({ store: window.sessionStorage }),
     ...(extra ? { extraQueryParams: extra, extraTokenParams: extra } : {}),
   });
@@ -390,7 +405,7 @@ async function main(): Promise<void> {
   // The maintenance check rides beside the configuration and the sign-in, not after them.
   const pinged = ping();
   pinged.catch(() => undefined);
-  const config = (await (await fetch('config.json', { cache: 'no-store' })).json()) as PageConfig;
+  const config = await pageConfig();
   let params = takeParameters(config.identityProvider !== null);
 
   let identity: Identity = {};
