@@ -1,6 +1,6 @@
 #!/bin/sh
 # Entrypoint of every session image. With the environment strategy the values are in the environment
-# already, so the agent clones before the IDE starts; with the data bridge (eager, prewarmed
+# already, so the agent clones while the IDE starts; with the data bridge (eager, prewarmed
 # instances) the values arrive later, at the bridge process: the agent started beside the IDE waits for
 # them there and clones as soon as they land, whether or not a browser has opened the IDE yet. The
 # agent extension inside the IDE runs the same setup once a browser opens it: it waits for this one
@@ -27,8 +27,13 @@ node "${FIRST_SCREEN_SCRIPT:-/opt/ide-cloud/first-screen.mjs}" \
 
 if [ "${SESSION_ENV_STRATEGY:-env}" != "data-bridge" ] && [ -n "${GIT_URI:-}" ]; then
   echo "ide-cloud: preparing the workspace" >&2
-  # A failed clone must not keep the student out of the IDE: the agent says what went wrong.
-  ide-cloud-agent bootstrap --dir "$WORKSPACE_DIR" || echo "ide-cloud: the repository was not cloned (see above); starting the IDE anyway" >&2
+  # Beside the IDE's start, not before it: the two take about as long, and the clone is done before a
+  # browser can ask for the files (the URL is handed out once the IDE listens). Detached, as below; a
+  # failed clone never keeps the student out of the IDE, whose agent extension says what went wrong.
+  (
+    (ide-cloud-agent bootstrap --dir "$WORKSPACE_DIR" \
+      || echo "ide-cloud: the repository was not cloned (see above); the IDE says why once opened" >&2) &
+  )
 fi
 
 case "$(printf '%s' "${DATA_BRIDGE_ENABLED:-}" | tr -d ' ' | tr '[:upper:]' '[:lower:]')" in

@@ -68,11 +68,19 @@ describe('session entrypoint', () => {
     assert.equal(await safe(), `${workspace}\n`, 'not added twice when the container starts again');
   });
 
-  it('with the environment strategy, clones before starting the IDE on the configured port', async () => {
-    const { lines, workspace } = await runEntrypoint({ GIT_URI: 'https://git.example/repo.git', IDE_PORT: '3100' });
-    assert.equal(lines.length, 2);
-    assert.equal(lines[0], `ide-cloud-agent bootstrap --dir ${workspace}`);
-    assert.match(lines[1]!, /^code-server --bind-addr 0\.0\.0\.0:3100 --auth none .* \S+\/workspace$/);
+  it('with the environment strategy, clones beside the IDE it starts on the configured port', async () => {
+    const { read, workspace } = await runEntrypoint({ GIT_URI: 'https://git.example/repo.git', IDE_PORT: '3100' });
+    // The clone runs in the background: its line may come before or after the IDE's.
+    const lines = await eventually(async () => {
+      const all = await read();
+      assert.equal(all.length, 2, all.join('\n'));
+      return all;
+    }, 10_000);
+    assert.ok(lines.includes(`ide-cloud-agent bootstrap --dir ${workspace}`), lines.join('\n'));
+    assert.match(
+      lines.find((l) => l.startsWith('code-server'))!,
+      /^code-server --bind-addr 0\.0\.0\.0:3100 --auth none .* \S+\/workspace$/,
+    );
   });
 
   it('with the data bridge strategy but no bridge, leaves the clone to the agent extension inside the IDE', async () => {
@@ -152,11 +160,13 @@ describe('session entrypoint', () => {
   });
 
   it('starts the IDE even when the clone fails, and says so', async () => {
-    const { lines, stderr } = await runEntrypoint({ GIT_URI: 'https://git.example/repo.git' }, 3);
-    assert.deepEqual(
-      lines.map((l) => l.split(' ')[0]),
-      ['ide-cloud-agent', 'code-server'],
-    );
+    const { read, stderr } = await runEntrypoint({ GIT_URI: 'https://git.example/repo.git' }, 3);
+    const lines = await eventually(async () => {
+      const all = await read();
+      assert.equal(all.length, 2, all.join('\n'));
+      return all;
+    }, 10_000);
+    assert.deepEqual(lines.map((l) => l.split(' ')[0]).sort(), ['code-server', 'ide-cloud-agent']);
     assert.match(stderr, /repository was not cloned/);
   });
 
