@@ -53,15 +53,21 @@ export async function precompress(dir) {
 const HANDLER =
   /(async function \w+\((\w+),\w+,\w+,(\w+),\w+,(\w+)\)\{try\{let \w+=await (\w+)\.stat\(\2\);[^]*?)\4\["Content-Type"\]=([^;]+);let (\w+)=(\w+)\(\2\);/g;
 
-/** server-main.js's `source` with the patch; throws unless the handler matches exactly once. */
-export function patchStaticHandler(source) {
+/**
+ * server-main.js's `source` with the patch; throws unless the handler matches exactly once. Only files
+ * under `root` (code-server's own, where this script wrote the `.br` files) are sent precompressed: the
+ * same handler serves the student's files (a webview's resources), whose `.br` siblings are theirs.
+ */
+export function patchStaticHandler(source, root) {
+  if (!path.isAbsolute(root)) throw new Error(`the root of the precompressed files must be absolute: ${root}`);
+  const under = JSON.stringify(root.endsWith('/') ? root : `${root}/`);
   const matches = [...source.matchAll(HANDLER)];
   if (matches.length !== 1)
     throw new Error(
       `the static file handler (serveFile of vs/server/node/webClientServer) matched ${matches.length} times in server-main.js, not once: update precompress.mjs for this code-server`,
     );
   return source.replace(HANDLER, (_all, head, file, req, headers, fs, type, stream, open) => {
-    const accepts = `/\\bbr\\b/.test(${req}.headers["accept-encoding"]||"")`;
+    const accepts = `${file}.startsWith(${under})&&/\\bbr\\b/.test(${req}.headers["accept-encoding"]||"")`;
     const exists = `await ${fs}.stat(${file}+".br").then(()=>!0,()=>!1)`;
     return (
       `${head}${headers}["Content-Type"]=${type};let __br=${accepts}&&${exists};` +
@@ -76,7 +82,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (!codeServer) throw new Error('usage: node precompress.mjs <code-server directory>');
   const out = path.join(codeServer, 'lib', 'vscode', 'out');
   const serverMain = path.join(out, 'server-main.js');
-  await writeFile(serverMain, patchStaticHandler(await readFile(serverMain, 'utf8')));
+  await writeFile(serverMain, patchStaticHandler(await readFile(serverMain, 'utf8'), path.resolve(codeServer)));
   const { count, before, after } = await precompress(out);
   const mb = (n) => (n / 1e6).toFixed(1);
   console.log(`precompressed ${count} files: ${mb(before)} MB → ${mb(after)} MB of brotli`);

@@ -3,7 +3,7 @@
 // through POST /data as the operator does, and the repository appears in the open workspace folder with
 // the git identity set, cloned from a real git smart-HTTP server. No secret in any log.
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -13,36 +13,24 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { buildAgent, VSIX_PATH as AGENT_VSIX } from '../../agent/scripts/build.js';
 import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
-import { VscodeHost, freePort, installVscodeHost, waitFor, type VscodeHostInstall } from '../support/vscode-host.js';
+import {
+  DATA_BRIDGE_VSIX,
+  packageDataBridge,
+  VscodeHost,
+  freePort,
+  installVscodeHost,
+  waitFor,
+  type VscodeHostInstall,
+} from '../support/vscode-host.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BRIDGE_VSIX = path.join(ROOT, 'extension', 'dist', 'data-bridge.vsix');
 const BRIDGE_TOKEN = 'e2e-bridge-token-5d0c7a9f3e';
 
 const PASSWORD = `git-pw-${randomUUID()}`;
 const PLATFORM_TOKEN = `lms-${randomUUID()}`;
 const GIT_USER = `Grace ${randomUUID().slice(0, 8)}`;
 const GIT_MAIL = `grace-${randomUUID().slice(0, 8)}@example.org`;
-
-function packageBridge(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.NODE_V8_COVERAGE;
-    const child = spawn('npm', ['run', 'package', '-w', 'extension'], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`npm run package -w extension failed:\n${output}`)),
-    );
-  });
-}
 
 describe('session bootstrap agent in a real VS Code host (e2e)', function () {
   this.timeout(5 * 60_000);
@@ -58,8 +46,8 @@ describe('session bootstrap agent in a real VS Code host (e2e)', function () {
   before(async function () {
     this.timeout(20 * 60_000); // a brand-new machine installs chromium, Node 24 and code-server first
     install = await installVscodeHost();
-    await packageBridge();
-    assert.ok(existsSync(BRIDGE_VSIX), `npm run package -w extension did not write ${BRIDGE_VSIX}`);
+    await packageDataBridge();
+    assert.ok(existsSync(DATA_BRIDGE_VSIX), `npm run package -w extension did not write ${DATA_BRIDGE_VSIX}`);
     await buildAgent({ vsix: true });
     assert.ok(existsSync(AGENT_VSIX));
 
@@ -75,7 +63,7 @@ describe('session bootstrap agent in a real VS Code host (e2e)', function () {
     host = await VscodeHost.start({
       install,
       name: 'agent',
-      extensions: [BRIDGE_VSIX, AGENT_VSIX],
+      extensions: [DATA_BRIDGE_VSIX, AGENT_VSIX],
       env: {
         DATA_BRIDGE_ENABLED: 'true',
         DATA_BRIDGE_PORT: String(bridgePort),

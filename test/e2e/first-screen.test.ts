@@ -4,7 +4,6 @@
 // extensions of the image, and none of the quiet settings other host tests put in the user settings.
 // A warm session: the workbench opens before the launch values land, the clone finishes afterwards.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -14,25 +13,18 @@ import { fileURLToPath } from 'node:url';
 import { buildAgent, VSIX_PATH as AGENT_VSIX } from '../../agent/scripts/build.js';
 import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { firstScreen, screenshot, type FirstScreen } from '../support/browser.js';
-import { VscodeHost, freePort, installVscodeHost, waitFor } from '../support/vscode-host.js';
+import {
+  DATA_BRIDGE_VSIX,
+  packageDataBridge,
+  VscodeHost,
+  freePort,
+  installVscodeHost,
+  waitFor,
+} from '../support/vscode-host.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BRIDGE_VSIX = path.join(ROOT, 'extension', 'dist', 'data-bridge.vsix');
 const BRIDGE_TOKEN = `first-screen-bridge-${randomUUID()}`;
 const PASSWORD = `git-pw-${randomUUID()}`;
-
-function packageBridge(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.NODE_V8_COVERAGE;
-    const child = spawn('npm', ['run', 'package', '-w', 'extension'], { cwd: ROOT, env, stdio: 'pipe' });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`packaging the bridge failed:\n${output}`))));
-  });
-}
 
 describe("the student's first screen in a session IDE (real VS Code host)", function () {
   this.timeout(5 * 60_000);
@@ -46,9 +38,9 @@ describe("the student's first screen in a session IDE (real VS Code host)", func
   before(async function () {
     this.timeout(20 * 60_000); // a brand-new machine installs chromium, Node 24 and code-server first
     const install = await installVscodeHost();
-    await packageBridge();
+    await packageDataBridge();
     await buildAgent({ vsix: true });
-    assert.ok(existsSync(BRIDGE_VSIX) && existsSync(AGENT_VSIX));
+    assert.ok(existsSync(DATA_BRIDGE_VSIX) && existsSync(AGENT_VSIX));
     git = await startGitServer({ users: { ada: PASSWORD } });
     await git.createRepository('course/first-screen.git', {
       files: { 'README.md': '# First exercise\n\nStart here.\n', 'main.py': 'print("hello")\n' },
@@ -60,7 +52,7 @@ describe("the student's first screen in a session IDE (real VS Code host)", func
       install,
       name: 'first-screen',
       firstScreen: true,
-      extensions: [BRIDGE_VSIX, AGENT_VSIX],
+      extensions: [DATA_BRIDGE_VSIX, AGENT_VSIX],
       env: {
         DATA_BRIDGE_ENABLED: 'true',
         DATA_BRIDGE_PORT: String(bridgePort),

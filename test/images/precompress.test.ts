@@ -13,7 +13,7 @@ import { brotliDecompressSync } from 'node:zlib';
 import { patchStaticHandler, precompress } from '../../images/session-base/precompress.mjs';
 import { installVscodeHost } from '../support/vscode-host.js';
 
-const patch = patchStaticHandler as (source: string) => string;
+const patch = patchStaticHandler as (source: string, root: string) => string;
 
 describe('session image: the workbench precompressed', function () {
   this.timeout(10 * 60_000);
@@ -23,10 +23,10 @@ describe('session image: the workbench precompressed', function () {
     // The entry is <code-server>/out/node/entry.js.
     const codeServer = path.resolve(path.dirname(install.codeServerEntry), '..', '..');
     const serverMain = path.join(codeServer, 'lib', 'vscode', 'out', 'server-main.js');
-    const patched = patch(await readFile(serverMain, 'utf8'));
+    const patched = patch(await readFile(serverMain, 'utf8'), codeServer);
     assert.equal(patched.match(/\+"\.br"/g)?.length, 2, 'the .br file is looked for and opened');
-    assert.throws(() => patch(patched), /matched 0 times/, 'a handler patched already does not match again');
-    assert.throws(() => patch('function other(){}'), /update precompress\.mjs/);
+    assert.throws(() => patch(patched, codeServer), /matched 0 times/, 'a handler patched already does not match again');
+    assert.throws(() => patch('function other(){}', codeServer), /update precompress\.mjs/);
   });
 
   it('a patched handler sends the .br file to a client that accepts br, the file to one that does not', async () => {
@@ -40,7 +40,7 @@ export async function gA(r,t,e,n,o,i){try{let s=await Jh.stat(r);i["Content-Type
       await writeFile(path.join(dir, 'small.js'), 'x');
       const { count } = (await precompress(dir)) as { count: number };
       assert.equal(count, 1, 'only files over 8 KiB');
-      await writeFile(path.join(dir, 'handler.mjs'), patch(handler));
+      await writeFile(path.join(dir, 'handler.mjs'), patch(handler, dir));
       const { gA } = (await import(path.join(dir, 'handler.mjs'))) as {
         gA(...args: unknown[]): Promise<void>;
       };
@@ -65,6 +65,25 @@ export async function gA(r,t,e,n,o,i){try{let s=await Jh.stat(r);i["Content-Type
       assert.equal(plain.headers['content-encoding'], undefined);
       assert.equal(plain.body.toString(), text);
       server.close();
+      // A file outside code-server's own directory (a student's, through the same handler) goes as it is.
+      const elsewhere = patch(handler, path.join(dir, 'code-server'));
+      await writeFile(path.join(dir, 'elsewhere.mjs'), elsewhere);
+      const other = (await import(path.join(dir, 'elsewhere.mjs'))) as { gA(...args: unknown[]): Promise<void> };
+      const studentServer = http.createServer(
+        (req, res) => void other.gA(path.join(dir, 'workbench.js'), 0, console, req, res, {}),
+      );
+      await new Promise<void>((resolve) => studentServer.listen(0, '127.0.0.1', resolve));
+      const studentPort = (studentServer.address() as AddressInfo).port;
+      const asIs = await new Promise<http.IncomingHttpHeaders>((resolve, reject) =>
+        http
+          .get({ port: studentPort, host: '127.0.0.1', headers: { 'accept-encoding': 'br' } }, (res) => {
+            res.resume();
+            resolve(res.headers);
+          })
+          .on('error', reject),
+      );
+      assert.equal(asIs['content-encoding'], undefined, 'not sent precompressed from outside the root');
+      studentServer.close();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

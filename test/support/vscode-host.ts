@@ -24,6 +24,30 @@ import { installVscodeHost, type VscodeHostInstall } from '../../scripts/vscode-
 
 export { installVscodeHost, type VscodeHostInstall };
 
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The data-bridge extension as the session image installs it (`npm run package -w extension`). */
+export const DATA_BRIDGE_VSIX = path.join(ROOT, 'extension', 'dist', 'data-bridge.vsix');
+
+/** Packages the data-bridge extension into DATA_BRIDGE_VSIX (outside coverage: a build, not a test). */
+export function packageDataBridge(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env };
+    delete env.NODE_V8_COVERAGE;
+    const child = spawn('npm', ['run', 'package', '-w', 'extension'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`npm run package -w extension failed:\n${output}`)),
+    );
+  });
+}
+
 /** Chromium flags that keep a headless run quiet and offline. */
 export const CHROMIUM_ARGS = [
   '--headless',

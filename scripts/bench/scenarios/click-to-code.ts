@@ -256,46 +256,42 @@ async function measure(
   };
 
   const n = sizes.clickLaunches;
+  /**
+   * `n` launches of a case, one at a time, each alone on a quiet node, its session stopped after it;
+   * the student's browser context closed unless the case keeps it (for the relaunch).
+   */
+  const oneAtATime = async (
+    caseName: CaseName,
+    how: { app: string } | { ephemeral: true },
+    student: (i: number) => Promise<Student>,
+    keep = false,
+  ) => {
+    progress.step(`${CASES[caseName]}: ${n} launches`);
+    for (let i = 0; i < n; i++) {
+      const who = await student(i);
+      await quietPool();
+      const measured = await launch(who, how, caseName);
+      (cases[caseName] ??= []).push(measured);
+      await stop([measured.session]);
+      if (!keep) await who.context.close();
+    }
+  };
+
   const warmStudents: Student[] = [];
-  progress.step(`warm, a new workspace: ${n} launches`);
   await quietPool();
-  for (let i = 0; i < n; i++) {
-    const student = await newStudent('warm');
-    warmStudents.push(student);
-    await quietPool();
-    const measured = await launch(student, { app: WARM_APP }, 'warmWorkspace');
-    (cases.warmWorkspace ??= []).push(measured);
-    await stop([measured.session]);
-  }
-
-  progress.step(`warm, ephemeral: ${n} launches`);
-  for (let i = 0; i < n; i++) {
-    const student = await newStudent('ephemeral');
-    await quietPool();
-    const measured = await launch(student, { ephemeral: true }, 'warmEphemeral');
-    (cases.warmEphemeral ??= []).push(measured);
-    await stop([measured.session]);
-    await student.context.close();
-  }
-
-  progress.step(`lazy: ${n} launches`);
-  for (let i = 0; i < n; i++) {
-    const student = await newStudent('lazy');
-    await quietPool();
-    const measured = await launch(student, { app: LAZY_APP }, 'lazy');
-    (cases.lazy ??= []).push(measured);
-    await stop([measured.session]);
-    await student.context.close();
-  }
-
-  progress.step(`a relaunch of each warm workspace: ${n} launches`);
-  for (const student of warmStudents) {
-    await quietPool();
-    const measured = await launch(student, { app: WARM_APP }, 'relaunch');
-    (cases.relaunch ??= []).push(measured);
-    await stop([measured.session]);
-    await student.context.close();
-  }
+  await oneAtATime(
+    'warmWorkspace',
+    { app: WARM_APP },
+    async () => {
+      const student = await newStudent('warm');
+      warmStudents.push(student);
+      return student;
+    },
+    true,
+  );
+  await oneAtATime('warmEphemeral', { ephemeral: true }, () => newStudent('ephemeral'));
+  await oneAtATime('lazy', { app: LAZY_APP }, () => newStudent('lazy'));
+  await oneAtATime('relaunch', { app: WARM_APP }, (i) => Promise.resolve(warmStudents[i]!));
 
   progress.step(`${sizes.clickTogether} students clicking at once`);
   const together = await Promise.all(Array.from({ length: sizes.clickTogether }, () => newStudent('together')));

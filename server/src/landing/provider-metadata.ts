@@ -32,8 +32,9 @@ export class ProviderMetadata {
       const response = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });
       if (!response.ok) return;
       const document = (await response.json()) as Record<string, unknown>;
-      // Only the issuer's own document: the page checks tokens against this issuer.
-      if (document.issuer !== this.issuer) return;
+      // Only the issuer's own document (a trailing slash aside): the page checks tokens against it.
+      const bare = (issuer: unknown) => (typeof issuer === 'string' ? issuer.replace(/\/$/, '') : issuer);
+      if (bare(document.issuer) !== bare(this.issuer)) return;
       this.value = document;
       this.fetchedAt = Date.now();
     } catch {

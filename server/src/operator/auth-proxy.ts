@@ -100,6 +100,8 @@ export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUs
     image: config.authProxyImage,
     args: authProxyArgs(config),
     ports: [{ name: 'http', containerPort: config.authProxyPort }],
+    // The pod is Ready once the proxy listens too (the ingress reaches the session through it).
+    readinessProbe: { tcpSocket: { port: 'http' as unknown as k8s.IntOrString }, periodSeconds: 1 },
     env: authProxyEnv(config, idePort),
     resources: { requests: { memory: '32M', cpu: '10m' }, limits: { memory: '128M', cpu: '200m' } },
   };

@@ -1,5 +1,5 @@
-// A session's pod is Ready once its IDE listens on the app definition's port, not when its container
-// starts (the clone may come first): the operator hands out a URL only for a Ready pod, so a student
+// A session's pod is Ready once its IDE listens on the app definition's port (and its proxy on its
+// own), not when its container starts (the clone may come first): the operator hands out a URL only for a Ready pod, so a student
 // never meets the proxy's 502 of an IDE that is not up yet. Every pod template has it: a warm
 // instance's and a lazy session's alike.
 import assert from 'node:assert/strict';
@@ -31,6 +31,8 @@ describe("the IDE container's readiness", () => {
       assert.deepEqual(ide.ports, [{ name: 'application', containerPort: 3123 }]);
       assert.equal(ide.readinessProbe?.tcpSocket?.port, 'application');
       assert.equal(ide.readinessProbe?.periodSeconds, 1);
+      const proxy = template.spec!.containers.find((c) => c.name === 'auth-proxy')!;
+      assert.equal(proxy.readinessProbe?.tcpSocket?.port, 'http', 'and its proxy listens');
     });
   }
 });
