@@ -25,7 +25,11 @@ describe('session image: the workbench precompressed', function () {
     const serverMain = path.join(codeServer, 'lib', 'vscode', 'out', 'server-main.js');
     const patched = patch(await readFile(serverMain, 'utf8'), codeServer);
     assert.equal(patched.match(/\+"\.br"/g)?.length, 2, 'the .br file is looked for and opened');
-    assert.throws(() => patch(patched, codeServer), /matched 0 times/, 'a handler patched already does not match again');
+    assert.throws(
+      () => patch(patched, codeServer),
+      /matched 0 times/,
+      'a handler patched already does not match again',
+    );
     assert.throws(() => patch('function other(){}', codeServer), /update precompress\.mjs/);
   });
 
