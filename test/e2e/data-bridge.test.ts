@@ -11,6 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  DATA_BRIDGE_VSIX,
+  packageDataBridge,
   VscodeHost,
   freePort,
   installVscodeHost,
@@ -22,7 +24,6 @@ import {
 } from '../support/vscode-host.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BRIDGE_VSIX = path.join(ROOT, 'extension', 'dist', 'data-bridge.vsix');
 const CONSUMER_DIR = path.join(ROOT, 'extension', 'test', 'fixtures', 'getenv-consumer');
 const CONSUMER_VSIX = path.join(ROOT, 'extension', 'dist', 'test', 'getenv-consumer.vsix');
 const CHANNEL = 'Data Bridge';
@@ -44,23 +45,6 @@ interface ConsumerAnswer {
   error?: string;
 }
 
-function npmRunPackage(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.NODE_V8_COVERAGE; // packaging is not under test here
-    const child = spawn('npm', ['run', 'package', '-w', 'extension'], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`npm run package failed:\n${output}`))));
-  });
-}
-
 /** Has the consumer extension (on its port) call dataBridge.getEnv with `args`; what it got back. */
 async function consumerCall(consumerPort: number, ...args: unknown[]): Promise<ConsumerAnswer> {
   const res = await fetch(`http://127.0.0.1:${consumerPort}/call`, { method: 'POST', body: JSON.stringify({ args }) });
@@ -78,8 +62,8 @@ describe('data bridge in a real VS Code host (e2e)', function () {
   before(async function () {
     this.timeout(20 * 60_000); // a brand-new machine installs chromium, Node 24 and code-server first
     install = await installVscodeHost();
-    await npmRunPackage();
-    assert.ok(existsSync(BRIDGE_VSIX), `npm run package -w extension did not write ${BRIDGE_VSIX}`);
+    await packageDataBridge();
+    assert.ok(existsSync(DATA_BRIDGE_VSIX), `npm run package -w extension did not write ${DATA_BRIDGE_VSIX}`);
     await packageTestExtension(CONSUMER_DIR, CONSUMER_VSIX);
   });
 
@@ -110,7 +94,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       host = await VscodeHost.start({
         install,
         name: 'bridge-on',
-        extensions: [BRIDGE_VSIX, CONSUMER_VSIX],
+        extensions: [DATA_BRIDGE_VSIX, CONSUMER_VSIX],
         env: {
           DATA_BRIDGE_ENABLED: 'true',
           DATA_BRIDGE_PORT: String(bridgePort),
@@ -249,7 +233,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       host = await VscodeHost.start({
         install,
         name: 'bridge-off',
-        extensions: [BRIDGE_VSIX, CONSUMER_VSIX],
+        extensions: [DATA_BRIDGE_VSIX, CONSUMER_VSIX],
         env: {
           DATA_BRIDGE_ENABLED: undefined,
           DATA_BRIDGE_PORT: String(bridgePort),
@@ -342,7 +326,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       host = await VscodeHost.start({
         install,
         name: 'bridge-process',
-        extensions: [BRIDGE_VSIX, CONSUMER_VSIX],
+        extensions: [DATA_BRIDGE_VSIX, CONSUMER_VSIX],
         env: {
           DATA_BRIDGE_ENABLED: 'true',
           DATA_BRIDGE_PORT: new URL(bridge).port,
@@ -378,7 +362,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       host = await VscodeHost.start({
         install,
         name: 'bridge-bad-port',
-        extensions: [BRIDGE_VSIX, CONSUMER_VSIX],
+        extensions: [DATA_BRIDGE_VSIX, CONSUMER_VSIX],
         env: { DATA_BRIDGE_ENABLED: '1', DATA_BRIDGE_PORT: '99999', GETENV_CONSUMER_PORT: String(consumerPort) },
       });
       await host.openWorkbench();

@@ -19,6 +19,7 @@ import { decideNodes } from '../../cluster/real-node.js';
 import { LABELS } from '../../../server/src/model/api-group.js';
 import type { Session } from '../../../server/src/model/session.js';
 import { launchTarget } from '../../../server/src/landing/index.js';
+import { Informer } from '../../../server/src/kube/informer.js';
 import { deploymentReady } from '../../../server/src/operator/index.js';
 import { poolInstanceName } from '../../../server/src/operator/manifests.js';
 import {
@@ -147,7 +148,39 @@ async function measure(
   dir: string,
   timings: string[],
 ) {
-  const apps = course.kc.makeApiClient(k8s.AppsV1Api);
+  // The waits between launches read watched caches: no API reads right before a click.
+  const watch = { namespace: COURSE_NAMESPACE, rewatchIntervalMs: 3_600_000 };
+  const freeInstances = new Informer<k8s.V1Deployment>(course.kc, {
+    ...watch,
+    path: `/apis/apps/v1/namespaces/${COURSE_NAMESPACE}/deployments`,
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    labelSelector: `${LABELS.poolInstance},!${LABELS.session}`,
+  });
+  const sessions = new Informer<Session>(course.kc, {
+    ...watch,
+    path: course.r.sessions.path,
+    apiVersion: 'ide.cloud/v1beta10',
+    kind: 'Session',
+  });
+  for (const informer of [freeInstances, sessions] as Informer[]) informer.start();
+  try {
+    await Promise.all([freeInstances.waitForSync(), sessions.waitForSync()]);
+    return await measureWith(course, serviceUrl, sizes, progress, dir, timings, { freeInstances, sessions });
+  } finally {
+    await Promise.all([freeInstances.stop(), sessions.stop()]);
+  }
+}
+
+async function measureWith(
+  course: Course,
+  serviceUrl: string,
+  sizes: { clickLaunches: number; clickTogether: number },
+  progress: { step(title: string): void; note(detail: string): void },
+  dir: string,
+  timings: string[],
+  caches: { freeInstances: Informer<k8s.V1Deployment>; sessions: Informer<Session> },
+) {
   const providerHost = new URL(course.idp.issuer).host;
   const hosts = { session: SESSION_HOST, landing: LANDING_HOST, provider: providerHost };
   const cases: Partial<Record<CaseName, Launch[]>> = {};
@@ -158,17 +191,12 @@ async function measure(
   const quietPool = async () => {
     await until(
       'the warm pool to be full and Ready',
-      async () => {
-        const free = (
-          await apps.listNamespacedDeployment({
-            namespace: COURSE_NAMESPACE,
-            labelSelector: `${LABELS.poolInstance},!${LABELS.session}`,
-          })
-        ).items.filter((d) => !d.metadata?.deletionTimestamp);
+      () => {
+        const free = caches.freeInstances.list().filter((d) => !d.metadata?.deletionTimestamp);
         return free.length === sizes.clickTogether && free.every(deploymentReady);
       },
       300_000,
-      250,
+      100,
     );
   };
 
@@ -245,13 +273,13 @@ async function measure(
     return { session, strategy: served.status?.startStrategy, timeline };
   };
 
-  const stop = async (sessions: string[]) => {
-    for (const name of sessions) await course.r.sessions.delete(name).catch(() => undefined);
+  const stop = async (names: string[]) => {
+    for (const name of names) await course.r.sessions.delete(name).catch(() => undefined);
     await until(
       'the stopped sessions to be gone',
-      async () => (await Promise.all(sessions.map((s) => course.r.sessions.find(s)))).every((s) => !s),
+      () => names.every((name) => !caches.sessions.get(name)),
       180_000,
-      250,
+      100,
     );
   };
 

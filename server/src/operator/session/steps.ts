@@ -16,7 +16,7 @@ import {
   startDeadlineSeconds,
   type AppDefinition,
 } from '../../model/app-definition.js';
-import { findCondition } from '../../model/conditions.js';
+import { findCondition, type Condition } from '../../model/conditions.js';
 import { ErrorCode } from '../../model/error-codes.js';
 import { checkSessionLimits } from '../../model/limits.js';
 import { configStoreName } from '../../model/names.js';
@@ -558,9 +558,7 @@ export function startInjection(
   workload: Workload,
 ): Promise<void> | undefined {
   if (!workload.eager || !deploymentReady(workload.deployment)) return undefined;
-  const current = findCondition(session.status?.conditions, SessionCondition.envInjected);
-  if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed'))
-    return Promise.resolve();
+  if (injectionEnded(session.status?.conditions)) return Promise.resolve();
   deps.injector.ensure(session, {
     podSelector: `${LABELS.poolInstance}=${workload.backend}`,
     port: dataBridgePort(appDefinition.spec),
@@ -622,8 +620,7 @@ export function recordEnvironment(
 
 /** The injection's state as the EnvInjected condition; counts only in final states, so waiting writes nothing. */
 function recordInjection(deps: SessionStepDeps, session: Session, pass: Pass): void {
-  const current = findCondition(pass.status.conditions, SessionCondition.envInjected);
-  if (current?.status === 'True' || (current?.status === 'False' && current.reason === 'InjectionFailed')) return;
+  if (injectionEnded(pass.status.conditions)) return;
   const state = deps.injector.state(session.metadata.uid ?? session.metadata.name);
   if (!state) return;
   const max = deps.config.bridgeHealthAttempts;
@@ -670,7 +667,7 @@ export async function readiness(
 ): Promise<void> {
   const starting = !session.status?.url;
   if (deploymentReady(workload.deployment)) {
-    if (starting && admitsThroughBridge(deps.config, workload) && !injectionEnded(pass)) {
+    if (starting && admitsThroughBridge(deps.config, workload) && !injectionEnded(pass.status.conditions)) {
       pass.status.phase = 'Starting';
       pass.condition({
         type: SessionCondition.ready,
@@ -737,8 +734,8 @@ export function admitsThroughBridge(config: Pick<OperatorConfig, 'sessionIssuer'
 }
 
 /** The injection ended (the values delivered, or given up on): EnvInjected True, or False for a failure. */
-function injectionEnded(pass: Pass): boolean {
-  const injected = findCondition(pass.status.conditions, SessionCondition.envInjected);
+function injectionEnded(conditions: readonly Condition[] | undefined): boolean {
+  const injected = findCondition(conditions, SessionCondition.envInjected);
   return injected?.status === 'True' || (injected?.status === 'False' && injected.reason === 'InjectionFailed');
 }
 
