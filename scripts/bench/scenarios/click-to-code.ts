@@ -131,24 +131,27 @@ export const clickToCode: Scenario = {
       },
       timings,
     });
+    const caches = watchCourse(course);
     try {
-      return { clickToCode: await measure(course, serviceUrl, sizes, progress, dir, timings) };
+      await caches.synced;
+      return { clickToCode: await measure(course, serviceUrl, sizes, progress, dir, timings, caches) };
     } finally {
+      await caches.stop();
       for (const child of children) await child.stop().catch(() => undefined);
       await course.stop();
     }
   },
 };
 
-async function measure(
-  course: Course,
-  serviceUrl: string,
-  sizes: { clickLaunches: number; clickTogether: number },
-  progress: { step(title: string): void; note(detail: string): void },
-  dir: string,
-  timings: string[],
-) {
-  // The waits between launches read watched caches: no API reads right before a click.
+interface CourseCaches {
+  freeInstances: Informer<k8s.V1Deployment>;
+  sessions: Informer<Session>;
+  synced: Promise<unknown>;
+  stop(): Promise<unknown>;
+}
+
+/** The free warm instances and the sessions, watched: the waits between launches make no API reads. */
+function watchCourse(course: Course): CourseCaches {
   const watch = { namespace: COURSE_NAMESPACE, rewatchIntervalMs: 3_600_000 };
   const freeInstances = new Informer<k8s.V1Deployment>(course.kc, {
     ...watch,
@@ -164,22 +167,22 @@ async function measure(
     kind: 'Session',
   });
   for (const informer of [freeInstances, sessions] as Informer[]) informer.start();
-  try {
-    await Promise.all([freeInstances.waitForSync(), sessions.waitForSync()]);
-    return await measureWith(course, serviceUrl, sizes, progress, dir, timings, { freeInstances, sessions });
-  } finally {
-    await Promise.all([freeInstances.stop(), sessions.stop()]);
-  }
+  return {
+    freeInstances,
+    sessions,
+    synced: Promise.all([freeInstances.waitForSync(), sessions.waitForSync()]),
+    stop: () => Promise.all([freeInstances.stop(), sessions.stop()]),
+  };
 }
 
-async function measureWith(
+async function measure(
   course: Course,
   serviceUrl: string,
   sizes: { clickLaunches: number; clickTogether: number },
   progress: { step(title: string): void; note(detail: string): void },
   dir: string,
   timings: string[],
-  caches: { freeInstances: Informer<k8s.V1Deployment>; sessions: Informer<Session> },
+  caches: CourseCaches,
 ) {
   const providerHost = new URL(course.idp.issuer).host;
   const hosts = { session: SESSION_HOST, landing: LANDING_HOST, provider: providerHost };
