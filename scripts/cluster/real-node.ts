@@ -410,7 +410,7 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
     await sh('ip', ['addr', 'add', `${REAL_NODE_IP}/24`, 'dev', REAL_NODE_BRIDGE]);
     await sh('ip', ['link', 'set', REAL_NODE_BRIDGE, 'up']);
 
-    const pauseImage = `registry.k8s.io/pause:${await pinned('PAUSE_VERSION')}`;
+    const pauseImage = await sandboxImage();
     await mkdir(path.join(root, 'cni', 'net.d'), { recursive: true });
     await writeFile(path.join(root, 'cni', 'net.d', '10-ide-cloud.conflist'), cniConfig(root));
     await writeFile(path.join(root, 'containerd.toml'), containerdConfig(root, socket, pauseImage));
@@ -550,6 +550,11 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
       n.pids.traefik,
     );
   }
+}
+
+/** The kubelet's sandbox (pause) image, on the node from its start. */
+export async function sandboxImage(): Promise<string> {
+  return `registry.k8s.io/pause:${await pinned('PAUSE_VERSION')}`;
 }
 
 async function pinned(name: string): Promise<string> {

@@ -37,7 +37,7 @@ import { REAL_NODE } from '../../scripts/cluster/real-node.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import type { Session } from '../../server/src/model/session.js';
 import { launchTarget } from '../../server/src/landing/index.js';
-import { instanceClaimName, poolInstanceName } from '../../server/src/operator/manifests.js';
+import { COMPONENT, instanceClaimName, poolInstanceName } from '../../server/src/operator/manifests.js';
 import {
   ARTIFACTS,
   errorPagesOn,
@@ -92,6 +92,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
         { name: WARM_APP, label: 'JavaScript', minInstances: 2, maxInstances: 3 },
         { name: LAZY_APP, label: 'JavaScript (lazy)', minInstances: 0, maxInstances: 3 },
       ],
+      standbyClaims: 1,
       startService: async ({ kc }, identityProvider) =>
         (service = await startTestService(kc, NAMESPACE, { identityProvider })),
       startOperator: async ({ kc }, settings) => testOperator(kc, NAMESPACE, settings, operatorLogs),
@@ -521,8 +522,28 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     assert.ok(existsSync(path.join(dir, '.git')), 'the clone is on the claim');
   });
 
-  it('lazy: the session gets its own pod with the values from its Secret, the IDE shows the clone', async () => {
-    await refusedWithoutSignIn((await launchAndOpen({ kind: 'lazy', app: LAZY_APP })).sessionName);
+  it('lazy: the session gets its own pod with the values from its Secret on a standby claim bound before, the IDE shows the clone', async () => {
+    // The operator keeps one empty claim bound (a binder pod made the provisioner make its volume).
+    const standby = await eventually(async () => {
+      const claims = await core.listNamespacedPersistentVolumeClaim({
+        namespace: NAMESPACE,
+        labelSelector: `${LABELS.component}=${COMPONENT.standbyClaim}`,
+      });
+      const bound = claims.items.find((c) => c.status?.phase === 'Bound' && !c.metadata?.deletionTimestamp);
+      assert.ok(bound, 'a standby claim is bound');
+      return bound.metadata!.name!;
+    }, 120_000);
+    const { sessionName } = await launchAndOpen({ kind: 'lazy', app: LAZY_APP });
+    await refusedWithoutSignIn(sessionName);
+    const session = await course.r.sessions.get(sessionName);
+    const workspace = await eventually(async () => {
+      const w = await course.r.workspaces.get(session.spec.workspace!);
+      assert.equal(w.status?.phase, 'Bound');
+      return w;
+    });
+    assert.equal(workspace.status?.claimName, standby, "the standby claim is the new workspace's");
+    const dir = await claimDirectory(standby);
+    assert.equal(await readFile(path.join(dir, 'README.md'), 'utf8'), FILES['README.md']);
   });
 
   it(`warm with a late browser: opened ${LATE_BROWSER_DELAY_MS / 1000} s after the injection, cloned before it`, async () => {

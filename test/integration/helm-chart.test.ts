@@ -373,6 +373,11 @@ describe('Helm chart', function () {
       ['operator', 'update', 'networking.k8s.io', 'ingresses', undefined, undefined, true],
       ['operator', 'create', 'coordination.k8s.io', 'leases', undefined, undefined, true],
       ['operator', 'create', '', 'persistentvolumeclaims', undefined, undefined, true],
+      // The binder pods of standby claims; pods elsewhere are not the operator's.
+      ['operator', 'create', '', 'pods', undefined, undefined, true],
+      ['operator', 'delete', '', 'pods', undefined, undefined, true],
+      ['operator', 'create', '', 'pods', 'kube-system', undefined, false],
+      ['operator', 'create', '', 'pods', undefined, 'exec', false],
       ['operator', 'get', '', 'secrets', undefined, undefined, true],
       // Lazy sessions' values and warm instances' bridge tokens: Secrets by name; never listed or watched.
       ['operator', 'create', '', 'secrets', undefined, undefined, true],

@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
-import { instanceClaimName } from '../../server/src/operator/manifests.js';
+import { claimBinderName, COMPONENT, instanceClaimName } from '../../server/src/operator/manifests.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
 import {
@@ -15,6 +15,7 @@ import {
   createAppDefinition,
   createSession,
   ideCloudResources,
+  provideVolume,
   running,
   testOperator,
   waitForSession,
@@ -198,5 +199,123 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
         'ws-cold',
       );
     }
+  });
+});
+
+describe('operator: standby claims for new workspaces that start lazily', function () {
+  this.timeout(300_000);
+  const LAZY_APP = 'go-latest';
+  const STANDBY = 2;
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator;
+  let apps: k8s.AppsV1Api;
+  let core: k8s.CoreV1Api;
+
+  const standby = async () =>
+    (
+      await core.listNamespacedPersistentVolumeClaim({
+        namespace,
+        labelSelector: `${LABELS.component}=${COMPONENT.standbyClaim}`,
+      })
+    ).items.filter((c) => !c.metadata?.deletionTimestamp);
+  const binders = async () =>
+    (
+      await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.component}=${COMPONENT.claimBinder}` })
+    ).items.filter((p) => !p.metadata?.deletionTimestamp);
+  const mounted = async (session: string) =>
+    (await apps.readNamespacedDeployment({ name: session, namespace })).spec!.template.spec!.volumes!.find(
+      (v) => v.name === 'workspace',
+    )?.persistentVolumeClaim?.claimName;
+  /** The standby claims once each unbound one has its binder pod (mounting it); the test binds them by hand. */
+  const standbyWithBinders = () =>
+    eventually(async () => {
+      const claims = await standby();
+      assert.equal(claims.length, STANDBY);
+      const pods = await binders();
+      for (const c of claims.filter((x) => x.status?.phase !== 'Bound')) {
+        const pod = pods.find((p) => p.metadata?.name === claimBinderName(c.metadata!.name!));
+        assert.ok(pod, `${c.metadata?.name} has its binder`);
+        assert.equal(pod.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName, c.metadata?.name);
+      }
+      return claims;
+    }, 60_000);
+  const launch = async (name: string) => {
+    await r.workspaces.create({
+      metadata: { name: `ws-${name}`, annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
+      spec: { user: `${name}@example.com`, appDefinition: LAZY_APP },
+    });
+    await createSession(r, name, { user: `${name}@example.com`, appDefinition: LAZY_APP, workspace: `ws-${name}` });
+  };
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'op-standby');
+    r = ideCloudResources(cluster.kc, namespace);
+    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    await createAppDefinition(r, LAZY_APP, { minInstances: 0, maxInstances: 50 });
+    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, standbyClaims: STANDBY });
+  });
+  after(async () => cleanUpSuite(cluster.kc, namespace, [operator]));
+
+  it("keeps standby claims bound, gives one to a new workspace's lazy start and refills; one claim goes to one workspace", async () => {
+    // Each unbound standby claim gets a binder pod; once bound (a volume made for it), the binder goes.
+    const first = await standbyWithBinders();
+    for (const c of first) await provideVolume(cluster.kc, namespace, c.metadata!.name!);
+    await eventually(async () => {
+      for (const c of await standby()) assert.equal(c.status?.phase, 'Bound', `${c.metadata?.name} bound`);
+      assert.deepEqual(
+        (await binders()).map((p) => p.metadata?.name),
+        [],
+        'no binder once its claim is bound',
+      );
+    }, 60_000);
+    const bound = new Set(first.map((c) => c.metadata!.name!));
+
+    // A new workspace's session starts lazily (no pool) on a standby claim: the claim becomes the
+    // workspace's by label and owner, its status names it, its pod mounts it.
+    await launch('solo');
+    const solo = await waitForSession(r, 'solo', running, 120_000);
+    assert.equal(solo.status?.startStrategy, 'lazy-fallback');
+    const workspace = await eventually(async () => {
+      const w = await r.workspaces.get('ws-solo');
+      assert.equal(w.status?.phase, 'Bound');
+      return w;
+    }, 60_000);
+    const taken = workspace.status!.claimName!;
+    assert.ok(bound.has(taken), `ws-solo took a standby claim (${taken})`);
+    assert.match(JSON.stringify(workspace.status?.conditions), /ClaimTakenOver/);
+    assert.equal(await mounted('solo'), taken);
+    const claim = await core.readNamespacedPersistentVolumeClaim({ name: taken, namespace });
+    assert.equal(claim.metadata?.labels?.[LABELS.workspace], 'ws-solo');
+    assert.equal(claim.metadata?.labels?.[LABELS.workspaceUid], workspace.metadata.uid);
+    assert.equal(claim.metadata?.labels?.[LABELS.component], undefined, 'no longer a standby claim');
+    assert.deepEqual(
+      claim.metadata?.ownerReferences?.map((o) => o.uid),
+      [workspace.metadata.uid],
+    );
+
+    // The set refills: a new claim, with its binder, beside the bound one left.
+    const refilled = await standbyWithBinders();
+    const left = refilled.filter((c) => bound.has(c.metadata!.name!));
+    assert.equal(left.length, 1, 'one bound standby claim left');
+
+    // Two launches at once, one bound standby claim (the new one is not bound): one takes it, the
+    // other gets its own claim; none gets two, none shares.
+    await Promise.all(['duo-a', 'duo-b'].map(launch));
+    await Promise.all(['duo-a', 'duo-b'].map((n) => waitForSession(r, n, running, 120_000)));
+    const claims = await eventually(async () => {
+      const list = await Promise.all(['duo-a', 'duo-b'].map((n) => r.workspaces.get(`ws-${n}`)));
+      for (const w of list) assert.equal(w.status?.phase, 'Bound');
+      return list.map((w) => w.status!.claimName!);
+    }, 60_000);
+    const standbyName = left[0]!.metadata!.name!;
+    assert.equal(claims.filter((c) => c === standbyName).length, 1, `one took the standby claim: ${claims.join(', ')}`);
+    const other = claims.findIndex((c) => c !== standbyName);
+    assert.equal(claims[other], `ws-${['duo-a', 'duo-b'][other]}`, 'the other made its own');
+    for (const n of ['duo-a', 'duo-b'])
+      assert.equal(await mounted(n), (await r.workspaces.get(`ws-${n}`)).status?.claimName);
   });
 });

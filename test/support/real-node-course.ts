@@ -25,6 +25,7 @@ import {
   REAL_NODE_INGRESS_CLASS,
   REAL_NODE_IP,
   REAL_NODE_PLACEMENT,
+  sandboxImage,
   type RealNodeState,
 } from '../../scripts/cluster/real-node.js';
 import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
@@ -85,6 +86,8 @@ export interface CourseOptions {
     cluster: { kc: k8s.KubeConfig; kubeconfig: string },
     settings: CourseOperatorSettings,
   ): Promise<{ stop(): Promise<void> }>;
+  /** Empty claims the operator keeps bound for lazy starts of new workspaces (its standbyClaims); default none. */
+  standbyClaims?: number;
   /** Each start-up step's seconds. */
   timings: string[];
   /** A sink for the landing page's log lines (the suites search them for secrets). */
@@ -229,6 +232,8 @@ export async function startCourse(options: CourseOptions): Promise<Course> {
       sessionTolerations: REAL_NODE_PLACEMENT.tolerations,
       // The session image is imported, not pulled (its tag `latest` would mean Always).
       sessionImagePullPolicy: 'IfNotPresent',
+      standbyClaims: options.standbyClaims ?? 0,
+      claimBinderImage: await sandboxImage(),
       // Room for a restarted pod's code-server to come up.
       bridgeHealthAttempts: 240,
       bridgeHealthIntervalMs: 500,

@@ -6,9 +6,9 @@
 //
 // Cases: warm with a new workspace (the landing page's deep link), warm ephemeral (the platform's POST
 // /service with the student's token, then the URL), lazy (an app definition without a pool; the image
-// on the node), a relaunch of each warm workspace (stopped first: a pod of its own on the claim), and
+// on the node; the new workspace takes one of the operator's standby claims), a relaunch of each warm workspace (stopped first: a pod of its own on the claim), and
 // students clicking at once. Each launch is measured alone on a quiet node: the pool refilled, the
-// sessions before it stopped. The floor of the IDE's own load: the same page load of a code-server
+// standby claims bound, the sessions before it stopped. The floor of the IDE's own load: the same page load of a code-server
 // started by hand on the host, on the same files.
 import { randomUUID } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -21,7 +21,7 @@ import type { Session } from '../../../server/src/model/session.js';
 import { launchTarget } from '../../../server/src/landing/index.js';
 import { Informer } from '../../../server/src/kube/informer.js';
 import { deploymentReady } from '../../../server/src/operator/index.js';
-import { poolInstanceName } from '../../../server/src/operator/manifests.js';
+import { COMPONENT, poolInstanceName } from '../../../server/src/operator/manifests.js';
 import {
   COURSE_NAMESPACE,
   EXERCISE_FILES,
@@ -51,6 +51,8 @@ import { percentile, round, until } from '../util.js';
 
 const WARM_APP = 'javascript-latest';
 const LAZY_APP = 'javascript-lazy';
+/** Empty claims the operator keeps bound (its standbyClaims): a new workspace's lazy start takes one. */
+const STANDBY_CLAIMS = 2;
 /** How long one launch may take before the scenario fails (a cold node's lazy start is well within). */
 const LAUNCH_DEADLINE_MS = 120_000;
 
@@ -87,6 +89,7 @@ export const clickToCode: Scenario = {
         { name: WARM_APP, label: 'JavaScript', minInstances: sizes.clickTogether, maxInstances: 40 },
         { name: LAZY_APP, label: 'JavaScript (lazy)', minInstances: 0, maxInstances: 40 },
       ],
+      standbyClaims: STANDBY_CLAIMS,
       startService: async ({ kubeconfig }, identityProvider) => {
         const port = await freePort();
         const child = spawnServerPart(
@@ -145,12 +148,13 @@ export const clickToCode: Scenario = {
 
 interface CourseCaches {
   freeInstances: Informer<k8s.V1Deployment>;
+  standbyClaims: Informer<k8s.V1PersistentVolumeClaim>;
   sessions: Informer<Session>;
   synced: Promise<unknown>;
   stop(): Promise<unknown>;
 }
 
-/** The free warm instances and the sessions, watched: the waits between launches make no API reads. */
+/** The free warm instances, the standby claims and the sessions, watched: the waits between launches make no API reads. */
 function watchCourse(course: Course): CourseCaches {
   const watch = { namespace: COURSE_NAMESPACE, rewatchIntervalMs: 3_600_000 };
   const freeInstances = new Informer<k8s.V1Deployment>(course.kc, {
@@ -160,18 +164,27 @@ function watchCourse(course: Course): CourseCaches {
     kind: 'Deployment',
     labelSelector: `${LABELS.poolInstance},!${LABELS.session}`,
   });
+  const standbyClaims = new Informer<k8s.V1PersistentVolumeClaim>(course.kc, {
+    ...watch,
+    path: `/api/v1/namespaces/${COURSE_NAMESPACE}/persistentvolumeclaims`,
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    labelSelector: `${LABELS.component}=${COMPONENT.standbyClaim}`,
+  });
   const sessions = new Informer<Session>(course.kc, {
     ...watch,
     path: course.r.sessions.path,
     apiVersion: 'ide.cloud/v1beta10',
     kind: 'Session',
   });
-  for (const informer of [freeInstances, sessions] as Informer[]) informer.start();
+  const all = [freeInstances, standbyClaims, sessions] as Informer[];
+  for (const informer of all) informer.start();
   return {
     freeInstances,
+    standbyClaims,
     sessions,
-    synced: Promise.all([freeInstances.waitForSync(), sessions.waitForSync()]),
-    stop: () => Promise.all([freeInstances.stop(), sessions.stop()]),
+    synced: Promise.all(all.map((i) => i.waitForSync())),
+    stop: () => Promise.all(all.map((i) => i.stop())),
   };
 }
 
@@ -190,13 +203,22 @@ async function measure(
   let screenshots = 0;
   const firstScreens: Partial<Record<CaseName, FirstScreen>> = {};
 
-  /** The pool full and every instance Ready: nothing starts on the node while a launch is measured. */
+  /**
+   * The pool full and every instance Ready, the standby claims bound: nothing starts on the node while
+   * a launch is measured.
+   */
   const quietPool = async () => {
     await until(
-      'the warm pool to be full and Ready',
+      'the warm pool to be full and Ready, the standby claims bound',
       () => {
         const free = caches.freeInstances.list().filter((d) => !d.metadata?.deletionTimestamp);
-        return free.length === sizes.clickTogether && free.every(deploymentReady);
+        const standby = caches.standbyClaims.list().filter((c) => !c.metadata?.deletionTimestamp);
+        return (
+          free.length === sizes.clickTogether &&
+          free.every(deploymentReady) &&
+          standby.length === STANDBY_CLAIMS &&
+          standby.every((c) => c.status?.phase === 'Bound')
+        );
       },
       300_000,
       100,

@@ -38,6 +38,8 @@ export const LABELS = {
   appDefinition: 'ide-cloud.io/app-definition',
   session: 'ide-cloud.io/session',
   workspace: 'ide-cloud.io/workspace',
+  /** On a standby claim a workspace took: which workspace of that name (a later one of the name is another). */
+  workspaceUid: 'ide-cloud.io/workspace-uid',
   user: 'ide-cloud.io/user',
   instanceId: 'ide-cloud.io/instance-id',
   poolInstance: 'ide-cloud.io/pool-instance',

@@ -97,6 +97,17 @@ export const OperatorConfigSchema = z
     workspaceStorageClass: z.string().optional(),
     /** What happens to a workspace's claim when the workspace is deleted. */
     workspaceReclaimPolicy: z.enum(['Delete', 'Retain']).default('Delete'),
+    /**
+     * Empty claims kept provisioned and bound (standby/reconciler.ts): a new workspace whose first
+     * session starts lazily takes one instead of waiting for the provisioner; 0: none.
+     */
+    standbyClaims: int(0).max(100).default(0),
+    /**
+     * Image of the pod that makes a standby claim bind where the storage class binds on first use
+     * (WaitForFirstConsumer): it only has to start, and goes once the claim is bound. The kubelet's
+     * own sandbox image is on every node.
+     */
+    claimBinderImage: z.string().min(1).default('registry.k8s.io/pause:3.10'),
     /** Data bridge: GET /health attempts and the pause between them, then POST /data retries. */
     bridgeHealthAttempts: int(1).default(60),
     bridgeHealthIntervalMs: int(1).default(1000),
@@ -186,6 +197,8 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   workspaceStorageSize: 'IDE_CLOUD_WORKSPACE_STORAGE_SIZE',
   workspaceStorageClass: 'IDE_CLOUD_WORKSPACE_STORAGE_CLASS',
   workspaceReclaimPolicy: 'IDE_CLOUD_WORKSPACE_RECLAIM_POLICY',
+  standbyClaims: 'IDE_CLOUD_STANDBY_CLAIMS',
+  claimBinderImage: 'IDE_CLOUD_CLAIM_BINDER_IMAGE',
   bridgeHealthAttempts: 'IDE_CLOUD_BRIDGE_HEALTH_ATTEMPTS',
   bridgeHealthIntervalMs: 'IDE_CLOUD_BRIDGE_HEALTH_INTERVAL_MS',
   bridgePostAttempts: 'IDE_CLOUD_BRIDGE_POST_ATTEMPTS',

@@ -15,7 +15,13 @@ import { authProxy, type AllowedUsers } from './auth-proxy.js';
 import { sessionOrigin, type OperatorConfig } from './config.js';
 import { operatorEnvironment } from './session/env.js';
 
-export const COMPONENT = { session: 'session', poolInstance: 'pool-instance', sidecar: 'sidecar' } as const;
+export const COMPONENT = {
+  session: 'session',
+  poolInstance: 'pool-instance',
+  sidecar: 'sidecar',
+  standbyClaim: 'standby-claim',
+  claimBinder: 'claim-binder',
+} as const;
 /**
  * The shape of a warm instance this operator builds, bumped when older instances cannot serve a claim
  * (2: the data bridge takes a token; 3: the bridge names the user the authentication proxy admits;
@@ -490,6 +496,75 @@ export function workClaim(input: {
  */
 export function poolClaimName(instanceName: string, suffix: string = randomBytes(4).toString('hex')): string {
   return dnsLabel([instanceName, 'work', suffix]);
+}
+
+/** Name of a new standby claim (standby/reconciler.ts). */
+export function standbyClaimName(suffix: string = randomBytes(4).toString('hex')): string {
+  return dnsLabel(['ide-cloud-standby', suffix]);
+}
+
+/** Name of the pod that binds standby claim `claimName`. */
+export function claimBinderName(claimName: string): string {
+  return dnsLabel([claimName, 'binder']);
+}
+
+/**
+ * The pod that makes a standby claim bind where binding waits for a first consumer: it mounts the
+ * claim and does nothing else, placed where session pods go (a claim bound on one node serves pods
+ * there), restricted in every way, gone with its claim (owner reference) or once the claim is bound.
+ */
+export function claimBinderPod(input: {
+  claim: Pick<k8s.V1PersistentVolumeClaim, 'metadata'>;
+  namespace: string;
+  config: Pick<OperatorConfig, 'claimBinderImage' | 'sessionNodeSelector' | 'sessionTolerations'>;
+}): k8s.V1Pod {
+  const claimName = input.claim.metadata?.name ?? '';
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: claimBinderName(claimName),
+      namespace: input.namespace,
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, [LABELS.component]: COMPONENT.claimBinder },
+      ownerReferences: [
+        ownerReference(
+          {
+            apiVersion: 'v1',
+            kind: 'PersistentVolumeClaim',
+            metadata: { name: claimName, uid: input.claim.metadata?.uid },
+          },
+          false,
+        ),
+      ],
+    },
+    spec: {
+      ...sessionPodPlacement(input.config),
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      terminationGracePeriodSeconds: 0,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 65535,
+        runAsGroup: 65535,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      containers: [
+        {
+          name: 'bind',
+          image: input.config.claimBinderImage,
+          resources: { requests: { cpu: '1m', memory: '4Mi' }, limits: { cpu: '10m', memory: '16Mi' } },
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          },
+          volumeMounts: [{ name: 'claim', mountPath: '/claim', readOnly: true }],
+        },
+      ],
+      volumes: [{ name: 'claim', persistentVolumeClaim: { claimName, readOnly: true } }],
+    },
+  };
 }
 
 /** The claim a warm instance's pod template mounts at the work folder. */

@@ -19,6 +19,7 @@ import { LazyStartGate } from './session/admission.js';
 import { DataInjector } from './session/injection.js';
 import { SessionReconciler } from './session/reconciler.js';
 import { SessionBridge } from './session/session-bridge.js';
+import { STANDBY_KEY, StandbyClaimsReconciler } from './standby/reconciler.js';
 import { WorkspaceReconciler } from './workspace/reconciler.js';
 
 /**
@@ -157,6 +158,8 @@ class Controllers {
       sessionsApi: resources.sessions,
       objects: clients.objects,
       pool: instances,
+      claims: cache.claims,
+      core: clients.core,
       routes,
       injector: this.injector,
       poolChanged,
@@ -201,7 +204,7 @@ class Controllers {
       events,
       log,
     });
-    this.queues.push(sessionQueue, appQueue, workspaceQueue);
+    this.queues.push(sessionQueue, appQueue, workspaceQueue, standbyController(clients, config, cache, log));
 
     cache.appDefinitions.on((_t, a) => appQueue.add(a.metadata.name));
     cache.workspaces.on((_t, w) => workspaceQueue.add(w.metadata.name));
@@ -262,6 +265,34 @@ class Controllers {
     await this.events.flush(this.config.apiRequestTimeoutMs);
     this.log.info('controllers stopped');
   }
+}
+
+/**
+ * The standby claims' controller (standby/reconciler.ts): one work item, woken by the standby claims,
+ * the claims workspaces took from them, and the binder pods; visited once at start.
+ */
+function standbyController(clients: ApiClients, config: OperatorConfig, cache: OperatorCache, log: Logger): WorkQueue {
+  const reconciler = new StandbyClaimsReconciler({
+    namespace: config.namespace,
+    config,
+    claims: cache.claims,
+    pods: cache.pods,
+    core: clients.core,
+    log,
+  });
+  const queue = new WorkQueue(() => reconciler.reconcile(), {
+    workers: 1,
+    onError: (_key, error) => log.warn({ err: describeFailure(error) }, 'standby claims reconcile failed'),
+  });
+  cache.claims.on((_t, claim) => {
+    const labels = claim.metadata?.labels ?? {};
+    if (labels[LABELS.component] === COMPONENT.standbyClaim || labels[LABELS.workspaceUid]) queue.add(STANDBY_KEY);
+  });
+  cache.pods.on((_t, pod) => {
+    if (pod.metadata?.labels?.[LABELS.component] === COMPONENT.claimBinder) queue.add(STANDBY_KEY);
+  });
+  queue.add(STANDBY_KEY);
+  return queue;
 }
 
 /**

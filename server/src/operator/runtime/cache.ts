@@ -27,7 +27,10 @@ export interface OperatorCache {
    * starting session's pods are looked at for a start that cannot succeed (session/start-failure.ts).
    */
   pods: Informer<k8s.V1Pod>;
-  /** Claims IDE Cloud manages (workspaces', warm instances'), metadata only: whose each one is, and that it exists. */
+  /**
+   * Claims IDE Cloud manages (workspaces', warm instances', standby), metadata and phase only: whose
+   * each one is, that it exists, whether it is bound.
+   */
   claims: Informer<k8s.V1PersistentVolumeClaim>;
 }
 
@@ -74,7 +77,7 @@ export function createCache(
       'v1',
       'PersistentVolumeClaim',
       managed,
-      metadataOnly,
+      (claim: k8s.V1PersistentVolumeClaim) => ({ ...metadataOnly(claim), status: { phase: claim.status?.phase } }),
     ),
     ingresses: informer<k8s.V1Ingress>(
       `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses`,

@@ -28,7 +28,7 @@ import {
   SessionReadyReason,
   type Session,
 } from '../../model/session.js';
-import { takesWarmClaim, workspaceClaimName, type Workspace } from '../../model/workspace.js';
+import { ownClaimName, takesWarmClaim, type Workspace } from '../../model/workspace.js';
 import { checksIdentity } from '../auth-proxy.js';
 import type { OperatorConfig } from '../config.js';
 import {
@@ -50,6 +50,7 @@ import {
   sessionPodTemplate,
   sessionUrl,
 } from '../manifests.js';
+import type { ClaimDeps } from '../pool/claims.js';
 import { applySidecars, type PoolInstance, type PoolInstances } from '../pool/instances.js';
 import type { RouteTable } from '../routes/routes.js';
 import { deploymentReady, finalizersOf } from '../runtime/objects.js';
@@ -60,6 +61,7 @@ import { ROUTE_ANNOTATION } from './finalize.js';
 import type { DataInjector } from './injection.js';
 import { podVerdict, startDeadlineFailure } from './start-failure.js';
 import type { Pass } from './status.js';
+import { claimTakenBy, takeStandbyClaim } from '../standby/claims.js';
 
 /** What the steps use: the caches they read, the clients they write with, and their collaborators. */
 export interface SessionStepDeps {
@@ -79,6 +81,9 @@ export interface SessionStepDeps {
   /** Applies config stores and a lazy session's objects. */
   objects: k8s.KubernetesObjectApi;
   pool: Pick<PoolInstances, 'findReservation' | 'reserve' | 'reservedFor'>;
+  /** The claims IDE Cloud manages: the standby claims a new workspace's lazy start takes. */
+  claims: ClaimDeps['claims'];
+  core: Pick<k8s.CoreV1Api, 'patchNamespacedPersistentVolumeClaim'>;
   routes: RouteTable;
   injector: Pick<DataInjector, 'ensure' | 'state' | 'attempted'>;
   /** Tells the pool its counts changed (a reservation); the app definition's pass follows shortly. */
@@ -104,12 +109,14 @@ export interface SessionStepDeps {
 /** What the guards found. */
 export interface Guarded {
   appDefinition: AppDefinition;
+  /** The claim the session's pod mounts; a new workspace's lazy start may take a standby claim (step 1). */
   claimName?: string;
   /**
    * The session's workspace is new (a launch made it, no claim yet, no other session): a warm
-   * instance serves it as it is, and the instance's claim becomes the workspace's.
+   * instance serves it as it is, and the instance's claim becomes the workspace's; or, started
+   * lazily, a standby claim becomes it.
    */
-  newWorkspace?: string;
+  newWorkspace?: Workspace;
 }
 
 /**
@@ -126,7 +133,7 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
   }
   checkStartDeadline(deps, session, appDefinition);
   let claimName: string | undefined;
-  let newWorkspace: string | undefined;
+  let newWorkspace: Workspace | undefined;
   if (session.spec.workspace) {
     // The service creates the workspace just before the session, and the two come by different
     // watches: a cache miss is confirmed with the API server before the session fails on it.
@@ -134,14 +141,16 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
     if (!workspace || workspace.metadata.deletionTimestamp) {
       throw new FailObject(ErrorCode.unknownWorkspace, `unknown workspace ${session.spec.workspace}`);
     }
-    claimName = workspaceClaimName(workspace);
+    // The status names the claim once the workspace's pass has; until then a standby claim it took
+    // (a lazy start's, before a crash) is its claim.
+    claimName = workspace.status?.claimName ?? claimTakenBy(deps.claims, workspace) ?? ownClaimName(workspace);
     if (takesWarmClaim(workspace)) {
       // One warm claim per new workspace: a later session waits until the workspace has its claim
       // (another session's instance's, taken over, or its own), then mounts it on a pod of its own.
       const other = claimingSessionOf(deps, session, workspace.metadata.name);
       if (other) throw new RetryLater(`workspace ${workspace.metadata.name} is getting its claim (${other})`);
       deps.newWorkspaceClaimants.set(workspace.metadata.name, session.metadata.uid ?? '');
-      newWorkspace = workspace.metadata.name;
+      newWorkspace = workspace;
     } else deps.newWorkspaceClaimants.delete(workspace.metadata.name);
   }
   // A decision already made is in the status or, if the pass that made it ended before its status was
@@ -257,17 +266,19 @@ async function checkEnvSources(deps: SessionStepDeps, session: Session): Promise
 /**
  * 1. Start strategy: a warm instance when eager start is on, one is free and the session's workspace,
  * if any, holds no work yet (a new one, whose claim the instance's becomes); else lazy: a workspace
- * that may hold work gets a pod of its own, mounting its claim. The reservation is written on the
- * instance (the claim); the decision goes into the status and, as annotations, into the session's
- * metadata (`writeMetadata`): before anything is created on the lazy path, after the status that
- * carries the URL on a warm launch.
+ * that may hold work gets a pod of its own, mounting its claim, and a new one takes a bound standby
+ * claim if there is one (`guarded.claimName`). The reservation is written on the instance (the
+ * claim), a standby claim's taking on the claim, both before the decision is told; the decision goes
+ * into the status and, as annotations, into the session's metadata (`writeMetadata`): before
+ * anything is created on the lazy path, after the status that carries the URL on a warm launch.
  */
 export async function chooseStrategy(
   deps: SessionStepDeps,
   session: Session,
-  { appDefinition, claimName, newWorkspace }: Guarded,
+  guarded: Guarded,
   pass: Pass,
 ): Promise<k8s.V1Deployment | undefined> {
+  const { appDefinition, claimName, newWorkspace } = guarded;
   let instance: PoolInstance | undefined;
   const holdsWork = deps.config.eagerStart && !!claimName && !newWorkspace;
   if (!pass.status.startStrategy) {
@@ -276,12 +287,16 @@ export async function chooseStrategy(
       const minInstances = effectiveMinInstances(deps.config, appDefinition);
       instance =
         deps.pool.findReservation(appDefinition.metadata.name, session) ??
-        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace));
+        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name));
       if (instance) {
         pass.status.startStrategy = 'eager';
         pass.status.instanceId = String(instance.id);
         deps.poolChanged(appDefinition.metadata.name);
       } else pass.status.startStrategy = 'lazy-fallback';
+    }
+    // Decided on this pass, so no pod mounts the workspace's own claim yet: a standby one can be it.
+    if (newWorkspace && pass.status.startStrategy !== 'eager') {
+      guarded.claimName = (await takeStandbyClaim(deps, newWorkspace)) ?? claimName;
     }
     pass.status.phase = 'Starting';
   }

@@ -16,6 +16,7 @@ import type { OperatorConfig } from '../config.js';
 import { workClaim } from '../manifests.js';
 import type { PoolInstances } from '../pool/instances.js';
 import { handOverClaim, workspaceClaimMetadata, type ClaimDeps } from '../pool/claims.js';
+import { claimTakenBy } from '../standby/claims.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
 import { finalizersOf, sameStatus } from '../runtime/objects.js';
@@ -49,9 +50,29 @@ export interface WorkspaceReconcilerDeps {
 type ClaimSource =
   | { kind: 'own'; name: string }
   | { kind: 'takenOver'; name: string; instance: string }
+  /** A standby claim its first session took as it started lazily (already the workspace's: no write). */
+  | { kind: 'standby'; name: string }
   /** Taken over on an earlier pass: it stays the workspace's, and so does what the status says of it. */
   | { kind: 'kept'; name: string }
   | { kind: 'awaitingLaunch'; message: string };
+
+/** The Ready reason of a workspace whose claim is there, by where it came from. */
+function claimReadyReason(source: Extract<ClaimSource, { kind: 'own' | 'takenOver' | 'standby' }>): {
+  reason: string;
+  message: string;
+} {
+  switch (source.kind) {
+    case 'takenOver':
+      return {
+        reason: WorkspaceReadyReason.claimTakenOver,
+        message: `claim ${source.name} of warm instance ${source.instance}`,
+      };
+    case 'standby':
+      return { reason: WorkspaceReadyReason.claimTakenOver, message: `standby claim ${source.name}` };
+    case 'own':
+      return { reason: WorkspaceReadyReason.claimCreated, message: `claim ${source.name}` };
+  }
+}
 
 /**
  * Reconciles a Workspace into its PersistentVolumeClaim: fetch → gone? → deleting? end its sessions,
@@ -99,7 +120,7 @@ export class WorkspaceReconciler {
       }
       if (source.kind === 'kept') return;
       if (source.kind === 'takenOver') await handOverClaim(this.claimDeps(), source.name, workspace);
-      else if (!this.deps.claims.get(source.name)) {
+      else if (source.kind === 'own' && !this.deps.claims.get(source.name)) {
         // Level-triggered, but not a write per pass: applied when the cache does not show it.
         await continueOnWarning(() => this.applyClaim(workspace, source.name), warn);
       }
@@ -108,12 +129,7 @@ export class WorkspaceReconciler {
       status.conditions = setCondition(status.conditions, {
         type: WorkspaceCondition.ready,
         status: 'True',
-        ...(source.kind === 'takenOver'
-          ? {
-              reason: WorkspaceReadyReason.claimTakenOver,
-              message: `claim ${source.name} of warm instance ${source.instance}`,
-            }
-          : { reason: WorkspaceReadyReason.claimCreated, message: `claim ${source.name}` }),
+        ...claimReadyReason(source),
         observedGeneration: workspace.metadata.generation,
       });
       return;
@@ -131,8 +147,8 @@ export class WorkspaceReconciler {
 
   /**
    * Where the claim comes from: the one the status names (its own, or one taken over before); the
-   * claim of the warm instance the first session of a new workspace claimed; while that session has
-   * not decided, none yet; else the workspace's own.
+   * claim of the warm instance the first session of a new workspace claimed, or the standby claim it
+   * took; while that session has not decided, none yet; else the workspace's own.
    */
   private claimSource(workspace: Workspace): ClaimSource {
     const name = workspace.metadata.name;
@@ -142,6 +158,8 @@ export class WorkspaceReconciler {
     if (current || !takesWarmClaim(workspace)) return { kind: 'own', name: own };
     const instance = this.deps.pool.reservedFor(name).find((i) => i.claimName);
     if (instance) return { kind: 'takenOver', name: instance.claimName!, instance: instance.name };
+    const standby = claimTakenBy(this.deps.claims, workspace);
+    if (standby) return { kind: 'standby', name: standby };
     const sessions = this.deps.sessions
       .list()
       .filter((s) => s.spec.workspace === name && !s.metadata.deletionTimestamp && !isSessionFailed(s));
