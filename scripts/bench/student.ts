@@ -17,6 +17,8 @@ export const CASES: Record<CaseName, string> = {
 export const CLICK_STEPS = [
   ['landingLoadedMs', 'landing page loaded'],
   ['launchSentMs', 'signed in: launch sent'],
+  ['sessionCreatedMs', 'Session created (watch)'],
+  ['urlWrittenMs', 'URL in its status (watch)'],
   ['launchAnsweredMs', 'launch answered'],
   ['firstSessionRequestMs', 'first request to the session host'],
   ['workbenchFirstByteMs', "workbench's first byte"],
@@ -31,6 +33,10 @@ export interface ClickTimeline {
   landingLoadedMs?: number;
   /** The landing page's POST api/launch sent: the student is signed in (the landing page's round trip done). */
   launchSentMs?: number;
+  /** The service's Session create, as the bench's watch first saw it: the service's part before the operator's. */
+  sessionCreatedMs?: number;
+  /** The operator's status write carrying the URL, as the bench's watch first saw it. */
+  urlWrittenMs?: number;
   /** The landing page's POST api/launch answered (or the platform's POST /service, without a landing page). */
   launchAnsweredMs?: number;
   /** The browser's first request to the session host: the hand-over. */

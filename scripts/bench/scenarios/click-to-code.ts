@@ -237,6 +237,16 @@ async function measure(
     return student;
   };
 
+  // When the bench's session watch first saw each session and its URL (ms since the epoch).
+  const seen = new Map<string, { created?: number; url?: number }>();
+  caches.sessions.on((type, s) => {
+    if (type === 'DELETED' || s.metadata.deletionTimestamp) return;
+    const times = seen.get(s.metadata.name) ?? {};
+    times.created ??= Date.now();
+    if (s.status?.url) times.url ??= Date.now();
+    seen.set(s.metadata.name, times);
+  });
+
   /** One click, followed to the files in the explorer; the session stopped afterwards unless kept. */
   const launch = async (
     student: Student,
@@ -248,6 +258,7 @@ async function measure(
     let session: string;
     if ('app' in how) {
       session = launchTarget(how.app, student.email, course.gitUri).sessionName;
+      seen.delete(session);
       follow.click();
       await page.goto(course.deepLink(how.app, student), { waitUntil: 'commit' });
     } else {
@@ -279,6 +290,9 @@ async function measure(
     }
     follow.filesShown();
     const timeline = follow.timeline();
+    const { created, url } = seen.get(session) ?? {};
+    if (created) timeline.sessionCreatedMs = created - follow.clickedAt();
+    if (url) timeline.urlWrittenMs = url - follow.clickedAt();
     const paint = await firstPaint(page);
     if (paint) timeline.workbenchFirstPaintMs = paint - follow.clickedAt();
     const served = await course.r.sessions.get(session);
