@@ -45,6 +45,11 @@ export const WorkspaceReadyReason = {
   claimCreated: 'ClaimCreated',
   /** The claim of the warm instance its first session claimed is now the workspace's. */
   claimTakenOver: 'ClaimTakenOver',
+  /**
+   * A claim of its name is there, kept (reclaim policy Retain) for another user, or made before
+   * claims named their user: it is not given to this workspace.
+   */
+  claimOfAnotherUser: 'ClaimOfAnotherUser',
 } as const;
 
 export const WorkspaceSchema = z.object({

@@ -9,6 +9,7 @@ import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import { LABELS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
+import { userLabelValue } from '../../model/names.js';
 import type { Workspace } from '../../model/workspace.js';
 import type { OperatorConfig } from '../config.js';
 import { ownerReference, poolInstanceLabels, workClaim } from '../manifests.js';
@@ -23,18 +24,36 @@ export interface ClaimDeps {
   claims: Informer<k8s.V1PersistentVolumeClaim>;
 }
 
-/** The owner and labels of a workspace's claim: the workspace owns it unless its reclaim policy keeps it. */
+/**
+ * The owner and labels of a workspace's claim: the workspace owns it unless its reclaim policy keeps
+ * it; the user label says whose work it holds, so a kept claim goes to no other user's workspace.
+ */
 export function workspaceClaimMetadata(
   config: Pick<OperatorConfig, 'workspaceReclaimPolicy'>,
   workspace: Workspace,
 ): { labels: Record<string, string>; owners: k8s.V1OwnerReference[] } {
   return {
-    labels: { [LABELS.workspace]: workspace.metadata.name },
+    labels: { [LABELS.workspace]: workspace.metadata.name, [LABELS.user]: userLabelValue(workspace.spec.user) },
     owners:
       config.workspaceReclaimPolicy === 'Delete'
         ? [ownerReference(workspace as Parameters<typeof ownerReference>[0])]
         : [],
   };
+}
+
+/**
+ * Whether the claim a workspace would bind first (its status names none yet) is there already and
+ * holds another user's work: kept by reclaim policy Retain for a deleted workspace of the same name,
+ * or made before claims named their user. Such a claim is never mounted for this workspace.
+ */
+export function claimOfAnotherUser(
+  claims: Pick<ClaimDeps['claims'], 'get'>,
+  claimName: string,
+  workspace: Pick<Workspace, 'spec' | 'status'>,
+): boolean {
+  if (workspace.status?.claimName) return false;
+  const claim = claims.get(claimName);
+  return !!claim && claim.metadata?.labels?.[LABELS.user] !== userLabelValue(workspace.spec.user);
 }
 
 /**

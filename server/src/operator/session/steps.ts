@@ -50,7 +50,7 @@ import {
   sessionPodTemplate,
   sessionUrl,
 } from '../manifests.js';
-import type { ClaimDeps } from '../pool/claims.js';
+import { claimOfAnotherUser, type ClaimDeps } from '../pool/claims.js';
 import { applySidecars, type PoolInstance, type PoolInstances } from '../pool/instances.js';
 import type { RouteTable } from '../routes/routes.js';
 import { deploymentReady, finalizersOf } from '../runtime/objects.js';
@@ -144,6 +144,12 @@ export async function guards(deps: SessionStepDeps, session: Session, pass: Pass
     // The status names the claim once the workspace's pass has; until then a standby claim it took
     // (a lazy start's, before a crash) is its claim.
     claimName = workspace.status?.claimName ?? claimTakenBy(deps.claims, workspace) ?? ownClaimName(workspace);
+    if (claimOfAnotherUser(deps.claims, claimName, workspace)) {
+      throw new FailObject(
+        ErrorCode.forbidden,
+        `the claim of workspace ${workspace.metadata.name} holds another user's work`,
+      );
+    }
     if (takesWarmClaim(workspace)) {
       // One warm claim per new workspace: a later session waits until the workspace has its claim
       // (another session's instance's, taken over, or its own), then mounts it on a pod of its own.

@@ -15,7 +15,7 @@ import {
 import type { OperatorConfig } from '../config.js';
 import { workClaim } from '../manifests.js';
 import type { PoolInstances } from '../pool/instances.js';
-import { handOverClaim, workspaceClaimMetadata, type ClaimDeps } from '../pool/claims.js';
+import { claimOfAnotherUser, handOverClaim, workspaceClaimMetadata, type ClaimDeps } from '../pool/claims.js';
 import { claimTakenBy } from '../standby/claims.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
@@ -119,6 +119,17 @@ export class WorkspaceReconciler {
         return { requeueAfterMs: Delay.launchSessionGrace };
       }
       if (source.kind === 'kept') return;
+      if (source.kind === 'own' && claimOfAnotherUser(deps.claims, source.name, workspace)) {
+        status.phase = 'Pending';
+        status.conditions = setCondition(status.conditions, {
+          type: WorkspaceCondition.ready,
+          status: 'False',
+          reason: WorkspaceReadyReason.claimOfAnotherUser,
+          message: `claim ${source.name} holds another user's work: it is not this workspace's`,
+          observedGeneration: workspace.metadata.generation,
+        });
+        return;
+      }
       if (source.kind === 'takenOver') await handOverClaim(this.claimDeps(), source.name, workspace);
       else if (source.kind === 'own' && !this.deps.claims.get(source.name)) {
         // Level-triggered, but not a write per pass: applied when the cache does not show it.

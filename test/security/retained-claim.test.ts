@@ -1,0 +1,121 @@
+// A claim kept by reclaim policy Retain holds its user's work: a later workspace of the same name
+// gets it only when it is the same user's (issue 27, item 9). Another user's workspace of that name
+// is refused (Ready False, ClaimOfAnotherUser) and its session fails with 403 before any pod mounts
+// the claim; the owner's new workspace of the name gets the work back.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { LABELS } from '../../server/src/model/api-group.js';
+import { userLabelValue } from '../../server/src/model/names.js';
+import type { Workspace } from '../../server/src/model/workspace.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import {
+  cleanUpSuite,
+  createAppDefinition,
+  createSession,
+  ideCloudResources,
+  testOperator,
+  waitForSession,
+} from '../support/operator.js';
+
+const APP = 'python-latest';
+const NAME = 'thesis';
+const OWNER = 'alice@example.com';
+const OTHER = 'mallory@example.com';
+
+describe('security: a claim kept by reclaim policy Retain goes only to the same user', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let operator: RunningOperator;
+  let core: k8s.CoreV1Api;
+  let apps: k8s.AppsV1Api;
+
+  const createWorkspace = (user: string) =>
+    r.workspaces.create({
+      metadata: { name: NAME, labels: { [LABELS.user]: userLabelValue(user) } },
+      spec: { user, appDefinition: APP },
+    });
+  const gone = (read: () => Promise<unknown>) =>
+    eventually(
+      async () =>
+        assert.equal(
+          await read().then(
+            () => 'there',
+            () => 'gone',
+          ),
+          'gone',
+        ),
+      60_000,
+    );
+  const readyOf = (w: Workspace) => w.status?.conditions?.find((c) => c.type === 'Ready');
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'sec-retain');
+    r = ideCloudResources(cluster.kc, namespace);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    await createAppDefinition(r, APP, { minInstances: 0, maxInstances: 10 });
+    operator = await testOperator(cluster.kc, namespace, { workspaceReclaimPolicy: 'Retain' });
+  });
+  after(async () => cleanUpSuite(cluster.kc, namespace, [operator]));
+
+  it("refuses the kept claim to another user's workspace of the same name, and gives it back to its user", async () => {
+    // The owner's workspace makes its claim; the workspace goes, the claim stays (Retain).
+    await createWorkspace(OWNER);
+    await eventually(async () => assert.equal((await r.workspaces.get(NAME)).status?.claimName, NAME), 60_000);
+    const kept = await core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace });
+    await r.workspaces.delete(NAME);
+    await gone(() => r.workspaces.get(NAME));
+    assert.equal(
+      (await core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace })).metadata?.uid,
+      kept.metadata?.uid,
+    );
+
+    // Another user takes the name and launches on it.
+    await createWorkspace(OTHER);
+    await createSession(r, 'intruder', { user: OTHER, appDefinition: APP, workspace: NAME });
+    const refused = await eventually(async () => {
+      const w = await r.workspaces.get(NAME);
+      assert.equal(readyOf(w)?.reason, 'ClaimOfAnotherUser', JSON.stringify(w.status));
+      return w;
+    }, 60_000);
+    assert.equal(refused.status?.claimName, undefined, 'the workspace names no claim');
+    assert.equal(readyOf(refused)?.status, 'False');
+    assert.doesNotMatch(JSON.stringify(refused.status), /alice/, 'the refusal does not tell whose work it is');
+    const session = await waitForSession(r, 'intruder', (s) => s.status?.phase === 'Failed', 60_000);
+    assert.equal(session.status?.error?.code, 403, JSON.stringify(session.status?.error));
+    const mounting = (await apps.listNamespacedDeployment({ namespace })).items.filter((d) =>
+      d.spec?.template.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === NAME),
+    );
+    assert.deepEqual(
+      mounting.map((d) => d.metadata?.name),
+      [],
+      'no pod of the other user mounts the kept claim',
+    );
+    assert.equal(
+      (await core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace })).metadata?.uid,
+      kept.metadata?.uid,
+    );
+
+    // The other user's workspace goes; the owner's new one of the name gets the work back.
+    await r.sessions.delete('intruder');
+    await r.workspaces.delete(NAME);
+    await gone(() => r.workspaces.get(NAME));
+    await createWorkspace(OWNER);
+    const back = await eventually(async () => {
+      const w = await r.workspaces.get(NAME);
+      assert.equal(w.status?.phase, 'Bound', JSON.stringify(w.status));
+      return w;
+    }, 60_000);
+    assert.equal(back.status?.claimName, NAME);
+    assert.equal(
+      (await core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace })).metadata?.uid,
+      kept.metadata?.uid,
+    );
+  });
+});
