@@ -116,13 +116,17 @@ export class CustomResourceClient<K extends Kind> {
     )) as ResourceOf[K];
   }
 
-  /** Merge-patches status through the status subresource. */
+  /**
+   * Merge-patches status through the status subresource. Preconditions: the object of that `uid` (not
+   * a later one of the same name), at that `resourceVersion`; the API server refuses the write otherwise.
+   */
   async patchStatus(
     name: string,
     status: NonNullable<ResourceOf[K]['status']>,
-    resourceVersion?: string,
+    preconditions: { uid?: string; resourceVersion?: string } = {},
   ): Promise<ResourceOf[K]> {
-    const body = resourceVersion ? { metadata: { resourceVersion }, status } : { status };
+    const metadata = Object.fromEntries(Object.entries(preconditions).filter(([, v]) => v !== undefined));
+    const body = Object.keys(metadata).length > 0 ? { metadata, status } : { status };
     return (await this.api.patchNamespacedCustomObjectStatus(
       { ...this.base, name, body },
       mergePatch,

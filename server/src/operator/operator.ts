@@ -153,6 +153,7 @@ class Controllers {
       deployments: cache.deployments,
       pods: cache.pods,
       services: cache.services,
+      configStores: cache.configStores,
       appDefinitionsApi: resources.appDefinitions,
       workspacesApi: resources.workspaces,
       sessionsApi: resources.sessions,
@@ -227,6 +228,11 @@ class Controllers {
       const app = labels[LABELS.appDefinition];
       if (labels[LABELS.component] === COMPONENT.poolInstance && app) poolChanged(app);
       wakeClaimless(labels[LABELS.workspace]);
+    });
+    // A config store deleted under its session is made again.
+    cache.configStores.on((type, store) => {
+      const session = store.metadata?.labels?.[LABELS.session];
+      if (type === 'DELETED' && session) sessionQueue.add(session);
     });
     // A pod's change wakes the session it starts (a lazy session's own pod, or its reserved warm
     // instance's), so a start that cannot succeed fails at once; a served session's pods wake nothing.

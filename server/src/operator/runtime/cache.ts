@@ -18,6 +18,8 @@ export interface OperatorCache {
   workspaces: Informer<Workspace>;
   /** Deployments IDE Cloud manages: warm instances, lazy sessions, sidecars. */
   deployments: Informer<k8s.V1Deployment>;
+  /** Sessions' config stores (ConfigMaps), metadata only: one deleted under a running session is made again. */
+  configStores: Informer<k8s.V1ConfigMap>;
   /** The shared session Ingresses. */
   ingresses: Informer<k8s.V1Ingress>;
   /** Services IDE Cloud manages (a lazy session's is applied again only when it is gone). */
@@ -78,6 +80,13 @@ export function createCache(
       'PersistentVolumeClaim',
       managed,
       (claim: k8s.V1PersistentVolumeClaim) => ({ ...metadataOnly(claim), status: { phase: claim.status?.phase } }),
+    ),
+    configStores: informer<k8s.V1ConfigMap>(
+      `/api/v1/namespaces/${namespace}/configmaps`,
+      'v1',
+      'ConfigMap',
+      `${managed},${LABELS.component}=${COMPONENT.session}`,
+      metadataOnly,
     ),
     ingresses: informer<k8s.V1Ingress>(
       `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses`,

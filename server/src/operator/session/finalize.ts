@@ -72,8 +72,9 @@ export async function finalizeSession(deps: FinalizeDeps, session: Session): Pro
       observedGeneration: session.metadata.generation,
     });
     const stopping = await deps.sessionsApi
-      .patchStatus(name, { phase: 'Stopping', conditions })
+      .patchStatus(name, { phase: 'Stopping', conditions }, { resourceVersion: session.metadata.resourceVersion })
       .catch((error: unknown) => {
+        if (isConflict(error)) throw new RetryLater('session changed while it was marked Stopping', Delay.conflict);
         if (!isNotFound(error)) throw error;
       });
     if (stopping) {

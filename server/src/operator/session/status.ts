@@ -1,4 +1,4 @@
-import { isNotFound } from '../../kube/client.js';
+import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import { findCondition, setCondition, type ConditionInput } from '../../model/conditions.js';
@@ -60,9 +60,17 @@ export async function writeStatus(deps: StatusWriterDeps, session: Session, stat
   void _before;
   if (sameStatus(previous, next)) return;
   try {
-    deps.sessions.observe(await deps.sessionsApi.patchStatus(session.metadata.name, next));
+    // On the session as this pass read it: a pass never writes over a later session of the same name
+    // (the status subresource ignores a uid in the patch, so the resourceVersion is the precondition).
+    deps.sessions.observe(
+      await deps.sessionsApi.patchStatus(session.metadata.name, next, {
+        resourceVersion: session.metadata.resourceVersion,
+      }),
+    );
   } catch (error) {
-    if (isNotFound(error)) return;
+    // Changed since it was read: the change that won comes by the watch and brings a new pass, which
+    // takes up what this one decided (steps.ts, takeUpDecision).
+    if (isNotFound(error) || isConflict(error)) return;
     throw error;
   }
 }

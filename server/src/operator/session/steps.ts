@@ -8,7 +8,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
-import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../../model/api-group.js';
+import { ANNOTATIONS, LABELS, OPERATOR_MANAGER, SESSION_FINALIZER } from '../../model/api-group.js';
 import {
   dataBridgeEnabled,
   dataBridgePort,
@@ -74,6 +74,8 @@ export interface SessionStepDeps {
   /** The pods IDE Cloud manages: what a starting session's pods are in (session/start-failure.ts). */
   pods: Pick<Informer<k8s.V1Pod>, 'list'>;
   services: Pick<Informer<k8s.V1Service>, 'get' | 'observe'>;
+  /** The sessions' config stores: one gone is made again. */
+  configStores: Pick<Informer<k8s.V1ConfigMap>, 'get' | 'observe'>;
   /** Confirm a cache miss: the service creates a workspace an instant before its session. */
   appDefinitionsApi: Pick<CustomResourceClient<'appDefinition'>, 'find'>;
   workspacesApi: Pick<CustomResourceClient<'workspace'>, 'find'>;
@@ -419,18 +421,21 @@ export async function applyConfigStore(
 ): Promise<string | undefined> {
   if (appDefinition.spec.options?.configStore !== 'true') return undefined;
   const configStore = configStoreName(session.metadata.name);
-  // Routed means a pass got past this step (it comes before the route): not a write per pass.
-  if (findCondition(session.status?.conditions, SessionCondition.routed)?.status === 'True') return configStore;
-  await applyObject(deps.objects, {
+  // Routed means a pass got past this step (it comes before the route): not a write per pass, unless
+  // the store is gone since (its deletion wakes the session: operator.ts).
+  const routed = findCondition(session.status?.conditions, SessionCondition.routed)?.status === 'True';
+  if (routed && deps.configStores.get(configStore)) return configStore;
+  const applied = await applyObject(deps.objects, {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: {
       name: configStore,
       namespace: deps.namespace,
-      labels: sessionLabels(session),
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...sessionLabels(session) },
       ownerReferences: [ownerReference(session as Parameters<typeof ownerReference>[0])],
     },
   } as k8s.V1ConfigMap);
+  deps.configStores.observe(applied);
   return configStore;
 }
 
