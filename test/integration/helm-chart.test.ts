@@ -10,6 +10,7 @@ import YAML from 'yaml';
 import { ensureBinaries } from '../../scripts/cluster/control-plane.js';
 import { ideCloudResources } from '../../server/src/kube/resources.js';
 import { parseServiceConfig, startService } from '../../server/src/service/index.js';
+import { loadServiceConfig } from '../../server/src/service/config.js';
 import { loadOperatorConfig } from '../../server/src/operator/config.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { testOperator } from '../support/operator.js';
@@ -75,6 +76,20 @@ describe('Helm chart', function () {
         { name: 'IDENTITY_PROVIDER_AUDIENCE', value: 'ide-cloud' },
       ],
     );
+  });
+
+  it('has the service refuse unverified e-mails by default; taking them is an explicit value (issue 27, item 8)', async () => {
+    const serviceConfig = async (...args: string[]) => {
+      const manifests = await render(...ISSUER, ...args);
+      const service = manifests.find((d) => d.kind === 'Deployment' && d.metadata?.name === 'rel-ide-cloud-service');
+      const env: Record<string, string> = { SERVICE_AUTH_TOKEN: 'service-token-1', ADMIN_API_TOKEN: 'admin-token-1' };
+      for (const e of (service?.spec as { template: { spec: k8s.V1PodSpec } }).template.spec.containers[0]!.env ?? [])
+        if (e.value !== undefined) env[e.name] = e.value;
+      return loadServiceConfig(env);
+    };
+    assert.equal((await serviceConfig()).identityProvider?.emailVerified, 'required');
+    const optedOut = await serviceConfig('--set', 'identityProvider.emailVerified=ignored');
+    assert.equal(optedOut.identityProvider?.emailVerified, 'ignored');
   });
 
   it('renders the shipped app definitions with their landing-page visibility and the landing config from the same map', async () => {

@@ -17,6 +17,7 @@ import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from '../model/requests.js';
  * | IDENTITY_PROVIDER_ADMIN_CLAIM | claim holding the groups                                    | groups        |
  * | IDENTITY_PROVIDER_ADMIN_GROUP | group that may call the admin ping                          | admin         |
  * | IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS | least time between two key set refetches          | 30            |
+ * | IDENTITY_PROVIDER_EMAIL_VERIFIED | with the user claim `email`: required (`email_verified` must be true), ifPresent (only false is refused), ignored | required |
  * | ACTIVITY_REQUIRE_TOKEN    | anonymous mode: activity reports must carry X-Activity-Token    | false         |
  * | IDE_CLOUD_NAMESPACE       | namespace of the AppDefinition, Workspace and Session resources | ide-cloud     |
  * | IDE_CLOUD_SESSIONS_PER_USER | operator.sessionsPerUser, read by the operator too        | 1             |
@@ -34,6 +35,9 @@ import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from '../model/requests.js';
  * | LOG_LEVEL                 | pino level                                                      | info          |
  * | KUBECONFIG                | kubeconfig file; unset: in-cluster service account              |               |
  */
+/** How the service reads `email_verified` when the user claim is `email` (auth.ts). */
+export const EMAIL_VERIFIED_POLICIES = ['required', 'ifPresent', 'ignored'] as const;
+
 const secret = (name: string) =>
   z
     .string({ error: `${name} is required` })
@@ -57,6 +61,12 @@ const ConfigSchema = z.object({
         .number({ error: 'IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS must be a number' })
         .min(0)
         .default(30),
+      // An unverified e-mail is anyone's claim to it; only an explicit setting accepts one.
+      emailVerified: z
+        .enum(EMAIL_VERIFIED_POLICIES, {
+          error: 'IDENTITY_PROVIDER_EMAIL_VERIFIED must be required, ifPresent or ignored',
+        })
+        .default('required'),
     })
     .optional(),
   activityRequiresToken: z
@@ -154,6 +164,7 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
             adminClaim: get('IDENTITY_PROVIDER_ADMIN_CLAIM'),
             adminGroup: get('IDENTITY_PROVIDER_ADMIN_GROUP'),
             jwksCooldownSeconds: get('IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS'),
+            emailVerified: get('IDENTITY_PROVIDER_EMAIL_VERIFIED'),
           }
         : undefined,
     activityRequiresToken: get('ACTIVITY_REQUIRE_TOKEN'),
