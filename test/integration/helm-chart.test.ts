@@ -92,6 +92,37 @@ describe('Helm chart', function () {
     assert.equal(optedOut.identityProvider?.emailVerified, 'ignored');
   });
 
+  it('caps progress streams per client on the service and, with caps of its own, on the landing page (issue 27, item 5)', async () => {
+    const manifests = await render(...ISSUER);
+    const envOf = (name: string) => {
+      const deployment = manifests.find((d) => d.kind === 'Deployment' && d.metadata?.name === name);
+      const env: Record<string, string> = { SERVICE_AUTH_TOKEN: 'service-token-1', ADMIN_API_TOKEN: 'admin-token-1' };
+      for (const e of (deployment?.spec as { template: { spec: k8s.V1PodSpec } }).template.spec.containers[0]!.env ??
+        [])
+        if (e.value !== undefined) env[e.name] = e.value;
+      return env;
+    };
+    const service = loadServiceConfig(envOf('rel-ide-cloud-service'));
+    assert.deepEqual(
+      [
+        service.progressStreamsPerUser,
+        service.progressStreamsPerClient,
+        service.progressStreamsTotal,
+        service.trustProxy,
+      ],
+      [4, 250, 500, false],
+    );
+    const landing = envOf('rel-ide-cloud-landing-page');
+    assert.deepEqual(
+      [landing.PROGRESS_STREAMS_PER_CLIENT, landing.PROGRESS_STREAMS_TOTAL, landing.TRUST_PROXY],
+      ['50', '200', '1'],
+    );
+    assert.ok(
+      Number(landing.PROGRESS_STREAMS_TOTAL) < service.progressStreamsPerClient,
+      "the page cannot fill the service's cap for one client",
+    );
+  });
+
   it('renders the shipped app definitions with their landing-page visibility and the landing config from the same map', async () => {
     const docs = await render(...ISSUER);
     const appDefinitions = docs.filter((d) => d.kind === 'AppDefinition');

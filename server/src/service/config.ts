@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { trustProxySchema } from '../http/client-address.js';
 import { DEFAULT_CONNECTION_LIMITS } from '../http/listen.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/client.js';
 import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from '../model/requests.js';
@@ -25,6 +26,8 @@ import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from '../model/requests.js';
  * | IDE_CLOUD_REWATCH_INTERVAL_MS | the caches renew their watches this often (no relist)       | 300000        |
  * | IDE_CLOUD_API_REQUEST_TIMEOUT_MS | deadline of each Kubernetes API call (not watches); 503 past it | 10000  |
  * | PROGRESS_STREAMS_PER_USER | progress streams one user may hold open at once (429 over)     | 4             |
+ * | PROGRESS_STREAMS_PER_CLIENT | progress streams one client address (IPv6: /64) may hold open (429 over) | 250 |
+ * | TRUST_PROXY               | proxies whose X-Forwarded-For names the client: hops, or addresses/CIDRs | none      |
  * | PROGRESS_STREAMS_TOTAL    | progress streams open at once on one replica (429 over)         | 500           |
  * | PROGRESS_STREAM_MAX_SECONDS | a progress stream ends after this (the browser reconnects)    | 1800          |
  * | PORT / HOST               | where the HTTP server listens                                   | 8080 / 0.0.0.0|
@@ -103,6 +106,13 @@ const ConfigSchema = z.object({
     .int({ error: 'PROGRESS_STREAMS_PER_USER must be an integer' })
     .min(1, { error: 'PROGRESS_STREAMS_PER_USER must be >= 1' })
     .default(4),
+  // Anonymous callers choose the user: without this one machine takes the total under made-up names.
+  progressStreamsPerClient: z.coerce
+    .number({ error: 'PROGRESS_STREAMS_PER_CLIENT must be a number' })
+    .int({ error: 'PROGRESS_STREAMS_PER_CLIENT must be an integer' })
+    .min(1, { error: 'PROGRESS_STREAMS_PER_CLIENT must be >= 1' })
+    .default(250),
+  trustProxy: trustProxySchema('TRUST_PROXY'),
   progressStreamsTotal: z.coerce
     .number({ error: 'PROGRESS_STREAMS_TOTAL must be a number' })
     .int({ error: 'PROGRESS_STREAMS_TOTAL must be an integer' })
@@ -174,6 +184,8 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
     rewatchIntervalMs: get('IDE_CLOUD_REWATCH_INTERVAL_MS'),
     apiRequestTimeoutMs: get('IDE_CLOUD_API_REQUEST_TIMEOUT_MS'),
     progressStreamsPerUser: get('PROGRESS_STREAMS_PER_USER'),
+    progressStreamsPerClient: get('PROGRESS_STREAMS_PER_CLIENT'),
+    trustProxy: get('TRUST_PROXY'),
     progressStreamsTotal: get('PROGRESS_STREAMS_TOTAL'),
     progressStreamMaxSeconds: get('PROGRESS_STREAM_MAX_SECONDS'),
     port: get('PORT'),

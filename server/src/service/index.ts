@@ -70,6 +70,7 @@ export function createServiceContext(
   const auth = createAuthenticator(config);
   const progress = new SessionProgress(caches, {
     perUser: config.progressStreamsPerUser,
+    perClient: config.progressStreamsPerClient,
     total: config.progressStreamsTotal,
   });
   return { context: { config, auth, catalog, workspaces, sessions, launcher, progress, metrics, logger }, kc, caches };
