@@ -2,6 +2,13 @@ import { ErrorCode } from './error-codes.js';
 import type { AppDefinitionSpec } from './app-definition.js';
 import { isActiveSession, type Session } from './session.js';
 
+/**
+ * Launches (`POST /service`, `POST /service/session`) that may wait at once on one service replica:
+ * for one workspace, and for one user. Each holds a connection for up to its timeout (60 minutes at
+ * most), so without a cap one stuck workspace held as many as a caller sent. Over it: 429 at once.
+ */
+export const LAUNCH_WAITERS = { perWorkspace: 5, perUser: 10 } as const;
+
 export interface LimitRefusal {
   code: typeof ErrorCode.maxInstancesReached | typeof ErrorCode.sessionsPerUserReached;
   reason: string;

@@ -1,10 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { OpenCounts } from '../http/open-counts.js';
 import { isQueued, placeIn, queueOf } from '../model/admission.js';
 import { envSourcesRefusal } from '../model/session-env.js';
 import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../model/api-group.js';
 import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
 import { ErrorCode } from '../model/error-codes.js';
-import { checkSessionLimits } from '../model/limits.js';
+import { checkSessionLimits, LAUNCH_WAITERS } from '../model/limits.js';
 import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
 import type { EnvironmentVars } from '../model/requests.js';
 import { isActiveSession, isSessionFailed, isSessionReady, type Session } from '../model/session.js';
@@ -62,7 +63,37 @@ export class Launcher {
     },
   ) {}
 
+  /** The launches waiting now, per workspace and per user (`LAUNCH_WAITERS`). */
+  private readonly waiting = new OpenCounts();
+
   async launch(input: LaunchInput): Promise<string> {
+    const admitted = this.waiting.admit([
+      ...(input.workspaceName === undefined
+        ? []
+        : [
+            {
+              key: `workspace:${input.user}/${input.workspaceName}`,
+              max: LAUNCH_WAITERS.perWorkspace,
+              refusal: `too many launches already wait for this workspace (at most ${LAUNCH_WAITERS.perWorkspace}); retry later`,
+            },
+          ]),
+      {
+        key: `user:${input.user}`,
+        max: LAUNCH_WAITERS.perUser,
+        refusal: `too many launches of this user already wait (at most ${LAUNCH_WAITERS.perUser}); retry later`,
+      },
+    ]);
+    if ('refused' in admitted) {
+      throw new ApiError(ErrorCode.tooManyWaiters, admitted.refused, undefined, { 'Retry-After': '10' });
+    }
+    try {
+      return await this.launchAdmitted(input);
+    } finally {
+      admitted.release();
+    }
+  }
+
+  private async launchAdmitted(input: LaunchInput): Promise<string> {
     const started = Date.now();
     const deadline = started + input.timeoutMinutes * 60_000;
     const labels = { app_definition: 'unknown', outcome: 'error' as LaunchOutcome, start_strategy: 'none' };

@@ -34,7 +34,7 @@ const OPERATIONS: Operation[] = [
     request: models.LaunchRequestSchema,
     response: 'url',
     security: [...user],
-    errors: [400, 401, 403, 470, 471, 473, 475, 551, 552, 553],
+    errors: [400, 401, 403, 429, 470, 471, 473, 475, 551, 552, 553],
   },
   {
     method: 'get',
@@ -128,7 +128,7 @@ const OPERATIONS: Operation[] = [
     request: models.SessionStartRequestSchema,
     response: 'url',
     security: [...user],
-    errors: [400, 401, 403, 470, 471, 473, 475, 551, 552, 553],
+    errors: [400, 401, 403, 429, 470, 471, 473, 475, 551, 552, 553],
   },
   {
     method: 'delete',
