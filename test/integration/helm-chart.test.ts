@@ -123,6 +123,23 @@ describe('Helm chart', function () {
     );
   });
 
+  it('caps the workspaces of a user by service.workspacesPerUser (issue 27, item 1)', async () => {
+    const workspacesPerUser = async (...args: string[]) => {
+      const service = (await render(...ISSUER, ...args)).find(
+        (d) => d.kind === 'Deployment' && d.metadata?.name === 'rel-ide-cloud-service',
+      );
+      const env = (service?.spec as { template: { spec: k8s.V1PodSpec } }).template.spec.containers[0]!.env ?? [];
+      const value = env.find((e) => e.name === 'IDE_CLOUD_WORKSPACES_PER_USER')?.value;
+      return loadServiceConfig({
+        SERVICE_AUTH_TOKEN: 'service-token-1',
+        ADMIN_API_TOKEN: 'admin-token-1',
+        IDE_CLOUD_WORKSPACES_PER_USER: value,
+      }).workspacesPerUser;
+    };
+    assert.equal(await workspacesPerUser(), 10);
+    assert.equal(await workspacesPerUser('--set', 'service.workspacesPerUser=3'), 3);
+  });
+
   it('renders the shipped app definitions with their landing-page visibility and the landing config from the same map', async () => {
     const docs = await render(...ISSUER);
     const appDefinitions = docs.filter((d) => d.kind === 'AppDefinition');

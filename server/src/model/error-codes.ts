@@ -20,6 +20,7 @@ export const ErrorCode = {
   launchTimeout: 551,
   maxInstancesReached: 552,
   sessionsPerUserReached: 553,
+  workspacesPerUserReached: 554,
   noConfigStore: 580,
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];

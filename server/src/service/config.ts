@@ -22,6 +22,7 @@ import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from '../model/requests.js';
  * | ACTIVITY_REQUIRE_TOKEN    | anonymous mode: activity reports must carry X-Activity-Token    | false         |
  * | IDE_CLOUD_NAMESPACE       | namespace of the AppDefinition, Workspace and Session resources | ide-cloud     |
  * | IDE_CLOUD_SESSIONS_PER_USER | operator.sessionsPerUser, read by the operator too        | 1             |
+ * | IDE_CLOUD_WORKSPACES_PER_USER | workspaces (each a claim) one user may have (554 over)      | 10            |
  * | LAUNCH_TIMEOUT_MINUTES    | default launch timeout in minutes (fractions allowed)           | 3             |
  * | IDE_CLOUD_REWATCH_INTERVAL_MS | the caches renew their watches this often (no relist)       | 300000        |
  * | IDE_CLOUD_API_REQUEST_TIMEOUT_MS | deadline of each Kubernetes API call (not watches); 503 past it | 10000  |
@@ -87,6 +88,11 @@ const ConfigSchema = z.object({
     .int({ error: 'IDE_CLOUD_SESSIONS_PER_USER must be an integer' })
     .min(1, { error: 'IDE_CLOUD_SESSIONS_PER_USER must be >= 1' })
     .default(1),
+  workspacesPerUser: z.coerce
+    .number({ error: 'IDE_CLOUD_WORKSPACES_PER_USER must be a number' })
+    .int({ error: 'IDE_CLOUD_WORKSPACES_PER_USER must be an integer' })
+    .min(1, { error: 'IDE_CLOUD_WORKSPACES_PER_USER must be >= 1' })
+    .default(10),
   launchTimeoutMinutes: z.coerce
     .number({ error: 'LAUNCH_TIMEOUT_MINUTES must be a number' })
     .positive({ error: 'LAUNCH_TIMEOUT_MINUTES must be > 0' })
@@ -180,6 +186,7 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
     activityRequiresToken: get('ACTIVITY_REQUIRE_TOKEN'),
     namespace: get('IDE_CLOUD_NAMESPACE'),
     sessionsPerUser: get('IDE_CLOUD_SESSIONS_PER_USER'),
+    workspacesPerUser: get('IDE_CLOUD_WORKSPACES_PER_USER'),
     launchTimeoutMinutes: get('LAUNCH_TIMEOUT_MINUTES'),
     rewatchIntervalMs: get('IDE_CLOUD_REWATCH_INTERVAL_MS'),
     apiRequestTimeoutMs: get('IDE_CLOUD_API_REQUEST_TIMEOUT_MS'),

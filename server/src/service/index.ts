@@ -56,7 +56,7 @@ export function createServiceContext(
   });
   const metrics = new ServiceMetrics(caches);
   const catalog = new AppDefinitionCatalog(resources, caches.appDefinitions);
-  const workspaces = new WorkspaceService(resources, caches);
+  const workspaces = new WorkspaceService(resources, caches, config.workspacesPerUser);
   const sessions = new SessionService(resources, caches.sessions);
   const launcher = new Launcher({
     resources,

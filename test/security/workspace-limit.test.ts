@@ -1,0 +1,86 @@
+// Issue 27, item 1: `sessionsPerUser` counted sessions only; one user made 6 claims in 2 s with
+// `POST /service/workspace`, and the namespace's quota is shared by everyone. Replayed against the real
+// service and kube-apiserver: a user's workspaces are capped (`workspacesPerUser`), concurrent creates
+// included, on both ways a workspace is made (POST /service/workspace and a launch naming a new one).
+import assert from 'node:assert/strict';
+import { ErrorCode } from '../../server/src/model/error-codes.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import {
+  SERVICE_AUTH_TOKEN,
+  applyAppDefinitions,
+  call,
+  resourcesOf,
+  startTestService,
+  type TestService,
+} from '../support/service-harness.js';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+
+const appId = SERVICE_AUTH_TOKEN;
+const LIMIT = 3;
+const AT_LIMIT = { code: 554, reason: `user is at the limit of ${LIMIT} workspace(s); delete one first` };
+
+describe('security: workspaces per user (27.1)', function () {
+  this.timeout(120_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let resources: IdeCloudResources;
+  let service: TestService;
+
+  const create = (user: string) =>
+    call(service.url, 'POST', '/service/workspace', { body: { appId, user, appDefinition: 'python-latest' } });
+  const workspacesOf = async (user: string) =>
+    (await resources.workspaces.list()).filter((w) => w.spec.user === user && !w.metadata.deletionTimestamp);
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'sec-ws-limit');
+    resources = resourcesOf(cluster.kc, namespace);
+    await applyAppDefinitions(resources, [{}]);
+    service = await startTestService(cluster.kc, namespace, { workspacesPerUser: LIMIT });
+  });
+  after(async () => {
+    await service?.close();
+    await deleteTestNamespace(cluster.kc, namespace);
+  });
+
+  it('creates at most workspacesPerUser workspaces of one user, even when six are asked for at once', async () => {
+    const answers = await Promise.all(Array.from({ length: 6 }, () => create('hoarder@example.com')));
+    const statuses = answers.map((a) => a.status).sort();
+    assert.deepEqual(statuses, [200, 200, 200, 554, 554, 554], answers.map((a) => a.text).join('\n'));
+    for (const refused of answers.filter((a) => a.status === ErrorCode.workspacesPerUserReached)) {
+      assert.deepEqual(refused.json, AT_LIMIT);
+    }
+    assert.equal((await workspacesOf('hoarder@example.com')).length, LIMIT, 'the API server holds three');
+    assert.equal((await create('neighbour@example.com')).status, 200, 'another user is not held');
+  });
+
+  it('refuses a launch that would make one more workspace, before it writes anything', async () => {
+    const answer = await call(service.url, 'POST', '/service', {
+      body: {
+        appId,
+        user: 'hoarder@example.com',
+        appDefinition: 'python-latest',
+        workspaceName: 'ws-one-more',
+        timeout: 0.05,
+      },
+    });
+    assert.equal(answer.status, 554, answer.text);
+    assert.deepEqual(answer.json, AT_LIMIT);
+    assert.equal(await resources.workspaces.find('ws-one-more'), undefined);
+    assert.equal((await resources.sessions.list()).length, 0, 'no session was created');
+  });
+
+  it('admits a new workspace again once the user deletes one', async () => {
+    const [first] = await workspacesOf('hoarder@example.com');
+    const deleted = await call(service.url, 'DELETE', '/service/workspace', {
+      body: { appId, user: 'hoarder@example.com', workspaceName: first!.metadata.name },
+    });
+    assert.equal(deleted.status, 200, deleted.text);
+    await eventually(async () => {
+      const again = await create('hoarder@example.com');
+      assert.equal(again.status, 200, again.text);
+    }, 10_000);
+    assert.equal((await create('hoarder@example.com')).status, 554);
+  });
+});
