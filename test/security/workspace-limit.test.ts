@@ -10,6 +10,7 @@ import {
   SERVICE_AUTH_TOKEN,
   applyAppDefinitions,
   call,
+  operatorFillsStatus,
   resourcesOf,
   startTestService,
   type TestService,
@@ -82,5 +83,80 @@ describe('security: workspaces per user (27.1)', function () {
       assert.equal(again.status, 200, again.text);
     }, 10_000);
     assert.equal((await create('hoarder@example.com')).status, 554);
+  });
+
+  describe('a workspace that a cancelled or failed launch created and that never served goes with it', () => {
+    /** A launch of a new workspace that times out while its session waits at the operator's gate (kept). */
+    const leaveQueued = async (user: string, workspaceName: string) => {
+      const launch = call(service.url, 'POST', '/service', {
+        body: { appId, user, appDefinition: 'python-latest', workspaceName, timeout: 0.05 },
+      });
+      const sessionName = await operatorFillsStatus(
+        resources,
+        (_name, spec) => spec.workspace === workspaceName,
+        () => ({
+          phase: 'Pending',
+          conditions: [
+            {
+              type: 'Admitted',
+              status: 'False',
+              reason: 'Queued',
+              message: 'waiting for a lazy start',
+              lastTransitionTime: new Date().toISOString(),
+            },
+          ],
+        }),
+      );
+      const answer = await launch;
+      assert.equal(answer.status, 551, answer.text);
+      assert.match(answer.text, /keeps its place/);
+      assert.ok(await resources.workspaces.find(workspaceName), 'the queued launch keeps its workspace');
+      return sessionName;
+    };
+    const gone = (workspaceName: string) =>
+      eventually(async () => {
+        const workspace = await resources.workspaces.find(workspaceName);
+        assert.ok(!workspace || workspace.metadata.deletionTimestamp, `${workspaceName} is still there`);
+      }, 10_000);
+
+    it('cancelled: stopping the session of a new workspace before it served removes the workspace too', async () => {
+      const user = 'canceller@example.com';
+      const sessionName = await leaveQueued(user, 'ws-cancelled');
+      const stopped = await call(service.url, 'DELETE', '/service/session', { body: { appId, user, sessionName } });
+      assert.equal(stopped.status, 200, stopped.text);
+      await gone('ws-cancelled');
+    });
+
+    it('failed: a launch that adopted such a session and saw it fail removes the workspace too', async () => {
+      const user = 'adopter@example.com';
+      await leaveQueued(user, 'ws-failed');
+      const adopter = call(service.url, 'POST', '/service', {
+        body: { appId, user, appDefinition: 'python-latest', workspaceName: 'ws-failed', timeout: 0.2 },
+      });
+      await operatorFillsStatus(
+        resources,
+        (_name, spec) => spec.workspace === 'ws-failed',
+        () => ({
+          phase: 'Failed',
+          error: { code: 552, reason: 'app definition python-latest is at maxInstances (1)' },
+        }),
+      );
+      const answer = await adopter;
+      assert.equal(answer.status, 552, answer.text);
+      await gone('ws-failed');
+    });
+
+    it('a workspace whose session served stays when the session is stopped', async () => {
+      const user = 'student@example.com';
+      const launch = call(service.url, 'POST', '/service', {
+        body: { appId, user, appDefinition: 'python-latest', workspaceName: 'ws-served', timeout: 0.2 },
+      });
+      const sessionName = await operatorFillsStatus(resources, (_name, spec) => spec.workspace === 'ws-served');
+      assert.equal((await launch).status, 200);
+      const stopped = await call(service.url, 'DELETE', '/service/session', { body: { appId, user, sessionName } });
+      assert.equal(stopped.status, 200, stopped.text);
+      const workspace = await resources.workspaces.find('ws-served');
+      assert.ok(workspace && !workspace.metadata.deletionTimestamp, 'the served workspace keeps the work');
+    });
   });
 });

@@ -192,18 +192,7 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
    */
   api.post('/progress', async (req, res) => {
     const target = resolve(req);
-    const admitted = streams.admit([
-      {
-        key: `client:${clientKey(req)}`,
-        max: config.progressStreamsPerClient,
-        refusal: capRefusal.perClient(config.progressStreamsPerClient),
-      },
-      {
-        key: 'total',
-        max: config.progressStreamsTotal,
-        refusal: 'too many progress streams on this page; retry later',
-      },
-    ]);
+    const admitted = admitStream(streams, config, req);
     if ('refused' in admitted) {
       res.status(429).set('Retry-After', '10').json({ code: 429, reason: admitted.refused });
       return;
@@ -236,6 +225,18 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
   });
   app.use(errorMiddleware(logger));
   return app;
+}
+
+/** One more progress stream of the request's browser, within the page's caps per client and in total. */
+function admitStream(streams: OpenCounts, config: LandingConfig, req: Request) {
+  return streams.admit([
+    {
+      key: `client:${clientKey(req)}`,
+      max: config.progressStreamsPerClient,
+      refusal: capRefusal.perClient(config.progressStreamsPerClient),
+    },
+    { key: 'total', max: config.progressStreamsTotal, refusal: 'too many progress streams on this page; retry later' },
+  ]);
 }
 
 /** Passes a service answer on; an error without a JSON body gets one of the DESIGN.md shape. */

@@ -231,7 +231,7 @@ export class Launcher {
           name: sessionName,
           // The service's mark on the sessions it creates, and what this launch asked for: a later
           // ephemeral launch adopts only a session so marked, and only when the digest matches.
-          annotations: { [ANNOTATIONS.launchDigest]: launchDigest(sessionSecret, input.env) },
+          annotations: sessionAnnotations(sessionSecret, input.env, createdWorkspace !== undefined),
           // The operator's finalizer (its route goes before the session), set here so that the
           // operator's launch makes no write of the session's metadata before the URL.
           finalizers: [SESSION_FINALIZER],
@@ -332,7 +332,10 @@ export class Launcher {
       } else if (!this.hasFailed(session)) {
         throw error;
       }
+      const latest = this.deps.sessions.get(session.metadata.name) ?? session;
       await this.removeSession(session, error);
+      // The workspace its gone launch created goes too if it never served (the launch's own would have).
+      if (!(error instanceof ServiceStopping)) await this.deps.workspaces.removeNeverServed(latest);
       throw error;
     }
   }
@@ -432,6 +435,21 @@ export class Launcher {
     const url = await waitForSessionUrl(this.deps.sessions, session, deadline);
     return { url, name: session.metadata.name, session: this.deps.sessions.get(session.metadata.name) ?? session };
   }
+}
+
+/**
+ * What a launch writes on its session: the launch digest, and whether this launch created the
+ * workspace (the workspace's first session: `neverServedWorkspace`).
+ */
+function sessionAnnotations(
+  sessionSecret: string,
+  env: EnvironmentVars | undefined,
+  createdWorkspace: boolean,
+): Record<string, string> {
+  return {
+    [ANNOTATIONS.launchDigest]: launchDigest(sessionSecret, env),
+    ...(createdWorkspace ? { [ANNOTATIONS.createdWorkspace]: 'true' } : {}),
+  };
 }
 
 const SESSION_NAME_TAKEN = "the workspace's session name is held by another session";

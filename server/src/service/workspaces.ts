@@ -11,7 +11,7 @@ import {
 } from '../model/names.js';
 import type { WorkspaceItem } from '../model/requests.js';
 import type { Workspace } from '../model/workspace.js';
-import type { Session } from '../model/session.js';
+import { neverServedWorkspace, type Session } from '../model/session.js';
 import type { CachedResource } from './cache.js';
 import { ApiError, Conflict } from './errors.js';
 import type { ServiceResources } from './resources.js';
@@ -153,6 +153,17 @@ export class WorkspaceService {
     }
     await Promise.all(deleted);
     return true;
+  }
+
+  /**
+   * Removes the workspace of a stopped or failed session that was its first and never served
+   * (`neverServedWorkspace`): it holds no work, and left behind it would hold a claim.
+   */
+  async removeNeverServed(session: Session): Promise<void> {
+    const name = neverServedWorkspace(session);
+    const workspace = name ? this.caches.workspaces.get(name) : undefined;
+    if (!name || (workspace && workspace.spec.user !== session.spec.user)) return;
+    await this.deleteQuietly(name);
   }
 
   /** Removes a workspace this very request created (cleanup after a failed launch). */

@@ -10,7 +10,7 @@ import { param, readRequest, readUserRequest } from '../context.js';
 
 /** A user's sessions: list, start on an existing workspace (or ephemeral), stop, activity, config, performance. */
 export function sessionsRouter(context: ServiceContext): Router {
-  const { auth, sessions, launcher, config } = context;
+  const { auth, sessions, workspaces, launcher, config } = context;
   const router = Router();
 
   router.get('/service/session/performance/:appId/:sessionName', async (req, res) => {
@@ -43,7 +43,10 @@ export function sessionsRouter(context: ServiceContext): Router {
 
   router.delete('/service/session', async (req, res) => {
     const { body, user } = await readUserRequest(context, req, SessionStopRequestSchema);
-    res.json(await sessions.stop(user, body.sessionName));
+    const stopped = await sessions.stop(user, body.sessionName);
+    // A cancelled launch's new workspace that never served goes with its session (no claim left behind).
+    if (stopped) await workspaces.removeNeverServed(stopped);
+    res.json(true);
   });
 
   router.patch('/service/session', async (req, res) => {
