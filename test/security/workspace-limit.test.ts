@@ -3,6 +3,7 @@
 // service and kube-apiserver: a user's workspaces are capped (`workspacesPerUser`), concurrent creates
 // included, on both ways a workspace is made (POST /service/workspace and a launch naming a new one).
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
@@ -144,6 +145,40 @@ describe('security: workspaces per user (27.1)', function () {
       const answer = await adopter;
       assert.equal(answer.status, 552, answer.text);
       await gone('ws-failed');
+    });
+
+    it('cancelled before its session exists: a launch whose caller is gone leaves no workspace and no session', async () => {
+      const refusedLaunches = async () => {
+        const metrics = await call(service.url, 'GET', '/q/metrics');
+        const line = metrics.text
+          .split('\n')
+          .find((l) => l.startsWith('ide_cloud_launch_duration_seconds_count{') && l.includes('outcome="refused"'));
+        return Number(line?.split(' ').pop() ?? 0);
+      };
+      const before = await refusedLaunches();
+      // The browser's cancel aborts its launch: the connection closes right after the request is sent.
+      const body = JSON.stringify({
+        appId,
+        user: 'quick@example.com',
+        appDefinition: 'python-latest',
+        workspaceName: 'ws-gone-early',
+        timeout: 1,
+      });
+      const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.write(
+        `POST /service HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+        () => socket.destroy(),
+      );
+      // The launch ends at once (not at its timeout of a minute), and what it made is gone or going.
+      await eventually(async () => assert.equal(await refusedLaunches(), before + 1), 10_000);
+      const workspace = await resources.workspaces.find('ws-gone-early');
+      assert.ok(!workspace || workspace.metadata.deletionTimestamp, 'no workspace left');
+      const sessions = (await resources.sessions.list()).filter((x) => x.spec.workspace === 'ws-gone-early');
+      assert.ok(
+        sessions.every((x) => x.metadata.deletionTimestamp),
+        'no session left',
+      );
     });
 
     it('a workspace whose session served stays when the session is stopped', async () => {

@@ -30,6 +30,8 @@ export interface LaunchInput {
   createMissingWorkspace: boolean;
   timeoutMinutes: number;
   env?: EnvironmentVars;
+  /** Aborts when the caller is gone (the landing page's cancel aborts its launch): see `abandonIfCallerGone`. */
+  callerGone?: AbortSignal;
 }
 
 interface Plan {
@@ -194,6 +196,7 @@ export class Launcher {
     if (refusal) throw new ApiError(refusal.code, refusal.reason);
 
     // 3. The workspace.
+    await this.abandonIfCallerGone(input.callerGone, {});
     let workspaceName: string | undefined;
     let createdWorkspace: string | undefined;
     if (plan.workspace) {
@@ -219,6 +222,7 @@ export class Launcher {
     }
 
     // 4. The session.
+    await this.abandonIfCallerGone(input.callerGone, { workspace: createdWorkspace });
     const sessionName = workspaceName
       ? sessionNameFor(workspaceName)
       : dnsLabel(['session', appDefinitionName, input.user, randomUUID().slice(0, 8)]);
@@ -269,6 +273,7 @@ export class Launcher {
     }
     // Read-your-writes: the next launch's limits check counts this session even before its watch event.
     this.deps.sessions.observe(session);
+    await this.abandonIfCallerGone(input.callerGone, { session, workspace: createdWorkspace });
 
     // 5. Wait for the URL; on failure remove what this call created.
     try {
@@ -282,6 +287,23 @@ export class Launcher {
       }
       throw error;
     }
+  }
+
+  /**
+   * A launch whose caller is gone before its session exists (a cancel that came before the session
+   * it could stop) creates nothing more and removes what it made, answering 474 to nobody; else the
+   * session would start for no one and the new workspace stay. Once the session exists and is
+   * waited for, a caller that goes leaves it, as before: a later launch adopts it, a stop removes it.
+   */
+  private async abandonIfCallerGone(
+    signal: AbortSignal | undefined,
+    made: { workspace?: string; session?: Session },
+  ): Promise<void> {
+    if (!signal?.aborted) return;
+    const error = new ApiError(ErrorCode.unknownSession, 'the launch was cancelled: its caller is gone');
+    if (made.session) await this.removeSession(made.session, error);
+    if (made.workspace) await this.deps.workspaces.deleteQuietly(made.workspace);
+    throw error;
   }
 
   /**

@@ -6,7 +6,7 @@ import {
   SessionStopRequestSchema,
 } from '../../model/requests.js';
 import type { ServiceContext } from '../context.js';
-import { param, readRequest, readUserRequest } from '../context.js';
+import { callerGone, param, readRequest, readUserRequest } from '../context.js';
 
 /** A user's sessions: list, start on an existing workspace (or ephemeral), stop, activity, config, performance. */
 export function sessionsRouter(context: ServiceContext): Router {
@@ -28,6 +28,7 @@ export function sessionsRouter(context: ServiceContext): Router {
   });
 
   router.post('/service/session', async (req, res) => {
+    const gone = callerGone(req, res);
     const { body, user } = await readUserRequest(context, req, SessionStartRequestSchema);
     const url = await launcher.launch({
       user,
@@ -37,6 +38,7 @@ export function sessionsRouter(context: ServiceContext): Router {
       createMissingWorkspace: false,
       timeoutMinutes: body.timeout ?? config.launchTimeoutMinutes,
       env: body.env,
+      callerGone: gone,
     });
     res.type('text/plain').send(url);
   });
