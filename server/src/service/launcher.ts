@@ -176,24 +176,8 @@ export class Launcher {
     }
 
     // 2. Limits, before anything is created, on the cache (the operator checks again: this races anyway).
-    // An ephemeral launch has no name a retry could find its session by: when the user is held at a
-    // limit by a session of the same app definition that such a launch left starting (its call gone
-    // with a killed service), this launch adopts it if it asked for the same values, and otherwise
-    // removes it and starts afresh; a removed session no longer counts, here or for the operator.
-    let refusal = this.limitRefusal(input.user, plan.appDefinition);
-    if (refusal && !plan.workspace) {
-      const orphan = await this.halfStartedEphemeral(input.user, appDefinitionName, input.env);
-      if (orphan?.sameValues) return { ...(await this.adopt(orphan.session, deadline)), reused: true };
-      if (orphan) {
-        await this.deleteSession(orphan.session);
-        this.deps.logger.info(
-          { appDefinition: appDefinitionName, session: orphan.session.metadata.name },
-          'removed a session still starting, launched with other values, to start afresh',
-        );
-        refusal = this.limitRefusal(input.user, plan.appDefinition);
-      }
-    }
-    if (refusal) throw new ApiError(refusal.code, refusal.reason);
+    const adopted = await this.passLimits(input, plan, deadline);
+    if (adopted) return adopted;
 
     // 3. The workspace.
     await this.abandonIfCallerGone(input.callerGone, {});
@@ -287,6 +271,44 @@ export class Launcher {
       }
       throw error;
     }
+  }
+
+  /**
+   * Throws the limit refusal (552, 553), if any. An ephemeral launch has no name a retry could find
+   * its session by: when the user is held at a limit by a session of the same app definition that
+   * such a launch left starting (its call gone with a killed service), this launch adopts it if it
+   * asked for the same values (answered here), and otherwise removes it and starts afresh; a removed
+   * session no longer counts, here or for the operator. One that serves in the instant of its removal
+   * is the user's and is answered instead (`removeUnlessServing`).
+   */
+  private async passLimits(
+    input: LaunchInput,
+    plan: Plan,
+    deadline: number,
+  ): Promise<{ url: string; name: string; reused: boolean; session?: Session } | undefined> {
+    const appDefinitionName = plan.appDefinition.metadata.name;
+    let refusal = this.limitRefusal(input.user, plan.appDefinition);
+    if (refusal && !plan.workspace) {
+      const orphan = await this.halfStartedEphemeral(input.user, appDefinitionName, input.env);
+      if (orphan?.sameValues) return { ...(await this.adopt(orphan.session, deadline)), reused: true };
+      if (orphan) {
+        const serving = await this.removeUnlessServing(orphan.session);
+        if (serving) {
+          this.deps.logger.info(
+            { appDefinition: appDefinitionName, session: serving.metadata.name },
+            'a session launched with other values served before its removal; answering it',
+          );
+          return { ...(await this.await(serving, deadline)), reused: true };
+        }
+        this.deps.logger.info(
+          { appDefinition: appDefinitionName, session: orphan.session.metadata.name },
+          'removed a session still starting, launched with other values, to start afresh',
+        );
+        refusal = this.limitRefusal(input.user, plan.appDefinition);
+      }
+    }
+    if (refusal) throw new ApiError(refusal.code, refusal.reason);
+    return undefined;
   }
 
   /**
@@ -416,6 +438,33 @@ export class Launcher {
     );
   }
 
+  /**
+   * Deletes a session that has not served, as it was read (uid and resourceVersion: `deleteAsRead`),
+   * and returns once the cache shows it gone or being deleted. Deleted by name, a session that got
+   * its URL in between went too, and the launch waiting for it answered 474. On a conflict it is read
+   * again: gone or another uid, nothing to do; serving now (`status.url`), it is the user's and is
+   * returned, not deleted; else deleted as read again. Other failures leave it, as before.
+   */
+  private async removeUnlessServing(session: Session): Promise<Session | undefined> {
+    const { sessions, resources } = this.deps;
+    const name = session.metadata.name;
+    const cached = sessions.get(name);
+    let current: Session | undefined = cached?.metadata.uid === session.metadata.uid ? cached : session;
+    for (let attempt = 0; current && attempt < REMOVAL_ATTEMPTS; attempt++) {
+      if (current.status?.url) return current;
+      try {
+        if (await resources.sessions.deleteAsRead(current)) await sessions.reflectsDeletion(name, current.metadata.uid);
+        return undefined;
+      } catch (error) {
+        if (!(error instanceof Conflict)) return undefined;
+        const reread: Session | undefined = await resources.sessions.find(name).catch(() => undefined);
+        if (reread) sessions.observe(reread);
+        current = reread?.metadata.uid === session.metadata.uid ? reread : undefined;
+      }
+    }
+    return current?.status?.url ? current : undefined;
+  }
+
   /** Deletes a session and returns once the cache shows it gone or being deleted (the limits read the cache). */
   private async deleteSession(session: Session): Promise<void> {
     const name = session.metadata.name;
@@ -473,6 +522,9 @@ function sessionAnnotations(
     ...(createdWorkspace ? { [ANNOTATIONS.createdWorkspace]: 'true' } : {}),
   };
 }
+
+/** Conflicts a removal reads again before it gives up (each one a status the operator wrote meanwhile). */
+const REMOVAL_ATTEMPTS = 5;
 
 const SESSION_NAME_TAKEN = "the workspace's session name is held by another session";
 
