@@ -265,7 +265,8 @@ export class Launcher {
     } catch (error) {
       const queued = workspaceName ? this.stillQueued(session, error) : undefined;
       if (queued) throw queued;
-      await this.removeSession(session, error);
+      const serving = await this.removeSession(session, error);
+      if (serving) return { ...servedAnswer(serving, error), reused: false };
       if (createdWorkspace && !(error instanceof ServiceStopping)) {
         await this.deps.workspaces.deleteQuietly(createdWorkspace);
       }
@@ -353,12 +354,12 @@ export class Launcher {
 
   /**
    * Waits for a session this call did not create (a workspace's, or an ephemeral one whose launch is
-   * gone) and answers its URL. A workspace's session that fails or does not run by the deadline is
-   * removed like the launch's own, so no session nobody waits for holds the user's slot after the
-   * answer (no later launch of another workspace would find it); one still queued keeps its place
-   * (`stillQueued`). An ephemeral session is removed only when it failed: at this call's deadline the
-   * launch that created it may still be waiting with a longer one, and the user's next launch at the
-   * limit finds it again (`halfStartedEphemeral`).
+   * gone) and answers its URL. One that fails or does not run by the deadline is removed like the
+   * launch's own, so no session nobody waits for holds the user's slot after the answer; a
+   * workspace's still queued keeps its place (`stillQueued`). An ephemeral one was left starting at
+   * this call's deadline (issue 27, item 10), for a creating launch that might still wait; it held the
+   * user at sessionsPerUser until some later launch found it. Such a launch now answers 474, as it
+   * would for any replacement. One that serves in the instant of its removal is answered instead.
    */
   private async adopt(session: Session, deadline: number): Promise<{ url: string; name: string; session?: Session }> {
     if (!isSessionReady(session)) {
@@ -373,21 +374,14 @@ export class Launcher {
       if (session.spec.workspace) {
         const queued = this.stillQueued(session, error);
         if (queued) throw queued;
-      } else if (!this.hasFailed(session)) {
-        throw error;
       }
       const latest = this.deps.sessions.get(session.metadata.name) ?? session;
-      await this.removeSession(session, error);
+      const serving = await this.removeSession(session, error);
+      if (serving) return servedAnswer(serving, error);
       // The workspace its gone launch created goes too if it never served (the launch's own would have).
       if (!(error instanceof ServiceStopping)) await this.deps.workspaces.removeNeverServed(latest);
       throw error;
     }
-  }
-
-  /** Whether the cache shows `session` (this uid) failed. */
-  private hasFailed(session: Session): boolean {
-    const current = this.deps.sessions.get(session.metadata.name);
-    return !!current && current.metadata.uid === session.metadata.uid && isSessionFailed(current);
   }
 
   private limitRefusal(user: string, appDefinition: AppDefinition) {
@@ -427,15 +421,21 @@ export class Launcher {
     return { session, sameValues: sameValues(session) };
   }
 
-  /** Removes a session whose launch failed, once the cache shows it gone. */
-  private async removeSession(session: Session, error: unknown): Promise<void> {
+  /**
+   * Removes a session whose launch failed, once the cache shows it gone or being deleted
+   * (`removeUnlessServing`); returns it instead when it served in that instant (its URL came with the
+   * deadline): it is the user's, and the launch answers it.
+   */
+  private async removeSession(session: Session, error: unknown): Promise<Session | undefined> {
     // Shutting down: leave the session, as an exiting process would; the retry adopts it.
-    if (error instanceof ServiceStopping) return;
-    await this.deleteSession(session);
+    if (error instanceof ServiceStopping) return undefined;
+    const serving = await this.removeUnlessServing(session);
+    if (serving) return serving;
     this.deps.logger.info(
       { appDefinition: session.spec.appDefinition, session: session.metadata.name, err: describeError(error) },
       'launch failed; removed its session',
     );
+    return undefined;
   }
 
   /**
@@ -463,14 +463,6 @@ export class Launcher {
       }
     }
     return current?.status?.url ? current : undefined;
-  }
-
-  /** Deletes a session and returns once the cache shows it gone or being deleted (the limits read the cache). */
-  private async deleteSession(session: Session): Promise<void> {
-    const name = session.metadata.name;
-    if (await this.deps.resources.sessions.delete(name).catch(() => false)) {
-      await this.deps.sessions.reflectsDeletion(name, session.metadata.uid);
-    }
   }
 
   /**
@@ -521,6 +513,12 @@ function sessionAnnotations(
     [ANNOTATIONS.launchDigest]: launchDigest(sessionSecret, env),
     ...(createdWorkspace ? { [ANNOTATIONS.createdWorkspace]: 'true' } : {}),
   };
+}
+
+/** The answer of a launch whose session served in the instant of its removal; its own error when it does not run. */
+function servedAnswer(serving: Session, error: unknown): { url: string; name: string; session: Session } {
+  if (!isSessionReady(serving)) throw error;
+  return { url: serving.status!.url!, name: serving.metadata.name, session: serving };
 }
 
 /** Conflicts a removal reads again before it gives up (each one a status the operator wrote meanwhile). */
