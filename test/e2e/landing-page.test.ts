@@ -251,7 +251,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
   it('shows progress while the session starts, and cancel stops the session', async () => {
     // ocaml-latest's pods go to a node no kubelet runs: its pod never starts, the session stays starting.
     const user = 'carol@example.com';
-    const { sessionName } = launchTarget('ocaml-latest', user, repo);
+    const { sessionName, workspaceName } = launchTarget('ocaml-latest', user, repo);
     const page = await context.newPage();
     const reports = await recordReports(page);
     await page.goto(deepLink({ appDef: 'ocaml-latest', gitUri: repo, platformToken, user }));
@@ -269,6 +269,8 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     assert.equal(await page.getAttribute('body', 'data-failure'), 'cancelled');
     await screenshot(page, 'landing-cancelled');
     await eventually(async () => assert.equal(await r.sessions.find(sessionName), undefined), 30_000);
+    // Issue 27, item 1: the workspace this launch made never served, and goes with it (no claim left).
+    await eventually(async () => assert.equal(await r.workspaces.find(workspaceName), undefined), 30_000);
     const steps = reports.at(-1)!.steps.split(',');
     assert.deepEqual(steps, STEPS.slice(0, steps.length));
   });

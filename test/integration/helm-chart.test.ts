@@ -10,6 +10,7 @@ import YAML from 'yaml';
 import { ensureBinaries } from '../../scripts/cluster/control-plane.js';
 import { ideCloudResources } from '../../server/src/kube/resources.js';
 import { parseServiceConfig, startService } from '../../server/src/service/index.js';
+import { loadServiceConfig } from '../../server/src/service/config.js';
 import { loadOperatorConfig } from '../../server/src/operator/config.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { testOperator } from '../support/operator.js';
@@ -75,6 +76,68 @@ describe('Helm chart', function () {
         { name: 'IDENTITY_PROVIDER_AUDIENCE', value: 'ide-cloud' },
       ],
     );
+  });
+
+  it('has the service refuse unverified e-mails by default; taking them is an explicit value (issue 27, item 8)', async () => {
+    const serviceConfig = async (...args: string[]) => {
+      const manifests = await render(...ISSUER, ...args);
+      const service = manifests.find((d) => d.kind === 'Deployment' && d.metadata?.name === 'rel-ide-cloud-service');
+      const env: Record<string, string> = { SERVICE_AUTH_TOKEN: 'service-token-1', ADMIN_API_TOKEN: 'admin-token-1' };
+      for (const e of (service?.spec as { template: { spec: k8s.V1PodSpec } }).template.spec.containers[0]!.env ?? [])
+        if (e.value !== undefined) env[e.name] = e.value;
+      return loadServiceConfig(env);
+    };
+    assert.equal((await serviceConfig()).identityProvider?.emailVerified, 'required');
+    const optedOut = await serviceConfig('--set', 'identityProvider.emailVerified=ignored');
+    assert.equal(optedOut.identityProvider?.emailVerified, 'ignored');
+  });
+
+  it('caps progress streams per client on the service and, with caps of its own, on the landing page (issue 27, item 5)', async () => {
+    const manifests = await render(...ISSUER);
+    const envOf = (name: string) => {
+      const deployment = manifests.find((d) => d.kind === 'Deployment' && d.metadata?.name === name);
+      const env: Record<string, string> = { SERVICE_AUTH_TOKEN: 'service-token-1', ADMIN_API_TOKEN: 'admin-token-1' };
+      for (const e of (deployment?.spec as { template: { spec: k8s.V1PodSpec } }).template.spec.containers[0]!.env ??
+        [])
+        if (e.value !== undefined) env[e.name] = e.value;
+      return env;
+    };
+    const service = loadServiceConfig(envOf('rel-ide-cloud-service'));
+    assert.deepEqual(
+      [
+        service.progressStreamsPerUser,
+        service.progressStreamsPerClient,
+        service.progressStreamsTotal,
+        service.trustProxy,
+      ],
+      [4, 250, 500, false],
+    );
+    const landing = envOf('rel-ide-cloud-landing-page');
+    assert.deepEqual(
+      [landing.PROGRESS_STREAMS_PER_CLIENT, landing.PROGRESS_STREAMS_TOTAL, landing.TRUST_PROXY],
+      ['50', '200', '1'],
+    );
+    assert.ok(
+      Number(landing.PROGRESS_STREAMS_TOTAL) < service.progressStreamsPerClient,
+      "the page cannot fill the service's cap for one client",
+    );
+  });
+
+  it('caps the workspaces of a user by service.workspacesPerUser (issue 27, item 1)', async () => {
+    const workspacesPerUser = async (...args: string[]) => {
+      const service = (await render(...ISSUER, ...args)).find(
+        (d) => d.kind === 'Deployment' && d.metadata?.name === 'rel-ide-cloud-service',
+      );
+      const env = (service?.spec as { template: { spec: k8s.V1PodSpec } }).template.spec.containers[0]!.env ?? [];
+      const value = env.find((e) => e.name === 'IDE_CLOUD_WORKSPACES_PER_USER')?.value;
+      return loadServiceConfig({
+        SERVICE_AUTH_TOKEN: 'service-token-1',
+        ADMIN_API_TOKEN: 'admin-token-1',
+        IDE_CLOUD_WORKSPACES_PER_USER: value,
+      }).workspacesPerUser;
+    };
+    assert.equal(await workspacesPerUser(), 10);
+    assert.equal(await workspacesPerUser('--set', 'service.workspacesPerUser=3'), 3);
   });
 
   it('renders the shipped app definitions with their landing-page visibility and the landing config from the same map', async () => {

@@ -64,12 +64,12 @@ export async function listenLoginProvider(options: { host?: string } = {}): Prom
         })),
         jwks: { keys: [key] },
         scopes: ['openid', 'email', 'profile', 'api'],
-        claims: { openid: ['sub'], email: ['email'], profile: ['preferred_username'] },
+        claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['preferred_username'] },
         conformIdTokenClaims: false,
         pkce: { required: () => true },
         findAccount: (_ctx: unknown, id: string) => ({
           accountId: id,
-          claims: () => ({ sub: id, email: id, preferred_username: id }),
+          claims: () => ({ sub: id, email: id, email_verified: true, preferred_username: id }),
         }),
         features: {
           devInteractions: { enabled: true },
@@ -90,7 +90,7 @@ export async function listenLoginProvider(options: { host?: string } = {}): Prom
         },
         extraTokenClaims: (_ctx, token) => {
           const accountId = (token as { accountId?: string }).accountId;
-          return accountId ? { email: accountId } : undefined;
+          return accountId ? { email: accountId, email_verified: true } : undefined;
         },
       };
       const provider = new Provider(issuer, configuration);

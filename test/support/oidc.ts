@@ -11,6 +11,11 @@ export interface TestIdentity {
   groups?: string[];
   /** Lifetime of this identity's tokens in seconds (default 300). */
   ttlSeconds?: number;
+  /**
+   * The token's `email_verified` (default true, as Keycloak's e-mail scope puts it into access
+   * tokens); false: an account whose e-mail nobody confirmed, which the provider still issues.
+   */
+  emailVerified?: boolean;
 }
 
 export interface TestIdentityProvider {
@@ -77,7 +82,9 @@ export async function startIdentityProvider(
     },
     extraTokenClaims: (_ctx, token) => {
       const identity = identities[(token as { clientId?: string }).clientId ?? ''];
-      return identity ? { email: identity.email, groups: identity.groups ?? [] } : undefined;
+      return identity
+        ? { email: identity.email, email_verified: identity.emailVerified ?? true, groups: identity.groups ?? [] }
+        : undefined;
     },
   });
   server.on('request', provider.callback());

@@ -1,6 +1,7 @@
 // A plain-http proxy in front of another plain-http endpoint (kube-write-proxy's) that can hold back
-// the events of chosen watches: what a watch event late on a loaded machine looks like, made at will.
-// Everything else passes as it comes.
+// the events of chosen watches: what a watch event late on a loaded machine looks like, made at will;
+// and hold one chosen request before it reaches the API server, so a test can change the objects in
+// the instant between a client's read and its write. Everything else passes as it comes.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +16,11 @@ export interface WatchHoldProxy {
    * included), until the answer is called: the held events then go out in order.
    */
   hold(matches: (pathAndQuery: string) => boolean): () => void;
+  /**
+   * Holds the next request whose method and path (query included) `matches` before it is forwarded.
+   * Resolves once it arrived with the function that sends it on.
+   */
+  holdRequest(matches: (method: string, pathAndQuery: string) => boolean): Promise<() => void>;
   close(): Promise<void>;
 }
 
@@ -33,9 +39,20 @@ export async function startWatchHoldProxy(upstreamKubeconfig: string): Promise<W
   const streams = new Set<Stream>();
   let holding: ((pathAndQuery: string) => boolean) | undefined;
   const held = (url: string) => !!holding?.(url) && url.includes('watch=');
+  let holdingRequest:
+    { matches: (method: string, url: string) => boolean; arrived: (send: () => void) => void } | undefined;
 
   const proxy = http.createServer((req, res) => {
     const url = req.url ?? '/';
+    if (holdingRequest?.matches(req.method ?? 'GET', url)) {
+      const { arrived } = holdingRequest;
+      holdingRequest = undefined;
+      // The body waits in the paused request until it is piped on.
+      return arrived(() => forward(req, res, url));
+    }
+    forward(req, res, url);
+  });
+  const forward = (req: http.IncomingMessage, res: http.ServerResponse, url: string) => {
     const forwarded = http.request({
       hostname: upstream.hostname,
       port: upstream.port,
@@ -64,7 +81,7 @@ export async function startWatchHoldProxy(upstreamKubeconfig: string): Promise<W
       answer.on('error', () => res.destroy());
     });
     req.pipe(forwarded);
-  });
+  };
   await new Promise<void>((resolve, reject) => {
     proxy.once('error', reject);
     proxy.listen(0, '127.0.0.1', () => resolve());
@@ -87,6 +104,12 @@ export async function startWatchHoldProxy(upstreamKubeconfig: string): Promise<W
           if (stream.ended) stream.res.end();
         }
       };
+    },
+    holdRequest(matches) {
+      if (holdingRequest) throw new Error('a request hold is already armed');
+      return new Promise((resolve) => {
+        holdingRequest = { matches, arrived: resolve };
+      });
     },
     async close() {
       proxy.closeAllConnections();

@@ -133,10 +133,22 @@ export class CustomResourceClient<K extends Kind> {
     )) as ResourceOf[K];
   }
 
-  /** Deletes the object; true when it was there, false when it was already gone. */
-  async delete(name: string, propagationPolicy: 'Background' | 'Foreground' = 'Background'): Promise<boolean> {
+  /**
+   * Deletes the object; true when it was there, false when it was already gone. With `preconditions`
+   * only the object as it was read (its uid, its resourceVersion) is deleted: any other answers 409.
+   */
+  async delete(
+    name: string,
+    propagationPolicy: 'Background' | 'Foreground' = 'Background',
+    preconditions?: { uid?: string; resourceVersion?: string },
+  ): Promise<boolean> {
     try {
-      await this.api.deleteNamespacedCustomObject({ ...this.base, name, propagationPolicy });
+      await this.api.deleteNamespacedCustomObject({
+        ...this.base,
+        name,
+        propagationPolicy,
+        ...(preconditions ? { body: { preconditions } } : {}),
+      });
       return true;
     } catch (error) {
       if (error instanceof k8s.ApiException && error.code === 404) return false;

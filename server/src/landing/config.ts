@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { trustProxySchema } from '../http/client-address.js';
 
 /**
  * Configuration of the landing page, from environment variables (the chart's landing-page.yaml sets
@@ -14,6 +15,9 @@ import { z } from 'zod';
  * | IDENTITY_PROVIDER_CLIENT_ID  | public client (authorization code + PKCE) of the landing page  | ide-cloud-landing-page |
  * | IDENTITY_PROVIDER_SCOPE      | scopes asked for at sign-in                                    | openid email profile   |
  * | IDENTITY_PROVIDER_RESOURCE   | resource indicator (RFC 8707) asked for, if the provider needs one | none               |
+ * | PROGRESS_STREAMS_PER_CLIENT  | progress streams one browser address (IPv6: /64) may hold open | 50                     |
+ * | PROGRESS_STREAMS_TOTAL       | progress streams this page holds open at once (its own cap)    | 200                    |
+ * | TRUST_PROXY                  | proxies whose X-Forwarded-For names the browser (hops or CIDRs) | none                  |
  * | PORT / HOST                  | where the HTTP server listens                                  | 8080 / 0.0.0.0         |
  * | LOG_LEVEL                    | pino level                                                     | info                   |
  */
@@ -43,6 +47,19 @@ const ConfigSchema = z.object({
       resource: z.string().min(1).optional(),
     })
     .optional(),
+  // The page's own caps, below the service's per-client cap: the service sees the page as one client,
+  // and a page full of made-up users must leave the service room for its other callers.
+  progressStreamsPerClient: z.coerce
+    .number({ error: 'PROGRESS_STREAMS_PER_CLIENT must be a number' })
+    .int({ error: 'PROGRESS_STREAMS_PER_CLIENT must be an integer' })
+    .min(1, { error: 'PROGRESS_STREAMS_PER_CLIENT must be >= 1' })
+    .default(50),
+  progressStreamsTotal: z.coerce
+    .number({ error: 'PROGRESS_STREAMS_TOTAL must be a number' })
+    .int({ error: 'PROGRESS_STREAMS_TOTAL must be an integer' })
+    .min(1, { error: 'PROGRESS_STREAMS_TOTAL must be >= 1' })
+    .default(200),
+  trustProxy: trustProxySchema('TRUST_PROXY'),
   port: z.coerce.number({ error: 'PORT must be a number' }).int().min(0).max(65535).default(8080),
   host: z.string().min(1).default('0.0.0.0'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -94,6 +111,9 @@ export function loadLandingConfig(env: Record<string, string | undefined> = proc
             resource: get('IDENTITY_PROVIDER_RESOURCE'),
           }
         : undefined,
+    progressStreamsPerClient: get('PROGRESS_STREAMS_PER_CLIENT'),
+    progressStreamsTotal: get('PROGRESS_STREAMS_TOTAL'),
+    trustProxy: get('TRUST_PROXY'),
     port: get('PORT'),
     host: get('HOST'),
     logLevel: get('LOG_LEVEL') as LandingConfigInput['logLevel'],

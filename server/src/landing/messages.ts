@@ -78,6 +78,11 @@ const STATUS: Record<number, HumanMessage> = {
     text: 'You have reached the number of IDEs you may run at the same time. Close another IDE and try again.',
     retry: true,
   },
+  554: {
+    title: 'You have too many workspaces',
+    text: 'Each course repository you open keeps a workspace with your files, and you have as many as you may have. Ask your course staff to remove one you no longer need.',
+    retry: false,
+  },
 };
 
 const OTHER: Record<Exclude<Failure['kind'], 'status'>, HumanMessage> = {

@@ -8,7 +8,9 @@ import express, {
 } from 'express';
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { z } from 'zod';
+import { clientKey } from '../http/client-address.js';
 import { listen, type Listening } from '../http/listen.js';
+import { capRefusal, OpenCounts } from '../http/open-counts.js';
 import { buildClientBundle } from './bundle.js';
 import type { LandingConfig } from './config.js';
 import { renderPage } from './page.js';
@@ -65,6 +67,8 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // The page is reached through the ingress controller: its X-Forwarded-For names the browser.
+  app.set('trust proxy', config.trustProxy);
   app.use(observe(logger));
   app.use((_req, res, next) => {
     res.set({
@@ -180,11 +184,24 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
     send(res, await service.stop(target.sessionName, target.user, req.get('authorization')));
   });
 
-  /** The service's progress stream of the launch's workspace, passed through as it comes. */
+  const streams = new OpenCounts();
+  /**
+   * The service's progress stream of the launch's workspace, passed through as it comes. Capped per
+   * browser and in total by the page itself: in anonymous mode the browser names the user, and the
+   * service sees every stream of the page as coming from one client.
+   */
   api.post('/progress', async (req, res) => {
     const target = resolve(req);
+    const admitted = admitStream(streams, config, req);
+    if ('refused' in admitted) {
+      res.status(429).set('Retry-After', '10').json({ code: 429, reason: admitted.refused });
+      return;
+    }
     const controller = new AbortController();
-    res.on('close', () => controller.abort());
+    res.on('close', () => {
+      admitted.release();
+      controller.abort();
+    });
     const upstream = await service.events(
       target.user,
       target.workspaceName,
@@ -208,6 +225,18 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
   });
   app.use(errorMiddleware(logger));
   return app;
+}
+
+/** One more progress stream of the request's browser, within the page's caps per client and in total. */
+function admitStream(streams: OpenCounts, config: LandingConfig, req: Request) {
+  return streams.admit([
+    {
+      key: `client:${clientKey(req)}`,
+      max: config.progressStreamsPerClient,
+      refusal: capRefusal.perClient(config.progressStreamsPerClient),
+    },
+    { key: 'total', max: config.progressStreamsTotal, refusal: 'too many progress streams on this page; retry later' },
+  ]);
 }
 
 /** Passes a service answer on; an error without a JSON body gets one of the DESIGN.md shape. */

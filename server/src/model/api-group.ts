@@ -32,6 +32,11 @@ export const ANNOTATIONS = {
    * session claims may bring its claim along (model/workspace.ts, takesWarmClaim).
    */
   createdByLaunch: 'ide-cloud.io/created-by-launch',
+  /**
+   * On a Session whose launch created its workspace (`"true"`): the workspace's first session, so
+   * while it has not served, neither has the workspace (`neverServedWorkspace`, model/session.ts).
+   */
+  createdWorkspace: 'ide-cloud.io/created-workspace',
 } as const;
 
 export const LABELS = {

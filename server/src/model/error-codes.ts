@@ -8,6 +8,8 @@ export const ErrorCode = {
   forbidden: 403,
   notFound: 404,
   payloadTooLarge: 413,
+  /** Too many waiting launches of a workspace or user (`LAUNCH_WAITERS`), also over a stream cap. */
+  tooManyWaiters: 429,
   invalidAppId: 470,
   unknownWorkspace: 471,
   unknownAppDefinition: 473,
@@ -18,6 +20,7 @@ export const ErrorCode = {
   launchTimeout: 551,
   maxInstancesReached: 552,
   sessionsPerUserReached: 553,
+  workspacesPerUserReached: 554,
   noConfigStore: 580,
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];

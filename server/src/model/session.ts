@@ -186,3 +186,13 @@ export function isActiveSession(session: Pick<Session, 'status' | 'metadata'>): 
   if (session.metadata.deletionTimestamp) return false;
   return !isSessionFailed(session) && !isSessionStopping(session);
 }
+
+/**
+ * The workspace of a session that is its workspace's first (its launch created the workspace) and
+ * has not served (no URL): that workspace holds no work, so a cancelled or failed launch takes it
+ * along (issue 27, item 1), else every launch-then-cancel left a claim. Undefined for any other session.
+ */
+export function neverServedWorkspace(session: Pick<Session, 'metadata' | 'spec' | 'status'>): string | undefined {
+  const first = session.metadata.annotations?.[ANNOTATIONS.createdWorkspace] === 'true';
+  return first && !session.status?.url ? session.spec.workspace : undefined;
+}

@@ -16,6 +16,8 @@ export function createApp(context: ServiceContext): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Whose X-Forwarded-For names the client of the per-client stream cap (none by default).
+  app.set('trust proxy', context.config.trustProxy);
   app.use(observe(context));
   app.use(express.json({ limit: context.config.bodyLimit, type: ['application/json', 'application/*+json'] }));
 

@@ -162,6 +162,9 @@ class IdentityProviderAuth extends SharedSecrets implements Authenticator {
     if (typeof user !== 'string' || user === '') {
       throw new ApiError(ErrorCode.forbidden, 'the token carries no user claim');
     }
+    if (this.idp.userClaim === 'email' && !emailVerifiedPasses(claims.email_verified, this.idp.emailVerified)) {
+      throw new ApiError(ErrorCode.forbidden, "the token's e-mail is not verified by the identity provider");
+    }
     return user;
   }
 
@@ -204,6 +207,23 @@ class IdentityProviderAuth extends SharedSecrets implements Authenticator {
       throw new ApiError(503, 'identity provider unavailable', undefined, { 'Retry-After': '5' });
     });
   }
+}
+
+/**
+ * Whether a token's `email_verified` lets its `email` name the user. A provider that lets anyone sign
+ * up or change their address issues tokens for addresses nobody confirmed: taken as they are, one
+ * person acts as another. `required` (the default) wants `true`, as Keycloak and Google send it;
+ * `ifPresent` is for a provider that never sends the claim (refuses only `false`); `ignored` is the
+ * explicit opt-out of an installation whose provider vouches for every address itself. Some providers
+ * (Amazon Cognito) send the claim as a string, hence "true".
+ */
+export function emailVerifiedPasses(
+  claim: unknown,
+  policy: NonNullable<ServiceConfig['identityProvider']>['emailVerified'],
+): boolean {
+  if (policy === 'ignored') return true;
+  if (claim === true || claim === 'true') return true;
+  return policy === 'ifPresent' && claim === undefined;
 }
 
 function bearerChallenge(): Record<string, string> {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { trustProxySchema } from '../http/client-address.js';
 import { DEFAULT_CONNECTION_LIMITS } from '../http/listen.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../kube/client.js';
 import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from '../model/requests.js';
@@ -17,13 +18,17 @@ import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from '../model/requests.js';
  * | IDENTITY_PROVIDER_ADMIN_CLAIM | claim holding the groups                                    | groups        |
  * | IDENTITY_PROVIDER_ADMIN_GROUP | group that may call the admin ping                          | admin         |
  * | IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS | least time between two key set refetches          | 30            |
+ * | IDENTITY_PROVIDER_EMAIL_VERIFIED | with the user claim `email`: required (`email_verified` must be true), ifPresent (only false is refused), ignored | required |
  * | ACTIVITY_REQUIRE_TOKEN    | anonymous mode: activity reports must carry X-Activity-Token    | false         |
  * | IDE_CLOUD_NAMESPACE       | namespace of the AppDefinition, Workspace and Session resources | ide-cloud     |
  * | IDE_CLOUD_SESSIONS_PER_USER | operator.sessionsPerUser, read by the operator too        | 1             |
+ * | IDE_CLOUD_WORKSPACES_PER_USER | workspaces (each a claim) one user may have (554 over)      | 10            |
  * | LAUNCH_TIMEOUT_MINUTES    | default launch timeout in minutes (fractions allowed)           | 3             |
  * | IDE_CLOUD_REWATCH_INTERVAL_MS | the caches renew their watches this often (no relist)       | 300000        |
  * | IDE_CLOUD_API_REQUEST_TIMEOUT_MS | deadline of each Kubernetes API call (not watches); 503 past it | 10000  |
  * | PROGRESS_STREAMS_PER_USER | progress streams one user may hold open at once (429 over)     | 4             |
+ * | PROGRESS_STREAMS_PER_CLIENT | progress streams one client address (IPv6: /64) may hold open (429 over) | 250 |
+ * | TRUST_PROXY               | proxies whose X-Forwarded-For names the client: hops, or addresses/CIDRs | none      |
  * | PROGRESS_STREAMS_TOTAL    | progress streams open at once on one replica (429 over)         | 500           |
  * | PROGRESS_STREAM_MAX_SECONDS | a progress stream ends after this (the browser reconnects)    | 1800          |
  * | PORT / HOST               | where the HTTP server listens                                   | 8080 / 0.0.0.0|
@@ -34,6 +39,9 @@ import { DEFAULT_LAUNCH_TIMEOUT_MINUTES } from '../model/requests.js';
  * | LOG_LEVEL                 | pino level                                                      | info          |
  * | KUBECONFIG                | kubeconfig file; unset: in-cluster service account              |               |
  */
+/** How the service reads `email_verified` when the user claim is `email` (auth.ts). */
+export const EMAIL_VERIFIED_POLICIES = ['required', 'ifPresent', 'ignored'] as const;
+
 const secret = (name: string) =>
   z
     .string({ error: `${name} is required` })
@@ -57,6 +65,12 @@ const ConfigSchema = z.object({
         .number({ error: 'IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS must be a number' })
         .min(0)
         .default(30),
+      // An unverified e-mail is anyone's claim to it; only an explicit setting accepts one.
+      emailVerified: z
+        .enum(EMAIL_VERIFIED_POLICIES, {
+          error: 'IDENTITY_PROVIDER_EMAIL_VERIFIED must be required, ifPresent or ignored',
+        })
+        .default('required'),
     })
     .optional(),
   activityRequiresToken: z
@@ -74,6 +88,11 @@ const ConfigSchema = z.object({
     .int({ error: 'IDE_CLOUD_SESSIONS_PER_USER must be an integer' })
     .min(1, { error: 'IDE_CLOUD_SESSIONS_PER_USER must be >= 1' })
     .default(1),
+  workspacesPerUser: z.coerce
+    .number({ error: 'IDE_CLOUD_WORKSPACES_PER_USER must be a number' })
+    .int({ error: 'IDE_CLOUD_WORKSPACES_PER_USER must be an integer' })
+    .min(1, { error: 'IDE_CLOUD_WORKSPACES_PER_USER must be >= 1' })
+    .default(10),
   launchTimeoutMinutes: z.coerce
     .number({ error: 'LAUNCH_TIMEOUT_MINUTES must be a number' })
     .positive({ error: 'LAUNCH_TIMEOUT_MINUTES must be > 0' })
@@ -93,6 +112,13 @@ const ConfigSchema = z.object({
     .int({ error: 'PROGRESS_STREAMS_PER_USER must be an integer' })
     .min(1, { error: 'PROGRESS_STREAMS_PER_USER must be >= 1' })
     .default(4),
+  // Anonymous callers choose the user: without this one machine takes the total under made-up names.
+  progressStreamsPerClient: z.coerce
+    .number({ error: 'PROGRESS_STREAMS_PER_CLIENT must be a number' })
+    .int({ error: 'PROGRESS_STREAMS_PER_CLIENT must be an integer' })
+    .min(1, { error: 'PROGRESS_STREAMS_PER_CLIENT must be >= 1' })
+    .default(250),
+  trustProxy: trustProxySchema('TRUST_PROXY'),
   progressStreamsTotal: z.coerce
     .number({ error: 'PROGRESS_STREAMS_TOTAL must be a number' })
     .int({ error: 'PROGRESS_STREAMS_TOTAL must be an integer' })
@@ -154,15 +180,19 @@ export function loadServiceConfig(env: Record<string, string | undefined> = proc
             adminClaim: get('IDENTITY_PROVIDER_ADMIN_CLAIM'),
             adminGroup: get('IDENTITY_PROVIDER_ADMIN_GROUP'),
             jwksCooldownSeconds: get('IDENTITY_PROVIDER_JWKS_COOLDOWN_SECONDS'),
+            emailVerified: get('IDENTITY_PROVIDER_EMAIL_VERIFIED'),
           }
         : undefined,
     activityRequiresToken: get('ACTIVITY_REQUIRE_TOKEN'),
     namespace: get('IDE_CLOUD_NAMESPACE'),
     sessionsPerUser: get('IDE_CLOUD_SESSIONS_PER_USER'),
+    workspacesPerUser: get('IDE_CLOUD_WORKSPACES_PER_USER'),
     launchTimeoutMinutes: get('LAUNCH_TIMEOUT_MINUTES'),
     rewatchIntervalMs: get('IDE_CLOUD_REWATCH_INTERVAL_MS'),
     apiRequestTimeoutMs: get('IDE_CLOUD_API_REQUEST_TIMEOUT_MS'),
     progressStreamsPerUser: get('PROGRESS_STREAMS_PER_USER'),
+    progressStreamsPerClient: get('PROGRESS_STREAMS_PER_CLIENT'),
+    trustProxy: get('TRUST_PROXY'),
     progressStreamsTotal: get('PROGRESS_STREAMS_TOTAL'),
     progressStreamMaxSeconds: get('PROGRESS_STREAM_MAX_SECONDS'),
     port: get('PORT'),

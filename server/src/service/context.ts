@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { Authenticator } from './auth.js';
 import type { AppDefinitionCatalog } from './catalog.js';
@@ -78,4 +78,17 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 /** A path parameter as a string (Express 5 gives strings; arrays only for wildcards, not used here). */
 export function param(value: string | string[] | undefined): string {
   return Array.isArray(value) ? value.join('/') : (value ?? '');
+}
+
+/**
+ * Aborts when the caller's connection closes before the answer was sent (a launch its caller gave up:
+ * the landing page's cancel aborts it). Made first thing in a handler, before any wait.
+ */
+export function callerGone(req: Request, res: Response): AbortSignal {
+  const controller = new AbortController();
+  if (req.socket.destroyed) controller.abort();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
 }

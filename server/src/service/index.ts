@@ -56,7 +56,7 @@ export function createServiceContext(
   });
   const metrics = new ServiceMetrics(caches);
   const catalog = new AppDefinitionCatalog(resources, caches.appDefinitions);
-  const workspaces = new WorkspaceService(resources, caches);
+  const workspaces = new WorkspaceService(resources, caches, config.workspacesPerUser);
   const sessions = new SessionService(resources, caches.sessions);
   const launcher = new Launcher({
     resources,
@@ -70,6 +70,7 @@ export function createServiceContext(
   const auth = createAuthenticator(config);
   const progress = new SessionProgress(caches, {
     perUser: config.progressStreamsPerUser,
+    perClient: config.progressStreamsPerClient,
     total: config.progressStreamsTotal,
   });
   return { context: { config, auth, catalog, workspaces, sessions, launcher, progress, metrics, logger }, kc, caches };

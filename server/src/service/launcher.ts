@@ -1,10 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { OpenCounts } from '../http/open-counts.js';
 import { isQueued, placeIn, queueOf } from '../model/admission.js';
 import { envSourcesRefusal } from '../model/session-env.js';
 import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../model/api-group.js';
 import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
 import { ErrorCode } from '../model/error-codes.js';
-import { checkSessionLimits } from '../model/limits.js';
+import { checkSessionLimits, LAUNCH_WAITERS } from '../model/limits.js';
 import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
 import type { EnvironmentVars } from '../model/requests.js';
 import { isActiveSession, isSessionFailed, isSessionReady, type Session } from '../model/session.js';
@@ -29,6 +30,8 @@ export interface LaunchInput {
   createMissingWorkspace: boolean;
   timeoutMinutes: number;
   env?: EnvironmentVars;
+  /** Aborts when the caller is gone (the landing page's cancel aborts its launch): see `abandonIfCallerGone`. */
+  callerGone?: AbortSignal;
 }
 
 interface Plan {
@@ -62,7 +65,37 @@ export class Launcher {
     },
   ) {}
 
+  /** The launches waiting now, per workspace and per user (`LAUNCH_WAITERS`). */
+  private readonly waiting = new OpenCounts();
+
   async launch(input: LaunchInput): Promise<string> {
+    const admitted = this.waiting.admit([
+      ...(input.workspaceName === undefined
+        ? []
+        : [
+            {
+              key: `workspace:${input.user}/${input.workspaceName}`,
+              max: LAUNCH_WAITERS.perWorkspace,
+              refusal: `too many launches already wait for this workspace (at most ${LAUNCH_WAITERS.perWorkspace}); retry later`,
+            },
+          ]),
+      {
+        key: `user:${input.user}`,
+        max: LAUNCH_WAITERS.perUser,
+        refusal: `too many launches of this user already wait (at most ${LAUNCH_WAITERS.perUser}); retry later`,
+      },
+    ]);
+    if ('refused' in admitted) {
+      throw new ApiError(ErrorCode.tooManyWaiters, admitted.refused, undefined, { 'Retry-After': '10' });
+    }
+    try {
+      return await this.launchAdmitted(input);
+    } finally {
+      admitted.release();
+    }
+  }
+
+  private async launchAdmitted(input: LaunchInput): Promise<string> {
     const started = Date.now();
     const deadline = started + input.timeoutMinutes * 60_000;
     const labels = { app_definition: 'unknown', outcome: 'error' as LaunchOutcome, start_strategy: 'none' };
@@ -143,26 +176,11 @@ export class Launcher {
     }
 
     // 2. Limits, before anything is created, on the cache (the operator checks again: this races anyway).
-    // An ephemeral launch has no name a retry could find its session by: when the user is held at a
-    // limit by a session of the same app definition that such a launch left starting (its call gone
-    // with a killed service), this launch adopts it if it asked for the same values, and otherwise
-    // removes it and starts afresh; a removed session no longer counts, here or for the operator.
-    let refusal = this.limitRefusal(input.user, plan.appDefinition);
-    if (refusal && !plan.workspace) {
-      const orphan = await this.halfStartedEphemeral(input.user, appDefinitionName, input.env);
-      if (orphan?.sameValues) return { ...(await this.adopt(orphan.session, deadline)), reused: true };
-      if (orphan) {
-        await this.deleteSession(orphan.session);
-        this.deps.logger.info(
-          { appDefinition: appDefinitionName, session: orphan.session.metadata.name },
-          'removed a session still starting, launched with other values, to start afresh',
-        );
-        refusal = this.limitRefusal(input.user, plan.appDefinition);
-      }
-    }
-    if (refusal) throw new ApiError(refusal.code, refusal.reason);
+    const adopted = await this.passLimits(input, plan, deadline);
+    if (adopted) return adopted;
 
     // 3. The workspace.
+    await this.abandonIfCallerGone(input.callerGone, {});
     let workspaceName: string | undefined;
     let createdWorkspace: string | undefined;
     if (plan.workspace) {
@@ -188,6 +206,7 @@ export class Launcher {
     }
 
     // 4. The session.
+    await this.abandonIfCallerGone(input.callerGone, { workspace: createdWorkspace });
     const sessionName = workspaceName
       ? sessionNameFor(workspaceName)
       : dnsLabel(['session', appDefinitionName, input.user, randomUUID().slice(0, 8)]);
@@ -200,7 +219,7 @@ export class Launcher {
           name: sessionName,
           // The service's mark on the sessions it creates, and what this launch asked for: a later
           // ephemeral launch adopts only a session so marked, and only when the digest matches.
-          annotations: { [ANNOTATIONS.launchDigest]: launchDigest(sessionSecret, input.env) },
+          annotations: sessionAnnotations(sessionSecret, input.env, createdWorkspace !== undefined),
           // The operator's finalizer (its route goes before the session), set here so that the
           // operator's launch makes no write of the session's metadata before the URL.
           finalizers: [SESSION_FINALIZER],
@@ -238,6 +257,7 @@ export class Launcher {
     }
     // Read-your-writes: the next launch's limits check counts this session even before its watch event.
     this.deps.sessions.observe(session);
+    await this.abandonIfCallerGone(input.callerGone, { session, workspace: createdWorkspace });
 
     // 5. Wait for the URL; on failure remove what this call created.
     try {
@@ -245,12 +265,68 @@ export class Launcher {
     } catch (error) {
       const queued = workspaceName ? this.stillQueued(session, error) : undefined;
       if (queued) throw queued;
-      await this.removeSession(session, error);
+      const serving = await this.removeSession(session, error);
+      if (serving) return { ...servedAnswer(serving, error), reused: false };
       if (createdWorkspace && !(error instanceof ServiceStopping)) {
         await this.deps.workspaces.deleteQuietly(createdWorkspace);
       }
       throw error;
     }
+  }
+
+  /**
+   * Throws the limit refusal (552, 553), if any. An ephemeral launch has no name a retry could find
+   * its session by: when the user is held at a limit by a session of the same app definition that
+   * such a launch left starting (its call gone with a killed service), this launch adopts it if it
+   * asked for the same values (answered here), and otherwise removes it and starts afresh; a removed
+   * session no longer counts, here or for the operator. One that serves in the instant of its removal
+   * is the user's and is answered instead (`removeUnlessServing`).
+   */
+  private async passLimits(
+    input: LaunchInput,
+    plan: Plan,
+    deadline: number,
+  ): Promise<{ url: string; name: string; reused: boolean; session?: Session } | undefined> {
+    const appDefinitionName = plan.appDefinition.metadata.name;
+    let refusal = this.limitRefusal(input.user, plan.appDefinition);
+    if (refusal && !plan.workspace) {
+      const orphan = await this.halfStartedEphemeral(input.user, appDefinitionName, input.env);
+      if (orphan?.sameValues) return { ...(await this.adopt(orphan.session, deadline)), reused: true };
+      if (orphan) {
+        const serving = await this.removeUnlessServing(orphan.session);
+        if (serving) {
+          this.deps.logger.info(
+            { appDefinition: appDefinitionName, session: serving.metadata.name },
+            'a session launched with other values served before its removal; answering it',
+          );
+          return { ...(await this.await(serving, deadline)), reused: true };
+        }
+        this.deps.logger.info(
+          { appDefinition: appDefinitionName, session: orphan.session.metadata.name },
+          'removed a session still starting, launched with other values, to start afresh',
+        );
+        refusal = this.limitRefusal(input.user, plan.appDefinition);
+      }
+    }
+    if (refusal) throw new ApiError(refusal.code, refusal.reason);
+    return undefined;
+  }
+
+  /**
+   * A launch whose caller is gone before its session exists (a cancel that came before the session
+   * it could stop) creates nothing more and removes what it made, answering 474 to nobody; else the
+   * session would start for no one and the new workspace stay. Once the session exists and is
+   * waited for, a caller that goes leaves it, as before: a later launch adopts it, a stop removes it.
+   */
+  private async abandonIfCallerGone(
+    signal: AbortSignal | undefined,
+    made: { workspace?: string; session?: Session },
+  ): Promise<void> {
+    if (!signal?.aborted) return;
+    const error = new ApiError(ErrorCode.unknownSession, 'the launch was cancelled: its caller is gone');
+    if (made.session) await this.removeSession(made.session, error);
+    if (made.workspace) await this.deps.workspaces.deleteQuietly(made.workspace);
+    throw error;
   }
 
   /**
@@ -278,12 +354,12 @@ export class Launcher {
 
   /**
    * Waits for a session this call did not create (a workspace's, or an ephemeral one whose launch is
-   * gone) and answers its URL. A workspace's session that fails or does not run by the deadline is
-   * removed like the launch's own, so no session nobody waits for holds the user's slot after the
-   * answer (no later launch of another workspace would find it); one still queued keeps its place
-   * (`stillQueued`). An ephemeral session is removed only when it failed: at this call's deadline the
-   * launch that created it may still be waiting with a longer one, and the user's next launch at the
-   * limit finds it again (`halfStartedEphemeral`).
+   * gone) and answers its URL. One that fails or does not run by the deadline is removed like the
+   * launch's own, so no session nobody waits for holds the user's slot after the answer; a
+   * workspace's still queued keeps its place (`stillQueued`). An ephemeral one was left starting at
+   * this call's deadline (issue 27, item 10), for a creating launch that might still wait; it held the
+   * user at sessionsPerUser until some later launch found it. Such a launch now answers 474, as it
+   * would for any replacement. One that serves in the instant of its removal is answered instead.
    */
   private async adopt(session: Session, deadline: number): Promise<{ url: string; name: string; session?: Session }> {
     if (!isSessionReady(session)) {
@@ -298,18 +374,14 @@ export class Launcher {
       if (session.spec.workspace) {
         const queued = this.stillQueued(session, error);
         if (queued) throw queued;
-      } else if (!this.hasFailed(session)) {
-        throw error;
       }
-      await this.removeSession(session, error);
+      const latest = this.deps.sessions.get(session.metadata.name) ?? session;
+      const serving = await this.removeSession(session, error);
+      if (serving) return servedAnswer(serving, error);
+      // The workspace its gone launch created goes too if it never served (the launch's own would have).
+      if (!(error instanceof ServiceStopping)) await this.deps.workspaces.removeNeverServed(latest);
       throw error;
     }
-  }
-
-  /** Whether the cache shows `session` (this uid) failed. */
-  private hasFailed(session: Session): boolean {
-    const current = this.deps.sessions.get(session.metadata.name);
-    return !!current && current.metadata.uid === session.metadata.uid && isSessionFailed(current);
   }
 
   private limitRefusal(user: string, appDefinition: AppDefinition) {
@@ -349,23 +421,48 @@ export class Launcher {
     return { session, sameValues: sameValues(session) };
   }
 
-  /** Removes a session whose launch failed, once the cache shows it gone. */
-  private async removeSession(session: Session, error: unknown): Promise<void> {
+  /**
+   * Removes a session whose launch failed, once the cache shows it gone or being deleted
+   * (`removeUnlessServing`); returns it instead when it served in that instant (its URL came with the
+   * deadline): it is the user's, and the launch answers it.
+   */
+  private async removeSession(session: Session, error: unknown): Promise<Session | undefined> {
     // Shutting down: leave the session, as an exiting process would; the retry adopts it.
-    if (error instanceof ServiceStopping) return;
-    await this.deleteSession(session);
+    if (error instanceof ServiceStopping) return undefined;
+    const serving = await this.removeUnlessServing(session);
+    if (serving) return serving;
     this.deps.logger.info(
       { appDefinition: session.spec.appDefinition, session: session.metadata.name, err: describeError(error) },
       'launch failed; removed its session',
     );
+    return undefined;
   }
 
-  /** Deletes a session and returns once the cache shows it gone or being deleted (the limits read the cache). */
-  private async deleteSession(session: Session): Promise<void> {
+  /**
+   * Deletes a session that has not served, as it was read (uid and resourceVersion: `deleteAsRead`),
+   * and returns once the cache shows it gone or being deleted. Deleted by name, a session that got
+   * its URL in between went too, and the launch waiting for it answered 474. On a conflict it is read
+   * again: gone or another uid, nothing to do; serving now (`status.url`), it is the user's and is
+   * returned, not deleted; else deleted as read again. Other failures leave it, as before.
+   */
+  private async removeUnlessServing(session: Session): Promise<Session | undefined> {
+    const { sessions, resources } = this.deps;
     const name = session.metadata.name;
-    if (await this.deps.resources.sessions.delete(name).catch(() => false)) {
-      await this.deps.sessions.reflectsDeletion(name, session.metadata.uid);
+    const cached = sessions.get(name);
+    let current: Session | undefined = cached?.metadata.uid === session.metadata.uid ? cached : session;
+    for (let attempt = 0; current && attempt < REMOVAL_ATTEMPTS; attempt++) {
+      if (current.status?.url) return current;
+      try {
+        if (await resources.sessions.deleteAsRead(current)) await sessions.reflectsDeletion(name, current.metadata.uid);
+        return undefined;
+      } catch (error) {
+        if (!(error instanceof Conflict)) return undefined;
+        const reread: Session | undefined = await resources.sessions.find(name).catch(() => undefined);
+        if (reread) sessions.observe(reread);
+        current = reread?.metadata.uid === session.metadata.uid ? reread : undefined;
+      }
     }
+    return current?.status?.url ? current : undefined;
   }
 
   /**
@@ -402,6 +499,30 @@ export class Launcher {
     return { url, name: session.metadata.name, session: this.deps.sessions.get(session.metadata.name) ?? session };
   }
 }
+
+/**
+ * What a launch writes on its session: the launch digest, and whether this launch created the
+ * workspace (the workspace's first session: `neverServedWorkspace`).
+ */
+function sessionAnnotations(
+  sessionSecret: string,
+  env: EnvironmentVars | undefined,
+  createdWorkspace: boolean,
+): Record<string, string> {
+  return {
+    [ANNOTATIONS.launchDigest]: launchDigest(sessionSecret, env),
+    ...(createdWorkspace ? { [ANNOTATIONS.createdWorkspace]: 'true' } : {}),
+  };
+}
+
+/** The answer of a launch whose session served in the instant of its removal; its own error when it does not run. */
+function servedAnswer(serving: Session, error: unknown): { url: string; name: string; session: Session } {
+  if (!isSessionReady(serving)) throw error;
+  return { url: serving.status!.url!, name: serving.metadata.name, session: serving };
+}
+
+/** Conflicts a removal reads again before it gives up (each one a status the operator wrote meanwhile). */
+const REMOVAL_ATTEMPTS = 5;
 
 const SESSION_NAME_TAKEN = "the workspace's session name is held by another session";
 

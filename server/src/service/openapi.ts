@@ -34,7 +34,7 @@ const OPERATIONS: Operation[] = [
     request: models.LaunchRequestSchema,
     response: 'url',
     security: [...user],
-    errors: [400, 401, 403, 470, 471, 473, 475, 551, 552, 553],
+    errors: [400, 401, 403, 429, 470, 471, 473, 475, 551, 552, 553, 554],
   },
   {
     method: 'get',
@@ -99,7 +99,7 @@ const OPERATIONS: Operation[] = [
     request: models.WorkspaceCreationRequestSchema,
     response: models.WorkspaceItemSchema,
     security: [...user],
-    errors: [400, 401, 403, 470, 473],
+    errors: [400, 401, 403, 470, 473, 554],
   },
   {
     method: 'delete',
@@ -128,7 +128,7 @@ const OPERATIONS: Operation[] = [
     request: models.SessionStartRequestSchema,
     response: 'url',
     security: [...user],
-    errors: [400, 401, 403, 470, 471, 473, 475, 551, 552, 553],
+    errors: [400, 401, 403, 429, 470, 471, 473, 475, 551, 552, 553],
   },
   {
     method: 'delete',
@@ -167,7 +167,7 @@ const OPERATIONS: Operation[] = [
     tag: 'sessions',
     response: 'events',
     security: [...user],
-    errors: [400, 401, 403, 470, 471],
+    errors: [400, 401, 403, 429, 470, 471],
   },
   {
     method: 'post',

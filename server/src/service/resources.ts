@@ -117,6 +117,15 @@ export class ServiceResource<K extends Kind> implements ObjectReader<ResourceOf[
     return call({ action }, () => this.client.delete(name));
   }
 
+  /**
+   * Deletes the object only as it was read: its uid and resourceVersion are the preconditions, so
+   * one changed since (another object of the name, or a status written) is a `Conflict`, not deleted.
+   */
+  deleteAsRead(object: ResourceOf[K], action = `deleting ${this.noun}`): Promise<boolean> {
+    const { name, uid, resourceVersion } = object.metadata;
+    return call({ action }, () => this.client.delete(name, 'Background', { uid, resourceVersion }));
+  }
+
   /** RFC 6902 JSON patch of the object; 404 answers the kind's unknown code. */
   jsonPatch(name: string, operations: JsonPatchOperation[], action = `updating ${this.noun}`): Promise<ResourceOf[K]> {
     return call({ action, notFound: this.unknown }, () => this.client.jsonPatch(name, operations));

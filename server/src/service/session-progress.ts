@@ -1,4 +1,5 @@
 import type * as k8s from '@kubernetes/client-node';
+import { capRefusal, OpenCounts } from '../http/open-counts.js';
 import type { WatchEventType } from '../kube/informer.js';
 import { isQueued, mayWaitAtGate, placeAt, queueOf, type QueuePlace } from '../model/admission.js';
 import type { Session } from '../model/session.js';
@@ -109,6 +110,8 @@ function toEventView(event: k8s.CoreV1Event): SessionEventView {
 /** The caps on progress streams (configuration; DESIGN.md: 429 with Retry-After when over). */
 export interface ProgressStreamLimits {
   perUser: number;
+  /** Per client address (`http/client-address.ts`): in anonymous mode the caller chooses the user. */
+  perClient: number;
   total: number;
 }
 
@@ -119,12 +122,11 @@ export interface ProgressStreamLimits {
  * session waits at the operator's lazy-start gate, its place in the queue (`queue`), sent again
  * whenever it moves. Only a
  * session of `user` is reported; events are matched to the session by its uid, so the events of an
- * earlier session with the same name are not replayed as the new one's. Streams are capped per user
- * and in total (`admit`).
+ * earlier session with the same name are not replayed as the new one's. Streams are capped per user,
+ * per client and in total (`admit`).
  */
 export class SessionProgress {
-  private readonly openByUser = new Map<string, number>();
-  private open = 0;
+  private readonly open = new OpenCounts();
   private readonly queue: LazyStartQueue;
 
   constructor(
@@ -135,36 +137,18 @@ export class SessionProgress {
   }
 
   /**
-   * Admits one more stream of `user`: 429 (with Retry-After) when the user already has
-   * `limits.perUser` open or the service `limits.total`. Answers the release, which may be called
-   * more than once.
+   * Admits one more stream of `user` from `client`: 429 (with Retry-After) when the user already has
+   * `limits.perUser` open, the client `limits.perClient`, or the service `limits.total`. Answers the
+   * release, which may be called more than once.
    */
-  admit(user: string): () => void {
-    const ofUser = this.openByUser.get(user) ?? 0;
-    if (ofUser >= this.limits.perUser) {
-      throw new ApiError(
-        429,
-        `too many progress streams of this user (at most ${this.limits.perUser}); close one first`,
-        undefined,
-        { 'Retry-After': '10' },
-      );
-    }
-    if (this.open >= this.limits.total) {
-      throw new ApiError(429, 'too many progress streams on this service; retry later', undefined, {
-        'Retry-After': '10',
-      });
-    }
-    this.openByUser.set(user, ofUser + 1);
-    this.open += 1;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.open -= 1;
-      const left = (this.openByUser.get(user) ?? 1) - 1;
-      if (left > 0) this.openByUser.set(user, left);
-      else this.openByUser.delete(user);
-    };
+  admit(user: string, client: string): () => void {
+    const admitted = this.open.admit([
+      { key: `user:${user}`, max: this.limits.perUser, refusal: capRefusal.perUser(this.limits.perUser) },
+      { key: `client:${client}`, max: this.limits.perClient, refusal: capRefusal.perClient(this.limits.perClient) },
+      { key: 'total', max: this.limits.total, refusal: 'too many progress streams on this service; retry later' },
+    ]);
+    if ('refused' in admitted) throw new ApiError(429, admitted.refused, undefined, { 'Retry-After': '10' });
+    return admitted.release;
   }
 
   /** Streams until `signal` aborts. */

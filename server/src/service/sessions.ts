@@ -1,7 +1,7 @@
 import { ErrorCode } from '../model/error-codes.js';
 import { configStoreName, sessionPodSelector } from '../model/names.js';
 import type { Performance, SessionItem } from '../model/requests.js';
-import type { Session } from '../model/session.js';
+import { neverServedWorkspace, type Session } from '../model/session.js';
 import { LABELS } from '../model/api-group.js';
 import { userLabelValue } from '../model/names.js';
 import type { CachedResource } from './cache.js';
@@ -45,13 +45,15 @@ export class SessionService {
     return session;
   }
 
-  /** Stops the user's session; true also when it is already gone. 403 for another user's session. */
-  async stop(user: string, name: string): Promise<boolean> {
-    const session = await this.find(name);
-    if (!session) return true;
+  /** Stops the user's session and answers it as last read; undefined when already gone. 403 for another user's. */
+  async stop(user: string, name: string): Promise<Session | undefined> {
+    let session = await this.find(name);
+    if (!session) return undefined;
     if (session.spec.user !== user) throw new ApiError(ErrorCode.forbidden, 'the session belongs to another user');
+    // Whether its workspace goes too must not rest on a status a watch event old (a URL just set).
+    if (neverServedWorkspace(session)) session = (await this.resources.sessions.find(name)) ?? session;
     if (await this.resources.sessions.delete(name)) await this.cache.reflectsDeletion(name, session.metadata.uid);
-    return true;
+    return session;
   }
 
   /** Records activity: status.lastActivity = now, through the status subresource. */

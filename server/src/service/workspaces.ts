@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ANNOTATIONS, LABELS } from '../model/api-group.js';
 import { ErrorCode } from '../model/error-codes.js';
+import { checkWorkspaceLimit } from '../model/limits.js';
 import {
   generatedWorkspaceName,
   isDnsLabel,
@@ -10,7 +11,7 @@ import {
 } from '../model/names.js';
 import type { WorkspaceItem } from '../model/requests.js';
 import type { Workspace } from '../model/workspace.js';
-import type { Session } from '../model/session.js';
+import { neverServedWorkspace, type Session } from '../model/session.js';
 import type { CachedResource } from './cache.js';
 import { ApiError, Conflict } from './errors.js';
 import type { ServiceResources } from './resources.js';
@@ -27,9 +28,13 @@ function ownedBy(object: { metadata: { labels?: Record<string, string> }; spec: 
  * writes are reflected in the caches before it answers.
  */
 export class WorkspaceService {
+  /** Creates in flight per user, not yet in the cache: counted, so concurrent creates cannot pass the limit together. */
+  private readonly creating = new Map<string, number>();
+
   constructor(
     private readonly resources: ServiceResources,
     private readonly caches: { workspaces: CachedResource<Workspace>; sessions: CachedResource<Session> },
+    private readonly workspacesPerUser: number,
   ) {}
 
   listOf(user: string): WorkspaceItem[] {
@@ -74,7 +79,11 @@ export class WorkspaceService {
     }
   }
 
-  /** Creates a workspace; `name` unset: `ws-<appDef>-<user>-<uuid>`. Answers undefined on 409. */
+  /**
+   * Creates a workspace; `name` unset: `ws-<appDef>-<user>-<uuid>`. Answers undefined on 409; 554 when
+   * the user is at `workspacesPerUser` (`checkWorkspaceLimit`), checked with the creates in flight on
+   * this replica (another replica's create a watch event old may still slip through).
+   */
   async create(input: {
     user: string;
     appDefinition?: string;
@@ -85,6 +94,15 @@ export class WorkspaceService {
   }): Promise<Workspace | undefined> {
     if (input.name !== undefined) this.checkNameFor(input.user, input.name);
     const name = input.name ?? generatedWorkspaceName(input.appDefinition ?? 'workspace', input.user, randomUUID());
+    const pending = this.creating.get(input.user) ?? 0;
+    const refusal = checkWorkspaceLimit({
+      user: input.user,
+      workspaces: this.caches.workspaces.list(),
+      workspacesPerUser: this.workspacesPerUser,
+      pending,
+    });
+    if (refusal) throw new ApiError(refusal.code, refusal.reason);
+    this.creating.set(input.user, pending + 1);
     try {
       const created = await this.resources.workspaces.create({
         metadata: {
@@ -106,6 +124,10 @@ export class WorkspaceService {
     } catch (error) {
       if (error instanceof Conflict) return undefined;
       throw error;
+    } finally {
+      const left = (this.creating.get(input.user) ?? 1) - 1;
+      if (left > 0) this.creating.set(input.user, left);
+      else this.creating.delete(input.user);
     }
   }
 
@@ -131,6 +153,17 @@ export class WorkspaceService {
     }
     await Promise.all(deleted);
     return true;
+  }
+
+  /**
+   * Removes the workspace of a stopped or failed session that was its first and never served
+   * (`neverServedWorkspace`): it holds no work, and left behind it would hold a claim.
+   */
+  async removeNeverServed(session: Session): Promise<void> {
+    const name = neverServedWorkspace(session);
+    const workspace = name ? this.caches.workspaces.get(name) : undefined;
+    if (!name || (workspace && workspace.spec.user !== session.spec.user)) return;
+    await this.deleteQuietly(name);
   }
 
   /** Removes a workspace this very request created (cleanup after a failed launch). */

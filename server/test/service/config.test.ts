@@ -33,6 +33,7 @@ describe('service configuration from the environment', () => {
       adminClaim: 'realm_access.roles',
       adminGroup: 'ide-admin',
       jwksCooldownSeconds: 30,
+      emailVerified: 'required',
     });
     assert.equal(config.sessionsPerUser, 2);
     assert.equal(config.launchTimeoutMinutes, 0.5);

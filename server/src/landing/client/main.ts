@@ -248,6 +248,8 @@ async function launch(
   const progress = new Progress();
   progress.reach('requested');
   const streamControl = new AbortController();
+  // Aborted by a cancel: a launch whose session does not exist yet then makes none (the stop finds nothing).
+  const launchControl = new AbortController();
   let cancelled = false;
   let finished = false;
   // The launch waits in the lazy-start queue (the progress stream says where).
@@ -271,6 +273,7 @@ async function launch(
     cancelled = true;
     ($('cancel-button') as HTMLButtonElement).disabled = true;
     progress.detail('Stopping…');
+    launchControl.abort();
     try {
       await api('api/cancel', body, identity);
     } catch {
@@ -313,7 +316,7 @@ async function launch(
   let response: Response;
   for (;;) {
     try {
-      response = await api('api/launch', body, identity);
+      response = await api('api/launch', body, identity, launchControl.signal);
     } catch {
       if (!cancelled && !finished) {
         finish();

@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { clientKey } from '../../http/client-address.js';
 import { ErrorCode } from '../../model/error-codes.js';
 import { sessionNameFor } from '../../model/names.js';
 import type { ServiceContext } from '../context.js';
@@ -16,7 +17,8 @@ export const KEEP_ALIVE_MS = 15_000;
  * another user's workspace or session is 403. The workspace and session need not exist yet: the
  * stream reports them once they appear. Events: `session` (phase, conditions, URL, error),
  * `event` (a Kubernetes Event of the session), `deleted` (the session is gone). Capped: at most
- * `progressStreamsPerUser` open streams per user and `progressStreamsTotal` per replica (429 with
+ * `progressStreamsPerUser` open streams per user, `progressStreamsPerClient` per client address
+ * (`clientKey`: anonymous callers choose the user) and `progressStreamsTotal` per replica (429 with
  * Retry-After); a stream ends after `progressStreamMaxSeconds`, and the browser's EventSource opens
  * a new one (`retry: 2000`).
  */
@@ -34,7 +36,7 @@ export function eventsRouter(context: ServiceContext): Router {
       throw new ApiError(ErrorCode.forbidden, 'the session belongs to another user');
     }
 
-    const release = progress.admit(user);
+    const release = progress.admit(user, clientKey(req));
 
     res.status(200).set({
       'Content-Type': 'text/event-stream; charset=utf-8',

@@ -6,11 +6,11 @@ import {
   SessionStopRequestSchema,
 } from '../../model/requests.js';
 import type { ServiceContext } from '../context.js';
-import { param, readRequest, readUserRequest } from '../context.js';
+import { callerGone, param, readRequest, readUserRequest } from '../context.js';
 
 /** A user's sessions: list, start on an existing workspace (or ephemeral), stop, activity, config, performance. */
 export function sessionsRouter(context: ServiceContext): Router {
-  const { auth, sessions, launcher, config } = context;
+  const { auth, sessions, workspaces, launcher, config } = context;
   const router = Router();
 
   router.get('/service/session/performance/:appId/:sessionName', async (req, res) => {
@@ -28,6 +28,7 @@ export function sessionsRouter(context: ServiceContext): Router {
   });
 
   router.post('/service/session', async (req, res) => {
+    const gone = callerGone(req, res);
     const { body, user } = await readUserRequest(context, req, SessionStartRequestSchema);
     const url = await launcher.launch({
       user,
@@ -37,13 +38,17 @@ export function sessionsRouter(context: ServiceContext): Router {
       createMissingWorkspace: false,
       timeoutMinutes: body.timeout ?? config.launchTimeoutMinutes,
       env: body.env,
+      callerGone: gone,
     });
     res.type('text/plain').send(url);
   });
 
   router.delete('/service/session', async (req, res) => {
     const { body, user } = await readUserRequest(context, req, SessionStopRequestSchema);
-    res.json(await sessions.stop(user, body.sessionName));
+    const stopped = await sessions.stop(user, body.sessionName);
+    // A cancelled launch's new workspace that never served goes with its session (no claim left behind).
+    if (stopped) await workspaces.removeNeverServed(stopped);
+    res.json(true);
   });
 
   router.patch('/service/session', async (req, res) => {
