@@ -7,7 +7,9 @@
 // cloned from a real git server (smart HTTP, basic auth); `git log` in the pod shows the clone and the
 // student's git identity, and `.git/config` holds no credential. The first screen is the student's:
 // the work folder trusted (no Restricted Mode), its README rendered in a preview, no Welcome page, no
-// chat; no error page after the hand-over (a screenshot of each run in test-artifacts/).
+// chat; no error page after the hand-over (a screenshot of each run in test-artifacts/). Every container
+// of the warm and the lazy session's pod runs under the restricted Pod Security profile, as the kernel
+// reports its main process (/proc/1/status: not root, no new privileges, no capability, seccomp).
 //
 // Three runs: warm (a prewarmed instance claimed as it is, its pod untouched, the values injected into
 // its data bridge, its claim now the new workspace's), lazy (the values in the pod's environment from the
@@ -194,6 +196,22 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       '-c',
       `export HOME=/home/ide; ${command}`,
     ]);
+
+  /**
+   * Each container of a session's pod runs as the restricted Pod Security profile says (issue 27,
+   * item 2), as the kernel sees its main process: not root, no new privileges, no effective
+   * capability, a seccomp filter.
+   */
+  async function assertRestricted(pod: k8s.V1Pod): Promise<void> {
+    for (const container of pod.spec!.containers) {
+      const status = await execInPod(kc, NAMESPACE, pod.metadata!.name!, container.name, ['cat', '/proc/1/status']);
+      const field = (name: string) => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)?.[1]?.trim();
+      assert.notEqual(field('Uid')?.split(/\s+/)[0], '0', `${container.name} runs as root`);
+      assert.equal(field('NoNewPrivs'), '1', container.name);
+      assert.equal(field('CapEff'), '0000000000000000', container.name);
+      assert.equal(field('Seccomp'), '2', `${container.name}: seccomp filter`);
+    }
+  }
 
   /** Whether the repository is cloned in the session's workspace folder. */
   const cloned = async (pod: k8s.V1Pod): Promise<boolean> =>
@@ -506,6 +524,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     const session = await course.r.sessions.get(warm.sessionName);
     const pod = await sessionPod(session);
     assert.ok(prewarmed.has(pod.metadata!.uid!), 'the prewarmed pod served the student (its uid unchanged)');
+    await assertRestricted(pod);
     // The student's files are on the claim the workspace names: the instance's, taken over.
     const workspace = await eventually(async () => {
       const w = await course.r.workspaces.get(session.spec.workspace!);
@@ -542,6 +561,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       return w;
     });
     assert.equal(workspace.status?.claimName, standby, "the standby claim is the new workspace's");
+    await assertRestricted(await sessionPod(session));
     const dir = await claimDirectory(standby);
     assert.equal(await readFile(path.join(dir, 'README.md'), 'utf8'), FILES['README.md']);
   });

@@ -6,15 +6,19 @@
 // controller's namespace, and a stranger in another namespace. Every flow is first seen open without
 // the policies, so a closed one is the policies' doing, not a broken network. Traffic from the node
 // itself (Traefik and the kubelet's probes run there) is allowed by kube-router, as by most plugins.
+// The cloud's metadata service (issue 27, item 3) is a listener of this process on the link-local
+// address clouds give it, added to the node's bridge: pods reach it through their gateway, as they
+// would reach a real one, and kube-router filters that traffic by the pods' egress policies too.
 // Root only, like the other real-node suites.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { ensureBinaries, stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
-import { REAL_NODE, REAL_NODE_PLACEMENT } from '../../scripts/cluster/real-node.js';
+import { REAL_NODE, REAL_NODE_BRIDGE, REAL_NODE_PLACEMENT } from '../../scripts/cluster/real-node.js';
 import { eventually } from '../support/kube.js';
 import { execInPod, seconds, shipImage, startRealNodeCluster } from '../support/real-node.js';
 
@@ -26,6 +30,8 @@ const INGRESS_NAMESPACE = 'np-ingress';
 const OTHER_NAMESPACE = 'np-other';
 const IMAGE = 'ide-cloud/service:0.1.0';
 const PORTS = { ide: 3000, proxy: 4180, bridge: 16281, egressAllowed: 8443 } as const;
+/** The address of the metadata service of the big clouds (AWS, GCP, Azure, OpenStack). */
+const METADATA_ADDRESS = '169.254.169.254';
 
 /** Answers `open <port>` on each port, and runs until killed (a client too, with no port). */
 const SERVER = `for (const p of process.argv.slice(1)) require('http').createServer((q, s) => s.end('open ' + p)).listen(+p); setInterval(() => {}, 1 << 30);`;
@@ -38,7 +44,8 @@ describe('security: the chart NetworkPolicies, enforced on the real node by traf
   let kc: k8s.KubeConfig;
   let core: k8s.CoreV1Api;
   const timings: string[] = [];
-  const ips: Record<string, string> = {};
+  const ips: Record<string, string> = { metadata: METADATA_ADDRESS };
+  let metadataService: http.Server | undefined;
 
   /** The chart's policies for IDE_NAMESPACE, the ingress controller in INGRESS_NAMESPACE. */
   async function renderPolicies(): Promise<k8s.V1NetworkPolicy[]> {
@@ -116,6 +123,8 @@ describe('security: the chart NetworkPolicies, enforced on the real node by traf
     // A session goes out on the allowed ports only; the operator's egress is the API server's.
     [`${IDE_NAMESPACE}/ide`, 'stranger', PORTS.egressAllowed, 'open'],
     [`${IDE_NAMESPACE}/ide`, 'stranger', PORTS.ide, 'closed'],
+    // Not to the cloud's metadata service, though it listens on an allowed port (issue 27, item 3).
+    [`${IDE_NAMESPACE}/ide`, 'metadata', PORTS.egressAllowed, 'closed'],
     [`${IDE_NAMESPACE}/operator`, 'stranger', PORTS.egressAllowed, 'closed'],
   ];
 
@@ -157,6 +166,10 @@ describe('security: the chart NetworkPolicies, enforced on the real node by traf
       ips[name] = pod.status!.podIP!;
     }
     timings.push(`pods Running ${seconds(since)}`);
+    // The bridge and this address go with the node; the listener with this suite.
+    await run('ip', ['addr', 'add', `${METADATA_ADDRESS}/32`, 'dev', REAL_NODE_BRIDGE]);
+    metadataService = http.createServer((_, res) => res.end(`open ${PORTS.egressAllowed}`));
+    await new Promise<void>((resolve) => metadataService!.listen(PORTS.egressAllowed, METADATA_ADDRESS, resolve));
     // Without policies every flow is open (each server answers once it listens).
     for (const [from, to, port] of FLOWS) {
       await eventually(
@@ -171,6 +184,7 @@ describe('security: the chart NetworkPolicies, enforced on the real node by traf
   });
 
   after(async () => {
+    metadataService?.close();
     if (state) await stopControlPlane(state.dir);
     if (timings.length) console.log(`      network policy timings: ${timings.join(', ')}`);
   });

@@ -155,6 +155,36 @@ describe('security: every pod the operator makes is inside the NetworkPolicies (
       assert.deepEqual(await selected(byName(platform)), [], platform);
   });
 
+  it("keeps the cloud's metadata service (link-local) and the cluster's networks out of the sessions' egress (issue 27, item 3)", async () => {
+    /** The ipBlock of the session egress rule that names sessionEgress.cidr. */
+    const block = async (...args: string[]) => {
+      const egress = (await policies(...args)).find((p) => p.metadata?.name === policyName('session-egress'));
+      const rules = (egress?.spec.egress ?? []) as { to?: { ipBlock?: { cidr: string; except?: string[] } }[] }[];
+      return rules.flatMap((rule) => rule.to ?? []).find((peer) => peer.ipBlock)!.ipBlock!;
+    };
+    assert.deepEqual(await block(), { cidr: '0.0.0.0/0', except: ['169.254.0.0/16'] }, 'by default');
+    const cluster = [
+      ...['--set', 'networkPolicy.cluster.podCidrs={10.244.0.0/16,fd00:10::/64}'],
+      ...['--set', 'networkPolicy.cluster.serviceCidrs={10.96.0.0/12}'],
+      ...['--set', 'networkPolicy.sessionEgress.except={192.168.0.0/16}'],
+    ];
+    assert.deepEqual(await block(...cluster), {
+      cidr: '0.0.0.0/0',
+      except: ['192.168.0.0/16', '169.254.0.0/16', '10.244.0.0/16', '10.96.0.0/12'],
+    });
+    // IPv6: its own link-local range; only the ranges that lie strictly inside the cidr (the API server's rule).
+    const ipv6 = await block(...cluster, '--set', 'networkPolicy.sessionEgress.cidr=::/0');
+    assert.deepEqual(ipv6.except, ['192.168.0.0/16', 'fe80::/10', 'fd00:10::/64']);
+    const narrow = await block(...cluster, '--set', 'networkPolicy.sessionEgress.cidr=10.0.0.0/8');
+    assert.deepEqual(narrow.except, ['192.168.0.0/16', '10.244.0.0/16', '10.96.0.0/12']);
+    // Opting out is explicit, also for a cidr inside the link-local range.
+    const optOut = ['--set', 'networkPolicy.sessionEgress.allowLinkLocal=true'];
+    assert.deepEqual(await block(...optOut), { cidr: '0.0.0.0/0' });
+    const linkLocal = ['--set', 'networkPolicy.sessionEgress.cidr=169.254.169.254/32'];
+    await assert.rejects(policies(...linkLocal), /allowLinkLocal=true/);
+    assert.deepEqual(await block(...linkLocal, ...optOut), { cidr: '169.254.169.254/32' });
+  });
+
   it('the rendered policies are accepted by the API server, and the chart lints with them on and off', async () => {
     const objects = k8s.KubernetesObjectApi.makeApiClient(cluster.kc);
     const custom = [
@@ -162,6 +192,10 @@ describe('security: every pod the operator makes is inside the NetworkPolicies (
       'networkPolicy.apiServer.cidrs={10.0.0.1/32}',
       '--set',
       'networkPolicy.sessionEgress.except={10.0.0.0/8,172.16.0.0/12}',
+      '--set',
+      'networkPolicy.cluster.podCidrs={10.244.0.0/16}',
+      '--set',
+      'networkPolicy.cluster.serviceCidrs={10.96.0.0/12}',
       '--set',
       'networkPolicy.serviceIngressFrom[0].namespaceSelector.matchLabels.name=monitoring',
     ];

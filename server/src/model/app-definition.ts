@@ -20,6 +20,19 @@ export const DEFAULT_STOP_WARNING_SECONDS = 300;
  */
 export const DEFAULT_WORK_FOLDER = '/home/ide/workspace';
 
+/**
+ * The Pod Security Standard a session container is made for (the IDE's or a sidecar's). restricted,
+ * the default: non-root, no privilege escalation, no capabilities. baseline: the explicit opt-out of an
+ * image that must start as root, needs the runtime's default capabilities or names its user instead of
+ * a number; a namespace that enforces restricted then refuses the pod.
+ */
+export const PodSecuritySchema = z
+  .enum(['restricted', 'baseline'])
+  .describe(
+    'Pod Security level of the container: restricted (unset: non-root, no privilege escalation, no capabilities) or baseline (an image that must start as root; the explicit opt-out)',
+  );
+export type PodSecurity = z.infer<typeof PodSecuritySchema>;
+
 export const SidecarSchema = z
   .object({
     name: z
@@ -34,6 +47,7 @@ export const SidecarSchema = z
     requestsCpu: QuantitySchema.optional(),
     limitsMemory: QuantitySchema.optional(),
     limitsCpu: QuantitySchema.optional(),
+    podSecurity: PodSecuritySchema.optional(),
   })
   .strict();
 export type Sidecar = z.infer<typeof SidecarSchema>;
@@ -122,6 +136,7 @@ export const AppDefinitionSpecSchema = z
       .describe(
         "before an idle or lifetime stop, commit the student's uncommitted work and push it to a new branch of their repository; unset: false",
       ),
+    podSecurity: PodSecuritySchema.optional(),
     sidecars: z.array(SidecarSchema).optional(),
     monitor: MonitorSchema.optional(),
   })

@@ -14,6 +14,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { DATA_BRIDGE_USERS_FILE_ENV } from '../model/data-bridge.js';
 import { sessionOrigin, type OperatorConfig } from './config.js';
+import { containerSecurity } from './pod-security.js';
 
 export const AUTH_PROXY_CONTAINER = 'auth-proxy';
 /** Where the allowed-users file is, in the proxy and (warm instances) in the IDE container. */
@@ -103,6 +104,8 @@ export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUs
     // The pod is Ready once the proxy listens too (the ingress reaches the session through it).
     readinessProbe: { tcpSocket: { port: 'http' as unknown as k8s.IntOrString }, periodSeconds: 1 },
     env: authProxyEnv(config, idePort),
+    // The project's own image, whatever the app definition says of the IDE's.
+    ...containerSecurity('restricted'),
     resources: { requests: { memory: '32M', cpu: '10m' }, limits: { memory: '128M', cpu: '200m' } },
   };
   const none = { volumeMounts: [], env: [] };

@@ -13,6 +13,7 @@ import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.j
 import type { Session } from '../model/session.js';
 import { authProxy, type AllowedUsers } from './auth-proxy.js';
 import { sessionOrigin, type OperatorConfig } from './config.js';
+import { containerSecurity, sessionPodSecurityContext } from './pod-security.js';
 import { operatorEnvironment } from './session/env.js';
 
 export const COMPONENT = {
@@ -25,11 +26,11 @@ export const COMPONENT = {
 /**
  * The shape of a warm instance this operator builds, bumped when older instances cannot serve a claim
  * (2: the data bridge takes a token; 3: the bridge names the user the authentication proxy admits;
- * 4: the work folder on a claim of the instance's own).
+ * 4: the work folder on a claim of the instance's own; 5: the restricted security context).
  * A free instance of another shape is recreated like an outdated one.
  */
 export const INSTANCE_TEMPLATE_ANNOTATION = 'ide-cloud.io/instance-template';
-export const INSTANCE_TEMPLATE = '4';
+export const INSTANCE_TEMPLATE = '5';
 /** Pod template annotation bumped to restart an instance's pods when it returns to the pool. */
 export const RECYCLED_ANNOTATION = 'ide-cloud.io/recycled-at';
 export const SERVICE_PORT = 80;
@@ -98,6 +99,19 @@ export function sessionPodPlacement(
   };
 }
 
+/**
+ * The work folder's volume: the claim, else an emptyDir as large as a claim would be (an ephemeral
+ * session's work lives there; without a limit it could fill the node's disk).
+ */
+function workspaceVolume(
+  claimName: string | undefined,
+  config: Pick<OperatorConfig, 'workspaceStorageSize'>,
+): k8s.V1Volume {
+  return claimName
+    ? { name: 'workspace', persistentVolumeClaim: { claimName } }
+    : { name: 'workspace', emptyDir: { sizeLimit: config.workspaceStorageSize } };
+}
+
 /** The configured imagePullPolicy of session containers, when one is set. */
 function pullPolicy(config: Pick<OperatorConfig, 'sessionImagePullPolicy'>): Pick<k8s.V1Container, 'imagePullPolicy'> {
   return config.sessionImagePullPolicy ? { imagePullPolicy: config.sessionImagePullPolicy } : {};
@@ -127,11 +141,7 @@ export interface PodInputs {
  */
 export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
   const spec = input.appDefinition.spec;
-  const volumes: k8s.V1Volume[] = [
-    input.claimName
-      ? { name: 'workspace', persistentVolumeClaim: { claimName: input.claimName } }
-      : { name: 'workspace', emptyDir: {} },
-  ];
+  const volumes: k8s.V1Volume[] = [workspaceVolume(input.claimName, input.config)];
   const folder = workFolder(spec);
   const mounts: k8s.V1VolumeMount[] = [{ name: 'workspace', mountPath: folder }];
   if (input.configStore) {
@@ -154,12 +164,14 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
     spec: {
       automountServiceAccountToken: false,
       ...sessionPodPlacement(input.config),
+      securityContext: sessionPodSecurityContext(),
       volumes,
       containers: [
         {
           name: spec.name,
           image: spec.image,
           ...pullPolicy(input.config),
+          ...containerSecurity(spec.podSecurity),
           ports: [{ name: 'application', containerPort: spec.port }],
           // Ready once the IDE listens, not when its container starts (a clone may come first): a
           // URL is handed out only then, so the student never meets the proxy's 502. Asked every
@@ -391,20 +403,14 @@ export function sidecarObjects(input: {
     spec: {
       automountServiceAccountToken: false,
       ...sessionPodPlacement(input.config),
-      ...(mount
-        ? {
-            volumes: [
-              input.claimName
-                ? { name: 'workspace', persistentVolumeClaim: { claimName: input.claimName } }
-                : { name: 'workspace', emptyDir: {} },
-            ],
-          }
-        : {}),
+      securityContext: sessionPodSecurityContext(),
+      ...(mount ? { volumes: [workspaceVolume(input.claimName, input.config)] } : {}),
       containers: [
         {
           name: sc.name,
           image: sc.image,
           ...pullPolicy(input.config),
+          ...containerSecurity(sc.podSecurity),
           ...(sc.port ? { ports: [{ name: 'http', containerPort: sc.port }] } : {}),
           env: Object.entries(sc.env ?? {}).map(([n, value]) => ({ name: n, value })),
           resources: {
