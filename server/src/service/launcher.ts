@@ -281,10 +281,11 @@ export class Launcher {
   /**
    * Throws the limit refusal (552, 553), if any. An ephemeral launch has no name a retry could find
    * its session by: when the user is held at a limit by a session of the same app definition that
-   * such a launch left starting (its call gone with a killed service), this launch adopts it if it
-   * asked for the same values (answered here), and otherwise removes it and starts afresh; a removed
-   * session no longer counts, here or for the operator. One that serves in the instant of its removal
-   * is the user's and is answered instead (`removeUnlessServing`).
+   * such a launch left starting, or serving but never answered (its call gone with a killed service),
+   * this launch adopts it if it asked for the same values (answered here), and otherwise removes it
+   * and starts afresh; a removed session no longer counts, here or for the operator. One whose URL
+   * is answered in the instant of its removal is the user's and is answered instead
+   * (`removeUnlessServing`).
    */
   private async passLimits(
     input: LaunchInput,
