@@ -33,7 +33,6 @@ describe('service process killed during a blocking launch, the real operator ser
   let cluster: TestCluster;
   let namespace: string;
   let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
   let ownNode: Awaited<ReturnType<typeof nodeWithoutKubelet>> | undefined;
   let operator: RunningOperator | undefined;
   let service: ServiceProcess | undefined;
@@ -42,7 +41,6 @@ describe('service process killed during a blocking launch, the real operator ser
     cluster = await useCluster();
     namespace = await createTestNamespace(cluster.kc, 'svc-killed');
     r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
     ownNode = await nodeWithoutKubelet(cluster.kc, namespace);
     await createAppDefinition(r, 'python', ON_NODE_WITHOUT_KUBELET);
     // A start deadline far beyond the test's bounds: it cannot be what frees a user's slot.
@@ -67,46 +65,8 @@ describe('service process killed during a blocking launch, the real operator ser
   const activeSessionsOf = async (user: string): Promise<Session[]> =>
     (await r.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter((s) => !s.metadata.deletionTimestamp);
 
-  /** The pod of `session` once the scheduler bound it to the node no kubelet runs. */
-  async function boundPod(session: string): Promise<k8s.V1Pod> {
-    return eventually(async () => {
-      const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=${session}` });
-      const pod = pods.items.find((p) => p.spec?.nodeName === ownNode!.name && !p.metadata?.deletionTimestamp);
-      assert.ok(pod, `no pod of ${session} on ${ownNode!.name} yet`);
-      return pod;
-    }, 60_000);
-  }
-
-  /** What the node's kubelet would report of a pod whose containers all started and are ready. */
-  async function kubeletStarts(pod: k8s.V1Pod): Promise<void> {
-    const now = new Date();
-    const ready = (type: string): k8s.V1PodCondition => ({ type, status: 'True', lastTransitionTime: now });
-    await core.patchNamespacedPodStatus(
-      {
-        name: pod.metadata!.name!,
-        namespace,
-        body: {
-          status: {
-            phase: 'Running',
-            startTime: now,
-            podIP: '10.250.0.10',
-            podIPs: [{ ip: '10.250.0.10' }],
-            conditions: [ready('PodScheduled'), ready('Initialized'), ready('ContainersReady'), ready('Ready')],
-            containerStatuses: pod.spec!.containers.map((c) => ({
-              name: c.name,
-              image: c.image!,
-              imageID: '',
-              ready: true,
-              started: true,
-              restartCount: 0,
-              state: { running: { startedAt: now } },
-            })),
-          },
-        },
-      },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
-  }
+  const boundPod = (session: string) => ownNode!.boundPod(session);
+  const kubeletStarts = (pod: k8s.V1Pod) => ownNode!.kubeletStarts(pod);
 
   /**
    * A launch in flight, waiting for its session, when its service process is killed: its session

@@ -90,14 +90,16 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
 
     const second = launch(user, 'second', 0.1);
     const send = await deleteHeld;
-    // The operator reports the URL between the second launch's read and its delete.
+    // Between the second launch's read and its delete, the operator reports the URL and the first
+    // launch answers it.
     const url = `https://ide.example.test/${half.metadata.name}/`;
     await r.sessions.patchStatus(half.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
-    send();
-
-    const [a, b] = await Promise.all([first, second]);
+    const a = await first;
     assert.equal(a.status, 200, a.text);
     assert.equal(a.text, url);
+    send();
+
+    const b = await second;
     const kept = await r.sessions.get(half.metadata.name);
     assert.equal(kept.metadata.uid, half.metadata.uid);
     assert.equal(kept.metadata.deletionTimestamp, undefined, 'the session that serves was deleted');
@@ -137,5 +139,41 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
     const replaced = await second;
     assert.equal(replaced.status, 200, replaced.text);
     assert.equal(replaced.text, url);
+  });
+
+  it('a session whose URL came but was not answered yet is replaced, and its launch answers 474, never that URL', async () => {
+    const user = 'replace-unanswered@example.com';
+    const first = launch(user, 'first', 1);
+    const half = await halfStarted(user);
+    // The first launch's write that records its answer, held: the URL is there, not yet handed out.
+    const answerHeld = proxy.holdRequest(
+      (method, url) => method === 'PATCH' && url.split('?')[0]!.endsWith(`/sessions/${half.metadata.name}`),
+    );
+    const url = `https://ide.example.test/${half.metadata.name}/`;
+    await r.sessions.patchStatus(half.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
+    const send = await Promise.race([
+      answerHeld,
+      first.then((a) => assert.fail(`the first launch answered ${a.status} before recording it`)),
+    ]);
+
+    const second = launch(user, 'second', 1);
+    await eventually(async () => {
+      assert.ok((await r.sessions.get(half.metadata.name)).metadata.deletionTimestamp, 'not replaced yet');
+    });
+    send();
+    const answered = await first;
+    assert.equal(answered.status, 474, answered.text);
+
+    await r.sessions.mergePatch(half.metadata.name, { metadata: { finalizers: null } });
+    const fresh = await eventually(async () => {
+      const found = (await sessionsOf(user)).find((s) => s.metadata.uid !== half.metadata.uid);
+      assert.ok(found, 'the second launch created no session');
+      return found;
+    });
+    const freshUrl = `https://ide.example.test/${fresh.metadata.name}/`;
+    await r.sessions.patchStatus(fresh.metadata.name, { phase: 'Running', url: freshUrl, startStrategy: 'lazy' });
+    const replaced = await second;
+    assert.equal(replaced.status, 200, replaced.text);
+    assert.equal(replaced.text, freshUrl);
   });
 });

@@ -356,13 +356,21 @@ export const ON_NODE_WITHOUT_KUBELET = { requestsCpu: '600', limitsCpu: '600' };
 /**
  * A Ready node that kwok does not manage (no kwok annotation) and no kubelet runs: pods the scheduler
  * puts there (those requesting `ON_NODE_WITHOUT_KUBELET`) stay as the test leaves them, for example
- * never started, or in a state the test writes through pods/status as a kubelet would. `remove`
- * deletes the namespace's pods at once (nothing would finish their termination) and the node.
+ * never started, or in a state the test writes through pods/status as a kubelet would (`boundPod`,
+ * `kubeletStarts`). `remove` deletes the namespace's pods at once (nothing would finish their
+ * termination) and the node.
  */
 export async function nodeWithoutKubelet(
   kc: k8s.KubeConfig,
   namespace: string,
-): Promise<{ name: string; remove(): Promise<void> }> {
+): Promise<{
+  name: string;
+  /** The pod of `session` once the scheduler bound it to this node. */
+  boundPod(session: string): Promise<k8s.V1Pod>;
+  /** Reports what this node's kubelet would of `pod` once all its containers started and are ready. */
+  kubeletStarts(pod: k8s.V1Pod): Promise<void>;
+  remove(): Promise<void>;
+}> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const name = `no-kubelet-${namespace}`.slice(0, 63);
   await core.createNode({
@@ -387,6 +395,42 @@ export async function nodeWithoutKubelet(
   );
   return {
     name,
+    boundPod: (session) =>
+      eventually(async () => {
+        const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=${session}` });
+        const pod = pods.items.find((p) => p.spec?.nodeName === name && !p.metadata?.deletionTimestamp);
+        if (!pod) throw new Error(`no pod of ${session} on ${name} yet`);
+        return pod;
+      }, 60_000),
+    async kubeletStarts(pod) {
+      const now = new Date();
+      const ready = (type: string): k8s.V1PodCondition => ({ type, status: 'True', lastTransitionTime: now });
+      await core.patchNamespacedPodStatus(
+        {
+          name: pod.metadata!.name!,
+          namespace,
+          body: {
+            status: {
+              phase: 'Running',
+              startTime: now,
+              podIP: '10.250.0.10',
+              podIPs: [{ ip: '10.250.0.10' }],
+              conditions: [ready('PodScheduled'), ready('Initialized'), ready('ContainersReady'), ready('Ready')],
+              containerStatuses: pod.spec!.containers.map((c) => ({
+                name: c.name,
+                image: c.image!,
+                imageID: '',
+                ready: true,
+                started: true,
+                restartCount: 0,
+                state: { running: { startedAt: now } },
+              })),
+            },
+          },
+        },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+    },
     async remove() {
       const pods = await core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as k8s.V1Pod[] }));
       await Promise.all(

@@ -37,6 +37,12 @@ export const ANNOTATIONS = {
    * while it has not served, neither has the workspace (`neverServedWorkspace`, model/session.ts).
    */
   createdWorkspace: 'ide-cloud.io/created-workspace',
+  /**
+   * On an ephemeral Session the service created (`"true"`) until a launch answers its URL: one that
+   * serves with it still set was handed to nobody (its launch was killed), so the user's next launch
+   * at a limit may adopt or replace it (`urlHandedOut`, model/session.ts).
+   */
+  unanswered: 'ide-cloud.io/unanswered',
 } as const;
 
 export const LABELS = {

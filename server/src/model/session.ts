@@ -188,6 +188,15 @@ export function isActiveSession(session: Pick<Session, 'status' | 'metadata'>): 
 }
 
 /**
+ * Whether someone may hold the session's URL: it has one, and its launch did not leave it
+ * unanswered (`ANNOTATIONS.unanswered`: the service was killed between the URL and the answer).
+ * Sessions of a service before that mark count as handed out once they have a URL.
+ */
+export function urlHandedOut(session: Pick<Session, 'metadata' | 'status'>): boolean {
+  return !!session.status?.url && session.metadata.annotations?.[ANNOTATIONS.unanswered] !== 'true';
+}
+
+/**
  * The workspace of a session that is its workspace's first (its launch created the workspace) and
  * has not served (no URL): that workspace holds no work, so a cancelled or failed launch takes it
  * along (issue 27, item 1), else every launch-then-cancel left a claim. Undefined for any other session.

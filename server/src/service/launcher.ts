@@ -8,7 +8,7 @@ import { ErrorCode } from '../model/error-codes.js';
 import { checkSessionLimits, LAUNCH_WAITERS } from '../model/limits.js';
 import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
 import type { EnvironmentVars } from '../model/requests.js';
-import { isActiveSession, isSessionFailed, isSessionReady, type Session } from '../model/session.js';
+import { isActiveSession, isSessionFailed, isSessionReady, urlHandedOut, type Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
 import type { CachedResource } from './cache.js';
 import type { AppDefinitionCatalog } from './catalog.js';
@@ -46,8 +46,9 @@ interface Plan {
  * this very call created, except a workspace's session still queued for a lazy start at the
  * timeout, which keeps its place (`stillQueued`). A workspace that already has a session answers that
  * session's URL (idempotent). An ephemeral launch held at a limit by a session of its user and app
- * definition that a launch whose call is gone left starting adopts it, or replaces it when it was
- * launched with other values (`halfStartedEphemeral`), so such a session never blocks the user.
+ * definition that a launch whose call is gone left starting, or running but never answered, adopts
+ * it, or replaces it when it was launched with other values (`halfStartedEphemeral`), so such a
+ * session never blocks the user.
  * Reads come from the service's caches (the limits check lists no Sessions from the API server); a
  * launch answers once the cache shows its session running, so the caller's next listing shows it.
  */
@@ -219,7 +220,10 @@ export class Launcher {
           name: sessionName,
           // The service's mark on the sessions it creates, and what this launch asked for: a later
           // ephemeral launch adopts only a session so marked, and only when the digest matches.
-          annotations: sessionAnnotations(sessionSecret, input.env, createdWorkspace !== undefined),
+          annotations: sessionAnnotations(sessionSecret, input.env, {
+            createdWorkspace: createdWorkspace !== undefined,
+            ephemeral: workspaceName === undefined,
+          }),
           // The operator's finalizer (its route goes before the session), set here so that the
           // operator's launch makes no write of the session's metadata before the URL.
           finalizers: [SESSION_FINALIZER],
@@ -266,7 +270,7 @@ export class Launcher {
       const queued = workspaceName ? this.stillQueued(session, error) : undefined;
       if (queued) throw queued;
       const serving = await this.removeSession(session, error);
-      if (serving) return { ...servedAnswer(serving, error), reused: false };
+      if (serving) return { ...(await this.answerServed(serving, error)), reused: false };
       if (createdWorkspace && !(error instanceof ServiceStopping)) {
         await this.deps.workspaces.deleteQuietly(createdWorkspace);
       }
@@ -277,10 +281,11 @@ export class Launcher {
   /**
    * Throws the limit refusal (552, 553), if any. An ephemeral launch has no name a retry could find
    * its session by: when the user is held at a limit by a session of the same app definition that
-   * such a launch left starting (its call gone with a killed service), this launch adopts it if it
-   * asked for the same values (answered here), and otherwise removes it and starts afresh; a removed
-   * session no longer counts, here or for the operator. One that serves in the instant of its removal
-   * is the user's and is answered instead (`removeUnlessServing`).
+   * such a launch left starting, or serving but never answered (its call gone with a killed service),
+   * this launch adopts it if it asked for the same values (answered here), and otherwise removes it
+   * and starts afresh; a removed session no longer counts, here or for the operator. One whose URL
+   * is answered in the instant of its removal is the user's and is answered instead
+   * (`removeUnlessServing`).
    */
   private async passLimits(
     input: LaunchInput,
@@ -293,7 +298,8 @@ export class Launcher {
       const orphan = await this.halfStartedEphemeral(input.user, appDefinitionName, input.env);
       if (orphan?.sameValues) return { ...(await this.adopt(orphan.session, deadline)), reused: true };
       if (orphan) {
-        const serving = await this.removeUnlessServing(orphan.session);
+        // Taken unless its URL reached someone: one its killed launch never answered goes too.
+        const serving = await this.removeUnlessServing(orphan.session, urlHandedOut);
         if (serving) {
           this.deps.logger.info(
             { appDefinition: appDefinitionName, session: serving.metadata.name },
@@ -362,12 +368,9 @@ export class Launcher {
    * would for any replacement. One that serves in the instant of its removal is answered instead.
    */
   private async adopt(session: Session, deadline: number): Promise<{ url: string; name: string; session?: Session }> {
-    if (!isSessionReady(session)) {
-      this.deps.logger.info(
-        { appDefinition: session.spec.appDefinition, session: session.metadata.name },
-        'adopting a session still starting',
-      );
-    }
+    const fields = { appDefinition: session.spec.appDefinition, session: session.metadata.name };
+    if (!isSessionReady(session)) this.deps.logger.info(fields, 'adopting a session still starting');
+    else if (!urlHandedOut(session)) this.deps.logger.info(fields, 'adopting a session whose launch never answered');
     try {
       return await this.await(session, deadline);
     } catch (error) {
@@ -377,7 +380,7 @@ export class Launcher {
       }
       const latest = this.deps.sessions.get(session.metadata.name) ?? session;
       const serving = await this.removeSession(session, error);
-      if (serving) return servedAnswer(serving, error);
+      if (serving) return this.answerServed(serving, error);
       // The workspace its gone launch created goes too if it never served (the launch's own would have).
       if (!(error instanceof ServiceStopping)) await this.deps.workspaces.removeNeverServed(latest);
       throw error;
@@ -394,12 +397,12 @@ export class Launcher {
   }
 
   /**
-   * A session of `user` and `appDefinition` that an ephemeral launch of the service created and that
-   * has not served yet (`isHalfStartedEphemeral`): one whose launch may be gone with a killed
+   * A session of `user` and `appDefinition` that an ephemeral launch of the service created and whose
+   * URL reached nobody yet (`isHalfStartedEphemeral`): one whose launch may be gone with a killed
    * service. One asked for with the same values (`sameValues`: the digest matches `env`) comes first,
    * else the oldest. Found in the cache,
    * confirmed by one GET: whether to adopt or remove it must not rest on a status a watch event
-   * behind (a session that has just served is the user's, not an orphan).
+   * behind (a session whose URL has just been answered is the user's, not an orphan).
    */
   private async halfStartedEphemeral(
     user: string,
@@ -445,13 +448,18 @@ export class Launcher {
    * again: gone or another uid, nothing to do; serving now (`status.url`), it is the user's and is
    * returned, not deleted; else deleted as read again. Other failures leave it, as before.
    */
-  private async removeUnlessServing(session: Session): Promise<Session | undefined> {
+  private async removeUnlessServing(
+    session: Session,
+    serves: (session: Session) => boolean = (s) => !!s.status?.url,
+  ): Promise<Session | undefined> {
     const { sessions, resources } = this.deps;
     const name = session.metadata.name;
     const cached = sessions.get(name);
     let current: Session | undefined = cached?.metadata.uid === session.metadata.uid ? cached : session;
     for (let attempt = 0; current && attempt < REMOVAL_ATTEMPTS; attempt++) {
-      if (current.status?.url) return current;
+      // Being deleted already: it goes, whatever it serves.
+      if (current.metadata.deletionTimestamp) return undefined;
+      if (serves(current)) return current;
       try {
         if (await resources.sessions.deleteAsRead(current)) await sessions.reflectsDeletion(name, current.metadata.uid);
         return undefined;
@@ -462,7 +470,7 @@ export class Launcher {
         current = reread?.metadata.uid === session.metadata.uid ? reread : undefined;
       }
     }
-    return current?.status?.url ? current : undefined;
+    return current && serves(current) ? current : undefined;
   }
 
   /**
@@ -496,7 +504,48 @@ export class Launcher {
 
   private async await(session: Session, deadline: number): Promise<{ url: string; name: string; session?: Session }> {
     const url = await waitForSessionUrl(this.deps.sessions, session, deadline);
-    return { url, name: session.metadata.name, session: this.deps.sessions.get(session.metadata.name) ?? session };
+    const latest = this.deps.sessions.get(session.metadata.name) ?? session;
+    await this.markAnswered(latest);
+    return { url, name: session.metadata.name, session: latest };
+  }
+
+  /** The answer of a launch whose session served in the instant of its removal; its own error when it does not run. */
+  private async answerServed(
+    serving: Session,
+    error: unknown,
+  ): Promise<{ url: string; name: string; session: Session }> {
+    if (!isSessionReady(serving)) throw error;
+    await this.markAnswered(serving);
+    return { url: serving.status!.url!, name: serving.metadata.name, session: serving };
+  }
+
+  /**
+   * Clears the unanswered mark of an ephemeral session before its URL goes out: from then on it may
+   * be in someone's hands, and no launch at a limit takes it (`isHalfStartedEphemeral`). Written on
+   * the version read (its resourceVersion), so a replacing launch's delete and this write cannot both
+   * win: a session being deleted meanwhile answers 474, never a URL that is going away. Written
+   * before the answer: a kill between the two leaves a session nobody holds but nobody takes either
+   * (held until its idle stop, as before the mark). A failed write fails the launch; a retry adopts.
+   */
+  private async markAnswered(session: Session): Promise<void> {
+    const { resources, sessions } = this.deps;
+    let current: Session | undefined = session;
+    for (let attempt = 0; attempt < REMOVAL_ATTEMPTS; attempt++) {
+      if (!current || current.metadata.uid !== session.metadata.uid) break;
+      if (current.metadata.annotations?.[ANNOTATIONS.unanswered] !== 'true') return;
+      if (current.metadata.deletionTimestamp) break;
+      const { name, resourceVersion } = current.metadata;
+      try {
+        const body = { metadata: { resourceVersion, annotations: { [ANNOTATIONS.unanswered]: null } } };
+        sessions.observe(await resources.sessions.mergePatch(name, body, 'recording that the session was answered'));
+        return;
+      } catch (error) {
+        if (!(error instanceof Conflict)) throw error;
+        current = await resources.sessions.find(name);
+        if (current) sessions.observe(current);
+      }
+    }
+    throw new ApiError(ErrorCode.unknownSession, 'the session was removed before its URL was answered');
   }
 }
 
@@ -507,18 +556,14 @@ export class Launcher {
 function sessionAnnotations(
   sessionSecret: string,
   env: EnvironmentVars | undefined,
-  createdWorkspace: boolean,
+  made: { createdWorkspace: boolean; ephemeral: boolean },
 ): Record<string, string> {
   return {
     [ANNOTATIONS.launchDigest]: launchDigest(sessionSecret, env),
-    ...(createdWorkspace ? { [ANNOTATIONS.createdWorkspace]: 'true' } : {}),
+    ...(made.createdWorkspace ? { [ANNOTATIONS.createdWorkspace]: 'true' } : {}),
+    // Only an ephemeral session needs it: a workspace's is found by name, and a retry answers it.
+    ...(made.ephemeral ? { [ANNOTATIONS.unanswered]: 'true' } : {}),
   };
-}
-
-/** The answer of a launch whose session served in the instant of its removal; its own error when it does not run. */
-function servedAnswer(serving: Session, error: unknown): { url: string; name: string; session: Session } {
-  if (!isSessionReady(serving)) throw error;
-  return { url: serving.status!.url!, name: serving.metadata.name, session: serving };
 }
 
 /** Conflicts a removal reads again before it gives up (each one a status the operator wrote meanwhile). */
@@ -528,8 +573,11 @@ const SESSION_NAME_TAKEN = "the workspace's session name is held by another sess
 
 /**
  * A session of `user` and `appDefinition` that an ephemeral launch of the service created (it carries
- * the launch digest), that has not served yet and that is active: not failed, not stopping, not being
- * deleted. A stopping session is on its way out; adopted, it would answer the launch 474.
+ * the launch digest), whose URL reached nobody and that is active: not failed, not stopping, not being
+ * deleted. A stopping session is on its way out; adopted, it would answer the launch 474. Reached
+ * nobody: it has no URL yet, or it serves but its launch never answered (`urlHandedOut`: killed
+ * between the two; issue 27, item 10) and no activity was reported for it (someone who listed it
+ * and opened it would have). Such a session held the user at sessionsPerUser until its idle stop.
  */
 export function isHalfStartedEphemeral(session: Session, user: string, appDefinition: string): boolean {
   return (
@@ -537,7 +585,8 @@ export function isHalfStartedEphemeral(session: Session, user: string, appDefini
     session.spec.appDefinition === appDefinition &&
     session.spec.workspace === undefined &&
     session.metadata.annotations?.[ANNOTATIONS.launchDigest] !== undefined &&
-    !session.status?.url &&
+    !urlHandedOut(session) &&
+    !session.status?.lastActivity &&
     isActiveSession(session)
   );
 }

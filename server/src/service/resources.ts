@@ -126,6 +126,11 @@ export class ServiceResource<K extends Kind> implements ObjectReader<ResourceOf[
     return call({ action }, () => this.client.delete(name, 'Background', { uid, resourceVersion }));
   }
 
+  /** RFC 7386 merge patch of the object (`null` removes a key); 404 answers the kind's unknown code. */
+  mergePatch(name: string, body: object, action = `updating ${this.noun}`): Promise<ResourceOf[K]> {
+    return call({ action, notFound: this.unknown }, () => this.client.mergePatch(name, body));
+  }
+
   /** RFC 6902 JSON patch of the object; 404 answers the kind's unknown code. */
   jsonPatch(name: string, operations: JsonPatchOperation[], action = `updating ${this.noun}`): Promise<ResourceOf[K]> {
     return call({ action, notFound: this.unknown }, () => this.client.jsonPatch(name, operations));

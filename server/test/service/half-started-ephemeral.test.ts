@@ -49,6 +49,20 @@ describe('a half-started ephemeral session (what a launch at a limit may adopt o
     );
   });
 
+  it('is one that serves but whose launch never answered it (the service was killed), unless activity was reported', () => {
+    const s = starting();
+    const unanswered = { ...s.metadata, annotations: { ...s.metadata.annotations, [ANNOTATIONS.unanswered]: 'true' } };
+    const serving = { phase: 'Running' as const, url: 'https://x/' };
+    assert.ok(isHalfStartedEphemeral({ ...s, metadata: unanswered, status: serving }, user, 'python'));
+    assert.ok(
+      !isHalfStartedEphemeral(
+        { ...s, metadata: unanswered, status: { ...serving, lastActivity: new Date().toISOString() } },
+        user,
+        'python',
+      ),
+    );
+  });
+
   it('is not one being stopped, by its Ready condition or by its phase (adopted, it would answer 474)', () => {
     const s = starting();
     assert.ok(
