@@ -65,7 +65,6 @@ export class DataBridge implements Disposable {
       host: config.host,
       port: config.port,
       token: config.token,
-      usersFile: config.usersFile,
       bindRetryMs: this.deps.bindRetryMs,
       lifecycle: new SessionLifecycle(),
       saver: new WorkSaver(this.store, logger, {

@@ -14,7 +14,6 @@ export type BridgeConfig =
       host: string;
       port: number;
       token: string;
-      usersFile?: string;
       processUrl?: string;
       workspaceDir?: string;
       agentCommand?: string;
@@ -24,7 +23,7 @@ export type BridgeConfig =
 /**
  * DATA_BRIDGE_ENABLED must be 1 or true (case-insensitive); DATA_BRIDGE_PORT a TCP port, default 16281;
  * DATA_BRIDGE_TOKEN the secret the operator authenticates with (required: without it, no port opens);
- * DATA_BRIDGE_USERS_FILE, when set, the authentication proxy's allowed-users file the session's user goes to;
+ * DATA_BRIDGE_USERS_FILE is ignored: the proxy's allowed users are the proxy's own (older operators set it);
  * DATA_BRIDGE_URL, when set (by the session image, which runs the bridge as its own process), where the
  * extension reads the values from instead of serving: http on loopback only;
  * WORKSPACE_DIR, the folder the IDE has open, whose repository POST /save saves, with the agent
@@ -48,7 +47,6 @@ export function readBridgeConfig(env: Record<string, string | undefined>): Bridg
     const why = token === '' ? 'is not set' : `is shorter than ${MIN_TOKEN_LENGTH} characters`;
     return { enabled: true, error: `${TOKEN_ENV} ${why} (the secret the operator authenticates with)` };
   }
-  const usersFile = env.DATA_BRIDGE_USERS_FILE?.trim();
   const processUrl = env.DATA_BRIDGE_URL?.trim();
   if (processUrl && !LOOPBACK_URL.test(processUrl)) {
     return { enabled: true, error: `DATA_BRIDGE_URL must be http://127.0.0.1:<port> or http://localhost:<port>` };
@@ -60,7 +58,6 @@ export function readBridgeConfig(env: Record<string, string | undefined>): Bridg
     host: env.DATA_BRIDGE_HOST?.trim() || '0.0.0.0',
     port,
     token,
-    ...(usersFile ? { usersFile } : {}),
     ...(processUrl ? { processUrl } : {}),
     ...(workspaceDir ? { workspaceDir } : {}),
     ...(agentCommand ? { agentCommand } : {}),

@@ -19,7 +19,7 @@ function describe(value: unknown): string {
 
 export interface DataPayload {
   environment: Environment;
-  /** The session's user: the only one the session's authentication proxy admits from then on. */
+  /** The session's user, as older operators send it: accepted and ignored (the proxy admits on its own). */
   user?: string;
 }
 

@@ -38,7 +38,6 @@ async function main(): Promise<number> {
     host: config.host,
     port: config.port,
     token: config.token,
-    usersFile: config.usersFile,
     serveValues: true,
     lifecycle: new SessionLifecycle(),
     saver: new WorkSaver(store, logger, { workspaceDir: config.workspaceDir, agentCommand: config.agentCommand }),

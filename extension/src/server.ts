@@ -8,7 +8,6 @@
 // to this host with the token; `?wait=<seconds>` (up to MAX_WAIT_SECONDS) holds the answer until the
 // values are injected or the wait ends, so the agent's bootstrap beside the IDE waits without polling.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { rename, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger.js';
@@ -35,8 +34,6 @@ export interface BridgeServerOptions {
   port: number;
   /** The secret the operator sends as `Authorization: Bearer <token>` on POST /data. */
   token: string;
-  /** The authentication proxy's allowed-users file: the injection's user replaces its content. */
-  usersFile?: string;
   /** Serve the values back (GET /data) to callers on this host with the token: the IDE's extension. */
   serveValues?: boolean;
   /** The stop notice and the IDE's activity (/notice, /activity); without it those routes answer 404. */
@@ -146,11 +143,12 @@ export class BridgeServer {
         this.authenticate(req);
         const reservation = reservationOf(req);
         const body = await this.readBody(req);
-        const { environment, user } = parseDataPayload(body);
+        // A `user` (older operators) is not the bridge's business: the proxy's admission writes its
+        // allowed users, on a volume this container has no part of.
+        const { environment } = parseDataPayload(body);
         // Checked and taken in one synchronous step: of two concurrent posts, one gets 409.
         this.claim(reservation);
         try {
-          if (user !== undefined) await this.admit(user);
           await this.store.merge(environment);
         } catch (error) {
           this.reservation = undefined; // nothing was taken: the operator's retry may post again
@@ -257,24 +255,6 @@ export class BridgeServer {
       );
     }
     this.reservation = reservation;
-  }
-
-  /**
-   * Makes `user` the only one the session's proxy admits. The file is replaced in one rename, so the
-   * proxy (which reloads it when it changes) never reads it half-written.
-   */
-  private async admit(user: string): Promise<void> {
-    const file = this.options.usersFile;
-    if (!file) return;
-    const next = `${file}.next`;
-    try {
-      await writeFile(next, `${user}\n`, { mode: 0o644 });
-      await rename(next, file);
-    } catch (error) {
-      this.logger.error(`cannot write the allowed-users file: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
-      throw new HttpError(500, 'the allowed-users file could not be written');
-    }
-    this.logger.info("the session user is the proxy's only allowed user");
   }
 
   /** Reads the body up to the cap; past it the rest is drained (so the client reads the 413) and dropped. */

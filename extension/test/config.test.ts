@@ -62,7 +62,7 @@ describe('extension: readBridgeConfig', () => {
     });
   });
 
-  it('reads the allowed-users file and where a bridge process serves, on loopback only', () => {
+  it('ignores an allowed-users file (the proxy writes its own) and reads where a bridge process serves, on loopback only', () => {
     const on = { DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_TOKEN: TOKEN };
     assert.deepEqual(
       readBridgeConfig({
@@ -75,7 +75,6 @@ describe('extension: readBridgeConfig', () => {
         host: '0.0.0.0',
         port: DEFAULT_PORT,
         token: TOKEN,
-        usersFile: '/var/run/ide-cloud/auth-proxy/users',
         processUrl: 'http://127.0.0.1:16281',
       },
     );

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -310,7 +310,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       await rm(usersDir, { recursive: true, force: true });
     });
 
-    it("takes the operator's values and user with no IDE running; a window opened later gets them", async () => {
+    it("takes the operator's values with no IDE running, and writes no allowed users even when told; a window opened later gets them", async () => {
       const injection = { environment: SECRETS, user: 'ada@example.org' };
       const posted = await fetch(`${bridge}/data`, {
         method: 'POST',
@@ -318,8 +318,9 @@ describe('data bridge in a real VS Code host (e2e)', function () {
         headers: { 'content-type': 'application/json', ...OPERATOR },
       });
       assert.equal(posted.status, 200);
-      // The session's proxy admits its user from now on, though no browser has opened anything.
-      assert.equal(await readFile(path.join(usersDir, 'users'), 'utf8'), 'ada@example.org\n');
+      // An older operator's user and users file: the proxy's allowed users are not the bridge's to
+      // write (its admission does, issue 27 item 4), and the injection still succeeds.
+      assert.equal(existsSync(path.join(usersDir, 'users')), false, 'the bridge wrote no allowed-users file');
 
       // The student opens the IDE later: the extension reads what the process holds.
       const consumerPort = await freePort();

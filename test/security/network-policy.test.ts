@@ -138,14 +138,15 @@ describe('security: every pod the operator makes is inside the NetworkPolicies (
     assert.equal(deny.spec.egress, undefined);
     assert.deepEqual(await selected(deny), all, 'the default deny selects every pod');
 
-    // IDE pods: in only to the auth proxy (from the ingress controller) and the bridge (from the operator).
+    // IDE pods: in only to the auth proxy (from the ingress controller), the bridge and the proxy's
+    // admission (from the operator).
     const sessions = byName('sessions');
     assert.deepEqual(await selected(sessions), [...ide].sort(), 'lazy and warm IDE pods are selected');
     const ports = (sessions.spec.ingress ?? []).flatMap((rule) => {
       assert.ok(rule.from && rule.from.length > 0, 'every rule names its peers');
       return (rule.ports ?? []).map((p) => p.port);
     });
-    assert.deepEqual(ports.sort(), [16281, 'http'].sort(), 'never the IDE port (3000)');
+    assert.deepEqual(ports.sort(), [16281, 'admission', 'http'].sort(), 'never the IDE port (3000)');
 
     assert.deepEqual(await selected(byName('sidecars')), sidecars, 'sidecar pods are selected');
     assert.deepEqual(await selected(byName('session-egress')), all, 'every session pod has its egress limited');

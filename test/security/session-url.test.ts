@@ -2,12 +2,12 @@
 // IDE had an upstream and a cookie secret but no identity provider and no allowed user (warm instances
 // not even the cookie secret), so whoever had the URL had the IDE. Now, with an identity provider,
 // the proxy admits the session's user only: a lazy session's from its Secret, a warm instance's from
-// the data bridge at the claim (the proxy reloads the file, it does not restart). In anonymous mode
+// its admission at the claim (the proxy reloads the file, it does not restart). In anonymous mode
 // the URL carries a key derived from the session's secret, and only that path is routed.
 //
 // Real parts: the API server, the operator, oauth2-proxy (built from Go modules, run through the
-// image's entrypoint with the container spec the operator wrote), a real OpenID Connect provider, the
-// real data bridge, and a real HTTP server as the IDE.
+// image's entrypoint with the container spec the operator wrote, its admission beside it), a real
+// OpenID Connect provider, the real data bridge, and a real HTTP server as the IDE.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -25,7 +25,12 @@ import { BridgeServer } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
-import { AUTH_PROXY_CONTAINER, AUTH_PROXY_USERS_DIR } from '../../server/src/operator/auth-proxy.js';
+import {
+  AUTH_PROXY_ADMISSION_DIR,
+  AUTH_PROXY_CONTAINER,
+  AUTH_PROXY_USERS_DIR,
+} from '../../server/src/operator/auth-proxy.js';
+import { AUTH_PROXY_ADMISSION_TOKEN_KEY } from '../../server/src/model/data-bridge.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { ensureBinaries, freePort } from '../../scripts/cluster/control-plane.js';
 import {
@@ -101,15 +106,26 @@ describe('security: only its user opens a session URL (3)', function () {
     return dir;
   };
 
-  /** The proxy of the first container spec named auth-proxy in `pod`, with its users' directory at `usersDir`. */
-  async function proxyOf(pod: k8s.V1PodSpec, usersDir: string): Promise<AuthProxyProcess> {
+  /**
+   * The proxy of the first container spec named auth-proxy in `pod`, with its users' directory at
+   * `usersDir`; its admission (a warm instance's) on `admission`, its token in that directory.
+   */
+  async function proxyOf(
+    pod: k8s.V1PodSpec,
+    usersDir: string,
+    admission?: { address: string; tokenDir: string },
+  ): Promise<AuthProxyProcess> {
     const container = pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER);
     assert.ok(container, 'the pod has the authentication proxy');
     const proxy = await startAuthProxy({
       container,
       secrets: SECRETS,
-      mounts: { [AUTH_PROXY_USERS_DIR]: usersDir },
+      mounts: {
+        [AUTH_PROXY_USERS_DIR]: usersDir,
+        ...(admission ? { [AUTH_PROXY_ADMISSION_DIR]: admission.tokenDir } : {}),
+      },
       address: `127.0.0.1:${await freePort()}`,
+      ...(admission ? { admissionAddress: admission.address } : {}),
     });
     proxies.push(proxy);
     return proxy;
@@ -201,18 +217,30 @@ describe('security: only its user opens a session URL (3)', function () {
       60_000,
       200,
     );
-    // The shared volume, as the kubelet gives it to both containers: one local directory.
-    const usersDir = await tempDir();
-    const proxy = await proxyOf(pod.spec!, usersDir);
+    // The proxy's volumes, as the kubelet gives them to the proxy container alone: its users file's
+    // directory and its admission's token (projected from the instance's Secret).
     const ideContainer = pod.spec!.containers.find((c) => c.name !== AUTH_PROXY_CONTAINER)!;
-    const usersFile = ideContainer.env!.find((e) => e.name === 'DATA_BRIDGE_USERS_FILE')!.value!;
-    assert.ok(usersFile.startsWith(`${AUTH_PROXY_USERS_DIR}/`), 'the bridge writes on the shared volume');
+    assert.equal(
+      ideContainer.volumeMounts?.some((m) => m.mountPath.startsWith(AUTH_PROXY_USERS_DIR)),
+      false,
+    );
+    assert.equal(
+      ideContainer.env?.some((e) => e.name === 'DATA_BRIDGE_USERS_FILE'),
+      false,
+    );
+    const usersDir = await tempDir();
+    const tokenDir = await tempDir();
+    const tokens = await core.readNamespacedSecret({ name: `${instance}-bridge`, namespace });
+    await writeFile(path.join(tokenDir, 'token'), Buffer.from(tokens.data![AUTH_PROXY_ADMISSION_TOKEN_KEY]!, 'base64'));
+    const admissionPort = pod
+      .spec!.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!
+      .ports!.find((p) => p.name === 'admission')!.containerPort;
+    const proxy = await proxyOf(pod.spec!, usersDir, { address: `${pod.status!.podIP}:${admissionPort}`, tokenDir });
     const logger = new MemoryLogger();
     bridge = new BridgeServer(new EnvironmentStore(new MemorySecretStorage(), logger), logger, {
       host: pod.status!.podIP!,
       port: 16281,
       token: await bridgeToken(cluster.kc, namespace, instance),
-      usersFile: usersFile.replace(AUTH_PROXY_USERS_DIR, usersDir),
     });
 
     // Free, the instance admits nobody: its URL would open for no one.
@@ -231,7 +259,7 @@ describe('security: only its user opens a session URL (3)', function () {
     const handedOut = await waitForSession(r, 'warm-ada', (s) => !!s.status?.url);
     assert.ok(
       (handedOut.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
-      'the status that carries the URL says the values (and the user) are in',
+      `the status that carries the URL says the values are in and the user admitted: ${JSON.stringify(handedOut.status?.conditions)}`,
     );
     const ready = await waitForSession(
       r,

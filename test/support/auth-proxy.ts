@@ -3,7 +3,14 @@
 // image's configuration files, and given exactly the arguments and environment of the container the
 // operator wrote into the pod spec. What the kubelet would do is done here: secret references are
 // resolved, and the image's and volumes' paths are mapped to the repository and to local directories.
-import { spawn, type ChildProcess } from 'node:child_process';
+// The proxy's admission (images/auth-proxy/admission), when the container runs it, is built here with
+// the machine's Go from the same source the image builds, once per source.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import { promisify } from 'node:util';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -31,13 +38,35 @@ export interface AuthProxyRun {
   mounts: Record<string, string>;
   /** The address the proxy binds (the pod binds 0.0.0.0, which a test must not). */
   address: string;
+  /** The address its admission binds, when the container runs one. */
+  admissionAddress?: string;
+}
+
+/** The admission's binary, built from images/auth-proxy/admission; its directory, for PATH. */
+async function admissionBinary(): Promise<string> {
+  const source = path.join(IMAGE_DIR, 'admission');
+  const hash = createHash('sha256')
+    .update(await readFile(path.join(source, 'main.go')))
+    .update(await readFile(path.join(source, 'go.mod')))
+    .digest('hex')
+    .slice(0, 16);
+  const dir = path.join(os.tmpdir(), `ide-cloud-admission-${hash}`);
+  if (!existsSync(path.join(dir, 'ide-cloud-admission'))) {
+    await promisify(execFile)('go', ['build', '-o', path.join(dir, 'ide-cloud-admission'), '.'], {
+      cwd: source,
+      env: { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local' },
+    });
+  }
+  return dir;
 }
 
 export async function startAuthProxy(run: AuthProxyRun): Promise<AuthProxyProcess> {
   const bin = await ensureBinaries('auth-proxy');
   const local = (value: string): string => {
     let mapped = value.replaceAll('/etc/ide-cloud/auth-proxy', IMAGE_DIR);
-    for (const [mountPath, dir] of Object.entries(run.mounts)) mapped = mapped.replaceAll(mountPath, dir);
+    // The longest mount path first: one may be a prefix of another (auth-proxy, auth-proxy-admission).
+    const mounts = Object.entries(run.mounts).sort(([a], [b]) => b.length - a.length);
+    for (const [mountPath, dir] of mounts) mapped = mapped.replaceAll(mountPath, dir);
     return mapped;
   };
   const env: Record<string, string> = { PATH: `${bin}:/usr/bin:/bin` };
@@ -50,10 +79,17 @@ export async function startAuthProxy(run: AuthProxyRun): Promise<AuthProxyProces
     } else env[entry.name] = local(entry.value ?? '');
   }
   env.AUTH_PROXY_ADDRESS = run.address;
+  if (env.AUTH_PROXY_ADMISSION_TOKEN_FILE) {
+    if (!run.admissionAddress) throw new Error('the container runs the admission: give it an address');
+    env.AUTH_PROXY_ADMISSION_ADDRESS = run.admissionAddress;
+    env.PATH = `${await admissionBinary()}:${env.PATH}`;
+  }
   const output: string[] = [];
   const child: ChildProcess = spawn(path.join(IMAGE_DIR, 'entrypoint.sh'), (run.container.args ?? []).map(local), {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    // A process group of its own: the admission, started in the background, goes with the proxy.
+    detached: true,
   });
   child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
@@ -70,7 +106,7 @@ export async function startAuthProxy(run: AuthProxyRun): Promise<AuthProxyProces
       100,
     );
   } catch (error) {
-    child.kill('SIGKILL');
+    killGroup(child);
     throw error;
   }
   return {
@@ -78,10 +114,19 @@ export async function startAuthProxy(run: AuthProxyRun): Promise<AuthProxyProces
     pid: child.pid!,
     output,
     async kill() {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      killGroup(child);
       await exited;
     },
   };
+}
+
+/** SIGKILL to the proxy's process group: oauth2-proxy and the admission beside it. */
+function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    // The group is gone already.
+  }
 }
 
 export interface IngressStandIn {

@@ -39,17 +39,19 @@ async function signingKey(kid: string) {
 }
 
 /**
- * Starts the provider on a loopback port. `port` lets a test restart it on the same issuer (key
- * rotation); `kids` names the signing keys, the first one signs.
+ * Starts the provider on a loopback port (or `host`: pods on the real node reach the host at its
+ * bridge address only). `port` lets a test restart it on the same issuer (key rotation); `kids` names
+ * the signing keys, the first one signs.
  */
 export async function startIdentityProvider(
   identities: Record<string, TestIdentity>,
-  options: { port?: number; kids?: string[] } = {},
+  options: { port?: number; kids?: string[]; host?: string } = {},
 ): Promise<TestIdentityProvider> {
+  const host = options.host ?? '127.0.0.1';
   const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
   const { port } = server.address() as AddressInfo;
-  const issuer = `http://127.0.0.1:${port}`;
+  const issuer = `http://${host}:${port}`;
   const keys = await Promise.all((options.kids ?? ['key-1']).map(signingKey));
   const secret = (clientId: string) => `secret-of-${clientId}-0123456789`;
   const provider = new Provider(issuer, {

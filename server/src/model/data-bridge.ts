@@ -10,10 +10,10 @@ export const DATA_BRIDGE_TOKEN_KEY = 'token';
 /** Header naming the reservation (the Session's uid): the bridge takes one injection per reservation. */
 export const DATA_BRIDGE_RESERVATION_HEADER = 'x-ide-cloud-reservation';
 /**
- * Where the bridge writes the session's user when it takes an injection (`user` in the body): the
- * allowed-users file of the session's authentication proxy, which admits nobody else.
+ * Key of the proxy's admission token in the same Secret (operator/auth-proxy.ts): mounted into the
+ * proxy container only, never into the IDE container, which gets the bridge's token alone.
  */
-export const DATA_BRIDGE_USERS_FILE_ENV = 'DATA_BRIDGE_USERS_FILE';
+export const AUTH_PROXY_ADMISSION_TOKEN_KEY = 'admission-token';
 
 /**
  * The stop warning, the IDE's activity and the save of the student's work travel through the bridge

@@ -2,36 +2,47 @@
  * The authentication proxy beside every session's IDE: oauth2-proxy from images/auth-proxy, whose
  * configuration file (chosen here by argument) takes its values from the environment set here.
  *
- * With an identity provider, the proxy admits only the users listed in its allowed-users file: a lazy
- * session's file comes from the session's Secret; a warm instance's starts empty (nobody passes) and
- * the data bridge writes the session's user into it when the instance is claimed, on a volume the two
- * containers share, and the proxy reloads it without restarting. Every proxy of the installation
+ * With an identity provider, the proxy admits only the users listed in its allowed-users file, on a
+ * volume of the proxy container alone (nothing the student runs in the IDE container reaches it): a
+ * lazy session's file comes from the session's Secret; a warm instance's starts empty (nobody passes)
+ * and the proxy's admission (images/auth-proxy/admission) writes the session's user into it when the
+ * operator names them at the claim, with a per-instance token mounted into the proxy container only;
+ * the proxy reloads the file without restarting. Every proxy of the installation
  * shares one cookie key and the sign-in callback at `/oauth2/callback` of the session host (the
  * chart's sign-in proxy), so one sign-in serves all the sessions of a user.
  *
  * In anonymous mode there is no identity to check: the session URL's key is the credential.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { DATA_BRIDGE_USERS_FILE_ENV } from '../model/data-bridge.js';
+import { AUTH_PROXY_ADMISSION_TOKEN_KEY } from '../model/data-bridge.js';
 import { sessionOrigin, type OperatorConfig } from './config.js';
 import { containerSecurity } from './pod-security.js';
 
 export const AUTH_PROXY_CONTAINER = 'auth-proxy';
-/** Where the allowed-users file is, in the proxy and (warm instances) in the IDE container. */
+/** Where the allowed-users file is, in the proxy container only. */
 export const AUTH_PROXY_USERS_DIR = '/var/run/ide-cloud/auth-proxy';
 export const AUTH_PROXY_USERS_FILE = `${AUTH_PROXY_USERS_DIR}/users`;
 const USERS_VOLUME = 'auth-proxy-users';
+/** Where the admission's token is, in the proxy container only. */
+export const AUTH_PROXY_ADMISSION_DIR = '/var/run/ide-cloud/auth-proxy-admission';
+const ADMISSION_VOLUME = 'auth-proxy-admission';
+/** Name of the admission's port in the proxy container: the operator finds the port by it. */
+export const AUTH_PROXY_ADMISSION_PORT_NAME = 'admission';
 /** Keys of the installation's Secret (config.authProxySecretName). */
 export const AUTH_PROXY_SECRET_KEYS = { cookieSecret: 'cookie-secret', clientSecret: 'client-secret' } as const;
 const CONFIG_DIR = '/etc/ide-cloud/auth-proxy';
 
-/** Who fills the allowed-users file: the data bridge at the claim, or a key of a Secret. */
-export type AllowedUsers = { writtenBy: 'data-bridge' } | { secret: string; key: string };
+/**
+ * Who fills the allowed-users file: the proxy's admission at the claim (its token in `tokenSecret`,
+ * key AUTH_PROXY_ADMISSION_TOKEN_KEY), or a key of a Secret.
+ */
+export type AllowedUsers = { admission: { tokenSecret: string } } | { secret: string; key: string };
 
 type ProxyConfig = Pick<
   OperatorConfig,
   | 'authProxyImage'
   | 'authProxyPort'
+  | 'authProxyAdmissionPort'
   | 'authProxySecretName'
   | 'sessionIssuer'
   | 'sessionClientId'
@@ -89,12 +100,11 @@ export function authProxyEnv(config: ProxyConfig, idePort: number): k8s.V1EnvVar
 
 export interface AuthProxyParts {
   container: k8s.V1Container;
+  /** Mounted in the proxy container only: the IDE container gets nothing of the proxy's. */
   volumes: k8s.V1Volume[];
-  /** What the IDE container needs when its data bridge writes the allowed-users file. */
-  ide: { volumeMounts: k8s.V1VolumeMount[]; env: k8s.V1EnvVar[] };
 }
 
-/** The proxy container and the volume of its allowed-users file (none in anonymous mode). */
+/** The proxy container and the volumes of its allowed-users file and admission token (none in anonymous mode). */
 export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUsers): AuthProxyParts {
   const container: k8s.V1Container = {
     name: AUTH_PROXY_CONTAINER,
@@ -108,21 +118,34 @@ export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUs
     ...containerSecurity('restricted'),
     resources: { requests: { memory: '32M', cpu: '10m' }, limits: { memory: '128M', cpu: '200m' } },
   };
-  const none = { volumeMounts: [], env: [] };
-  if (!checksIdentity(config)) return { container, volumes: [], ide: none };
+  if (!checksIdentity(config)) return { container, volumes: [] };
   if ('secret' in users) {
     container.volumeMounts = [{ name: USERS_VOLUME, mountPath: AUTH_PROXY_USERS_DIR, readOnly: true }];
     const items = [{ key: users.key, path: 'users' }];
-    return { container, volumes: [{ name: USERS_VOLUME, secret: { secretName: users.secret, items } }], ide: none };
+    return { container, volumes: [{ name: USERS_VOLUME, secret: { secretName: users.secret, items } }] };
   }
-  const mount = { name: USERS_VOLUME, mountPath: AUTH_PROXY_USERS_DIR };
-  container.volumeMounts = [mount];
+  container.volumeMounts = [
+    { name: USERS_VOLUME, mountPath: AUTH_PROXY_USERS_DIR },
+    { name: ADMISSION_VOLUME, mountPath: AUTH_PROXY_ADMISSION_DIR, readOnly: true },
+  ];
+  container.ports!.push({ name: AUTH_PROXY_ADMISSION_PORT_NAME, containerPort: config.authProxyAdmissionPort });
+  // The entrypoint starts the admission in the background: should it end, the kubelet restarts the
+  // container (the users file stays on its volume, and the admission reads its user back from it).
+  container.livenessProbe = {
+    tcpSocket: { port: AUTH_PROXY_ADMISSION_PORT_NAME as unknown as k8s.IntOrString },
+    periodSeconds: 5,
+    failureThreshold: 3,
+  };
+  container.env!.push(
+    { name: 'AUTH_PROXY_ADMISSION_ADDRESS', value: `0.0.0.0:${config.authProxyAdmissionPort}` },
+    { name: 'AUTH_PROXY_ADMISSION_TOKEN_FILE', value: `${AUTH_PROXY_ADMISSION_DIR}/token` },
+  );
+  const tokenItems = [{ key: AUTH_PROXY_ADMISSION_TOKEN_KEY, path: 'token' }];
   return {
     container,
-    // On the node's disk, not in memory: a tmpfs emptyDir's directory is sticky (mode 1777), so the
-    // bridge (uid 10001) could not replace the empty file the proxy's entrypoint (uid 65532) creates
-    // there (rename: EPERM) and the proxy would admit nobody; a disk emptyDir's directory is 0777.
-    volumes: [{ name: USERS_VOLUME, emptyDir: { sizeLimit: '1Mi' } }],
-    ide: { volumeMounts: [mount], env: [{ name: DATA_BRIDGE_USERS_FILE_ENV, value: AUTH_PROXY_USERS_FILE }] },
+    volumes: [
+      { name: USERS_VOLUME, emptyDir: { sizeLimit: '1Mi' } },
+      { name: ADMISSION_VOLUME, secret: { secretName: users.admission.tokenSecret, items: tokenItems } },
+    ],
   };
 }

@@ -60,6 +60,11 @@ export const OperatorConfigSchema = z
     authProxyImage: z.string().min(1).default('ide-cloud/auth-proxy:0.1.0'),
     authProxyPort: int(1).default(8080),
     /**
+     * Port of the proxy's admission (images/auth-proxy/admission), where the operator names a warm
+     * instance's user at the claim; the chart's policies open it to the operator only.
+     */
+    authProxyAdmissionPort: int(1).default(4181),
+    /**
      * Secret of the installation's session sign-in: `cookie-secret` (the proxies' shared cookie key, so
      * one sign-in serves every session of the host) and, with an identity provider, `client-secret`.
      */
@@ -184,6 +189,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   ingressClassName: 'IDE_CLOUD_INGRESS_CLASS_NAME',
   authProxyImage: 'IDE_CLOUD_AUTH_PROXY_IMAGE',
   authProxyPort: 'IDE_CLOUD_AUTH_PROXY_PORT',
+  authProxyAdmissionPort: 'IDE_CLOUD_AUTH_PROXY_ADMISSION_PORT',
   authProxySecretName: 'IDE_CLOUD_AUTH_PROXY_SECRET',
   sessionIssuer: 'IDE_CLOUD_SESSION_ISSUER',
   sessionClientId: 'IDE_CLOUD_SESSION_CLIENT_ID',

@@ -8,7 +8,7 @@ import {
   type AppDefinition,
   type Sidecar,
 } from '../model/app-definition.js';
-import { DATA_BRIDGE_TOKEN_ENV, DATA_BRIDGE_TOKEN_KEY } from '../model/data-bridge.js';
+import { AUTH_PROXY_ADMISSION_TOKEN_KEY, DATA_BRIDGE_TOKEN_ENV, DATA_BRIDGE_TOKEN_KEY } from '../model/data-bridge.js';
 import { dnsLabel, poolInstanceName, sessionPodAppLabel } from '../model/names.js';
 import type { Session } from '../model/session.js';
 import { authProxy, type AllowedUsers } from './auth-proxy.js';
@@ -26,11 +26,12 @@ export const COMPONENT = {
 /**
  * The shape of a warm instance this operator builds, bumped when older instances cannot serve a claim
  * (2: the data bridge takes a token; 3: the bridge names the user the authentication proxy admits;
- * 4: the work folder on a claim of the instance's own; 5: the restricted security context).
+ * 4: the work folder on a claim of the instance's own; 5: the restricted security context; 6: the
+ * proxy's own admission writes its allowed users, the bridge no longer does).
  * A free instance of another shape is recreated like an outdated one.
  */
 export const INSTANCE_TEMPLATE_ANNOTATION = 'ide-cloud.io/instance-template';
-export const INSTANCE_TEMPLATE = '5';
+export const INSTANCE_TEMPLATE = '6';
 /** Pod template annotation bumped to restart an instance's pods when it returns to the pool. */
 export const RECYCLED_ANNOTATION = 'ide-cloud.io/recycled-at';
 export const SERVICE_PORT = 80;
@@ -150,7 +151,6 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
   }
   const proxy = authProxy(input.config, spec.port, input.allowedUsers);
   volumes.push(...proxy.volumes);
-  mounts.push(...proxy.ide.volumeMounts);
   return {
     metadata: {
       labels: {
@@ -183,7 +183,7 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
             failureThreshold: 3,
           },
           // The one work folder: the image's agent clones into it and its IDE opens it.
-          env: [{ name: 'WORKSPACE_DIR', value: folder }, ...input.env, ...proxy.ide.env],
+          env: [{ name: 'WORKSPACE_DIR', value: folder }, ...input.env],
           ...(input.envFrom && input.envFrom.length > 0 ? { envFrom: input.envFrom } : {}),
           resources: {
             requests: { memory: spec.requestsMemory, cpu: spec.requestsCpu },
@@ -297,14 +297,17 @@ export function newBridgeToken(): string {
 }
 
 /**
- * The Secret of warm instance `id`'s data-bridge token, owned by the app definition like the instance.
- * Only the operator (which sends it) and the instance's pod (which reads it by reference) know it.
+ * The Secret of warm instance `id`'s tokens, owned by the app definition like the instance. Only the
+ * operator (which sends them) and the instance's pod know them: the data bridge's (the IDE container,
+ * by reference) and the proxy admission's (mounted into the proxy container only, so that the student's
+ * code, which can read the bridge's, cannot name who the proxy admits).
  */
 export function bridgeTokenSecret(
   appDefinition: AppDefinition,
   id: number,
   namespace: string,
   token: string,
+  admissionToken: string = newBridgeToken(),
 ): k8s.V1Secret {
   return {
     apiVersion: 'v1',
@@ -316,7 +319,10 @@ export function bridgeTokenSecret(
       labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...poolInstanceLabels(appDefinition, id) },
       ownerReferences: [ownerReference(appDefinition as Owner)],
     },
-    data: { [DATA_BRIDGE_TOKEN_KEY]: Buffer.from(token).toString('base64') },
+    data: {
+      [DATA_BRIDGE_TOKEN_KEY]: Buffer.from(token).toString('base64'),
+      [AUTH_PROXY_ADMISSION_TOKEN_KEY]: Buffer.from(admissionToken).toString('base64'),
+    },
   };
 }
 
@@ -592,7 +598,9 @@ export function poolInstanceTemplate(
     claimName,
     podApp: poolInstanceName(appDefinition.metadata.name, id),
     env: poolEnv(appDefinition, id),
-    allowedUsers: { writtenBy: 'data-bridge' },
+    allowedUsers: {
+      admission: { tokenSecret: bridgeTokenSecretName(poolInstanceName(appDefinition.metadata.name, id)) },
+    },
     templateLabels: {
       [LABELS.poolInstance]: poolInstanceName(appDefinition.metadata.name, id),
       [LABELS.component]: COMPONENT.poolInstance,

@@ -16,7 +16,7 @@ const appDefinition = {
 
 describe("the IDE container's readiness", () => {
   for (const [kind, extra] of [
-    ['a warm instance', { allowedUsers: { writtenBy: 'data-bridge' as const } }],
+    ['a warm instance', { allowedUsers: { admission: { tokenSecret: 'python-latest-pool-1-bridge' } } }],
     ['a lazy session', { allowedUsers: { secret: 's-env', key: 'users' }, claimName: 'ws-1' }],
   ] as const) {
     it(`${kind}: Ready once the IDE listens on the app's port, asked every second`, () => {

@@ -53,7 +53,7 @@ describe('the work folder', () => {
       podApp: 'a',
       env: [],
       claimName: 'ws-1',
-      allowedUsers: { writtenBy: 'data-bridge' },
+      allowedUsers: { admission: { tokenSecret: 'python-latest-pool-1-bridge' } },
     });
     assert.deepEqual(ideOf(template), {
       mount: DEFAULT_WORK_FOLDER,
@@ -69,7 +69,7 @@ describe('the work folder', () => {
       config,
       podApp: 'a',
       env: [],
-      allowedUsers: { writtenBy: 'data-bridge' },
+      allowedUsers: { admission: { tokenSecret: 'python-latest-pool-1-bridge' } },
     });
     assert.equal(ideOf(template).mount, '/srv/work');
     assert.equal(ideOf(template).env, '/srv/work');

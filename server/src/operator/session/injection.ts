@@ -2,6 +2,7 @@ import { envSourceRefusal, type EnvSourceKind } from '../../model/session-env.js
 import type * as k8s from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.js';
 import {
+  AUTH_PROXY_ADMISSION_TOKEN_KEY,
   BRIDGE_ANSWER_MAX_BYTES,
   DATA_BRIDGE_RESERVATION_HEADER,
   DATA_BRIDGE_TOKEN_KEY,
@@ -18,6 +19,12 @@ export interface InjectionTarget {
   port: number;
   /** The Secret holding the instance's data-bridge token (sent as `Authorization: Bearer`). */
   tokenSecret: string;
+  /**
+   * The port of the proxy's admission, where the session's user goes (identity provider, an instance
+   * of this shape), its token in `tokenSecret` too. Without it, the user goes with the values (an
+   * instance an older operator made, whose bridge writes the proxy's file).
+   */
+  admissionPort?: number;
 }
 
 export interface InjectionState {
@@ -28,6 +35,9 @@ export interface InjectionState {
   /** Last error, without any value of the environment. */
   lastError?: string;
 }
+
+/** How the values' delivery to the bridge ended. */
+type Delivery = { phase: 'Injected'; keys: number; lastError?: undefined } | { phase: 'Failed'; lastError: string };
 
 type Run = {
   state: InjectionState;
@@ -160,19 +170,92 @@ export class DataInjector {
     return token;
   }
 
+  /**
+   * The values to the bridge and, beside them, the session's user to the proxy's admission: the
+   * injection ends when both have (the URL waits for its end), and fails when either fails.
+   */
   private async execute(session: Session, target: InjectionTarget, run: Run): Promise<void> {
     const namespace = session.metadata.namespace ?? this.config.namespace;
-    const timeout = this.config.bridgeRequestTimeoutMs;
-    let address: string | undefined;
+    const [values, admission] = await Promise.all([
+      this.deliver(session, target, run),
+      target.admissionPort === undefined
+        ? undefined
+        : this.admit(session, { ...target, admissionPort: target.admissionPort }, namespace, run),
+    ]);
+    if (run.cancelled) return;
+    if (values.phase === 'Injected' && admission === undefined) {
+      this.log.info({ session: session.metadata.name, keys: values.keys }, 'injected');
+      this.update(session, run, { phase: 'Injected', lastError: undefined });
+    } else {
+      this.update(session, run, { phase: 'Failed', lastError: values.lastError ?? admission });
+    }
+  }
+
+  /**
+   * PUT /users {"user"} to the proxy's admission of the instance's ready pod, retried while the pod or
+   * the admission is not up yet. Returns undefined once the user is admitted, else why not.
+   */
+  private async admit(
+    session: Session,
+    target: InjectionTarget & { admissionPort: number },
+    namespace: string,
+    run: Run,
+  ): Promise<string | undefined> {
+    let token: string | undefined;
+    try {
+      token = await readBridgeToken(this.core, namespace, {
+        name: target.tokenSecret,
+        key: AUTH_PROXY_ADMISSION_TOKEN_KEY,
+      });
+    } catch (e) {
+      return `admission token: ${describe(e)}`;
+    }
+    if (token === undefined) return `admission token ${target.tokenSecret} not found`;
+    const body = JSON.stringify({ user: session.spec.user });
     for (let attempt = 1; ; attempt++) {
-      if (run.cancelled) return;
+      if (run.cancelled) return 'cancelled';
+      let error: string;
+      try {
+        const address = await readyPodAddress(this.core, namespace, target.podSelector);
+        if (!address) error = 'no ready pod';
+        else {
+          const response = await fetch(`http://${address}:${target.admissionPort}/users`, {
+            method: 'PUT',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+            body,
+            signal: AbortSignal.timeout(this.config.bridgeRequestTimeoutMs),
+          });
+          await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
+          if (response.ok) return undefined;
+          error = `admission answered HTTP ${response.status}`;
+          // A refusal (token, body, another user admitted) is final; only the admission's not being up is not.
+          if (response.status < 500) return error;
+        }
+      } catch (e) {
+        error = `admission: ${describe(e)}`;
+      }
+      if (attempt >= this.config.bridgeHealthAttempts) return error;
+      await sleep(this.config.bridgeHealthIntervalMs);
+    }
+  }
+
+  /** Polls the bridge's GET /health on the instance's ready pod; its address once it answers, else why not. */
+  private async healthyBridge(
+    session: Session,
+    target: InjectionTarget,
+    run: Run,
+  ): Promise<{ address: string } | { error: string }> {
+    const namespace = session.metadata.namespace ?? this.config.namespace;
+    for (let attempt = 1; ; attempt++) {
+      if (run.cancelled) return { error: 'cancelled' };
       let error: string | undefined;
+      let address: string | undefined;
       try {
         address = await readyPodAddress(this.core, namespace, target.podSelector);
         if (!address) error = 'no ready pod';
         else {
           const response = await fetch(`http://${address}:${target.port}/health`, {
-            signal: AbortSignal.timeout(timeout),
+            signal: AbortSignal.timeout(this.config.bridgeRequestTimeoutMs),
           });
           await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
           if (!response.ok) error = `health answered HTTP ${response.status}`;
@@ -181,27 +264,36 @@ export class DataInjector {
         error = describe(e);
       }
       this.update(session, run, { attempts: attempt, lastError: error });
-      if (!error) break;
-      if (attempt >= this.config.bridgeHealthAttempts) {
-        this.update(session, run, { phase: 'Failed' });
-        return;
-      }
+      if (!error && address) return { address };
+      if (attempt >= this.config.bridgeHealthAttempts) return { error: error ?? 'no ready pod' };
       run.markTried();
       await sleep(this.config.bridgeHealthIntervalMs);
     }
+  }
+
+  /** The values to the bridge: its health polled, then one POST /data, retried; returns how it ended. */
+  private async deliver(session: Session, target: InjectionTarget, run: Run): Promise<Delivery> {
+    const namespace = session.metadata.namespace ?? this.config.namespace;
+    const timeout = this.config.bridgeRequestTimeoutMs;
+    const healthy = await this.healthyBridge(session, target, run);
+    if ('error' in healthy) return { phase: 'Failed', lastError: healthy.error };
+    const { address } = healthy;
     this.update(session, run, { phase: 'Posting' });
     let body: string;
     let token: string;
     try {
-      // The user goes with the values: the bridge makes them the only user its proxy admits.
-      body = JSON.stringify({ environment: await this.environment(session), user: session.spec.user });
+      const environment = await this.environment(session);
+      // The user goes to the proxy's admission; only an older instance's bridge writes the proxy's
+      // file, and a bridge that is not told a user writes nothing, whatever its environment says.
+      body = JSON.stringify(
+        target.admissionPort === undefined ? { environment, user: session.spec.user } : { environment },
+      );
       token = await this.bridgeToken(target, namespace);
     } catch (e) {
-      this.update(session, run, { phase: 'Failed', lastError: describe(e) });
-      return;
+      return { phase: 'Failed', lastError: describe(e) };
     }
     for (let post = 1; ; post++) {
-      if (run.cancelled) return;
+      if (run.cancelled) return { phase: 'Failed', lastError: 'cancelled' };
       let error: string | undefined;
       try {
         const response = await fetch(`http://${address}:${target.port}/data`, {
@@ -218,30 +310,25 @@ export class DataInjector {
         if (response.status === 409) {
           if (!sameReservation(answer)) {
             // Final: the bridge holds another reservation's values, and only a restart clears them.
-            this.update(session, run, {
+            this.update(session, run, { postAttempts: post });
+            return {
               phase: 'Failed',
-              postAttempts: post,
               lastError: 'data answered HTTP 409: the bridge holds values of another reservation',
-            });
-            return;
+            };
           }
         } else if (!response.ok) error = `data answered HTTP ${response.status}`;
       } catch (e) {
         error = describe(e);
       }
       if (!error) {
-        this.log.info(
-          { session: session.metadata.name, keys: Object.keys(JSON.parse(body).environment).length },
-          'injected',
-        );
-        this.update(session, run, { phase: 'Injected', postAttempts: post, lastError: undefined });
-        return;
+        this.update(session, run, { postAttempts: post });
+        return {
+          phase: 'Injected',
+          keys: Object.keys((JSON.parse(body) as { environment: object }).environment).length,
+        };
       }
       this.update(session, run, { postAttempts: post, lastError: error });
-      if (post >= this.config.bridgePostAttempts) {
-        this.update(session, run, { phase: 'Failed' });
-        return;
-      }
+      if (post >= this.config.bridgePostAttempts) return { phase: 'Failed', lastError: error };
       run.markTried();
       await sleep(this.config.bridgeHealthIntervalMs * 2 ** (post - 1));
     }

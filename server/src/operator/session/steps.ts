@@ -29,7 +29,7 @@ import {
   type Session,
 } from '../../model/session.js';
 import { ownClaimName, takesWarmClaim, type Workspace } from '../../model/workspace.js';
-import { checksIdentity } from '../auth-proxy.js';
+import { AUTH_PROXY_ADMISSION_PORT_NAME, AUTH_PROXY_CONTAINER, checksIdentity } from '../auth-proxy.js';
 import type { OperatorConfig } from '../config.js';
 import {
   bridgeTokenSecretName,
@@ -585,12 +585,23 @@ export function startInjection(
 ): Promise<void> | undefined {
   if (!workload.eager || !deploymentReady(workload.deployment)) return undefined;
   if (injectionEnded(session.status?.conditions)) return Promise.resolve();
+  const admissionPort = admissionPortOf(workload.deployment);
   deps.injector.ensure(session, {
     podSelector: `${LABELS.poolInstance}=${workload.backend}`,
     port: dataBridgePort(appDefinition.spec),
     tokenSecret: bridgeTokenSecretName(workload.backend),
+    ...(admissionPort === undefined ? {} : { admissionPort }),
   });
   return deps.injector.attempted(session.metadata.uid ?? session.metadata.name);
+}
+
+/**
+ * The port of the proxy's admission in the instance's pod template: present with an identity provider
+ * on instances of this shape (auth-proxy.ts); an older instance's bridge writes the proxy's file.
+ */
+function admissionPortOf(deployment: k8s.V1Deployment | undefined): number | undefined {
+  const proxy = deployment?.spec?.template.spec?.containers.find((c) => c.name === AUTH_PROXY_CONTAINER);
+  return proxy?.ports?.find((p) => p.name === AUTH_PROXY_ADMISSION_PORT_NAME)?.containerPort;
 }
 
 /** 5. Route in the shared Ingress. */
@@ -699,10 +710,10 @@ export async function readiness(
         type: SessionCondition.ready,
         status: 'False',
         reason: SessionReadyReason.userNotAdmitted,
-        message: "the IDE pod is ready; waiting for its proxy to admit the session's user (the data bridge)",
+        message: "the IDE pod is ready; waiting for its proxy to admit the session's user (the injection)",
       });
       // The injection's end wakes the session (session/injection.ts): this bound is a fallback only.
-      throw new RetryLater("waiting for the data bridge to admit the session's user", Delay.podStarting);
+      throw new RetryLater("waiting for the proxy to admit the session's user", Delay.podStarting);
     }
     if (starting && !(await deps.routes.served(deps.config.sessionHost, routePath(session)))) {
       pass.status.phase = 'Starting';

@@ -1,0 +1,3 @@
+module ide-cloud.local/admission
+
+go 1.24
