@@ -4,57 +4,21 @@
 // the operator: the adopted session goes at the adopter's deadline, as the adopter's own would,
 // unless it serves in that instant (the proxy holds the removing DELETE while the test writes the URL).
 import assert from 'node:assert/strict';
-import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session } from '../../server/src/model/session.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
-import {
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  resourcesOf,
-  serviceSeesSession,
-  startTestService,
-  type Answer,
-  type TestService,
-} from '../support/service-harness.js';
-import { startWatchHoldProxy, type WatchHoldProxy } from '../support/watch-hold-proxy.js';
+import { eventually } from '../support/kube.js';
+import { SERVICE_AUTH_TOKEN, call, serviceSeesSession, type Answer } from '../support/service-harness.js';
+import { useHeldService } from '../support/held-service.js';
 
 const ADOPTER_TIMEOUT = 0.05; // 3 s
 
 describe('security: an adopted ephemeral session at the adopter timeout (27.10)', function () {
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let tls: KubeWriteProxy;
-  let proxy: WatchHoldProxy;
-  let service: TestService;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-adopt');
-    r = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(r, [{}]);
-    tls = await startKubeWriteProxy(cluster.kc);
-    proxy = await startWatchHoldProxy(tls.kubeconfig);
-    const proxied = new k8s.KubeConfig();
-    proxied.loadFromFile(proxy.kubeconfig);
-    service = await startTestService(proxied, namespace, { sessionsPerUser: 1 });
-  });
-  after(async () => {
-    await service?.close();
-    await proxy?.close();
-    await tls?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
+  const held = useHeldService('sec-adopt', { sessionsPerUser: 1 });
 
   const launch = (user: string, timeout: number): Promise<Answer> =>
-    call(service.url, 'POST', '/service', {
+    call(held.service.url, 'POST', '/service', {
       body: {
         appId: SERVICE_AUTH_TOKEN,
         user,
@@ -68,11 +32,11 @@ describe('security: an adopted ephemeral session at the adopter timeout (27.10)'
   /** The first launch's session, once the service counts it (the adopter is then at the limit). */
   async function halfStarted(user: string): Promise<Session> {
     const half = await eventually(async () => {
-      const [found] = await r.sessions.list(`${LABELS.user}=${userLabelValue(user)}`);
+      const [found] = await held.r.sessions.list(`${LABELS.user}=${userLabelValue(user)}`);
       assert.ok(found, 'the first launch created its session');
       return found;
     });
-    await serviceSeesSession(service, user, half.metadata.name);
+    await serviceSeesSession(held.service, user, half.metadata.name);
     return half;
   }
 
@@ -84,10 +48,10 @@ describe('security: an adopted ephemeral session at the adopter timeout (27.10)'
     const adopter = await launch(user, ADOPTER_TIMEOUT);
     assert.equal(adopter.status, 551, adopter.text);
     // The adopter answers once its cache shows the removal: read right after, it is under way.
-    const after = await r.sessions.get(half.metadata.name);
+    const after = await held.r.sessions.get(half.metadata.name);
     assert.ok(after.metadata.deletionTimestamp, 'the adopted session was left starting, holding the user');
     // The operator's finalizer ends it; the launch that created it answers 474.
-    await r.sessions.mergePatch(half.metadata.name, { metadata: { finalizers: null } });
+    await held.r.sessions.mergePatch(half.metadata.name, { metadata: { finalizers: null } });
     const created = await first;
     assert.equal(created.status, 474, created.text);
   });
@@ -96,7 +60,7 @@ describe('security: an adopted ephemeral session at the adopter timeout (27.10)'
     const user = 'adopt-serves@example.com';
     const first = launch(user, 1);
     const half = await halfStarted(user);
-    const deleteHeld = proxy.holdRequest(
+    const deleteHeld = held.proxy.holdRequest(
       (method, url) => method === 'DELETE' && url.split('?')[0]!.endsWith(`/sessions/${half.metadata.name}`),
     );
 
@@ -106,7 +70,7 @@ describe('security: an adopted ephemeral session at the adopter timeout (27.10)'
       adopter.then((a) => assert.fail(`the adopter answered ${a.status} without removing the session`)),
     ]);
     const url = `https://ide.example.test/${half.metadata.name}/`;
-    await r.sessions.patchStatus(half.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
+    await held.r.sessions.patchStatus(half.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
     send();
 
     const [a, b] = await Promise.all([adopter, first]);
@@ -114,7 +78,7 @@ describe('security: an adopted ephemeral session at the adopter timeout (27.10)'
     assert.equal(a.text, url);
     assert.equal(b.status, 200, b.text);
     assert.equal(b.text, url);
-    const kept = await r.sessions.get(half.metadata.name);
+    const kept = await held.r.sessions.get(half.metadata.name);
     assert.equal(kept.metadata.deletionTimestamp, undefined, 'the session that serves was deleted');
   });
 });

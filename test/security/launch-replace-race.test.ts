@@ -5,55 +5,19 @@
 // client goes through a proxy that holds the replacing DELETE, and the test writes the status in
 // that instant. The delete now carries the uid and resourceVersion it read as preconditions.
 import assert from 'node:assert/strict';
-import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session } from '../../server/src/model/session.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
-import {
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  resourcesOf,
-  serviceSeesSession,
-  startTestService,
-  type Answer,
-  type TestService,
-} from '../support/service-harness.js';
-import { startWatchHoldProxy, type WatchHoldProxy } from '../support/watch-hold-proxy.js';
+import { eventually } from '../support/kube.js';
+import { SERVICE_AUTH_TOKEN, call, serviceSeesSession, type Answer } from '../support/service-harness.js';
+import { useHeldService } from '../support/held-service.js';
 
 describe('security: the replace path of an ephemeral launch (27.10)', function () {
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let tls: KubeWriteProxy;
-  let proxy: WatchHoldProxy;
-  let service: TestService;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-replace');
-    r = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(r, [{}]);
-    tls = await startKubeWriteProxy(cluster.kc);
-    proxy = await startWatchHoldProxy(tls.kubeconfig);
-    const proxied = new k8s.KubeConfig();
-    proxied.loadFromFile(proxy.kubeconfig);
-    service = await startTestService(proxied, namespace, { sessionsPerUser: 1 });
-  });
-  after(async () => {
-    await service?.close();
-    await proxy?.close();
-    await tls?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
+  const held = useHeldService('sec-replace', { sessionsPerUser: 1 });
 
   const launch = (user: string, course: string, timeout: number): Promise<Answer> =>
-    call(service.url, 'POST', '/service', {
+    call(held.service.url, 'POST', '/service', {
       body: {
         appId: SERVICE_AUTH_TOKEN,
         user,
@@ -65,7 +29,7 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
     });
 
   const sessionsOf = async (user: string): Promise<Session[]> =>
-    r.sessions.list(`${LABELS.user}=${userLabelValue(user)}`);
+    held.r.sessions.list(`${LABELS.user}=${userLabelValue(user)}`);
 
   /** The first launch's session, once the service counts it (the second launch is then at the limit). */
   async function halfStarted(user: string): Promise<Session> {
@@ -74,13 +38,13 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
       assert.ok(found, 'the first launch created its session');
       return found;
     });
-    await serviceSeesSession(service, user, half.metadata.name);
+    await serviceSeesSession(held.service, user, half.metadata.name);
     return half;
   }
 
   /** Holds the service's DELETE of `name` until the answer is called. */
   const holdDeleteOf = (name: string) =>
-    proxy.holdRequest((method, url) => method === 'DELETE' && url.split('?')[0]!.endsWith(`/sessions/${name}`));
+    held.proxy.holdRequest((method, url) => method === 'DELETE' && url.split('?')[0]!.endsWith(`/sessions/${name}`));
 
   it('a session that serves in the instant the replace path deletes it is kept, and both launches answer its URL', async () => {
     const user = 'replace-race@example.com';
@@ -93,14 +57,14 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
     // Between the second launch's read and its delete, the operator reports the URL and the first
     // launch answers it.
     const url = `https://ide.example.test/${half.metadata.name}/`;
-    await r.sessions.patchStatus(half.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
+    await held.r.sessions.patchStatus(half.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
     const a = await first;
     assert.equal(a.status, 200, a.text);
     assert.equal(a.text, url);
     send();
 
     const b = await second;
-    const kept = await r.sessions.get(half.metadata.name);
+    const kept = await held.r.sessions.get(half.metadata.name);
     assert.equal(kept.metadata.uid, half.metadata.uid);
     assert.equal(kept.metadata.deletionTimestamp, undefined, 'the session that serves was deleted');
     // It serves: the user's one session, which the second launch answers (as it would a moment later).
@@ -120,7 +84,7 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
 
     const second = launch(user, 'second', 1);
     const send = await deleteHeld;
-    await r.sessions.patchStatus(half.metadata.name, { phase: 'Starting', startStrategy: 'lazy' });
+    await held.r.sessions.patchStatus(half.metadata.name, { phase: 'Starting', startStrategy: 'lazy' });
     send();
 
     const fresh = await eventually(async () => {
@@ -128,14 +92,14 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
       assert.ok(found, 'the second launch created no session');
       return found;
     });
-    assert.ok((await r.sessions.get(half.metadata.name)).metadata.deletionTimestamp, 'the half-started one goes');
+    assert.ok((await held.r.sessions.get(half.metadata.name)).metadata.deletionTimestamp, 'the half-started one goes');
     // The operator's finalizer ends it; its own launch then answers 474, as the replace path says.
-    await r.sessions.mergePatch(half.metadata.name, { metadata: { finalizers: null } });
+    await held.r.sessions.mergePatch(half.metadata.name, { metadata: { finalizers: null } });
     const answered = await first;
     assert.equal(answered.status, 474, answered.text);
     assert.equal(fresh.spec.envVars?.COURSE, 'second');
     const url = `https://ide.example.test/${fresh.metadata.name}/`;
-    await r.sessions.patchStatus(fresh.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
+    await held.r.sessions.patchStatus(fresh.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
     const replaced = await second;
     assert.equal(replaced.status, 200, replaced.text);
     assert.equal(replaced.text, url);
@@ -146,11 +110,11 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
     const first = launch(user, 'first', 1);
     const half = await halfStarted(user);
     // The first launch's write that records its answer, held: the URL is there, not yet handed out.
-    const answerHeld = proxy.holdRequest(
+    const answerHeld = held.proxy.holdRequest(
       (method, url) => method === 'PATCH' && url.split('?')[0]!.endsWith(`/sessions/${half.metadata.name}`),
     );
     const url = `https://ide.example.test/${half.metadata.name}/`;
-    await r.sessions.patchStatus(half.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
+    await held.r.sessions.patchStatus(half.metadata.name, { phase: 'Running', url, startStrategy: 'lazy' });
     const send = await Promise.race([
       answerHeld,
       first.then((a) => assert.fail(`the first launch answered ${a.status} before recording it`)),
@@ -158,20 +122,20 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
 
     const second = launch(user, 'second', 1);
     await eventually(async () => {
-      assert.ok((await r.sessions.get(half.metadata.name)).metadata.deletionTimestamp, 'not replaced yet');
+      assert.ok((await held.r.sessions.get(half.metadata.name)).metadata.deletionTimestamp, 'not replaced yet');
     });
     send();
     const answered = await first;
     assert.equal(answered.status, 474, answered.text);
 
-    await r.sessions.mergePatch(half.metadata.name, { metadata: { finalizers: null } });
+    await held.r.sessions.mergePatch(half.metadata.name, { metadata: { finalizers: null } });
     const fresh = await eventually(async () => {
       const found = (await sessionsOf(user)).find((s) => s.metadata.uid !== half.metadata.uid);
       assert.ok(found, 'the second launch created no session');
       return found;
     });
     const freshUrl = `https://ide.example.test/${fresh.metadata.name}/`;
-    await r.sessions.patchStatus(fresh.metadata.name, { phase: 'Running', url: freshUrl, startStrategy: 'lazy' });
+    await held.r.sessions.patchStatus(fresh.metadata.name, { phase: 'Running', url: freshUrl, startStrategy: 'lazy' });
     const replaced = await second;
     assert.equal(replaced.status, 200, replaced.text);
     assert.equal(replaced.text, freshUrl);
