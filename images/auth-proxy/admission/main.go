@@ -13,13 +13,47 @@ import (
 	"encoding/json"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 )
+
+// maxConnections caps the connections open at once. The IDE container shares the pod's network: a
+// flood of idle connections from the student's code must neither grow this container's memory (a
+// restart would free the proxy's port for a moment) nor last (the timeouts close them).
+const maxConnections = 32
+
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	l.slots <- struct{}{}
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: conn, release: func() { <-l.slots }}, nil
+}
+
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
 
 type writer struct {
 	file, tokenFile string
@@ -111,6 +145,17 @@ func main() {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/users", w.serveUsers)
-	server := &http.Server{Addr: address, Handler: mux, MaxHeaderBytes: 8192}
-	log.Fatal(server.ListenAndServe())
+	server := &http.Server{
+		Handler:           mux,
+		MaxHeaderBytes:    8192,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       30 * time.Second,
+	}
+	listener, err := net.Listen("tcp", address)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(server.Serve(&limitListener{Listener: listener, slots: make(chan struct{}, maxConnections)}))
 }

@@ -129,13 +129,9 @@ export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUs
     { name: ADMISSION_VOLUME, mountPath: AUTH_PROXY_ADMISSION_DIR, readOnly: true },
   ];
   container.ports!.push({ name: AUTH_PROXY_ADMISSION_PORT_NAME, containerPort: config.authProxyAdmissionPort });
-  // The entrypoint starts the admission in the background: should it end, the kubelet restarts the
-  // container (the users file stays on its volume, and the admission reads its user back from it).
-  container.livenessProbe = {
-    tcpSocket: { port: AUTH_PROXY_ADMISSION_PORT_NAME as unknown as k8s.IntOrString },
-    periodSeconds: 5,
-    failureThreshold: 3,
-  };
+  // No liveness probe on the admission: a restart of this container would free the proxy's port for a
+  // moment, and the IDE container (same network) could take it. An admission that ended only fails
+  // the claim's injection; it caps its connections and times them out (admission/main.go).
   container.env!.push(
     { name: 'AUTH_PROXY_ADMISSION_ADDRESS', value: `0.0.0.0:${config.authProxyAdmissionPort}` },
     { name: 'AUTH_PROXY_ADMISSION_TOKEN_FILE', value: `${AUTH_PROXY_ADMISSION_DIR}/token` },
