@@ -118,4 +118,36 @@ describe('security: a claim kept by reclaim policy Retain goes only to the same 
       kept.metadata?.uid,
     );
   });
+
+  it('labels a claim made before claims named their user, so that, kept, it goes back to that user', async () => {
+    const legacy = 'legacy';
+    await r.workspaces.create({
+      metadata: { name: legacy, labels: { [LABELS.user]: userLabelValue(OWNER) } },
+      spec: { user: OWNER, appDefinition: APP },
+    });
+    await eventually(async () => assert.equal((await r.workspaces.get(legacy)).status?.claimName, legacy), 60_000);
+    // As an operator before the label made it: the user label removed by hand.
+    await core.patchNamespacedPersistentVolumeClaim(
+      { name: legacy, namespace, body: [{ op: 'remove', path: `/metadata/labels/${LABELS.user.replace('/', '~1')}` }] },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
+    );
+    // The upgraded operator starts: it visits every workspace.
+    await operator.stop();
+    operator = await testOperator(cluster.kc, namespace, { workspaceReclaimPolicy: 'Retain' });
+    await eventually(async () => {
+      const claim = await core.readNamespacedPersistentVolumeClaim({ name: legacy, namespace });
+      assert.equal(claim.metadata?.labels?.[LABELS.user], userLabelValue(OWNER));
+    }, 60_000);
+    await r.workspaces.delete(legacy);
+    await gone(() => r.workspaces.get(legacy));
+    await r.workspaces.create({
+      metadata: { name: legacy, labels: { [LABELS.user]: userLabelValue(OWNER) } },
+      spec: { user: OWNER, appDefinition: APP },
+    });
+    await eventually(async () => {
+      const w = await r.workspaces.get(legacy);
+      assert.equal(w.status?.phase, 'Bound', JSON.stringify(w.status));
+      assert.equal(w.status?.claimName, legacy);
+    }, 60_000);
+  });
 });

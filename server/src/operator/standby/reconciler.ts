@@ -102,9 +102,7 @@ export class StandbyClaimsReconciler {
     const byName = new Map(claims.map((c) => [c.metadata?.name ?? '', c]));
     const created = await Promise.all(Array.from({ length: plan.create }, () => this.createClaim()));
     await Promise.all([
-      ...plan.deleteClaims.map((name) =>
-        this.ignoreMissing(deps.core.deleteNamespacedPersistentVolumeClaim({ name, namespace: deps.namespace })),
-      ),
+      ...plan.deleteClaims.map((name) => this.deleteSurplus(byName.get(name)!)),
       ...plan.deleteBinders.map((name) =>
         this.ignoreMissing(deps.core.deleteNamespacedPod({ name, namespace: deps.namespace, gracePeriodSeconds: 0 })),
       ),
@@ -141,6 +139,20 @@ export class StandbyClaimsReconciler {
     } catch (error) {
       if (!isConflict(error)) throw error;
     }
+  }
+
+  /** A surplus claim goes only as read: one a workspace took meanwhile (its patch changed it) stays. */
+  private async deleteSurplus(claim: k8s.V1PersistentVolumeClaim): Promise<void> {
+    const { uid, resourceVersion, name = '' } = claim.metadata ?? {};
+    await this.ignoreMissing(
+      this.deps.core.deleteNamespacedPersistentVolumeClaim({
+        name,
+        namespace: this.deps.namespace,
+        body: { preconditions: { uid, resourceVersion } },
+      }),
+    ).catch((error: unknown) => {
+      if (!isConflict(error)) throw error;
+    });
   }
 
   private async ignoreMissing(request: Promise<unknown>): Promise<void> {

@@ -1,8 +1,10 @@
-import type * as k8s from '@kubernetes/client-node';
+import * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
+import { LABELS } from '../../model/api-group.js';
 import { findCondition, setCondition } from '../../model/conditions.js';
+import { userLabelValue } from '../../model/names.js';
 import { decidedStartStrategy, isSessionFailed, type Session } from '../../model/session.js';
 import {
   ownClaimName,
@@ -22,6 +24,8 @@ import type { Logger } from '../runtime/logger.js';
 import { finalizersOf, sameStatus } from '../runtime/objects.js';
 import { stopSession } from '../session/stop.js';
 import { Delay, RetryLater, continueOnWarning, settle, WarnAndContinue, type Reconciled } from '../runtime/outcome.js';
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
 /** Finalizer of a Workspace: its sessions end before its claim goes. */
 export const WORKSPACE_FINALIZER = 'ide-cloud.io/workspace-sessions';
@@ -118,6 +122,7 @@ export class WorkspaceReconciler {
         // Its session's decision wakes it (operator.ts); the grace period ends in any case.
         return { requeueAfterMs: Delay.launchSessionGrace };
       }
+      await continueOnWarning(() => this.labelClaimUser(workspace), warn);
       if (source.kind === 'kept') return;
       if (source.kind === 'own' && claimOfAnotherUser(deps.claims, source.name, workspace)) {
         status.phase = 'Pending';
@@ -207,6 +212,27 @@ export class WorkspaceReconciler {
         .catch(() => undefined);
       if (!existing) throw error;
       throw new WarnAndContinue(`claim ${claimName} exists but could not be applied; kept as it is`);
+    }
+  }
+
+  /**
+   * A claim made before claims named their user gets the label once (the operator's start visits every
+   * workspace), so that, kept by reclaim policy Retain, it goes back to this user (claimOfAnotherUser).
+   */
+  private async labelClaimUser(workspace: Workspace): Promise<void> {
+    const name = workspace.status?.claimName;
+    const claim = name ? this.deps.claims.get(name) : undefined;
+    if (!name || !claim || claim.metadata?.labels?.[LABELS.user]) return;
+    const body = { metadata: { labels: { [LABELS.user]: userLabelValue(workspace.spec.user) } } };
+    try {
+      this.deps.claims.observe(
+        await this.deps.core.patchNamespacedPersistentVolumeClaim(
+          { name, namespace: this.deps.namespace, body },
+          mergePatch,
+        ),
+      );
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
     }
   }
 
