@@ -522,28 +522,33 @@ export class Launcher {
   /**
    * Clears the unanswered mark of an ephemeral session before its URL goes out: from then on it may
    * be in someone's hands, and no launch at a limit takes it (`isHalfStartedEphemeral`). Written on
-   * the version read (its resourceVersion), so a replacing launch's delete and this write cannot both
-   * win: a session being deleted meanwhile answers 474, never a URL that is going away. Written
-   * before the answer: a kill between the two leaves a session nobody holds but nobody takes either
-   * (held until its idle stop, as before the mark). A failed write fails the launch; a retry adopts.
+   * that session (its uid: another of the name is refused, 422), with no resourceVersion: the
+   * operator writes the session's annotations right after its URL, and a conflict there would cost a
+   * read and a second write on the path to the answer. This write changes the resourceVersion, so a
+   * replacing launch's delete (preconditions as read) and it cannot both win: a session whose delete
+   * came first shows its deletionTimestamp in the answer and answers 474, never a URL that is going
+   * away. Written before the answer: a kill between the two leaves a session nobody holds but nobody
+   * takes either (held until its idle stop, as before the mark). A failed write fails the launch.
    */
   private async markAnswered(session: Session): Promise<void> {
-    const { resources, sessions } = this.deps;
-    let current: Session | undefined = session;
-    for (let attempt = 0; attempt < REMOVAL_ATTEMPTS; attempt++) {
-      if (!current || current.metadata.uid !== session.metadata.uid) break;
-      if (current.metadata.annotations?.[ANNOTATIONS.unanswered] !== 'true') return;
-      if (current.metadata.deletionTimestamp) break;
-      const { name, resourceVersion } = current.metadata;
-      try {
-        const body = { metadata: { resourceVersion, annotations: { [ANNOTATIONS.unanswered]: null } } };
-        sessions.observe(await resources.sessions.mergePatch(name, body, 'recording that the session was answered'));
-        return;
-      } catch (error) {
-        if (!(error instanceof Conflict)) throw error;
-        current = await resources.sessions.find(name);
-        if (current) sessions.observe(current);
-      }
+    if (session.metadata.annotations?.[ANNOTATIONS.unanswered] !== 'true') return;
+    const { name, uid } = session.metadata;
+    try {
+      const body = { metadata: { uid, annotations: { [ANNOTATIONS.unanswered]: null } } };
+      const marked = await this.deps.resources.sessions.mergePatch(
+        name,
+        body,
+        'recording that the session was answered',
+      );
+      this.deps.sessions.observe(marked);
+      if (!marked.metadata.deletionTimestamp) return;
+    } catch (error) {
+      // Gone (474), or another session of the name (422, mapped to 400): not this launch's to answer.
+      if (
+        !(error instanceof ApiError) ||
+        ![ErrorCode.unknownSession, ErrorCode.badRequest].includes(error.code as 474 | 400)
+      )
+        throw error;
     }
     throw new ApiError(ErrorCode.unknownSession, 'the session was removed before its URL was answered');
   }
