@@ -458,6 +458,9 @@ describe('Helm chart', function () {
       ['service', 'create', 'ide.cloud', 'sessions', undefined, undefined, true],
       ['service', 'patch', 'ide.cloud', 'appdefinitions', undefined, undefined, true],
       ['service', 'patch', 'ide.cloud', 'sessions', undefined, 'status', true],
+      // The unanswered mark of a launch's session, cleared before its URL is answered.
+      ['service', 'patch', 'ide.cloud', 'sessions', undefined, undefined, true],
+      ['service', 'patch', 'ide.cloud', 'workspaces', undefined, undefined, false],
       ['service', 'list', 'metrics.k8s.io', 'pods', undefined, undefined, true],
       ['service', 'create', 'apps', 'deployments', undefined, undefined, false],
       // By name only: the metadata of a secret a launch names (env.fromSecrets), to check its mark.
