@@ -42,6 +42,27 @@ export function workspaceClaimMetadata(
 }
 
 /**
+ * The metadata of a merge patch that makes a claim (as last read: `current`) the workspace's: its
+ * owner and labels (workspaceClaimMetadata, plus `extra`), and no other label of IDE Cloud's (a warm
+ * instance's, the standby mark): only the operator's own mark stays.
+ */
+export function workspaceClaimPatch(
+  config: Pick<OperatorConfig, 'workspaceReclaimPolicy'>,
+  workspace: Workspace,
+  current: k8s.V1PersistentVolumeClaim | undefined,
+  extra: Record<string, string> = {},
+): { labels: Record<string, string | null>; ownerReferences: k8s.V1OwnerReference[] | null } {
+  const { labels, owners } = workspaceClaimMetadata(config, workspace);
+  const wanted = { ...labels, ...extra };
+  const dropped = Object.fromEntries(
+    Object.keys(current?.metadata?.labels ?? {})
+      .filter((key) => key !== LABELS.managedBy && !(key in wanted))
+      .map((key) => [key, null]),
+  );
+  return { labels: { ...dropped, ...wanted }, ownerReferences: owners.length > 0 ? owners : null };
+}
+
+/**
  * Whether the claim a workspace would bind first (its status names none yet) is there already and
  * holds another user's work: kept by reclaim policy Retain for a deleted workspace of the same name,
  * or made before claims named their user. Such a claim is never mounted for this workspace.
@@ -98,20 +119,13 @@ export async function createInstanceClaim(
  * claim that is missing (its instance's pass ended before making it) is made as the workspace's.
  */
 export async function handOverClaim(deps: ClaimDeps, name: string, workspace: Workspace): Promise<void> {
-  const { labels, owners } = workspaceClaimMetadata(deps.config, workspace);
-  // The instance's labels go (the claim is no instance's any more); the operator's mark stays.
-  const dropped = Object.fromEntries(
-    Object.keys(deps.claims.get(name)?.metadata?.labels ?? {})
-      .filter((key) => key !== LABELS.managedBy && !(key in labels))
-      .map((key) => [key, null]),
-  );
   try {
     deps.claims.observe(
       await deps.core.patchNamespacedPersistentVolumeClaim(
         {
           name,
           namespace: deps.namespace,
-          body: { metadata: { labels: { ...dropped, ...labels }, ownerReferences: owners.length > 0 ? owners : null } },
+          body: { metadata: workspaceClaimPatch(deps.config, workspace, deps.claims.get(name)) },
         },
         mergePatch,
       ),
@@ -121,7 +135,12 @@ export async function handOverClaim(deps: ClaimDeps, name: string, workspace: Wo
     deps.claims.observe(
       await deps.core.createNamespacedPersistentVolumeClaim({
         namespace: deps.namespace,
-        body: workClaim({ name, namespace: deps.namespace, labels, owners, config: deps.config }),
+        body: workClaim({
+          name,
+          namespace: deps.namespace,
+          ...workspaceClaimMetadata(deps.config, workspace),
+          config: deps.config,
+        }),
       }),
     );
   }

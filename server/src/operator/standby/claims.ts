@@ -9,7 +9,7 @@ import { LABELS } from '../../model/api-group.js';
 import { stringHash32 } from '../../model/names.js';
 import type { Workspace } from '../../model/workspace.js';
 import { COMPONENT } from '../manifests.js';
-import { workspaceClaimMetadata, type ClaimDeps } from '../pool/claims.js';
+import { workspaceClaimPatch, type ClaimDeps } from '../pool/claims.js';
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
@@ -49,7 +49,6 @@ export async function takeStandbyClaim(
   const bound = standbyClaims(deps.claims).filter((c) => c.status?.phase === 'Bound');
   if (bound.length === 0) return undefined;
   const offset = (stringHash32(workspace.metadata.name) >>> 0) % bound.length;
-  const { labels, owners } = workspaceClaimMetadata(deps.config, workspace);
   for (const claim of [...bound.slice(offset), ...bound.slice(0, offset)]) {
     const name = claim.metadata?.name ?? '';
     try {
@@ -61,8 +60,10 @@ export async function takeStandbyClaim(
             body: {
               metadata: {
                 resourceVersion: claim.metadata?.resourceVersion,
-                labels: { [LABELS.component]: null, ...labels, [LABELS.workspaceUid]: workspace.metadata.uid },
-                ownerReferences: owners.length > 0 ? owners : null,
+                // The standby mark goes with the rest of IDE Cloud's labels that are not the workspace's.
+                ...workspaceClaimPatch(deps.config, workspace, claim, {
+                  [LABELS.workspaceUid]: workspace.metadata.uid ?? '',
+                }),
               },
             },
           },
