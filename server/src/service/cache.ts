@@ -5,7 +5,6 @@ import type { AppDefinition } from '../model/app-definition.js';
 import type { Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
 import { ServiceStopping } from './errors.js';
-import type { ServiceResources } from './resources.js';
 
 /** What the cache needs of an object: its name, uid, version and deletion mark. */
 export interface CachedObject {
@@ -123,81 +122,21 @@ export class CachedResource<T extends CachedObject> {
         reject(new ServiceStopping());
         return;
       }
-      let finished = false;
-      let confirming = false;
-      let changedWhileConfirming = false;
-      const finish = (decision: NonNullable<Decision<R>>) => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(timer);
-        const set = this.waiters.get(name);
-        set?.delete(waiter);
-        if (set?.size === 0) this.waiters.delete(name);
-        if ('value' in decision) resolve(decision.value);
-        else reject(decision.error);
-      };
-      const decideOn = (current: T) => {
-        let decision: Decision<R>;
-        try {
-          decision = options.decide(current);
-        } catch (error) {
-          decision = { error: error instanceof Error ? error : new Error(String(error)) };
-        }
-        if (decision) finish(decision);
-      };
-      const isGone = (current: T | undefined): current is undefined =>
-        !current || (options.uid !== undefined && current.metadata.uid !== options.uid);
-      const check = () => {
-        if (finished) return;
-        const current = this.informer.get(name);
-        if (!isGone(current)) {
-          decideOn(current);
-          return;
-        }
-        if (!options.confirmGone) {
-          const decision = options.gone();
-          if (decision) finish(decision);
-          return;
-        }
-        if (confirming) {
-          changedWhileConfirming = true;
-          return;
-        }
-        confirming = true;
-        changedWhileConfirming = false;
-        this.reader.find(name).then(
-          (found) => {
-            confirming = false;
-            if (finished) return;
-            if (isGone(found)) {
-              const decision = options.gone();
-              if (decision) finish(decision);
-            } else {
-              // The cache lags: the object is there. Decide on what the API server said; the watch
-              // brings the object into the cache and its next change comes as an event.
-              this.observe(found);
-              decideOn(found);
-              // A change seen while the GET was on its way may be newer than its answer.
-              if (changedWhileConfirming) check();
-            }
-          },
-          () => {
-            // The API server did not answer: the cache's word stands.
-            confirming = false;
-            const decision = options.gone();
-            if (decision) finish(decision);
-          },
-        );
-      };
-      const waiter: Waiter = { check, stop: () => finish({ error: new ServiceStopping() }) };
       let set = this.waiters.get(name);
       if (!set) this.waiters.set(name, (set = new Set()));
-      set.add(waiter);
-      const timer = setTimeout(
-        () => finish({ error: options.onDeadline() }),
-        Math.max(0, options.deadline - Date.now()),
+      const waiters = set;
+      const wait: PendingWait<T, R> = new PendingWait(
+        { cached: () => this.informer.get(name), read: () => this.reader.find(name), observe: (o) => this.observe(o) },
+        options,
+        (decision) => {
+          waiters.delete(wait);
+          if (waiters.size === 0 && this.waiters.get(name) === waiters) this.waiters.delete(name);
+          if ('value' in decision) resolve(decision.value);
+          else reject(decision.error);
+        },
       );
-      check();
+      waiters.add(wait);
+      wait.check();
     });
   }
 
@@ -237,6 +176,111 @@ export class CachedResource<T extends CachedObject> {
 interface Waiter {
   check(): void;
   stop(): void;
+}
+
+/** Where one wait reads its object: the cache, the API server (one GET), and read-your-writes. */
+interface WaitSource<T> {
+  cached(): T | undefined;
+  read(): Promise<T | undefined>;
+  observe(object: T): void;
+}
+
+/**
+ * One pending `waitFor`: decides on the object at every check until a decision, the deadline or the
+ * cache's stop ends it; `settle` is called once, with the decision that ended it.
+ */
+class PendingWait<T extends CachedObject, R> implements Waiter {
+  private finished = false;
+  /** A GET confirming "gone" is on its way. */
+  private confirming = false;
+  private changedWhileConfirming = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly source: WaitSource<T>,
+    private readonly options: WaitOptions<T, R>,
+    private readonly settle: (decision: NonNullable<Decision<R>>) => void,
+  ) {
+    this.timer = setTimeout(
+      () => this.finish({ error: options.onDeadline() }),
+      Math.max(0, options.deadline - Date.now()),
+    );
+  }
+
+  check(): void {
+    if (this.finished) return;
+    const current = this.source.cached();
+    if (!this.isGone(current)) {
+      this.decideOn(current);
+      return;
+    }
+    if (!this.options.confirmGone) {
+      this.decideGone();
+      return;
+    }
+    if (this.confirming) {
+      this.changedWhileConfirming = true;
+      return;
+    }
+    this.confirmGone();
+  }
+
+  stop(): void {
+    this.finish({ error: new ServiceStopping() });
+  }
+
+  /** Asks the API server whether the object the cache misses is really gone, then decides. */
+  private confirmGone(): void {
+    this.confirming = true;
+    this.changedWhileConfirming = false;
+    this.source.read().then(
+      (found) => {
+        this.confirming = false;
+        if (this.finished) return;
+        if (this.isGone(found)) {
+          this.decideGone();
+        } else {
+          // The cache lags: the object is there. Decide on what the API server said; the watch
+          // brings the object into the cache and its next change comes as an event.
+          this.source.observe(found);
+          this.decideOn(found);
+          // A change seen while the GET was on its way may be newer than its answer.
+          if (this.changedWhileConfirming) this.check();
+        }
+      },
+      () => {
+        // The API server did not answer: the cache's word stands.
+        this.confirming = false;
+        this.decideGone();
+      },
+    );
+  }
+
+  private isGone(current: T | undefined): current is undefined {
+    return !current || (this.options.uid !== undefined && current.metadata.uid !== this.options.uid);
+  }
+
+  private decideOn(current: T): void {
+    let decision: Decision<R>;
+    try {
+      decision = this.options.decide(current);
+    } catch (error) {
+      decision = { error: error instanceof Error ? error : new Error(String(error)) };
+    }
+    if (decision) this.finish(decision);
+  }
+
+  private decideGone(): void {
+    const decision = this.options.gone();
+    if (decision) this.finish(decision);
+  }
+
+  private finish(decision: NonNullable<Decision<R>>): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.timer);
+    this.settle(decision);
+  }
 }
 
 /**
@@ -343,7 +387,11 @@ export class ServiceCaches {
 
   constructor(
     kc: k8s.KubeConfig,
-    resources: Pick<ServiceResources, 'sessions' | 'appDefinitions' | 'workspaces'>,
+    readers: {
+      sessions: ObjectReader<Session>;
+      appDefinitions: ObjectReader<AppDefinition>;
+      workspaces: ObjectReader<Workspace>;
+    },
     options: { rewatchIntervalMs: number; onError: (kind: string, error: unknown) => void },
   ) {
     const cache = <T extends CachedObject>(reader: ObjectReader<T>) =>
@@ -351,10 +399,10 @@ export class ServiceCaches {
         rewatchIntervalMs: options.rewatchIntervalMs,
         onError: (error) => options.onError(reader.kind, error),
       });
-    this.sessions = cache<Session>(resources.sessions);
-    this.appDefinitions = cache<AppDefinition>(resources.appDefinitions);
-    this.workspaces = cache<Workspace>(resources.workspaces);
-    this.sessionEvents = new SessionEventCache(kc, resources.sessions.namespace, {
+    this.sessions = cache<Session>(readers.sessions);
+    this.appDefinitions = cache<AppDefinition>(readers.appDefinitions);
+    this.workspaces = cache<Workspace>(readers.workspaces);
+    this.sessionEvents = new SessionEventCache(kc, readers.sessions.namespace, {
       rewatchIntervalMs: options.rewatchIntervalMs,
       onError: (error) => options.onError('Event', error),
     });
