@@ -39,6 +39,20 @@ interface Plan {
   workspace?: { name: string; existing?: Workspace };
 }
 
+/** The workspace a launch's session goes into (none: ephemeral); `created` when this launch made it. */
+interface LaunchWorkspace {
+  name?: string;
+  created?: string;
+}
+
+/** A launch's answer: the session's URL, and whether the session was there before this launch. */
+interface LaunchResult {
+  url: string;
+  name: string;
+  reused: boolean;
+  session?: Session;
+}
+
 /**
  * Launch: turns a request into a Workspace and a Session and waits, on the session cache's events,
  * for the URL the operator reports. Creates nothing before every check (app definition, workspace
@@ -158,14 +172,7 @@ export class Launcher {
     if (refusal) throw new ApiError(refusal.code, refusal.reason);
   }
 
-  private async run(
-    input: LaunchInput,
-    plan: Plan,
-    deadline: number,
-  ): Promise<{ url: string; name: string; reused: boolean; session?: Session }> {
-    const { resources } = this.deps;
-    const appDefinitionName = plan.appDefinition.metadata.name;
-
+  private async run(input: LaunchInput, plan: Plan, deadline: number): Promise<LaunchResult> {
     // 1. A workspace that already has a session: answer that session (idempotent launch). It may be
     // half-started by a launch whose call is gone (a restarted service): this launch adopts it, and
     // if it still fails or does not start in time, removes it like its own, so it never holds the
@@ -182,97 +189,94 @@ export class Launcher {
 
     // 3. The workspace.
     await this.abandonIfCallerGone(input.callerGone, {});
-    let workspaceName: string | undefined;
-    let createdWorkspace: string | undefined;
-    if (plan.workspace) {
-      if (plan.workspace.existing) {
-        workspaceName = plan.workspace.name;
-      } else {
-        const created = await this.deps.workspaces.create({
-          user: input.user,
-          appDefinition: appDefinitionName,
-          label: input.label,
-          ...(plan.workspace.name ? { name: plan.workspace.name } : {}),
-          byLaunch: true,
-        });
-        if (created) {
-          workspaceName = created.metadata.name;
-          createdWorkspace = workspaceName;
-        } else {
-          // Created concurrently by another launch: use it if it is this user's.
-          const raced = await this.deps.workspaces.getOwned(input.user, plan.workspace.name);
-          workspaceName = raced.metadata.name;
-        }
-      }
-    }
+    const workspace = await this.workspaceOf(input, plan);
 
     // 4. The session.
-    await this.abandonIfCallerGone(input.callerGone, { workspace: createdWorkspace });
-    const sessionName = workspaceName
-      ? sessionNameFor(workspaceName)
+    await this.abandonIfCallerGone(input.callerGone, { workspace: workspace.created });
+    const created = await this.createSession(input, plan.appDefinition.metadata.name, workspace, deadline);
+    if ('answer' in created) return created.answer;
+    const { session } = created;
+    // Read-your-writes: the next launch's limits check counts this session even before its watch event.
+    this.deps.sessions.observe(session);
+    await this.abandonIfCallerGone(input.callerGone, { session, workspace: workspace.created });
+
+    // 5. Wait for the URL; on failure remove what this call created.
+    return this.awaitCreated(session, workspace, deadline);
+  }
+
+  /**
+   * The launch's workspace: the existing one, or one this call creates (`created` names it), or, when
+   * another launch created it concurrently, that one if it is this user's. None for an ephemeral launch.
+   */
+  private async workspaceOf(input: LaunchInput, plan: Plan): Promise<LaunchWorkspace> {
+    if (!plan.workspace) return {};
+    if (plan.workspace.existing) return { name: plan.workspace.name };
+    const created = await this.deps.workspaces.create({
+      user: input.user,
+      appDefinition: plan.appDefinition.metadata.name,
+      label: input.label,
+      ...(plan.workspace.name ? { name: plan.workspace.name } : {}),
+      byLaunch: true,
+    });
+    if (created) return { name: created.metadata.name, created: created.metadata.name };
+    // Created concurrently by another launch: use it if it is this user's.
+    const raced = await this.deps.workspaces.getOwned(input.user, plan.workspace.name);
+    return { name: raced.metadata.name };
+  }
+
+  /**
+   * Creates the launch's session. When another launch for the same workspace won the race to its name,
+   * answers that launch's session instead (`answer`); any other failure removes the workspace this
+   * call created and throws.
+   */
+  private async createSession(
+    input: LaunchInput,
+    appDefinitionName: string,
+    workspace: LaunchWorkspace,
+    deadline: number,
+  ): Promise<{ session: Session } | { answer: LaunchResult }> {
+    const sessionName = workspace.name
+      ? sessionNameFor(workspace.name)
       : dnsLabel(['session', appDefinitionName, input.user, randomUUID().slice(0, 8)]);
-    // 32 characters: usable as-is as the authentication proxy's cookie secret (an AES-256 key).
-    const sessionSecret = randomBytes(16).toString('hex');
-    let session: Session;
     try {
-      session = await resources.sessions.create({
-        metadata: {
-          name: sessionName,
-          // The service's mark on the sessions it creates, and what this launch asked for: a later
-          // ephemeral launch adopts only a session so marked, and only when the digest matches.
-          annotations: sessionAnnotations(sessionSecret, input.env, {
-            createdWorkspace: createdWorkspace !== undefined,
-            ephemeral: workspaceName === undefined,
-          }),
-          // The operator's finalizer (its route goes before the session), set here so that the
-          // operator's launch makes no write of the session's metadata before the URL.
-          finalizers: [SESSION_FINALIZER],
-          labels: {
-            [LABELS.user]: userLabelValue(input.user),
-            [LABELS.appDefinition]: appDefinitionName,
-            ...(workspaceName ? { [LABELS.workspace]: workspaceName } : {}),
-          },
-        },
-        spec: {
-          user: input.user,
-          appDefinition: appDefinitionName,
-          ...(workspaceName ? { workspace: workspaceName } : {}),
-          ...(input.env?.fromMap ? { envVars: input.env.fromMap } : {}),
-          ...(input.env?.fromConfigMaps ? { envVarsFromConfigMaps: input.env.fromConfigMaps } : {}),
-          ...(input.env?.fromSecrets ? { envVarsFromSecrets: input.env.fromSecrets } : {}),
-          sessionSecret,
-        },
-      });
+      return {
+        session: await this.deps.resources.sessions.create(
+          newSession(input, appDefinitionName, sessionName, workspace),
+        ),
+      };
     } catch (error) {
       let failure = error;
       let existing: Session | undefined;
-      if (error instanceof Conflict && workspaceName) {
+      if (error instanceof Conflict && workspace.name) {
         // Another launch for the same workspace may have won the race: then answer its session.
         // Anything else holding the name (findSessionOf's 409) fails this launch.
-        existing = await this.findSessionOf(sessionName, workspaceName, input.user, deadline).catch((e: unknown) => {
+        existing = await this.findSessionOf(sessionName, workspace.name, input.user, deadline).catch((e: unknown) => {
           failure = e;
           return undefined;
         });
       }
-      if (existing) return { ...(await this.await(existing, deadline)), reused: true };
+      if (existing) return { answer: { ...(await this.await(existing, deadline)), reused: true } };
       // The 409 path, like every failure before the session exists, removes what this call created.
-      if (createdWorkspace) await this.deps.workspaces.deleteQuietly(createdWorkspace);
+      if (workspace.created) await this.deps.workspaces.deleteQuietly(workspace.created);
       throw failure;
     }
-    // Read-your-writes: the next launch's limits check counts this session even before its watch event.
-    this.deps.sessions.observe(session);
-    await this.abandonIfCallerGone(input.callerGone, { session, workspace: createdWorkspace });
+  }
 
-    // 5. Wait for the URL; on failure remove what this call created.
+  /**
+   * Waits for the URL of the session this call created; on failure removes the session and the
+   * workspace this call created, except a workspace's session still queued (`stillQueued`), and
+   * answers a session whose URL was answered in the instant of its removal (`answerServed`).
+   */
+  private async awaitCreated(session: Session, workspace: LaunchWorkspace, deadline: number): Promise<LaunchResult> {
     try {
       return { ...(await this.await(session, deadline)), reused: false };
     } catch (error) {
-      const queued = workspaceName ? this.stillQueued(session, error) : undefined;
+      const queued = workspace.name ? this.stillQueued(session, error) : undefined;
       if (queued) throw queued;
       const serving = await this.removeSession(session, error);
       if (serving) return { ...(await this.answerServed(serving, error)), reused: false };
-      if (createdWorkspace && !(error instanceof ServiceStopping)) {
-        await this.deps.workspaces.deleteQuietly(createdWorkspace);
+      if (workspace.created && !(error instanceof ServiceStopping)) {
+        await this.deps.workspaces.deleteQuietly(workspace.created);
       }
       throw error;
     }
@@ -287,11 +291,7 @@ export class Launcher {
    * is answered in the instant of its removal is the user's and is answered instead
    * (`removeUnlessServing`).
    */
-  private async passLimits(
-    input: LaunchInput,
-    plan: Plan,
-    deadline: number,
-  ): Promise<{ url: string; name: string; reused: boolean; session?: Session } | undefined> {
+  private async passLimits(input: LaunchInput, plan: Plan, deadline: number): Promise<LaunchResult | undefined> {
     const appDefinitionName = plan.appDefinition.metadata.name;
     let refusal = this.limitRefusal(input.user, plan.appDefinition);
     if (refusal && !plan.workspace) {
@@ -552,6 +552,40 @@ export class Launcher {
     }
     throw new ApiError(ErrorCode.unknownSession, 'the session was removed before its URL was answered');
   }
+}
+
+/** The Session a launch creates, with a fresh session secret. */
+function newSession(input: LaunchInput, appDefinitionName: string, name: string, workspace: LaunchWorkspace) {
+  // 32 characters: usable as-is as the authentication proxy's cookie secret (an AES-256 key).
+  const sessionSecret = randomBytes(16).toString('hex');
+  return {
+    metadata: {
+      name,
+      // The service's mark on the sessions it creates, and what this launch asked for: a later
+      // ephemeral launch adopts only a session so marked, and only when the digest matches.
+      annotations: sessionAnnotations(sessionSecret, input.env, {
+        createdWorkspace: workspace.created !== undefined,
+        ephemeral: workspace.name === undefined,
+      }),
+      // The operator's finalizer (its route goes before the session), set here so that the
+      // operator's launch makes no write of the session's metadata before the URL.
+      finalizers: [SESSION_FINALIZER],
+      labels: {
+        [LABELS.user]: userLabelValue(input.user),
+        [LABELS.appDefinition]: appDefinitionName,
+        ...(workspace.name ? { [LABELS.workspace]: workspace.name } : {}),
+      },
+    },
+    spec: {
+      user: input.user,
+      appDefinition: appDefinitionName,
+      ...(workspace.name ? { workspace: workspace.name } : {}),
+      ...(input.env?.fromMap ? { envVars: input.env.fromMap } : {}),
+      ...(input.env?.fromConfigMaps ? { envVarsFromConfigMaps: input.env.fromConfigMaps } : {}),
+      ...(input.env?.fromSecrets ? { envVarsFromSecrets: input.env.fromSecrets } : {}),
+      sessionSecret,
+    },
+  };
 }
 
 /**
