@@ -48,6 +48,13 @@ export class ServiceMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60, 180],
       registers: [this.registry],
     });
+    this.registerSessionGauges(caches.sessions);
+    this.countStartFailures(caches.sessions);
+    this.registerPoolGauge(caches.appDefinitions);
+  }
+
+  /** The sessions present, by phase, and the failed ones by reason: read from the cache at scrape time. */
+  private registerSessionGauges(sessions: ServiceCaches['sessions']): void {
     new client.Gauge({
       name: 'ide_cloud_sessions',
       help: 'Sessions in the namespace by app definition and phase',
@@ -55,7 +62,7 @@ export class ServiceMetrics {
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const session of caches.sessions.list()) {
+        for (const session of sessions.list()) {
           this.inc({ app_definition: session.spec.appDefinition, phase: session.status?.phase ?? 'Pending' });
         }
       },
@@ -67,12 +74,16 @@ export class ServiceMetrics {
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const session of caches.sessions.list()) {
+        for (const session of sessions.list()) {
           if (session.metadata.deletionTimestamp || !isSessionFailed(session)) continue;
           this.inc({ app_definition: session.spec.appDefinition, reason: failureReason(session) });
         }
       },
     });
+  }
+
+  /** Counts the sessions this replica saw fail, from the session cache's events. */
+  private countStartFailures(sessions: ServiceCaches['sessions']): void {
     const startFailures = new client.Counter({
       name: 'ide_cloud_session_start_failures_total',
       help: 'Sessions this replica saw fail, by app definition and machine reason (the Ready condition)',
@@ -81,7 +92,7 @@ export class ServiceMetrics {
     });
     // The uids seen not failed (yet): bounded by the sessions present.
     const notFailed = new Set<string>();
-    caches.sessions.informer.on((type, session) => {
+    sessions.informer.on((type, session) => {
       const uid = session.metadata.uid;
       if (!uid) return;
       if (type === 'DELETED') {
@@ -92,6 +103,10 @@ export class ServiceMetrics {
         startFailures.inc({ app_definition: session.spec.appDefinition, reason: failureReason(session) });
       }
     });
+  }
+
+  /** The warm pools as the operator reports them in each AppDefinition's status. */
+  private registerPoolGauge(appDefinitions: ServiceCaches['appDefinitions']): void {
     new client.Gauge({
       name: 'ide_cloud_pool_instances',
       help: 'Warm pool instances by app definition and state (desired, ready, reserved), as the operator reports them',
@@ -99,7 +114,7 @@ export class ServiceMetrics {
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const definition of caches.appDefinitions.list()) {
+        for (const definition of appDefinitions.list()) {
           const pool = definition.status?.pool;
           const name = definition.metadata.name;
           this.set({ app_definition: name, state: 'desired' }, pool?.desired ?? definition.spec.minInstances ?? 0);

@@ -223,52 +223,8 @@ export function buildOpenApi(options: { issuer?: string } = {}): Schema {
   jsonSchema(models.ErrorBodySchema, 'output', components);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of OPERATIONS) {
-    const parameters = [...op.path.matchAll(PATH_PARAM)].map((m) => ({
-      name: m[1],
-      in: 'path',
-      required: true,
-      schema: { type: 'string' },
-    }));
-    const ok =
-      op.response === 204
-        ? { '204': { description: 'done' } }
-        : {
-            '200': {
-              description: 'success',
-              content:
-                op.response === 'events'
-                  ? {
-                      'text/event-stream': {
-                        schema: { type: 'string', description: 'Server-Sent Events; data is JSON' },
-                      },
-                    }
-                  : op.response === 'url'
-                    ? { 'text/plain': { schema: { type: 'string', format: 'uri', description: 'the session URL' } } }
-                    : content(
-                        op.response === 'boolean' ? { type: 'boolean' } : jsonSchema(op.response, 'output', components),
-                      ),
-            },
-          };
-    const errors = Object.fromEntries(
-      [...op.errors, 413, 500]
-        .filter((code, i, all) => all.indexOf(code) === i)
-        .map((code) => [
-          String(code),
-          { description: `error ${code}`, content: content({ $ref: '#/components/schemas/Error' }) },
-        ]),
-    );
     paths[op.path] ??= {};
-    paths[op.path]![op.method] = {
-      summary: op.summary,
-      tags: [op.tag],
-      operationId: `${op.method}${op.path.replace(/\{(\w+)\}/g, 'By-$1').replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
-      ...(parameters.length ? { parameters } : {}),
-      ...(op.request
-        ? { requestBody: { required: true, content: content(requestSchema(op.request, components)) } }
-        : {}),
-      responses: { ...ok, ...errors },
-      security: op.security.map((s) => ({ [s]: [] })),
-    };
+    paths[op.path]![op.method] = operationObject(op, components);
   }
   return {
     openapi: '3.1.0',
@@ -282,23 +238,66 @@ export function buildOpenApi(options: { issuer?: string } = {}): Schema {
         "naming another model than the endpoint's is refused with 400.",
     },
     paths,
-    components: {
-      schemas: components,
-      securitySchemes: {
-        oauth: options.issuer
-          ? {
-              type: 'openIdConnect',
-              openIdConnectUrl: `${options.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
-            }
-          : { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-        adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Api-Token' },
-        activityToken: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'X-Activity-Token',
-          description: 'anonymous mode: activity reports by the session itself',
-        },
-      },
+    components: { schemas: components, securitySchemes: securitySchemes(options.issuer) },
+  };
+}
+
+/** One operation's OpenAPI object; the models it names are added to `components`. */
+function operationObject(op: Operation, components: Record<string, Schema>): Schema {
+  const parameters = [...op.path.matchAll(PATH_PARAM)].map((m) => ({
+    name: m[1],
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
+  // The success model before the request model: the order `components` lists them in.
+  const ok = successResponse(op.response, components);
+  const errors = Object.fromEntries(
+    [...op.errors, 413, 500]
+      .filter((code, i, all) => all.indexOf(code) === i)
+      .map((code) => [
+        String(code),
+        { description: `error ${code}`, content: content({ $ref: '#/components/schemas/Error' }) },
+      ]),
+  );
+  return {
+    summary: op.summary,
+    tags: [op.tag],
+    operationId: `${op.method}${op.path.replace(/\{(\w+)\}/g, 'By-$1').replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+    ...(parameters.length ? { parameters } : {}),
+    ...(op.request ? { requestBody: { required: true, content: content(requestSchema(op.request, components)) } } : {}),
+    responses: { ...ok, ...errors },
+    security: op.security.map((s) => ({ [s]: [] })),
+  };
+}
+
+/** The answer of a call that succeeds: no content (204), an event stream, the session URL or a model. */
+function successResponse(response: Operation['response'], components: Record<string, Schema>): Schema {
+  if (response === 204) return { '204': { description: 'done' } };
+  const body =
+    response === 'events'
+      ? { 'text/event-stream': { schema: { type: 'string', description: 'Server-Sent Events; data is JSON' } } }
+      : response === 'url'
+        ? { 'text/plain': { schema: { type: 'string', format: 'uri', description: 'the session URL' } } }
+        : content(response === 'boolean' ? { type: 'boolean' } : jsonSchema(response, 'output', components));
+  return { '200': { description: 'success', content: body } };
+}
+
+/** The callers' credentials: the OIDC provider's tokens (a plain bearer JWT without an issuer), the admin and activity tokens. */
+function securitySchemes(issuer: string | undefined): Schema {
+  return {
+    oauth: issuer
+      ? {
+          type: 'openIdConnect',
+          openIdConnectUrl: `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
+        }
+      : { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+    adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Api-Token' },
+    activityToken: {
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-Activity-Token',
+      description: 'anonymous mode: activity reports by the session itself',
     },
   };
 }
