@@ -63,7 +63,6 @@ class LandingError extends Error {
  */
 export function createLandingApp(config: LandingConfig, logger: Logger, script: string): Express {
   const service = new ServiceClient(config.serviceUrl, config.serviceAuthToken);
-  const identityProvider = config.identityProvider !== undefined;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -78,7 +77,18 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
     });
     next();
   });
+  servePage(app, config, script);
+  app.use('/api', apiRouter(config, service));
+  app.use((_req, res) => {
+    res.status(404).json({ code: 404, reason: 'not found' });
+  });
+  app.use(errorMiddleware(logger));
+  return app;
+}
 
+/** The page (by GET, or by a form POST of the launch parameters), its script, its configuration and the health check. */
+function servePage(app: Express, config: LandingConfig, script: string): void {
+  const identityProvider = config.identityProvider !== undefined;
   const metadata = config.identityProvider ? new ProviderMetadata(config.identityProvider.issuer) : undefined;
   void metadata?.refresh();
   /** What the page's script needs, in the page itself: no round trip for it on each load. */
@@ -128,7 +138,10 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok');
   });
+}
 
+/** The page's API calls (ping, launch, cancel, progress), forwarded to the service. */
+function apiRouter(config: LandingConfig, service: ServiceClient): express.Router {
   const api = express.Router();
   api.use(express.json({ limit: '32kb' }));
   api.use((_req, res, next) => {
@@ -141,22 +154,8 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
     res.status(healthy ? 200 : 503).json(healthy);
   });
 
-  /** The target of a request: its app (checked against this page's list), user and workspace. */
-  const resolve = (req: Request) => {
-    const parsed = LaunchBodySchema.safeParse(req.body);
-    if (!parsed.success) throw new LandingError(400, 'invalid request body');
-    const body: LaunchBody = parsed.data;
-    const params = readLaunchParameters(Object.entries(body.parameters) as [string, string][], { identityProvider });
-    const app = config.apps.find((a) => a.name === params.appDef);
-    if (!app) throw new LandingError(473, 'unknown app definition');
-    const user = identityProvider ? body.user : params.user;
-    if (!user)
-      throw new LandingError(identityProvider ? 401 : 400, identityProvider ? 'sign in first' : 'user is required');
-    return { body, params, app, user, ...launchTarget(app.name, user, params.gitUri) };
-  };
-
   api.post('/launch', async (req, res) => {
-    const target = resolve(req);
+    const target = resolveTarget(req, config);
     const controller = new AbortController();
     res.on('close', () => controller.abort());
     const template = templateFor(target.app, target.body.template);
@@ -180,18 +179,38 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
   });
 
   api.post('/cancel', async (req, res) => {
-    const target = resolve(req);
+    const target = resolveTarget(req, config);
     send(res, await service.stop(target.sessionName, target.user, req.get('authorization')));
   });
 
+  api.post('/progress', progressHandler(config, service));
+  return api;
+}
+
+/** The target of a request: its app (checked against this page's list), user and workspace. */
+function resolveTarget(req: Request, config: LandingConfig) {
+  const identityProvider = config.identityProvider !== undefined;
+  const parsed = LaunchBodySchema.safeParse(req.body);
+  if (!parsed.success) throw new LandingError(400, 'invalid request body');
+  const body: LaunchBody = parsed.data;
+  const params = readLaunchParameters(Object.entries(body.parameters) as [string, string][], { identityProvider });
+  const app = config.apps.find((a) => a.name === params.appDef);
+  if (!app) throw new LandingError(473, 'unknown app definition');
+  const user = identityProvider ? body.user : params.user;
+  if (!user)
+    throw new LandingError(identityProvider ? 401 : 400, identityProvider ? 'sign in first' : 'user is required');
+  return { body, params, app, user, ...launchTarget(app.name, user, params.gitUri) };
+}
+
+/**
+ * The service's progress stream of the launch's workspace, passed through as it comes. Capped per
+ * browser and in total by the page itself: in anonymous mode the browser names the user, and the
+ * service sees every stream of the page as coming from one client.
+ */
+function progressHandler(config: LandingConfig, service: ServiceClient) {
   const streams = new OpenCounts();
-  /**
-   * The service's progress stream of the launch's workspace, passed through as it comes. Capped per
-   * browser and in total by the page itself: in anonymous mode the browser names the user, and the
-   * service sees every stream of the page as coming from one client.
-   */
-  api.post('/progress', async (req, res) => {
-    const target = resolve(req);
+  return async (req: Request, res: Response): Promise<void> => {
+    const target = resolveTarget(req, config);
     const admitted = admitStream(streams, config, req);
     if ('refused' in admitted) {
       res.status(429).set('Retry-After', '10').json({ code: 429, reason: admitted.refused });
@@ -217,14 +236,7 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
     const stream = Readable.fromWeb(upstream.body as import('node:stream/web').ReadableStream<Uint8Array>);
     stream.on('error', () => res.end());
     stream.pipe(res);
-  });
-
-  app.use('/api', api);
-  app.use((_req, res) => {
-    res.status(404).json({ code: 404, reason: 'not found' });
-  });
-  app.use(errorMiddleware(logger));
-  return app;
+  };
 }
 
 /** One more progress stream of the request's browser, within the page's caps per client and in total. */

@@ -243,105 +243,136 @@ async function launch(
   template?: string,
 ): Promise<void> {
   const again = () => void launch(config, params, identity, template);
-  const body = { parameters: params, user: identity.user, template };
-  show('progress');
-  const progress = new Progress();
-  progress.reach('requested');
-  const streamControl = new AbortController();
+  await new PageLaunch({ parameters: params, user: identity.user, template }, identity, again).run();
+}
+
+/**
+ * One launch from the page: the progress screen, the service's progress stream, the cancel button and
+ * the launch request, until the IDE opens or a failure is shown (with `again` to retry).
+ */
+class PageLaunch {
+  private readonly progress: Progress;
+  private readonly streamControl = new AbortController();
   // Aborted by a cancel: a launch whose session does not exist yet then makes none (the stop finds nothing).
-  const launchControl = new AbortController();
-  let cancelled = false;
-  let finished = false;
+  private readonly launchControl = new AbortController();
+  private cancelled = false;
+  private finished = false;
   // The launch waits in the lazy-start queue (the progress stream says where).
-  let queued = false;
-
-  const finish = () => {
-    finished = true;
-    progress.stop();
-    streamControl.abort();
-    window.removeEventListener('offline', offline);
+  private queued = false;
+  private readonly offline = () => {
+    if (this.finished) return;
+    this.finish();
+    showFailure({ kind: 'network' }, this.again);
   };
-  const offline = () => {
-    if (finished) return;
-    finish();
-    showFailure({ kind: 'network' }, again);
-  };
-  window.addEventListener('offline', offline);
 
-  $('cancel-button').onclick = async () => {
-    if (finished) return;
-    cancelled = true;
+  constructor(
+    private readonly body: { parameters: LaunchParameters; user?: string; template?: string },
+    private readonly identity: Identity,
+    private readonly again: () => void,
+  ) {
+    show('progress');
+    this.progress = new Progress();
+    this.progress.reach('requested');
+  }
+
+  async run(): Promise<void> {
+    window.addEventListener('offline', this.offline);
+    $('cancel-button').onclick = () => this.cancel();
+    // Progress: the service's event stream for this launch's workspace (best effort: the launch goes on without it).
+    void this.followProgress();
+    const response = await this.request();
+    if (response) await this.answer(response);
+  }
+
+  private finish(): void {
+    this.finished = true;
+    this.progress.stop();
+    this.streamControl.abort();
+    window.removeEventListener('offline', this.offline);
+  }
+
+  private async cancel(): Promise<void> {
+    if (this.finished) return;
+    this.cancelled = true;
     ($('cancel-button') as HTMLButtonElement).disabled = true;
-    progress.detail('Stopping…');
-    launchControl.abort();
+    this.progress.detail('Stopping…');
+    this.launchControl.abort();
     try {
-      await api('api/cancel', body, identity);
+      await api('api/cancel', this.body, this.identity);
     } catch {
       // the session may be left running; it is stopped when idle
     }
-    finish();
+    this.finish();
     ($('cancel-button') as HTMLButtonElement).disabled = false;
-    showFailure({ kind: 'cancelled' }, again);
-  };
+    showFailure({ kind: 'cancelled' }, this.again);
+  }
 
-  // Progress: the service's event stream for this launch's workspace (best effort: the launch goes on without it).
-  void (async () => {
+  private async followProgress(): Promise<void> {
     try {
-      const response = await api('api/progress', body, identity, streamControl.signal);
+      const response = await api('api/progress', this.body, this.identity, this.streamControl.signal);
       if (!response.ok) return;
       await readEvents(response, (event, data) => {
-        if (finished) return;
-        if (event === 'session') {
-          const snapshot = data as SessionSnapshot & { error?: { code: number } };
-          progress.reach(stepOf(snapshot));
-          if (snapshot.queue) {
-            progress.detail(queueText(snapshot.queue));
-            document.body.dataset.queue = String(snapshot.queue.position);
-          } else if (queued) {
-            progress.detail('');
-            delete document.body.dataset.queue;
-          }
-          queued = !!snapshot.queue;
-        } else if (event === 'event') {
+        if (this.finished) return;
+        if (event === 'session') this.showSession(data as SessionSnapshot & { error?: { code: number } });
+        else if (event === 'event') {
           const e = data as { reason?: string; message?: string };
           // While queued, the place in the queue is what the person waits for.
-          if (!queued) progress.detail([e.reason, e.message].filter(Boolean).join(': '));
+          if (!this.queued) this.progress.detail([e.reason, e.message].filter(Boolean).join(': '));
         }
       });
     } catch {
       // stream closed or aborted
     }
-  })();
+  }
 
-  let response: Response;
-  for (;;) {
-    try {
-      response = await api('api/launch', body, identity, launchControl.signal);
-    } catch {
-      if (!cancelled && !finished) {
-        finish();
-        showFailure({ kind: 'network' }, again);
+  private showSession(snapshot: SessionSnapshot): void {
+    this.progress.reach(stepOf(snapshot));
+    if (snapshot.queue) {
+      this.progress.detail(queueText(snapshot.queue));
+      document.body.dataset.queue = String(snapshot.queue.position);
+    } else if (this.queued) {
+      this.progress.detail('');
+      delete document.body.dataset.queue;
+    }
+    this.queued = !!snapshot.queue;
+  }
+
+  /** The service's answer to the launch; undefined when the launch ended otherwise (cancel, network). */
+  private async request(): Promise<Response | undefined> {
+    for (;;) {
+      let response: Response;
+      try {
+        response = await api('api/launch', this.body, this.identity, this.launchControl.signal);
+      } catch {
+        if (!this.cancelled && !this.finished) {
+          this.finish();
+          showFailure({ kind: 'network' }, this.again);
+        }
+        return undefined;
       }
+      if (this.cancelled || this.finished) return undefined;
+      // Still queued at the service's launch timeout: the session kept its place; wait on it again.
+      if (response.status !== 551 || !this.queued) return response;
+    }
+  }
+
+  /** Opens the IDE, or shows why the launch failed. */
+  private async answer(response: Response): Promise<void> {
+    if (response.ok) {
+      const { url } = (await response.json()) as { url: string };
+      this.progress.reach('ready');
+      this.finish();
+      this.progress.detail('Opening your IDE…');
+      location.assign(url);
       return;
     }
-    if (cancelled || finished) return;
-    // Still queued at the service's launch timeout: the session kept its place; wait on it again.
-    if (response.status !== 551 || !queued) break;
+    this.finish();
+    const code = await response
+      .json()
+      .then((b: { code?: unknown }) => (typeof b.code === 'number' ? b.code : response.status))
+      .catch(() => response.status);
+    showFailure({ kind: 'status', code }, this.again);
   }
-  if (response.ok) {
-    const { url } = (await response.json()) as { url: string };
-    progress.reach('ready');
-    finish();
-    progress.detail('Opening your IDE…');
-    location.assign(url);
-    return;
-  }
-  finish();
-  const code = await response
-    .json()
-    .then((b: { code?: unknown }) => (typeof b.code === 'number' ? b.code : response.status))
-    .catch(() => response.status);
-  showFailure({ kind: 'status', code }, again);
 }
 
 function showLaunchScreen(
