@@ -15,7 +15,8 @@ import {
   withWorkspaceLock,
 } from '../src/core/index.js';
 import { SessionSetup, type SetupState, type SetupUi } from '../src/vscode/session-setup.js';
-import { BridgeServer, RESERVATION_HEADER } from '../../extension/src/server.js';
+import { DATA_BRIDGE_RESERVATION_HEADER } from '../../server/src/model/data-bridge.js';
+import { BridgeServer } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
 import { MemoryLogger } from '../../extension/src/logger.js';
 import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
@@ -52,7 +53,7 @@ async function inject(url: string, environment: Record<string, string>): Promise
     method: 'POST',
     headers: {
       authorization: `Bearer ${BRIDGE_TOKEN}`,
-      [RESERVATION_HEADER]: 'session-uid-1',
+      [DATA_BRIDGE_RESERVATION_HEADER]: 'session-uid-1',
       'content-type': 'application/json',
     },
     body: JSON.stringify({ environment }),

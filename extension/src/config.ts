@@ -1,9 +1,8 @@
 // The bridge's configuration comes from the session container's environment, read once at activation.
+import { BRIDGE_PROCESS_URL, DATA_BRIDGE_TOKEN_ENV, DATA_BRIDGE_URL_ENV } from '../../server/src/model/data-bridge.js';
 
 export const DEFAULT_PORT = 16281;
-const LOOPBACK_URL = /^http:\/\/(127\.0\.0\.1|localhost):\d{1,5}\/?$/;
 
-export const TOKEN_ENV = 'DATA_BRIDGE_TOKEN';
 /** Shortest token accepted: the operator's are 43 characters (32 random bytes, base64url). */
 export const MIN_TOKEN_LENGTH = 16;
 
@@ -42,13 +41,13 @@ export function readBridgeConfig(env: Record<string, string | undefined>): Bridg
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     return { enabled: true, error: `DATA_BRIDGE_PORT must be an integer from 1 to 65535, got "${raw}"` };
   }
-  const token = env[TOKEN_ENV]?.trim() ?? '';
+  const token = env[DATA_BRIDGE_TOKEN_ENV]?.trim() ?? '';
   if (token.length < MIN_TOKEN_LENGTH) {
     const why = token === '' ? 'is not set' : `is shorter than ${MIN_TOKEN_LENGTH} characters`;
-    return { enabled: true, error: `${TOKEN_ENV} ${why} (the secret the operator authenticates with)` };
+    return { enabled: true, error: `${DATA_BRIDGE_TOKEN_ENV} ${why} (the secret the operator authenticates with)` };
   }
-  const processUrl = env.DATA_BRIDGE_URL?.trim();
-  if (processUrl && !LOOPBACK_URL.test(processUrl)) {
+  const processUrl = env[DATA_BRIDGE_URL_ENV]?.trim();
+  if (processUrl && !BRIDGE_PROCESS_URL.test(processUrl)) {
     return { enabled: true, error: `DATA_BRIDGE_URL must be http://127.0.0.1:<port> or http://localhost:<port>` };
   }
   const workspaceDir = env.WORKSPACE_DIR?.trim();

@@ -1,7 +1,7 @@
 // What the bridge keeps of the session's end: the operator's latest stop notice (counted down on this
 // machine's clock, so the operator's and the pod's clocks never need to agree) and when the IDE last
 // reported activity. In memory only: a restarted container is a new instance.
-import type { StopNotice } from './payload.js';
+import type { StopNotice } from '../../server/src/model/data-bridge.js';
 
 export interface HeldNotice extends StopNotice {
   /** Grows with each notice: the extension shows each one once. */

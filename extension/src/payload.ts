@@ -1,5 +1,6 @@
 // Validation of the wire: the POST /data body and the dataBridge.getEnv argument. Error messages name
 // the problem and the offending key, never a value.
+import type { SaveWorkRequest, StopNotice } from '../../server/src/model/data-bridge.js';
 
 export type Environment = Record<string, string>;
 
@@ -74,18 +75,6 @@ export function parseKeyList(arg: unknown): string[] {
   return arg as string[];
 }
 
-/** Why the session is about to stop: its idle timeout or its maximum lifetime. */
-export type StopReason = 'Idle' | 'MaxLifetime';
-
-/** The operator's warning before a stop (POST /notice). */
-export interface StopNotice {
-  reason: StopReason;
-  /** Seconds until the stop, from when the bridge receives the notice. */
-  secondsLeft: number;
-  /** Whether the uncommitted work will be saved to a branch before the stop. */
-  saveWork: boolean;
-}
-
 const MAX_NOTICE_SECONDS = 86_400;
 
 function parseObject(body: string): Record<string, unknown> {
@@ -130,10 +119,10 @@ export function parseNoticePayload(body: string): StopNotice {
 const MAX_SAVE_TIMEOUT_SECONDS = 3600;
 
 /**
- * Parses the body of POST /save (server/src/model/data-bridge.ts, SaveWorkRequest): empty, `{}`, or
- * `{"timeoutSeconds": int}`, how long the operator waits for the answer.
+ * Parses the body of POST /save: empty, `{}`, or `{"timeoutSeconds": int}`, how long the operator
+ * waits for the answer.
  */
-export function parseSavePayload(body: string): { timeoutSeconds?: number } {
+export function parseSavePayload(body: string): SaveWorkRequest {
   if (body.trim() === '') return {};
   const parsed = parseObject(body);
   refuseUnknown(parsed, ['timeoutSeconds']);

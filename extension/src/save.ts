@@ -4,6 +4,7 @@
 // The operator says how long it waits for the answer (`timeoutSeconds`): the agent is stopped early
 // enough to answer within it, so no save goes on once the operator has given up and stops the session.
 import { spawn } from 'node:child_process';
+import { DATA_BRIDGE_TOKEN_ENV, type SaveWorkResult } from '../../server/src/model/data-bridge.js';
 import type { Logger } from './logger.js';
 import type { EnvironmentStore } from './store.js';
 
@@ -23,11 +24,6 @@ export function agentTimeoutMs(ownBoundMs: number, timeoutSeconds: number | unde
   return Math.min(ownBoundMs, Math.max(500, callerMs - margin));
 }
 
-export type SaveOutcome =
-  | { outcome: 'saved'; branch: string; repository: string }
-  | { outcome: 'nothing-to-save' }
-  | { outcome: 'failed'; code: string; message: string };
-
 export interface WorkSaverOptions {
   /** The folder the IDE has open (WORKSPACE_DIR); without it nothing can be saved. */
   workspaceDir?: string;
@@ -39,7 +35,7 @@ export interface WorkSaverOptions {
 }
 
 export class WorkSaver {
-  private running: Promise<SaveOutcome> | undefined;
+  private running: Promise<SaveWorkResult> | undefined;
 
   constructor(
     private readonly store: Pick<EnvironmentStore, 'pick'>,
@@ -48,16 +44,16 @@ export class WorkSaver {
   ) {}
 
   /** Runs the save, or joins the one under way; `timeoutSeconds`: how long the caller waits. */
-  save(timeoutSeconds?: number): Promise<SaveOutcome> {
+  save(timeoutSeconds?: number): Promise<SaveWorkResult> {
     this.running ??= this.run(timeoutSeconds).finally(() => (this.running = undefined));
     return this.running;
   }
 
-  private async run(timeoutSeconds: number | undefined): Promise<SaveOutcome> {
+  private async run(timeoutSeconds: number | undefined): Promise<SaveWorkResult> {
     const dir = this.options.workspaceDir;
     if (!dir) return this.failed('SaveUnavailable', 'the bridge knows no workspace folder (WORKSPACE_DIR)');
     const env: NodeJS.ProcessEnv = { ...(this.options.baseEnv ?? process.env), ...this.store.pick(AGENT_KEYS) };
-    delete env.DATA_BRIDGE_TOKEN; // the agent has no use for the instance's token
+    delete env[DATA_BRIDGE_TOKEN_ENV]; // the agent has no use for the instance's token
     delete env.SESSION_ENV_STRATEGY;
     this.logger.info('saving the work: running the agent');
     const { code, stdout } = await runAgent(
@@ -78,14 +74,14 @@ export class WorkSaver {
     return result;
   }
 
-  private failed(code: string, message: string): SaveOutcome {
+  private failed(code: string, message: string): SaveWorkResult {
     this.logger.warn(`save: failed (${code})`);
     return { outcome: 'failed', code, message };
   }
 }
 
 /** The agent's last stdout line, when it is one of its results. */
-function parseAgentAnswer(stdout: string): SaveOutcome | undefined {
+function parseAgentAnswer(stdout: string): SaveWorkResult | undefined {
   const last = stdout.trim().split('\n').at(-1) ?? '';
   let parsed: Record<string, unknown>;
   try {

@@ -5,11 +5,19 @@
 // injection per reservation (the instance restarts for the next one). The operator also posts the
 // stop notice, reads the IDE's last activity and asks for the save; the extension reads the notice
 // and reports activity, on this host only. GET /data (the bridge process only) serves the values back
-// to this host with the token; `?wait=<seconds>` (up to MAX_WAIT_SECONDS) holds the answer until the
+// to this host with the token; `?wait=<seconds>` (up to DATA_WAIT_MAX_SECONDS) holds the answer until the
 // values are injected or the wait ends, so the agent's bootstrap beside the IDE waits without polling.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  DATA_BRIDGE_PATHS,
+  DATA_BRIDGE_RESERVATION_HEADER,
+  DATA_WAIT_MAX_SECONDS,
+  type BridgeActivity,
+  type DataAnswer,
+  type SaveWorkResult,
+} from '../../server/src/model/data-bridge.js';
 import type { Logger } from './logger.js';
 import type { SessionLifecycle } from './lifecycle.js';
 import {
@@ -23,10 +31,6 @@ import type { WorkSaver } from './save.js';
 import { PersistError, type EnvironmentStore } from './store.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
-/** The longest a GET /data?wait=… holds its answer; the caller asks again after it. */
-export const MAX_WAIT_SECONDS = 60;
-/** Header naming the reservation (the operator sends the Session's uid) whose values a POST carries. */
-export const RESERVATION_HEADER = 'x-ide-cloud-reservation';
 const RESERVATION = /^[A-Za-z0-9._-]{1,128}$/;
 
 export interface BridgeServerOptions {
@@ -130,15 +134,16 @@ export class BridgeServer {
         if (req.method !== 'GET' && req.method !== 'HEAD') throw methodNotAllowed('GET');
         return send(res, 200, { status: 'UP' });
       }
-      if (path === '/data' && req.method === 'GET' && this.options.serveValues) {
+      if (path === DATA_BRIDGE_PATHS.data && req.method === 'GET' && this.options.serveValues) {
         this.localOnly(req, 'the values are served on this host only');
         this.authenticate(req);
         const waitSeconds = waitOf(req);
         if (waitSeconds > 0 && !this.injected) await this.injection(waitSeconds * 1000, res);
         if (res.destroyed) return;
-        return send(res, 200, { environment: this.store.all(), injected: this.injected });
+        const answer: DataAnswer = { environment: this.store.all(), injected: this.injected };
+        return send(res, 200, answer);
       }
-      if (path === '/data') {
+      if (path === DATA_BRIDGE_PATHS.data) {
         if (req.method !== 'POST') throw methodNotAllowed(this.options.serveValues ? 'GET or POST' : 'POST');
         this.authenticate(req);
         const reservation = reservationOf(req);
@@ -159,7 +164,7 @@ export class BridgeServer {
         return send(res, 200, { stored: Object.keys(environment).length, total: this.store.size });
       }
       const lifecycle = this.options.lifecycle;
-      if (path === '/notice' && lifecycle) {
+      if (path === DATA_BRIDGE_PATHS.notice && lifecycle) {
         if (req.method === 'GET') {
           this.localOnly(req);
           this.authenticate(req);
@@ -172,10 +177,11 @@ export class BridgeServer {
         this.logger.info(`stop notice ${id}: ${notice.reason} in ${notice.secondsLeft} s`);
         return send(res, 200, { id });
       }
-      if (path === '/activity' && lifecycle) {
+      if (path === DATA_BRIDGE_PATHS.activity && lifecycle) {
         if (req.method === 'GET') {
           this.authenticate(req);
-          return send(res, 200, { secondsSinceActivity: lifecycle.secondsSinceActivity() });
+          const answer: BridgeActivity = { secondsSinceActivity: lifecycle.secondsSinceActivity() };
+          return send(res, 200, answer);
         }
         if (req.method !== 'POST') throw methodNotAllowed('GET or POST');
         this.localOnly(req);
@@ -184,11 +190,11 @@ export class BridgeServer {
         lifecycle.recordActivity();
         return send(res, 200, { recorded: true });
       }
-      if (path === '/save') {
+      if (path === DATA_BRIDGE_PATHS.save) {
         if (req.method !== 'POST') throw methodNotAllowed('POST');
         this.authenticate(req);
         const { timeoutSeconds } = parseSavePayload(await this.readBody(req));
-        const result = this.options.saver
+        const result: SaveWorkResult = this.options.saver
           ? await this.options.saver.save(timeoutSeconds)
           : { outcome: 'failed', code: 'SaveUnavailable', message: 'this bridge does not save work' };
         return send(res, 200, result);
@@ -292,20 +298,23 @@ function methodNotAllowed(allowed: string): HttpError {
   return new HttpError(405, `method not allowed, use ${allowed}`);
 }
 
-/** The seconds of `?wait=`: absent 0; an integer from 0 to MAX_WAIT_SECONDS, else 400. */
+/** The seconds of `?wait=`: absent 0; an integer from 0 to DATA_WAIT_MAX_SECONDS, else 400. */
 function waitOf(req: http.IncomingMessage): number {
   const raw = new URL(req.url ?? '/', 'http://bridge').searchParams.get('wait');
   if (raw === null) return 0;
-  if (!/^\d{1,4}$/.test(raw) || Number(raw) > MAX_WAIT_SECONDS) {
-    throw new HttpError(400, `wait must be a number of seconds from 0 to ${MAX_WAIT_SECONDS}`);
+  if (!/^\d{1,4}$/.test(raw) || Number(raw) > DATA_WAIT_MAX_SECONDS) {
+    throw new HttpError(400, `wait must be a number of seconds from 0 to ${DATA_WAIT_MAX_SECONDS}`);
   }
   return Number(raw);
 }
 
 function reservationOf(req: http.IncomingMessage): string {
-  const value = req.headers[RESERVATION_HEADER];
+  const value = req.headers[DATA_BRIDGE_RESERVATION_HEADER];
   if (typeof value !== 'string' || !RESERVATION.test(value)) {
-    throw new HttpError(400, `header ${RESERVATION_HEADER} must name the reservation (1-128 of A-Z a-z 0-9 . _ -)`);
+    throw new HttpError(
+      400,
+      `header ${DATA_BRIDGE_RESERVATION_HEADER} must name the reservation (1-128 of A-Z a-z 0-9 . _ -)`,
+    );
   }
   return value;
 }

@@ -3,7 +3,7 @@
 // (POST /activity) so the operator, which reads it from the bridge before an idle stop, keeps the
 // session. Reports are throttled: one per interval is enough for a timeout counted in minutes.
 import type { Logger } from './logger.js';
-import type { StopNotice } from './payload.js';
+import { DATA_BRIDGE_PATHS, type StopNotice } from '../../server/src/model/data-bridge.js';
 
 export const DEFAULT_NOTICE_POLL_MS = 5000;
 export const DEFAULT_ACTIVITY_THROTTLE_MS = 10_000;
@@ -60,7 +60,7 @@ export class StopNoticeWatcher {
   async poll(): Promise<void> {
     let notice: (StopNotice & { id: number }) | null;
     try {
-      const response = await this.request('GET', '/notice');
+      const response = await this.request('GET', DATA_BRIDGE_PATHS.notice);
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       notice = ((await response.json()) as { notice: (StopNotice & { id: number }) | null }).notice;
     } catch (error) {
@@ -89,7 +89,7 @@ export class StopNoticeWatcher {
     if (!now && at - this.lastReport < (this.deps.activityThrottleMs ?? DEFAULT_ACTIVITY_THROTTLE_MS)) return;
     this.lastReport = at;
     try {
-      const response = await this.request('POST', '/activity');
+      const response = await this.request('POST', DATA_BRIDGE_PATHS.activity);
       await response.arrayBuffer();
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
     } catch (error) {

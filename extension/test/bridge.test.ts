@@ -5,14 +5,15 @@ import { DataBridge, type RegisterCommand } from '../src/bridge.js';
 import type { BridgeConfig } from '../src/config.js';
 import { MemoryLogger } from '../src/logger.js';
 import { parseDataPayload, type Environment } from '../src/payload.js';
-import { BridgeServer, RESERVATION_HEADER } from '../src/server.js';
+import { DATA_BRIDGE_RESERVATION_HEADER } from '../../server/src/model/data-bridge.js';
+import { BridgeServer } from '../src/server.js';
 import { EnvironmentStore, SECRET_KEY } from '../src/store.js';
 import { MemorySecretStorage } from './fakes.js';
 
 const SECRET = 'hunter2-do-not-log';
 const BRIDGE_TOKEN = 'instance-token-3f9c2b7e1d5a';
 /** What the operator sends with its POST /data: the instance's token and the reservation. */
-const OPERATOR = { authorization: `Bearer ${BRIDGE_TOKEN}`, [RESERVATION_HEADER]: 'session-uid-1' };
+const OPERATOR = { authorization: `Bearer ${BRIDGE_TOKEN}`, [DATA_BRIDGE_RESERVATION_HEADER]: 'session-uid-1' };
 
 async function post(
   base: string,
@@ -138,7 +139,7 @@ describe('extension: BridgeServer', () => {
       status: 409,
       json: { error: 'the values of this reservation were already injected', reservation: 'same' },
     });
-    const other = { ...OPERATOR, [RESERVATION_HEADER]: 'session-uid-2' };
+    const other = { ...OPERATOR, [DATA_BRIDGE_RESERVATION_HEADER]: 'session-uid-2' };
     assert.deepEqual(await post(base, JSON.stringify({ environment: { A: '3' } }), other), {
       status: 409,
       json: {
@@ -152,7 +153,7 @@ describe('extension: BridgeServer', () => {
 
   it('answers 401 without a bearer token and 403 with a wrong one, storing nothing', async () => {
     const body = JSON.stringify({ environment: { PLATFORM_URL: 'https://attacker.example' } });
-    const reservation = { [RESERVATION_HEADER]: 'session-uid-1' };
+    const reservation = { [DATA_BRIDGE_RESERVATION_HEADER]: 'session-uid-1' };
     const unauthenticated = await fetch(`${base}/data`, { method: 'POST', body, headers: reservation });
     assert.equal(unauthenticated.status, 401);
     assert.equal(unauthenticated.headers.get('www-authenticate'), 'Bearer');
@@ -174,11 +175,16 @@ describe('extension: BridgeServer', () => {
 
   it('answers 400 without a reservation', async () => {
     const { authorization } = OPERATOR;
-    const cases: Record<string, string>[] = [{ authorization }, { authorization, [RESERVATION_HEADER]: 'bad value!' }];
+    const cases: Record<string, string>[] = [
+      { authorization },
+      { authorization, [DATA_BRIDGE_RESERVATION_HEADER]: 'bad value!' },
+    ];
     for (const headers of cases) {
       assert.deepEqual(await post(base, JSON.stringify({ environment: { A: '1' } }), headers), {
         status: 400,
-        json: { error: `header ${RESERVATION_HEADER} must name the reservation (1-128 of A-Z a-z 0-9 . _ -)` },
+        json: {
+          error: `header ${DATA_BRIDGE_RESERVATION_HEADER} must name the reservation (1-128 of A-Z a-z 0-9 . _ -)`,
+        },
       });
     }
     assert.equal(store.size, 0);
@@ -194,7 +200,7 @@ describe('extension: BridgeServer', () => {
     });
     try {
       const next = `http://127.0.0.1:${(await restarted.listen()).port}`;
-      const headers = { ...OPERATOR, [RESERVATION_HEADER]: 'session-uid-2' };
+      const headers = { ...OPERATOR, [DATA_BRIDGE_RESERVATION_HEADER]: 'session-uid-2' };
       assert.equal((await post(next, JSON.stringify({ environment: { A: '2' } }), headers)).status, 200);
     } finally {
       restarted.dispose();

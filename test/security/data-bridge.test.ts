@@ -6,7 +6,8 @@
 // The real operator injects into the real bridge (extension/src/server.ts) served on the pod's address.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import { BridgeServer, RESERVATION_HEADER } from '../../extension/src/server.js';
+import { DATA_BRIDGE_RESERVATION_HEADER } from '../../server/src/model/data-bridge.js';
+import { BridgeServer } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
 import { MemoryLogger } from '../../extension/src/logger.js';
 import { MemorySecretStorage } from '../../extension/test/fakes.js';
@@ -104,7 +105,7 @@ describe('security: the data bridge takes values only from the operator, once pe
   it('refuses a POST /data without the instance token (401) or with another (403), before and after the injection', async () => {
     await serveBridge();
     const attack = { PLATFORM_URL: ATTACKER };
-    const reservation = { [RESERVATION_HEADER]: 'made-up' };
+    const reservation = { [DATA_BRIDGE_RESERVATION_HEADER]: 'made-up' };
     assert.equal((await post(attack, reservation)).status, 401, 'no token, before the injection');
     assert.equal((await post(attack, { ...reservation, authorization: 'Bearer guessed' })).status, 403);
     assert.equal(store.size, 0);
@@ -132,7 +133,7 @@ describe('security: the data bridge takes values only from the operator, once pe
     for (const id of [victim.metadata.uid!, 'made-up']) {
       const answer = await post(
         { PLATFORM_URL: ATTACKER },
-        { authorization: `Bearer ${token}`, [RESERVATION_HEADER]: id },
+        { authorization: `Bearer ${token}`, [DATA_BRIDGE_RESERVATION_HEADER]: id },
       );
       assert.equal(answer.status, 409, answer.text);
     }
@@ -161,7 +162,12 @@ describe('security: the data bridge takes values only from the operator, once pe
     await serveBridge((pod) => !!pod.metadata?.annotations?.['ide-cloud.io/recycled-at']);
     assert.notEqual(token, before, 'the token was replaced');
     assert.equal(
-      (await post({ PLATFORM_URL: ATTACKER }, { authorization: `Bearer ${before}`, [RESERVATION_HEADER]: 'x' })).status,
+      (
+        await post(
+          { PLATFORM_URL: ATTACKER },
+          { authorization: `Bearer ${before}`, [DATA_BRIDGE_RESERVATION_HEADER]: 'x' },
+        )
+      ).status,
       403,
     );
     await createSession(r, 'next', {

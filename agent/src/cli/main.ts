@@ -5,6 +5,11 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
+  DATA_BRIDGE_TOKEN_ENV,
+  DATA_BRIDGE_URL_ENV,
+  type SaveWorkResult,
+} from '../../../server/src/model/data-bridge.js';
+import {
   AgentError,
   RedactingLog,
   bootstrapWorkspace,
@@ -84,7 +89,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
 
   const dir = path.resolve(io.cwd, flags.dir ?? '.');
-  const secrets = [io.env.PLATFORM_TOKEN, io.env.DATA_BRIDGE_TOKEN, ...credentialsOf(io.env.GIT_URI)];
+  const secrets = [io.env.PLATFORM_TOKEN, io.env[DATA_BRIDGE_TOKEN_ENV], ...credentialsOf(io.env.GIT_URI)];
   const log = new RedactingLog(command === 'save' && flags.json ? io.err : io.out, secrets);
   const errors = new RedactingLog(io.err, secrets);
   if (command === 'save') return save(dir, io, log, errors, flags.json === true);
@@ -115,10 +120,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     if (flags['from-bridge']) {
       // The bridge's token serves this request only: git and the platform never see it.
       const env = { ...io.env };
-      delete env.DATA_BRIDGE_TOKEN;
+      delete env[DATA_BRIDGE_TOKEN_ENV];
       const { values, origins } = await waitForBridgeProcess({
-        url: io.env.DATA_BRIDGE_URL,
-        token: io.env.DATA_BRIDGE_TOKEN,
+        url: io.env[DATA_BRIDGE_URL_ENV],
+        token: io.env[DATA_BRIDGE_TOKEN_ENV],
         env,
         log: log.log,
       });
@@ -145,8 +150,12 @@ async function save(dir: string, io: CliIo, log: RedactingLog, errors: Redacting
     const { values } = await resolveSessionValues({ env: { ...io.env, SESSION_ENV_STRATEGY: 'env' }, log: log.log });
     const result = await saveWork({ dir, values, log, env: io.env });
     if (json) {
-      const { outcome, repository } = result;
-      io.out(JSON.stringify(result.outcome === 'saved' ? { outcome, branch: result.branch, repository } : { outcome }));
+      // The bridge passes this line on to the operator as its answer to POST /save.
+      const answer: SaveWorkResult =
+        result.outcome === 'saved'
+          ? { outcome: 'saved', branch: result.branch, repository: result.repository }
+          : { outcome: 'nothing-to-save' };
+      io.out(JSON.stringify(answer));
     }
     return 0;
   } catch (error) {
@@ -154,7 +163,8 @@ async function save(dir: string, io: CliIo, log: RedactingLog, errors: Redacting
     if (json) {
       const code = error instanceof AgentError ? error.code : 'Unexpected';
       const message = error instanceof AgentError ? error.message : 'the save failed unexpectedly';
-      io.out(errors.redact(JSON.stringify({ outcome: 'failed', code, message })));
+      const answer: SaveWorkResult = { outcome: 'failed', code, message };
+      io.out(errors.redact(JSON.stringify(answer)));
     }
     return 1;
   }

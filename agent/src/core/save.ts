@@ -29,7 +29,8 @@ export interface SaveWorkOptions extends GitOptions {
   fetch?: typeof fetch;
 }
 
-export type SaveWorkResult =
+/** What the save did, with the commit; the CLI's `save --json` answers the wire's SaveWorkResult from it. */
+export type SaveWorkOutcome =
   | { outcome: 'saved'; branch: string; repository: string; commit: string }
   | { outcome: 'nothing-to-save'; repository: string };
 
@@ -157,7 +158,7 @@ function classifyPushError(error: unknown, remote: string): unknown {
  * honoured) on top of HEAD and pushes it, or HEAD itself when only commits are unpushed, to a new
  * branch of `origin`. Nothing uncommitted and nothing unpushed: nothing is pushed.
  */
-export async function saveWork(options: SaveWorkOptions): Promise<SaveWorkResult> {
+export async function saveWork(options: SaveWorkOptions): Promise<SaveWorkOutcome> {
   const { log, values } = options;
   const repo = await findRepository(options.dir);
   const remote = await optional(['-C', repo, 'remote', 'get-url', 'origin'], options);

@@ -1,10 +1,22 @@
 /**
- * The data bridge's credentials, shared by the operator (which creates and sends them) and the pod
- * template (which hands them to the bridge): a per-instance token in a Secret, sent as
- * `Authorization: Bearer <token>` on POST /data with the reservation it injects for. The bridge
- * (extension/src/config.ts, server.ts) reads the same names.
+ * The data bridge's wire, written once for its three parties: the operator (which creates the
+ * credentials, injects the values and posts the stop notice), the bridge (extension/src, which
+ * serves it) and the agent (agent/src, which reads the values from the bridge process and answers
+ * the save). The extension and the agent import this file by relative path and bundle it with
+ * esbuild, and the session image copies it for their build (images/session-base/Dockerfile): it
+ * imports nothing. Each instance has a token in a Secret, sent as `Authorization: Bearer <token>`,
+ * and POST /data names the reservation it injects for.
  */
+
+/** The variable that hands the instance's token to the bridge (and, beside the IDE, to the agent). */
 export const DATA_BRIDGE_TOKEN_ENV = 'DATA_BRIDGE_TOKEN';
+/**
+ * Where the session image runs the bridge as its own process (the extension and the agent read the
+ * values there): http on this host only, `BRIDGE_PROCESS_URL`.
+ */
+export const DATA_BRIDGE_URL_ENV = 'DATA_BRIDGE_URL';
+export const BRIDGE_PROCESS_URL = /^http:\/\/(127\.0\.0\.1|localhost):\d{1,5}\/?$/;
+
 /** Key of the token in the instance's Secret. */
 export const DATA_BRIDGE_TOKEN_KEY = 'token';
 /** Header naming the reservation (the Session's uid): the bridge takes one injection per reservation. */
@@ -16,12 +28,23 @@ export const DATA_BRIDGE_RESERVATION_HEADER = 'x-ide-cloud-reservation';
 export const AUTH_PROXY_ADMISSION_TOKEN_KEY = 'admission-token';
 
 /**
- * The stop warning, the IDE's activity and the save of the student's work travel through the bridge
- * too (extension/src/server.ts serves them, extension/README.md documents the wire): the operator
- * posts a notice with the seconds left, reads how long ago the IDE was last used, and asks for the
- * save before an idle or lifetime stop; the extension reads the notice and reports activity on loopback.
+ * The bridge's routes (extension/src/server.ts serves them, extension/README.md documents the wire):
+ * the operator posts the values to /data, and the agent beside the IDE reads them back there. The stop
+ * warning, the IDE's activity and the save of the student's work travel through the bridge too: the
+ * operator posts a notice with the seconds left, reads how long ago the IDE was last used, and asks
+ * for the save before an idle or lifetime stop; the extension reads the notice and reports activity
+ * on loopback.
  */
-export const DATA_BRIDGE_PATHS = { notice: '/notice', activity: '/activity', save: '/save' } as const;
+export const DATA_BRIDGE_PATHS = { data: '/data', notice: '/notice', activity: '/activity', save: '/save' } as const;
+
+/** The longest a GET /data?wait=… holds its answer; the caller asks again after it. */
+export const DATA_WAIT_MAX_SECONDS = 60;
+
+/** Answer of GET /data (on this host, with the token): the values held, and whether they were injected. */
+export interface DataAnswer {
+  environment: Record<string, string>;
+  injected: boolean;
+}
 
 /** Why a session is about to stop, as the notice and the stop-reason annotation name it. */
 export type StopKind = 'Idle' | 'MaxLifetime';
@@ -70,7 +93,10 @@ export interface BridgeActivity {
   secondsSinceActivity: number | null;
 }
 
-/** Answer of POST /save: what the agent did with the workspace's repository. */
+/**
+ * Answer of POST /save: what the agent did with the workspace's repository (the agent's
+ * `save --json` line, which the bridge passes on).
+ */
 export type SaveWorkResult =
   | { outcome: 'saved'; branch: string; repository: string }
   | { outcome: 'nothing-to-save' }

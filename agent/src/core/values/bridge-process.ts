@@ -3,13 +3,17 @@
 // bridge holds each `GET /data?wait=…` until the values are injected or its bounded wait ends, and the
 // agent asks again after that: no busy poll, and no bound on how long an unclaimed instance waits.
 // The bridge's token (DATA_BRIDGE_TOKEN) goes to the bridge only, which must be on this host.
+import {
+  BRIDGE_PROCESS_URL,
+  DATA_BRIDGE_PATHS,
+  DATA_BRIDGE_TOKEN_ENV,
+  DATA_BRIDGE_URL_ENV,
+  DATA_WAIT_MAX_SECONDS,
+  type DataAnswer,
+} from '../../../../server/src/model/data-bridge.js';
 import { AgentError } from '../errors.js';
 import type { Log } from '../log.js';
 import { pickValues, withEnvironment, type ResolvedValues } from './data-bridge.js';
-
-/** The bridge's bound for one wait (its MAX_WAIT_SECONDS); it answers earlier once the values land. */
-export const BRIDGE_WAIT_SECONDS = 60;
-const LOOPBACK_URL = /^http:\/\/(127\.0\.0\.1|localhost):\d{1,5}\/?$/;
 
 export interface BridgeProcessOptions {
   /** DATA_BRIDGE_URL: http://127.0.0.1:<port> (loopback only). */
@@ -19,7 +23,7 @@ export interface BridgeProcessOptions {
   /** Where keys the bridge lacks are filled from. */
   env: NodeJS.ProcessEnv;
   log?: Log;
-  /** Seconds each request waits at the bridge (default BRIDGE_WAIT_SECONDS). */
+  /** Seconds each request waits at the bridge (default DATA_WAIT_MAX_SECONDS). */
   waitSeconds?: number;
   /** How long a bridge that never answered is waited for (it may still be starting); default 2 minutes. */
   startGraceMs?: number;
@@ -37,25 +41,29 @@ const sleepReal = (ms: number) => new Promise<void>((resolve) => setTimeout(reso
 /** Waits, however long, until the bridge process holds the injected values; then takes them. */
 export async function waitForBridgeProcess(options: BridgeProcessOptions): Promise<ResolvedValues> {
   const url = options.url?.trim() ?? '';
-  if (!LOOPBACK_URL.test(url)) {
+  if (!BRIDGE_PROCESS_URL.test(url)) {
     throw new AgentError(
       'BridgeUnavailable',
-      'DATA_BRIDGE_URL is not a bridge on this host (http://127.0.0.1:<port>)',
+      `${DATA_BRIDGE_URL_ENV} is not a bridge on this host (http://127.0.0.1:<port>)`,
       'Start the agent with --from-bridge only where the session image runs the data bridge',
     );
   }
   const token = options.token?.trim() ?? '';
   if (!token) {
-    throw new AgentError('BridgeUnavailable', 'DATA_BRIDGE_TOKEN is not set', 'The bridge answers its token only');
+    throw new AgentError(
+      'BridgeUnavailable',
+      `${DATA_BRIDGE_TOKEN_ENV} is not set`,
+      'The bridge answers its token only',
+    );
   }
   const doFetch = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? sleepReal;
   const log = options.log ?? (() => {});
-  const waitSeconds = options.waitSeconds ?? BRIDGE_WAIT_SECONDS;
+  const waitSeconds = options.waitSeconds ?? DATA_WAIT_MAX_SECONDS;
   const graceMs = options.startGraceMs ?? 120_000;
   const retryMs = options.retryMs ?? 1000;
-  const endpoint = `${url.replace(/\/$/, '')}/data?wait=${waitSeconds}`;
+  const endpoint = `${url.replace(/\/$/, '')}${DATA_BRIDGE_PATHS.data}?wait=${waitSeconds}`;
   const start = now();
   let answered = false;
   let lastProblem = '';
@@ -76,11 +84,11 @@ export async function waitForBridgeProcess(options: BridgeProcessOptions): Promi
         throw new AgentError(
           'BridgeRefused',
           `the data bridge refused its token (HTTP ${response.status})`,
-          'DATA_BRIDGE_TOKEN must be the token the bridge process was started with',
+          `${DATA_BRIDGE_TOKEN_ENV} must be the token the bridge process was started with`,
         );
       }
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      const body = (await response.json()) as { environment?: unknown; injected?: unknown };
+      const body = (await response.json()) as Partial<Record<keyof DataAnswer, unknown>>;
       answered = true;
       if (body.injected === true) {
         return { ...withEnvironment(pickValues(body.environment), options.env), outcome: 'complete' };
