@@ -4,12 +4,12 @@
 // The operator says how long it waits for the answer (`timeoutSeconds`): the agent is stopped early
 // enough to answer within it, so no save goes on once the operator has given up and stops the session.
 import { spawn } from 'node:child_process';
-import { DATA_BRIDGE_TOKEN_ENV, type SaveWorkResult } from '../../server/src/model/data-bridge.js';
+import { DATA_BRIDGE_TOKEN_ENV, type SaveWorkResult, type SessionKey } from '../../server/src/model/data-bridge.js';
 import type { Logger } from './logger.js';
 import type { EnvironmentStore } from './store.js';
 
 /** The values the agent's save reads: the repository's credential, the identity, the platform. */
-const AGENT_KEYS = ['GIT_URI', 'GIT_USER', 'GIT_MAIL', 'PLATFORM_URL', 'PLATFORM_TOKEN'] as const;
+const AGENT_KEYS: readonly SessionKey[] = ['GIT_URI', 'GIT_USER', 'GIT_MAIL', 'PLATFORM_URL', 'PLATFORM_TOKEN'];
 export const DEFAULT_AGENT_COMMAND = 'ide-cloud-agent';
 export const DEFAULT_SAVE_TIMEOUT_MS = 120_000;
 

@@ -1,17 +1,6 @@
 // The launch values the agent reads, whichever way they reach the session (spec: "How launch values
-// reach the IDE"). There is deliberately no GIT_TOKEN: credentials travel inside GIT_URI or come from
-// the learning platform.
-export const SESSION_KEYS = [
-  'IDE',
-  'GIT_URI',
-  'GIT_USER',
-  'GIT_MAIL',
-  'PLATFORM_TOKEN',
-  'PLATFORM_URL',
-  'TEMPLATE',
-] as const;
-
-export type SessionKey = (typeof SESSION_KEYS)[number];
+// reach the IDE"): their names are the bridge's wire (SESSION_KEYS).
+import { SESSION_KEYS, type SessionKey } from '../../../server/src/model/data-bridge.js';
 
 /** Values found for the session; a key is absent when no source had a non-empty value for it. */
 export type SessionValues = Partial<Record<SessionKey, string>>;

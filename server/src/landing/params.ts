@@ -1,5 +1,6 @@
 // The landing page's launch parameters and the auto-start rule (service spec, "Path A"). Pure and free
 // of Node APIs: the browser bundle uses this very module, and the unit tests pin it down.
+import type { SessionKey } from '../model/data-bridge.js';
 
 /** A landing-page app: an app definition offered with a label, and for `-templates` a build-system choice. */
 export interface LandingApp {
@@ -114,7 +115,7 @@ export function templateFor(app: LandingApp, chosen?: string): string | undefine
 /** env.fromMap of the launch request: IDE=true and each launch value that is present. */
 export function launchEnvironment(params: LaunchParameters, template?: string): Record<string, string> {
   const env: Record<string, string> = { IDE: 'true' };
-  const put = (key: string, value: string | undefined) => {
+  const put = (key: SessionKey, value: string | undefined) => {
     if (value) env[key] = value;
   };
   put('GIT_URI', params.gitUri);

@@ -17,6 +17,23 @@ export const DATA_BRIDGE_TOKEN_ENV = 'DATA_BRIDGE_TOKEN';
 export const DATA_BRIDGE_URL_ENV = 'DATA_BRIDGE_URL';
 export const BRIDGE_PROCESS_URL = /^http:\/\/(127\.0\.0\.1|localhost):\d{1,5}\/?$/;
 
+/**
+ * The launch values a session is set up from, by the names the landing page and the learning
+ * platforms send them (env.fromMap), the bridge carries and the agent reads. There is deliberately
+ * no GIT_TOKEN: credentials travel inside GIT_URI or come from the learning platform.
+ */
+export const SESSION_KEYS = [
+  'IDE',
+  'GIT_URI',
+  'GIT_USER',
+  'GIT_MAIL',
+  'PLATFORM_TOKEN',
+  'PLATFORM_URL',
+  'TEMPLATE',
+] as const;
+
+export type SessionKey = (typeof SESSION_KEYS)[number];
+
 /** Key of the token in the instance's Secret. */
 export const DATA_BRIDGE_TOKEN_KEY = 'token';
 /** Header naming the reservation (the Session's uid): the bridge takes one injection per reservation. */

@@ -2,7 +2,8 @@
 // `dataBridge.getEnv(keys)` with only the keys it holds; a prewarmed session receives its values some
 // time after the IDE started. So: poll with a bounded interval and timeout, take partial results only
 // when the timeout ends, then fill what is still missing from the process environment.
-import { SESSION_KEYS, DEFAULT_REQUIRED_KEYS, type SessionKey, type SessionValues } from '../keys.js';
+import { SESSION_KEYS, type SessionKey } from '../../../../server/src/model/data-bridge.js';
+import { DEFAULT_REQUIRED_KEYS, type SessionValues } from '../keys.js';
 import type { Log } from '../log.js';
 import { readEnvironment } from './environment.js';
 

@@ -1,4 +1,5 @@
-import { SESSION_KEYS, type SessionKey, type SessionValues } from '../keys.js';
+import { SESSION_KEYS, type SessionKey } from '../../../../server/src/model/data-bridge.js';
+import type { SessionValues } from '../keys.js';
 
 /** The values present (non-empty) in a process environment. */
 export function readEnvironment(env: NodeJS.ProcessEnv, keys: readonly SessionKey[] = SESSION_KEYS): SessionValues {

@@ -1,6 +1,7 @@
 // Picks where launch values come from: SESSION_ENV_STRATEGY=data-bridge polls the bridge (only the IDE
 // front can call it), any other value reads the process environment.
-import { SESSION_KEYS, isSessionKey, type SessionKey } from '../keys.js';
+import { SESSION_KEYS, type SessionKey } from '../../../../server/src/model/data-bridge.js';
+import { isSessionKey } from '../keys.js';
 import type { Log } from '../log.js';
 import { readFromDataBridge, DATA_BRIDGE_DEFAULTS, type GetEnv, type ResolvedValues } from './data-bridge.js';
 import { readEnvironment } from './environment.js';
