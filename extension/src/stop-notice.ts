@@ -4,6 +4,7 @@
 // session. Reports are throttled: one per interval is enough for a timeout counted in minutes.
 import type { Logger } from './logger.js';
 import { DATA_BRIDGE_PATHS, type StopNotice } from '../../server/src/model/data-bridge.js';
+import type { HeldNotice } from './lifecycle.js';
 
 export const DEFAULT_NOTICE_POLL_MS = 5000;
 export const DEFAULT_ACTIVITY_THROTTLE_MS = 10_000;
@@ -58,11 +59,11 @@ export class StopNoticeWatcher {
 
   /** Reads the notice once and shows it when it is new. */
   async poll(): Promise<void> {
-    let notice: (StopNotice & { id: number }) | null;
+    let notice: HeldNotice | null;
     try {
       const response = await this.request('GET', DATA_BRIDGE_PATHS.notice);
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      notice = ((await response.json()) as { notice: (StopNotice & { id: number }) | null }).notice;
+      notice = ((await response.json()) as { notice: HeldNotice | null }).notice;
     } catch (error) {
       // Once per outage, not every poll: a bridge that is down would fill the channel.
       if (this.readable) {
