@@ -15,6 +15,7 @@ export const DATA_BRIDGE_TOKEN_ENV = 'DATA_BRIDGE_TOKEN';
  * values there): http on this host only, `BRIDGE_PROCESS_URL`.
  */
 export const DATA_BRIDGE_URL_ENV = 'DATA_BRIDGE_URL';
+/** The address a bridge process may have: http on loopback, with its port. */
 export const BRIDGE_PROCESS_URL = /^http:\/\/(127\.0\.0\.1|localhost):\d{1,5}\/?$/;
 
 /**
