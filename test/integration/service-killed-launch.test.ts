@@ -54,8 +54,11 @@ describe('service process killed during a blocking launch, the real operator ser
     await cleanUpSuite(cluster.kc, namespace, [operator]);
   });
 
-  const startService = () =>
-    spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' }).then((s) => (service = s));
+  /** A fresh service process; the previous one (each test leaves one running) is ended first. */
+  const startService = async () => {
+    await service?.kill('SIGKILL');
+    service = await spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' });
+  };
 
   const launch = (body: Record<string, unknown>): Promise<Answer> =>
     call(service!.url, 'POST', '/service', {

@@ -49,8 +49,11 @@ describe('security: a session that became ready after its service was killed (27
     await cleanUpSuite(cluster.kc, namespace, [operator]);
   });
 
-  const startService = () =>
-    spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' }).then((s) => (service = s));
+  /** A fresh service process; the previous one (each test leaves one running) is ended first. */
+  const startService = async () => {
+    await service?.kill('SIGKILL');
+    service = await spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' });
+  };
 
   const launch = (user: string, course: string): Promise<Answer> =>
     call(service!.url, 'POST', '/service', {
