@@ -31,13 +31,16 @@ const entries = new Map<string, Entry>();
 let nextId = 1;
 
 /**
- * `signal` to the group `pid` leads and to `pid` itself; gone already is fine. Only for a process
- * known to be ours: pids are reused (pid_max may be 32768), a live group leader's pid is not.
+ * `signal` to the group `pid` leads, or to `pid` alone when it leads none; gone already is fine. Once
+ * only: a second SIGTERM would end a process still stopping gracefully. Only for a process known to
+ * be ours: pids are reused (pid_max may be 32768), a live group leader's pid is not.
  */
 function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  for (const target of [-pid, pid]) {
+  try {
+    process.kill(-pid, signal);
+  } catch {
     try {
-      process.kill(target, signal);
+      process.kill(pid, signal);
     } catch {
       // gone already
     }
@@ -111,7 +114,7 @@ function startWatchdog(): void {
         let environ = '';
         try { environ = readFileSync('/proc/' + entry + '/environ', 'latin1'); } catch { continue; }
         if (!environ.split('\\0').includes(mark)) continue;
-        for (const target of [-Number(entry), Number(entry)]) try { process.kill(target, 'SIGKILL'); } catch {}
+        try { process.kill(-Number(entry), 'SIGKILL'); } catch { try { process.kill(Number(entry), 'SIGKILL'); } catch {} }
       }
     });`;
   const watchdog = spawn(process.execPath, ['-e', script, `${RUN_VARIABLE}=${RUN}`], {
@@ -151,9 +154,14 @@ export function spawnTracked(
   return child;
 }
 
+/** How long a graceful stop may take before the process group is killed. */
+const GRACEFUL_STOP_MS = 20_000;
+
 /**
- * Ends `child`'s process group: `signal` (SIGTERM, a graceful stop; SIGKILL, a crash) to all of it,
- * then, once `child` exited, SIGKILL to whatever of the group is left. Resolves once `child` exited.
+ * Ends `child`'s process group: `signal` (SIGTERM, a graceful stop, which writes the process's
+ * coverage; SIGKILL, a crash, which writes nothing) to all of it, SIGKILL if a graceful stop takes
+ * longer than GRACEFUL_STOP_MS, and once `child` exited, SIGKILL to whatever of the group is left.
+ * Resolves once `child` exited.
  */
 export async function endProcess(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
   if (child.pid === undefined) return;
@@ -161,7 +169,12 @@ export async function endProcess(child: ChildProcess, signal: 'SIGTERM' | 'SIGKI
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
   });
-  if (child.exitCode === null && child.signalCode === null) signalGroup(child.pid, signal);
+  if (child.exitCode === null && child.signalCode === null) {
+    signalGroup(child.pid, signal);
+    const deadline = setTimeout(() => signalGroup(child.pid!, 'SIGKILL'), GRACEFUL_STOP_MS);
+    await exited;
+    clearTimeout(deadline);
+  }
   await exited;
   for (const marked of markedProcesses()) if (marked.pgid === child.pid) signalGroup(marked.pid, 'SIGKILL');
 }
