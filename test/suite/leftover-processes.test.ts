@@ -70,7 +70,10 @@ describe('processes a run leaves behind', function () {
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** A fixture file whose one test runs `body` (registry imported as spawnTracked, endProcess; `pids` appends). */
+  /**
+   * A fixture file whose one test runs `body`, with the registry's spawnTracked and endProcess, `pids`
+   * (appends to pidsFile) and `wrapped(name)`.
+   */
   async function fixture(name: string, body: string): Promise<string> {
     const file = `${name}.test.ts`;
     await writeFile(
@@ -79,7 +82,12 @@ describe('processes a run leaves behind', function () {
         `import { appendFileSync } from 'node:fs';`,
         `import { endProcess, spawnTracked } from ${JSON.stringify(REGISTRY)};`,
         `const pids = (...pids: (number | undefined)[]) => appendFileSync(${JSON.stringify(pidsFile)}, pids.map((p) => p + '\\n').join(''));`,
-        `void endProcess;`,
+        // A shell running a sleep in the background; both pids written.
+        `const wrapped = async (name: string) => {`,
+        `  const child = spawnTracked(name, 'sh', ['-c', 'sleep 300 & echo $!; wait'], { stdio: ['ignore', 'pipe', 'ignore'] });`,
+        `  pids(child.pid, await new Promise<number>((resolve) => child.stdout!.once('data', (b: Buffer) => resolve(Number(b.toString())))));`,
+        `  return child;`,
+        `};`,
         `describe('${name}', () => { it('runs', async () => { ${body} }); });`,
       ].join('\n'),
     );
@@ -104,9 +112,7 @@ describe('processes a run leaves behind', function () {
   it("a wrapper's child left behind when the wrapper alone is killed fails the run too, and is killed", async () => {
     const file = await fixture(
       'orphaning',
-      `const child = spawnTracked('wrapper', 'sh', ['-c', 'sleep 300 & echo $!; wait'], { stdio: ['ignore', 'pipe', 'ignore'] });
-       const inner = await new Promise<number>((resolve) => child.stdout!.once('data', (b: Buffer) => resolve(Number(b.toString().trim()))));
-       pids(child.pid, inner);
+      `const child = await wrapped('wrapper');
        process.kill(child.pid!, 'SIGKILL');
        await new Promise((resolve) => child.once('exit', resolve));`,
     );
@@ -133,9 +139,7 @@ describe('processes a run leaves behind', function () {
   it('a run killed outright (SIGKILL) leaves nothing: its watchdog kills what it started', async () => {
     const file = await fixture(
       'killed',
-      `const child = spawnTracked('sleeper of a killed run', 'sh', ['-c', 'sleep 300 & echo $!; wait'], { stdio: ['ignore', 'pipe', 'ignore'] });
-       const inner = await new Promise<number>((resolve) => child.stdout!.once('data', (b: Buffer) => resolve(Number(b.toString().trim()))));
-       pids(child.pid, inner);
+      `await wrapped('sleeper of a killed run');
        await new Promise(() => undefined);`,
     );
     const run = mochaRun(dir, file);
