@@ -17,7 +17,7 @@ import { OPERATOR_ENV } from '../../server/src/operator/config.js';
 import { startOperator, type OperatorConfigInput, type RunningOperator } from '../../server/src/operator/index.js';
 import { bridgeTokenSecretName } from '../../server/src/operator/manifests.js';
 import { eventually } from './kube.js';
-import { coverageEnv, endProcess, spawnTracked } from './processes.js';
+import { endProcess, spawnTracked } from './processes.js';
 
 export const FAST: Partial<OperatorConfigInput> = {
   // 10 s of health checks (more under load): room for a restarted pod to get its address and the test its bridge.
@@ -83,7 +83,6 @@ export function spawnOperator(
     HOME: process.env.HOME ?? '',
     KUBECONFIG: kubeconfig,
     IDE_CLOUD_LOG_LEVEL: 'debug',
-    ...coverageEnv(),
   };
   const settings: Partial<OperatorConfigInput> = { namespace, identity, ...FAST, ...overrides };
   for (const [key, value] of Object.entries(settings)) {
@@ -99,6 +98,7 @@ export function spawnOperator(
       cwd: path.dirname(path.dirname(path.dirname(MAIN))),
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
+      coverage: true,
     },
   );
   const logs: OperatorLogLine[] = [];

@@ -102,9 +102,9 @@ function callingTestFile(): string {
  * Ctrl-C in the terminal does not reach it.
  */
 function startWatchdog(): void {
-  const env = { ...process.env };
+  // Node passes NODE_V8_COVERAGE on unless the environment names it: undefined, not deleted.
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_V8_COVERAGE: undefined };
   delete env[RUN_VARIABLE];
-  delete env.NODE_V8_COVERAGE;
   delete env.NODE_OPTIONS;
   const script = `
     const { readdirSync, readFileSync } = require('node:fs');
@@ -140,19 +140,27 @@ process.on('exit', () => {
 /**
  * `spawn`, with the process recorded under `name` (say what it is: "service (namespace svc-x)"),
  * leading its own process group, and marked in its environment (`options.env`, or this process's).
- * End it with `endProcess`, which ends its whole group.
+ * End it with `endProcess`, which ends its whole group. With `coverage`, a Node process running the
+ * project's code writes its coverage where the run collects it (c8's NODE_V8_COVERAGE); others do
+ * not (code-server, bundles, builds: a slower exit and megabytes of JSON for nothing).
  */
 export function spawnTracked(
   name: string,
   command: string,
   args: readonly string[],
-  options: SpawnOptions = {},
+  { coverage = false, ...options }: SpawnOptions & { coverage?: boolean } = {},
 ): ChildProcess {
   const label = `${name} #${nextId++}`;
   const child = spawn(command, args, {
     ...options,
     detached: true,
-    env: { ...(options.env ?? process.env), [RUN_VARIABLE]: RUN, [NAME_VARIABLE]: label },
+    env: {
+      ...(options.env ?? process.env),
+      // Node passes NODE_V8_COVERAGE on unless the environment names it.
+      NODE_V8_COVERAGE: coverage ? process.env.NODE_V8_COVERAGE : undefined,
+      [RUN_VARIABLE]: RUN,
+      [NAME_VARIABLE]: label,
+    },
   });
   entries.set(label, { name, startedBy: callingTestFile() });
   return child;
@@ -181,12 +189,6 @@ export async function endProcess(child: ChildProcess, signal: 'SIGTERM' | 'SIGKI
   }
   await exited;
   for (const marked of markedProcesses()) if (marked.pgid === child.pid) signalGroup(marked.pid, 'SIGKILL');
-}
-
-/** NODE_V8_COVERAGE when the run collects coverage (c8): for processes running the project's code. */
-export function coverageEnv(): Record<string, string> {
-  const dir = process.env.NODE_V8_COVERAGE;
-  return dir ? { NODE_V8_COVERAGE: dir } : {};
 }
 
 export interface LeftoverProcess {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_API_TOKEN, SERVICE_AUTH_TOKEN } from './service-harness.js';
 import { eventually } from './kube.js';
-import { coverageEnv, endProcess, spawnTracked } from './processes.js';
+import { endProcess, spawnTracked } from './processes.js';
 
 export interface ServiceProcess {
   readonly child: ChildProcess;
@@ -35,7 +35,6 @@ export async function spawnService(
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
-      ...coverageEnv(),
       KUBECONFIG: kubeconfig,
       SERVICE_AUTH_TOKEN,
       ADMIN_API_TOKEN,
@@ -46,6 +45,7 @@ export async function spawnService(
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
+    coverage: true,
   });
   const output: string[] = [];
   const logs: Record<string, unknown>[] = [];
