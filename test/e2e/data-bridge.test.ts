@@ -3,7 +3,7 @@
 // (extension/test/fixtures/getenv-consumer) calls dataBridge.getEnv and reports what it got.
 // The first run installs Chromium, Node 24 and code-server (a few minutes); later runs find them cached.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -22,6 +22,7 @@ import {
   type LogFile,
   type VscodeHostInstall,
 } from '../support/vscode-host.js';
+import { endProcess, spawnTracked } from '../support/processes.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CONSUMER_DIR = path.join(ROOT, 'extension', 'test', 'fixtures', 'getenv-consumer');
@@ -276,7 +277,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
   describe('as its own process, as the session image runs it: the values land before any window opens', () => {
     const BRIDGE_PROCESS = path.join(ROOT, 'extension', 'dist', 'bridge.mjs');
     let host: VscodeHost | undefined;
-    let bridgeProcess: ReturnType<typeof spawn> | undefined;
+    let bridgeProcess: ChildProcess | undefined;
     let bridge: string;
     let usersDir: string;
     const processOutput: string[] = [];
@@ -286,7 +287,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       const port = await freePort();
       bridge = `http://127.0.0.1:${port}`;
       usersDir = await mkdtemp(path.join(os.tmpdir(), 'bridge-users-'));
-      bridgeProcess = spawn(process.execPath, [BRIDGE_PROCESS], {
+      bridgeProcess = spawnTracked('data bridge process', process.execPath, [BRIDGE_PROCESS], {
         env: {
           PATH: process.env.PATH,
           DATA_BRIDGE_ENABLED: 'true',
@@ -306,7 +307,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
     after(async function () {
       this.timeout(60_000);
       await host?.stop();
-      bridgeProcess?.kill('SIGKILL');
+      if (bridgeProcess) await endProcess(bridgeProcess, 'SIGKILL');
       await rm(usersDir, { recursive: true, force: true });
     });
 

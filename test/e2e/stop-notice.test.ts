@@ -3,7 +3,7 @@
 // workbench. A notice posted to the bridge, as the operator posts it, shows as a warning with the
 // minutes left, with "Keep working"; the IDE's activity reaches the bridge, where the operator reads it.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { createVSIX } from '@vscode/vsce';
+import { endProcess, spawnTracked } from '../support/processes.js';
 import { VscodeHost, freePort, installVscodeHost, waitFor, type VscodeHostInstall } from '../support/vscode-host.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -66,7 +67,7 @@ describe('the stop notice in a real VS Code host (e2e)', function () {
     const port = await freePort();
     bridge = `http://127.0.0.1:${port}`;
     const env = { DATA_BRIDGE_ENABLED: 'true', DATA_BRIDGE_PORT: String(port), DATA_BRIDGE_TOKEN: TOKEN };
-    bridgeProcess = spawn(process.execPath, [path.join(buildDir, 'bridge.mjs')], {
+    bridgeProcess = spawnTracked('data bridge process', process.execPath, [path.join(buildDir, 'bridge.mjs')], {
       env: { PATH: process.env.PATH, ...env },
       stdio: 'ignore',
     });
@@ -84,7 +85,7 @@ describe('the stop notice in a real VS Code host (e2e)', function () {
   after(async function () {
     this.timeout(60_000);
     await host?.stop();
-    bridgeProcess?.kill('SIGKILL');
+    if (bridgeProcess) await endProcess(bridgeProcess, 'SIGKILL');
     if (buildDir) await rm(buildDir, { recursive: true, force: true });
   });
 

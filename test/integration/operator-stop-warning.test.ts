@@ -7,7 +7,7 @@
 // Secret, by reference): it is warned and its work saved the same way. The IDE's side is played by the
 // test on loopback, as the extension calls it.
 import assert from 'node:assert/strict';
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -27,6 +27,7 @@ import { useCluster, type TestCluster } from '../support/cluster.js';
 import { startGitServer, type GitServer } from '../../scripts/start/git-server.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
 import { startLearningPlatform, type LearningPlatform } from '../support/learning-platform.js';
+import { endProcess, spawnTracked } from '../support/processes.js';
 import {
   bridgeToken,
   cleanUpSuite,
@@ -193,7 +194,7 @@ describe('operator: a warning before any stop, activity keeps the session, then 
     env: NodeJS.ProcessEnv,
   ): Promise<{ url: string; child: ChildProcess; output: string[] }> {
     const output: string[] = [];
-    const child = spawn(process.execPath, [path.join(buildDir, 'bridge.mjs')], {
+    const child = spawnTracked(`data bridge (${name})`, process.execPath, [path.join(buildDir, 'bridge.mjs')], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -294,7 +295,7 @@ describe('operator: a warning before any stop, activity keeps the session, then 
   after(async function () {
     this.timeout(120_000);
     await cleanUpSuite(cluster.kc, namespace, [operator]);
-    for (const bridge of bridges.values()) bridge.child.kill('SIGKILL');
+    await Promise.all([...bridges.values()].map((bridge) => endProcess(bridge.child, 'SIGKILL')));
     await Promise.all([git?.close(), platform?.close()]);
     await sandbox?.remove();
     if (buildDir) await rm(buildDir, { recursive: true, force: true });

@@ -3,7 +3,7 @@
 // image runs them, against the real API server: a launch through the bundled service, reconciled by
 // the bundled operator, answers its URL.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
@@ -19,6 +19,7 @@ import {
 } from '../../server/src/build/bundle.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import { endProcess, spawnTracked } from '../support/processes.js';
 import { applyAppDefinitions, call, resourcesOf } from '../support/service-harness.js';
 
 const APP_ID = 'bundle-app-id-for-tests-7d41';
@@ -29,7 +30,7 @@ interface Child {
 }
 
 function run(dir: string, name: BundledProcess, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, [bundlePath(dir, name)], {
+  const child = spawnTracked(`bundled ${name}`, process.execPath, [bundlePath(dir, name)], {
     cwd: dir,
     // Only what the image's environment would hold: no NODE_OPTIONS (the tests' tsx loader), no NODE_PATH.
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', ...env },
@@ -42,10 +43,7 @@ function run(dir: string, name: BundledProcess, env: Record<string, string>): Ch
 }
 
 async function stop(child: Child | undefined): Promise<void> {
-  if (!child || child.process.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.process.once('exit', resolve));
-  child.process.kill('SIGTERM');
-  await exited;
+  if (child) await endProcess(child.process, 'SIGTERM');
 }
 
 describe('the bundled operator and service (the images run them)', function () {

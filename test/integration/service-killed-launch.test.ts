@@ -49,13 +49,16 @@ describe('service process killed during a blocking launch, the real operator ser
   });
 
   after(async () => {
-    await service?.kill('SIGKILL');
+    await service?.kill('SIGTERM');
     await ownNode?.remove();
     await cleanUpSuite(cluster.kc, namespace, [operator]);
   });
 
-  const startService = () =>
-    spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' }).then((s) => (service = s));
+  /** A fresh service process; the previous one (each test leaves one running) is stopped first. */
+  const startService = async () => {
+    await service?.kill('SIGTERM');
+    service = await spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' });
+  };
 
   const launch = (body: Record<string, unknown>): Promise<Answer> =>
     call(service!.url, 'POST', '/service', {

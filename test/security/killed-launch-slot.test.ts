@@ -44,13 +44,16 @@ describe('security: a session that became ready after its service was killed (27
   });
 
   after(async () => {
-    await service?.kill('SIGKILL');
+    await service?.kill('SIGTERM');
     await node?.remove();
     await cleanUpSuite(cluster.kc, namespace, [operator]);
   });
 
-  const startService = () =>
-    spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' }).then((s) => (service = s));
+  /** A fresh service process; the previous one (each test leaves one running) is stopped first. */
+  const startService = async () => {
+    await service?.kill('SIGTERM');
+    service = await spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' });
+  };
 
   const launch = (user: string, course: string): Promise<Answer> =>
     call(service!.url, 'POST', '/service', {

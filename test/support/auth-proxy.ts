@@ -5,7 +5,7 @@
 // resolved, and the image's and volumes' paths are mapped to the repository and to local directories.
 // The proxy's admission (images/auth-proxy/admission), when the container runs it, is built here with
 // the machine's Go from the same source the image builds, once per source.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import type * as k8s from '@kubernetes/client-node';
 import { ensureBinaries } from '../../scripts/cluster/control-plane.js';
 import { eventually } from './kube.js';
+import { endProcess, spawnTracked } from './processes.js';
 
 const IMAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'images', 'auth-proxy');
 
@@ -85,15 +86,15 @@ export async function startAuthProxy(run: AuthProxyRun): Promise<AuthProxyProces
     env.PATH = `${await admissionBinary()}:${env.PATH}`;
   }
   const output: string[] = [];
-  const child: ChildProcess = spawn(path.join(IMAGE_DIR, 'entrypoint.sh'), (run.container.args ?? []).map(local), {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // A process group of its own: the admission, started in the background, goes with the proxy.
-    detached: true,
-  });
+  // A process group of its own (spawnTracked): the admission, started in the background, goes with the proxy.
+  const child: ChildProcess = spawnTracked(
+    `auth proxy (${run.address})`,
+    path.join(IMAGE_DIR, 'entrypoint.sh'),
+    (run.container.args ?? []).map(local),
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const origin = `http://${run.address}`;
   try {
     await eventually(
@@ -106,27 +107,16 @@ export async function startAuthProxy(run: AuthProxyRun): Promise<AuthProxyProces
       100,
     );
   } catch (error) {
-    killGroup(child);
+    await endProcess(child, 'SIGKILL');
     throw error;
   }
   return {
     origin,
     pid: child.pid!,
     output,
-    async kill() {
-      killGroup(child);
-      await exited;
-    },
+    // SIGKILL to the proxy's process group: oauth2-proxy and the admission beside it.
+    kill: () => endProcess(child, 'SIGKILL'),
   };
-}
-
-/** SIGKILL to the proxy's process group: oauth2-proxy and the admission beside it. */
-function killGroup(child: ChildProcess): void {
-  try {
-    process.kill(-child.pid!, 'SIGKILL');
-  } catch {
-    // The group is gone already.
-  }
 }
 
 export interface IngressStandIn {

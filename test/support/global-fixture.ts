@@ -1,6 +1,16 @@
-// Loaded by mocha with --require: stops the shared control plane once every suite has run.
+// Loaded by mocha with --require: stops the shared control plane once every suite has run, then
+// fails the run if any process a suite started is still alive (killing it).
 import { stopTestCluster } from './cluster.js';
+import { describeLeftovers, killLeftoverProcesses } from './processes.js';
 
 export async function mochaGlobalTeardown(): Promise<void> {
   await stopTestCluster();
+  const left = await killLeftoverProcesses();
+  if (left.length === 0) return;
+  console.error(`\nThe suites left ${left.length} process(es) running (killed now):\n${describeLeftovers(left)}\n`);
+  // Mocha ignores a teardown's error and sets the exit code itself after this returns (from an
+  // 'exit' listener without --exit): the failure is set last, in an 'exit' listener of our own.
+  const fail = () => (process.exitCode = Math.max(Number(process.exitCode ?? 0), 1));
+  process.on('exit', fail);
+  process.once('beforeExit', () => process.on('exit', fail));
 }

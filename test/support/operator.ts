@@ -1,6 +1,6 @@
 // Helpers of the operator suites: the operator started in-process exactly as main.ts does, with fast
 // settings, and a data-bridge stand-in served on a pod's own (loopback) address.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
@@ -17,6 +17,7 @@ import { OPERATOR_ENV } from '../../server/src/operator/config.js';
 import { startOperator, type OperatorConfigInput, type RunningOperator } from '../../server/src/operator/index.js';
 import { bridgeTokenSecretName } from '../../server/src/operator/manifests.js';
 import { eventually } from './kube.js';
+import { endProcess, spawnTracked } from './processes.js';
 
 export const FAST: Partial<OperatorConfigInput> = {
   // 10 s of health checks (more under load): room for a restarted pod to get its address and the test its bridge.
@@ -89,11 +90,17 @@ export function spawnOperator(
       env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] =
         typeof value === 'object' ? JSON.stringify(value) : String(value);
   }
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-    cwd: path.dirname(path.dirname(path.dirname(MAIN))),
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnTracked(
+    `operator ${identity} (namespace ${namespace})`,
+    process.execPath,
+    ['--import', 'tsx', MAIN],
+    {
+      cwd: path.dirname(path.dirname(path.dirname(MAIN))),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      coverage: true,
+    },
+  );
   const logs: OperatorLogLine[] = [];
   const otherOutput: string[] = [];
   let pending = '';
@@ -111,10 +118,7 @@ export function spawnOperator(
   });
   child.stderr!.on('data', (chunk: Buffer) => otherOutput.push(chunk.toString('utf8')));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const kill = async (signal: 'SIGTERM' | 'SIGKILL') => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    await exited;
-  };
+  const kill = (signal: 'SIGTERM' | 'SIGKILL') => endProcess(child, signal);
   return {
     identity,
     child,

@@ -1,10 +1,11 @@
 // The REST service as its own OS process (`server/src/service/main.ts` under tsx, configured by
 // environment variables as in a pod), for restarts that are real kills.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_API_TOKEN, SERVICE_AUTH_TOKEN } from './service-harness.js';
 import { eventually } from './kube.js';
+import { endProcess, spawnTracked } from './processes.js';
 
 export interface ServiceProcess {
   readonly child: ChildProcess;
@@ -29,7 +30,7 @@ export async function spawnService(
   namespace: string,
   env: Record<string, string> = {},
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  const child = spawnTracked(`service (namespace ${namespace})`, process.execPath, ['--import', 'tsx', MAIN], {
     cwd: path.dirname(path.dirname(path.dirname(MAIN))),
     env: {
       PATH: process.env.PATH ?? '',
@@ -44,6 +45,7 @@ export async function spawnService(
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
+    coverage: true,
   });
   const output: string[] = [];
   const logs: Record<string, unknown>[] = [];
@@ -66,11 +68,7 @@ export async function spawnService(
     }
   });
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const kill = async (signal: 'SIGTERM' | 'SIGKILL') => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    await exited;
-  };
+  const kill = (signal: 'SIGTERM' | 'SIGKILL') => endProcess(child, signal);
   try {
     const listening = await eventually(
       () => {

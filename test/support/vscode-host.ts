@@ -9,7 +9,7 @@
 //   await host.reload();                                         // a new window and extension host
 //   VscodeHost.start({ firstScreen: true, ... })                 // code-server as the session image prepares it
 //   await host.stop();                                           // browser, process group, run directory
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -21,6 +21,7 @@ import { build } from 'esbuild';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort } from '../../scripts/cluster/control-plane.js';
 import { installVscodeHost, type VscodeHostInstall } from '../../scripts/vscode-host/install.js';
+import { endProcess, spawnTracked } from './processes.js';
 
 export { installVscodeHost, type VscodeHostInstall };
 
@@ -33,14 +34,14 @@ export function packageDataBridge(): Promise<void> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env };
     delete env.NODE_V8_COVERAGE;
-    const child = spawn('npm', ['run', 'package', '-w', 'extension'], {
+    const child = spawnTracked('npm run package -w extension', 'npm', ['run', 'package', '-w', 'extension'], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     child.on('error', reject);
     child.on('exit', (code) =>
       code === 0 ? resolve() : reject(new Error(`npm run package -w extension failed:\n${output}`)),
@@ -188,7 +189,6 @@ export class VscodeHost {
   private output = '';
   private exited: Promise<void>;
   private stopped = false;
-  private readonly onExit = (): void => this.killGroup('SIGKILL');
 
   private constructor(
     readonly name: string,
@@ -210,7 +210,6 @@ export class VscodeHost {
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    process.once('exit', this.onExit);
   }
 
   /** Installs the extensions into a fresh run directory and starts code-server; resolves once it answers. */
@@ -265,8 +264,8 @@ export class VscodeHost {
       '10',
       '--ignore-last-opened',
     ];
-    // detached: a new session and process group (setsid), so stop() can end every descendant.
-    const child = spawn(install.node, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A process group of its own (spawnTracked), so stop() can end every descendant.
+    const child = spawnTracked(`code-server (${name})`, install.node, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const outputFile = createWriteStream(path.join(runDir, 'code-server.log'));
     const host = new VscodeHost(name, runDir, port, install, child, outputFile, { ...options, log });
     try {
@@ -375,14 +374,9 @@ export class VscodeHost {
     this.browser = undefined;
     this.currentPage = undefined;
     this.killGroup('SIGTERM');
-    const ended = await Promise.race([
-      this.exited.then(() => true),
-      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000)),
-    ]);
+    await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
     // Watchers and extension hosts may outlive the main process: end the rest of the group for good.
-    this.killGroup('SIGKILL');
-    if (!ended) await this.exited;
-    process.off('exit', this.onExit);
+    await endProcess(this.child, 'SIGKILL');
     await new Promise<void>((resolve) => this.outputFile.end(() => resolve()));
     const keep = this.options.keep || process.env.IDE_CLOUD_KEEP_VSCODE_HOST === '1';
     if (keep) this.log(`kept ${this.runDir}`);
@@ -491,10 +485,13 @@ async function prepareFirstScreen(
 /** Runs a command to its end, collecting its output. */
 function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnTracked(`${path.basename(command)} (vscode host set-up)`, command, args, {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     child.on('error', reject);
     child.on('exit', (code) => resolve({ code: code ?? 1, output }));
   });
