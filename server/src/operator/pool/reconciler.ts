@@ -1,5 +1,4 @@
 import type * as k8s from '@kubernetes/client-node';
-import { isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import {
@@ -16,8 +15,8 @@ import type { OperatorConfig } from '../config.js';
 import { sessionRoutesTo } from '../routes/ingress.js';
 import type { RouteTable } from '../routes/routes.js';
 import type { Logger } from '../runtime/logger.js';
-import { sameStatus } from '../runtime/objects.js';
 import { Delay, settle, type Reconciled } from '../runtime/outcome.js';
+import { writeStatusOnce } from '../runtime/status.js';
 import type { PoolInstance, PoolInstances } from './instances.js';
 import { planPool, poolStatus, type PoolInstanceState } from './plan.js';
 
@@ -129,12 +128,10 @@ export class AppDefinitionReconciler {
         warn: ({ message }) => deps.log.warn({ appDefinition: name, warning: message }, 'app definition warning'),
       });
     } finally {
-      if (!sameStatus(status, appDefinition.status)) {
-        const updated = await deps.appDefinitionsApi.patchStatus(name, status).catch((error: unknown) => {
-          if (!isNotFound(error)) throw error;
-        });
-        if (updated) deps.appDefinitions.observe(updated);
-      }
+      await writeStatusOnce({ api: deps.appDefinitionsApi, cache: deps.appDefinitions }, name, {
+        previous: appDefinition.status,
+        next: status,
+      });
     }
     return result;
   }
