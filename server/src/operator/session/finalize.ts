@@ -27,7 +27,7 @@ export const ROUTE_ANNOTATION = 'ide-cloud.io/route';
 /**
  * Takes the session's path out of every shared Ingress that holds it: the one its annotation names
  * and those the Ingress cache shows it in. The annotation is written after the status on a warm
- * launch (session/steps.ts), so a crash between the route and that write leaves a route no annotation
+ * launch (session/steps/decision.ts), so a crash between the route and that write leaves a route no annotation
  * names: the cache finds it. A path neither shows writes nothing.
  */
 export async function removeSessionRoute(
