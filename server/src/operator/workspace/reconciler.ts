@@ -120,7 +120,7 @@ export class WorkspaceReconciler {
           message: source.message,
           observedGeneration: workspace.metadata.generation,
         });
-        // Its session's decision wakes it (operator.ts); the grace period ends in any case.
+        // Its session's decision wakes it (workspace/watches.ts); the grace period ends in any case.
         return { requeueAfterMs: Delay.launchSessionGrace };
       }
       await continueOnWarning(() => this.labelClaimUser(workspace), warn);

@@ -20,7 +20,7 @@ import { injectionEnded } from './environment.js';
  * 6. Readiness and URL. While the pod starts, its state is looked at (session/start-failure.ts): an
  * unrecoverable one fails the session at once; else the pass looks again at the start deadline, or
  * sooner at a pull error's bound. Every change of the pods or the Deployment wakes the session
- * before that (operator.ts). Once the pod is Ready, a starting session's URL waits for the ingress to
+ * before that (session/watches.ts). Once the pod is Ready, a starting session's URL waits for the ingress to
  * serve its route (routes/served.ts, when configured): the ingress has no event to wait for, so the
  * pass asks it again shortly, a few times at most.
  */

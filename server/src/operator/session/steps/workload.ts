@@ -36,7 +36,7 @@ export async function applyConfigStore(step: GuardedStep): Promise<void> {
   if (appDefinition.spec.options?.configStore !== 'true') return;
   const configStore = configStoreName(session.metadata.name);
   // Routed means a pass got past this step (it comes before the route): not a write per pass, unless
-  // the store is gone since (its deletion wakes the session: operator.ts).
+  // the store is gone since (its deletion wakes the session: session/watches.ts).
   const routed = findCondition(session.status?.conditions, SessionCondition.routed)?.status === 'True';
   if (routed && deps.configStores.get(configStore)) {
     step.configStore = configStore;
