@@ -108,6 +108,38 @@ export const SessionReadyReason = {
   stopping: 'Stopping',
 } as const;
 
+/** Reasons of a Session's Reserved condition: how its start strategy was decided. */
+export const SessionReservedReason = {
+  /** True: a warm instance is the session's (`status.instanceId`). */
+  instanceReserved: 'InstanceReserved',
+  /** False: eager start is on but no warm instance was free; the session starts lazily. */
+  poolExhausted: 'PoolExhausted',
+  /** False: the session's workspace may hold work, so a pod of its own mounts the workspace's claim. */
+  workspaceHoldsWork: 'WorkspaceHoldsWork',
+  /** False: eager start is off; every session starts lazily. */
+  eagerStartDisabled: 'EagerStartDisabled',
+} as const;
+
+/** Reasons of a Session's Routed condition. */
+export const SessionRoutedReason = {
+  /** True: the session's path is in its app definition's shared Ingress. */
+  routeAdded: 'RouteAdded',
+} as const;
+
+/** Reasons of a Session's EnvInjected condition: where the session's values are. */
+export const SessionEnvInjectedReason = {
+  /** Unknown: the reserved warm instance is not ready to take the values yet. */
+  waitingForInstance: 'WaitingForInstance',
+  /** Unknown: the values are on their way to the warm instance's data bridge. */
+  injecting: 'Injecting',
+  /** True: the data bridge took the values. */
+  injected: 'Injected',
+  /** False: the data bridge could not be given the values; the session serves without them. */
+  injectionFailed: 'InjectionFailed',
+  /** True: a lazy session's values are in its Secret, referenced from its pod. */
+  podEnvironment: 'PodEnvironment',
+} as const;
+
 /**
  * Machine reasons of a Ready condition False for a session that could not start (terminal, like
  * `failed`): `status.error.reason` and the Ready condition's message say it in words a student and a
@@ -153,6 +185,23 @@ function readyState(session: SessionState): { status: 'True' | 'False' | 'Unknow
     default:
       return undefined;
   }
+}
+
+/**
+ * The phase a status's conditions tell, a summary for people (logic reads the conditions): Ready True
+ * is Running; Unknown is Pending until a start strategy is decided, then Starting; False is Failed for
+ * a failure's reason, Stopping for a deletion's, else Starting (the pod, the route or the proxy's
+ * admission is awaited). A status without a Ready condition (not the operator's yet) keeps its phase.
+ */
+export function sessionPhase(
+  status: Pick<SessionStatus, 'conditions' | 'phase' | 'startStrategy'>,
+): SessionPhase | undefined {
+  const ready = findCondition(status.conditions, SessionCondition.ready);
+  if (!ready) return status.phase;
+  if (ready.status === 'True') return 'Running';
+  if (ready.status === 'Unknown') return status.startStrategy ? 'Starting' : 'Pending';
+  if (FAILED_REASONS.has(ready.reason)) return 'Failed';
+  return ready.reason === SessionReadyReason.stopping ? 'Stopping' : 'Starting';
 }
 
 /**

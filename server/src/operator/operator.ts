@@ -1,26 +1,27 @@
 import * as k8s from '@kubernetes/client-node';
 import { describeFailure, loadKubeConfig, configureClient, readMetadata } from '../kube/client.js';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
-import { LABELS } from '../model/api-group.js';
-import { isSessionFailed } from '../model/session.js';
 import { parseOperatorConfig, type OperatorConfig, type OperatorConfigInput } from './config.js';
-import { COMPONENT } from './manifests.js';
 import { PoolInstances } from './pool/instances.js';
 import { AppDefinitionReconciler } from './pool/reconciler.js';
+import { wakeAppDefinitions } from './pool/watches.js';
 import { Routes } from './routes/routes.js';
 import { createCache, informersOf, type OperatorCache } from './runtime/cache.js';
 import { EventRecorder, type EventsApi } from './runtime/events.js';
 import { LeaderElector } from './runtime/leader-election.js';
 import { createLogger, type Logger } from './runtime/logger.js';
-import { Delay } from './runtime/outcome.js';
+import { Delay, type Reconciled } from './runtime/outcome.js';
 import { WorkQueue } from './runtime/work-queue.js';
 import { ActivityMonitor } from './session/activity.js';
 import { LazyStartGate } from './session/admission.js';
 import { DataInjector } from './session/injection.js';
-import { SessionReconciler } from './session/reconciler.js';
+import { SessionReconciler, type SessionReconcilerDeps } from './session/reconciler.js';
 import { SessionBridge } from './session/session-bridge.js';
-import { STANDBY_KEY, StandbyClaimsReconciler } from './standby/reconciler.js';
+import { wakeSessions } from './session/watches.js';
+import { StandbyClaimsReconciler } from './standby/reconciler.js';
+import { wakeStandbyClaims } from './standby/watches.js';
 import { WorkspaceReconciler } from './workspace/reconciler.js';
+import { wakeWorkspaces } from './workspace/watches.js';
 
 /**
  * The composition root: one set of API clients and caches, from which every collaborator gets the
@@ -71,6 +72,17 @@ function apiClients(kc: k8s.KubeConfig, namespace: string): ApiClients {
   };
 }
 
+/** What the reconcilers are made of: the clients, the caches and the collaborators they share. */
+interface Shared {
+  clients: ApiClients;
+  config: OperatorConfig;
+  cache: OperatorCache;
+  instances: PoolInstances;
+  routes: Routes;
+  events: EventRecorder;
+  log: Logger;
+}
+
 /** The controllers that run while this instance leads, on caches of their own (filled anew at each start). */
 class Controllers {
   private readonly cache: OperatorCache;
@@ -85,55 +97,24 @@ class Controllers {
     private readonly config: OperatorConfig,
     private readonly log: Logger,
   ) {
-    const { namespace } = config;
-    const { resources } = clients;
     const cache = (this.cache = createCache(clients.kc, {
-      namespace,
+      namespace: config.namespace,
       rewatchIntervalMs: config.rewatchIntervalMs,
       onError: (path, error) => log.warn({ path, err: describeFailure(error) }, 'watch failed; restarting'),
     }));
     const events = (this.events = new EventRecorder(clients.events ?? clients.core, 'ide-cloud-operator', log));
-    const onError = (what: string) => (key: string, error: unknown) =>
-      log.warn({ key, err: describeFailure(error) }, `${what} reconcile failed`);
     // At debug level each session pass is logged: which operator acted on a session, when two run.
-    const sessionQueue = new WorkQueue(
-      (key) => {
-        log.debug({ session: key }, 'session pass');
-        return sessions.reconcile(key);
-      },
-      {
-        workers: config.workers,
-        onError: onError('session'),
-      },
-    );
-    const appQueue = new WorkQueue((key) => apps.reconcile(key), {
-      workers: Math.min(2, config.workers),
-      onError: onError('app definition'),
+    const sessionQueue = this.queue('session', config.workers, (key) => {
+      log.debug({ session: key }, 'session pass');
+      return sessions.reconcile(key);
     });
-    const workspaceQueue = new WorkQueue((key) => workspaces.reconcile(key), {
-      workers: Math.min(2, config.workers),
-      onError: onError('workspace'),
-    });
+    const appQueue = this.queue('app definition', Math.min(2, config.workers), (key) => apps.reconcile(key));
+    const workspaceQueue = this.queue('workspace', Math.min(2, config.workers), (key) => workspaces.reconcile(key));
     // Pool counts change with every reservation: one app definition pass per burst, not per launch.
     const poolChanged = (name: string) => appQueue.addAfter(name, Delay.poolStatusBatch);
     // The injector wakes the session's reconciler when an injection ends.
     this.injector = new DataInjector(clients.core, config, (name) => sessionQueue.add(name), log);
-    const instances = new PoolInstances({
-      namespace,
-      config,
-      apps: clients.apps,
-      core: clients.core,
-      objects: clients.objects,
-      deployments: cache.deployments,
-      claims: cache.claims,
-    });
-    const routes = new Routes({
-      net: clients.net,
-      namespace,
-      ingresses: cache.ingresses,
-      ingressClassName: config.ingressClassName,
-      checkUrl: config.routeCheckUrl,
-    });
+    const shared: Shared = { clients, config, cache, events, log, ...poolAndRoutes(clients, config, cache) };
     // Lazy starts at a rate, first come first served; a gate's wake-up is a pass of that session.
     const admission =
       config.lazyStartsPerSecond > 0
@@ -141,108 +122,20 @@ class Controllers {
             sessionQueue.add(name),
           )
         : undefined;
-    const sessions = new SessionReconciler({
-      config,
-      namespace,
-      admission,
-      limitsPassed: new Set(),
-      newWorkspaceClaimants: new Map(),
-      sessions: cache.sessions,
-      appDefinitions: cache.appDefinitions,
-      workspaces: cache.workspaces,
-      deployments: cache.deployments,
-      pods: cache.pods,
-      services: cache.services,
-      configStores: cache.configStores,
-      appDefinitionsApi: resources.appDefinitions,
-      workspacesApi: resources.workspaces,
-      sessionsApi: resources.sessions,
-      objects: clients.objects,
-      pool: instances,
-      claims: cache.claims,
-      core: clients.core,
-      routes,
-      injector: this.injector,
-      poolChanged,
-      envSource: (kind, name) => readMetadata(clients.core, namespace, kind, name),
-      events,
-      log,
-    });
-    const apps = new AppDefinitionReconciler({
-      config,
-      appDefinitions: cache.appDefinitions,
-      sessions: cache.sessions,
-      appDefinitionsApi: resources.appDefinitions,
-      instances,
-      workspaces: cache.workspaces,
-      ingresses: cache.ingresses,
-      routes,
-      log,
-    });
-    const workspaces = new WorkspaceReconciler({
-      config,
-      namespace,
-      workspaces: cache.workspaces,
-      sessions: cache.sessions,
-      claims: cache.claims,
-      pool: instances,
-      workspacesApi: resources.workspaces,
-      sessionsApi: resources.sessions,
-      objects: clients.objects,
-      core: clients.core,
-      events,
-      log,
-    });
-    this.activity = new ActivityMonitor({
-      config,
-      appDefinitions: cache.appDefinitions,
-      sessions: cache.sessions,
-      sessionsApi: resources.sessions,
-      bridges: new SessionBridge(clients.core, cache.pods, namespace, {
-        requestMs: config.bridgeRequestTimeoutMs,
-        saveMs: config.saveWorkTimeoutMs,
-      }),
-      events,
-      log,
-    });
+    const sessions = sessionReconciler(shared, { injector: this.injector, poolChanged, admission });
+    const apps = appDefinitionReconciler(shared);
+    const workspaces = workspaceReconciler(shared);
+    this.activity = activityMonitor(shared);
     this.queues.push(sessionQueue, appQueue, workspaceQueue, standbyController(clients, config, cache, log));
+    wakeSessions(cache, sessionQueue, this.injector);
+    wakeAppDefinitions(cache, appQueue, poolChanged);
+    wakeWorkspaces(cache, workspaceQueue);
+  }
 
-    cache.appDefinitions.on((_t, a) => appQueue.add(a.metadata.name));
-    cache.workspaces.on((_t, w) => workspaceQueue.add(w.metadata.name));
-    // A new workspace without its claim yet waits for its session's decision and claimed instance.
-    const wakeClaimless = (workspace: string | undefined) => {
-      const w = workspace ? cache.workspaces.get(workspace) : undefined;
-      if (w && !w.status?.claimName) workspaceQueue.add(w.metadata.name);
-    };
-    cache.sessions.on((type, s) => {
-      sessionQueue.add(s.metadata.name);
-      wakeClaimless(s.spec.workspace);
-      // An instance to return to the pool, or a lazy session that no longer counts: act at once.
-      if (type === 'DELETED' || s.metadata.deletionTimestamp || isSessionFailed(s)) appQueue.add(s.spec.appDefinition);
-      if (type === 'DELETED') this.injector.forget(s.metadata.uid ?? s.metadata.name);
-    });
-    cache.deployments.on((_t, d) => {
-      const labels = d.metadata?.labels ?? {};
-      const session = labels[LABELS.session];
-      if (session) sessionQueue.add(session);
-      const app = labels[LABELS.appDefinition];
-      if (labels[LABELS.component] === COMPONENT.poolInstance && app) poolChanged(app);
-      wakeClaimless(labels[LABELS.workspace]);
-    });
-    // A config store deleted under its session is made again.
-    cache.configStores.on((type, store) => {
-      const session = store.metadata?.labels?.[LABELS.session];
-      if (type === 'DELETED' && session) sessionQueue.add(session);
-    });
-    // A pod's change wakes the session it starts (a lazy session's own pod, or its reserved warm
-    // instance's), so a start that cannot succeed fails at once; a served session's pods wake nothing.
-    cache.pods.on((_t, pod) => {
-      const labels = pod.metadata?.labels ?? {};
-      const instance = labels[LABELS.poolInstance];
-      const name =
-        labels[LABELS.session] ?? (instance && cache.deployments.get(instance)?.metadata?.labels?.[LABELS.session]);
-      const session = name ? cache.sessions.get(name) : undefined;
-      if (session && !session.status?.url && !isSessionFailed(session)) sessionQueue.add(session.metadata.name);
+  private queue(what: string, workers: number, reconcile: (key: string) => Promise<Reconciled>): WorkQueue {
+    return new WorkQueue(reconcile, {
+      workers,
+      onError: (key, error) => this.log.warn({ key, err: describeFailure(error) }, `${what} reconcile failed`),
     });
   }
 
@@ -273,9 +166,109 @@ class Controllers {
   }
 }
 
+/** The warm instances and the shared Ingresses' routes, which several reconcilers use. */
+function poolAndRoutes(clients: ApiClients, config: OperatorConfig, cache: OperatorCache) {
+  const { namespace } = config;
+  const instances = new PoolInstances({
+    namespace,
+    config,
+    apps: clients.apps,
+    core: clients.core,
+    objects: clients.objects,
+    deployments: cache.deployments,
+    claims: cache.claims,
+  });
+  const routes = new Routes({
+    net: clients.net,
+    namespace,
+    ingresses: cache.ingresses,
+    ingressClassName: config.ingressClassName,
+    checkUrl: config.routeCheckUrl,
+  });
+  return { instances, routes };
+}
+
+function sessionReconciler(
+  { clients, config, cache, instances, routes, events, log }: Shared,
+  wiring: Pick<SessionReconcilerDeps, 'injector' | 'poolChanged' | 'admission'>,
+): SessionReconciler {
+  const { namespace } = config;
+  const { resources } = clients;
+  return new SessionReconciler({
+    ...wiring,
+    config,
+    namespace,
+    limitsPassed: new Set(),
+    newWorkspaceClaimants: new Map(),
+    sessions: cache.sessions,
+    appDefinitions: cache.appDefinitions,
+    workspaces: cache.workspaces,
+    deployments: cache.deployments,
+    pods: cache.pods,
+    services: cache.services,
+    configStores: cache.configStores,
+    appDefinitionsApi: resources.appDefinitions,
+    workspacesApi: resources.workspaces,
+    sessionsApi: resources.sessions,
+    objects: clients.objects,
+    pool: instances,
+    claims: cache.claims,
+    core: clients.core,
+    routes,
+    envSource: (kind, name) => readMetadata(clients.core, namespace, kind, name),
+    events,
+    log,
+  });
+}
+
+function appDefinitionReconciler({ clients, config, cache, instances, routes, log }: Shared): AppDefinitionReconciler {
+  return new AppDefinitionReconciler({
+    config,
+    appDefinitions: cache.appDefinitions,
+    sessions: cache.sessions,
+    appDefinitionsApi: clients.resources.appDefinitions,
+    instances,
+    workspaces: cache.workspaces,
+    ingresses: cache.ingresses,
+    routes,
+    log,
+  });
+}
+
+function workspaceReconciler({ clients, config, cache, instances, events, log }: Shared): WorkspaceReconciler {
+  return new WorkspaceReconciler({
+    config,
+    namespace: config.namespace,
+    workspaces: cache.workspaces,
+    sessions: cache.sessions,
+    claims: cache.claims,
+    pool: instances,
+    workspacesApi: clients.resources.workspaces,
+    sessionsApi: clients.resources.sessions,
+    objects: clients.objects,
+    core: clients.core,
+    events,
+    log,
+  });
+}
+
+function activityMonitor({ clients, config, cache, events, log }: Shared): ActivityMonitor {
+  return new ActivityMonitor({
+    config,
+    appDefinitions: cache.appDefinitions,
+    sessions: cache.sessions,
+    sessionsApi: clients.resources.sessions,
+    bridges: new SessionBridge(clients.core, cache.pods, config.namespace, {
+      requestMs: config.bridgeRequestTimeoutMs,
+      saveMs: config.saveWorkTimeoutMs,
+    }),
+    events,
+    log,
+  });
+}
+
 /**
- * The standby claims' controller (standby/reconciler.ts): one work item, woken by the standby claims,
- * the claims workspaces took from them, and the binder pods; visited once at start.
+ * The standby claims' controller (standby/reconciler.ts): one work item, woken as standby/watches.ts says.
  */
 function standbyController(clients: ApiClients, config: OperatorConfig, cache: OperatorCache, log: Logger): WorkQueue {
   const reconciler = new StandbyClaimsReconciler({
@@ -290,14 +283,7 @@ function standbyController(clients: ApiClients, config: OperatorConfig, cache: O
     workers: 1,
     onError: (_key, error) => log.warn({ err: describeFailure(error) }, 'standby claims reconcile failed'),
   });
-  cache.claims.on((_t, claim) => {
-    const labels = claim.metadata?.labels ?? {};
-    if (labels[LABELS.component] === COMPONENT.standbyClaim || labels[LABELS.workspaceUid]) queue.add(STANDBY_KEY);
-  });
-  cache.pods.on((_t, pod) => {
-    if (pod.metadata?.labels?.[LABELS.component] === COMPONENT.claimBinder) queue.add(STANDBY_KEY);
-  });
-  queue.add(STANDBY_KEY);
+  wakeStandbyClaims(cache, queue);
   return queue;
 }
 

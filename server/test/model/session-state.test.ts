@@ -7,6 +7,9 @@ import {
   isSessionReady,
   isSessionStopping,
   SessionCondition,
+  SessionFailureReason,
+  SessionReadyReason,
+  sessionPhase,
   type Session,
   type SessionStatus,
 } from '../../src/model/session.js';
@@ -54,5 +57,25 @@ describe('session state from conditions', () => {
       sessionsPerUser: 1,
     });
     assert.equal(refusal, undefined, 'a failed session does not count');
+  });
+
+  it('derives the phase from the Ready condition and the decision, keeping a phase only without Ready', () => {
+    const phase = (status: 'True' | 'False' | 'Unknown', reason: string, startStrategy?: 'lazy') =>
+      sessionPhase({ conditions: ready(status, reason), ...(startStrategy ? { startStrategy } : {}) });
+    assert.equal(phase('Unknown', SessionReadyReason.pending), 'Pending');
+    assert.equal(phase('Unknown', SessionReadyReason.pending, 'lazy'), 'Starting', 'decided, not ready yet');
+    for (const reason of [
+      SessionReadyReason.podNotReady,
+      SessionReadyReason.routeNotServed,
+      SessionReadyReason.userNotAdmitted,
+    ]) {
+      assert.equal(phase('False', reason, 'lazy'), 'Starting', reason);
+    }
+    assert.equal(phase('True', SessionReadyReason.podReady, 'lazy'), 'Running');
+    assert.equal(phase('False', SessionReadyReason.failed), 'Failed');
+    assert.equal(phase('False', SessionFailureReason.imagePullFailed, 'lazy'), 'Failed');
+    assert.equal(phase('False', SessionReadyReason.stopping, 'lazy'), 'Stopping');
+    assert.equal(sessionPhase({ phase: 'Running' }), 'Running', 'no Ready condition: the phase as written');
+    assert.equal(sessionPhase({}), undefined);
   });
 });

@@ -7,7 +7,8 @@ import { parseOperatorConfig } from '../../src/operator/config.js';
 import { SESSION_BRIDGE_TOKEN_KEY } from '../../src/operator/manifests.js';
 import { admitLazyStart } from '../../src/operator/session/admission.js';
 import { Pass } from '../../src/operator/session/status.js';
-import { provision, type SessionStepDeps } from '../../src/operator/session/steps.js';
+import type { SessionStepDeps } from '../../src/operator/session/steps/context.js';
+import { provision } from '../../src/operator/session/steps/workload.js';
 
 const NAMESPACE = 'ns';
 
@@ -89,7 +90,7 @@ describe('operator: the objects of a lazy session', () => {
     const d = deps(server.api);
     const s = session();
     for (let pass = 0; pass < 3; pass++) {
-      await provision(d, s, { appDefinition }, new Pass(s), undefined, undefined);
+      await provision({ deps: d, session: s, pass: new Pass(s), appDefinition });
     }
     assert.deepEqual(server.writes, [
       'Secret/lou-1-env',
@@ -106,28 +107,22 @@ describe('operator: the objects of a lazy session', () => {
     const s = session();
     const first = deps(server.api);
     // The first operator wrote the Secret (and a pod could have read it), then died before the Deployment.
-    await provision(first, s, { appDefinition }, new Pass(s), undefined, undefined);
+    await provision({ deps: first, session: s, pass: new Pass(s), appDefinition });
     const written = token(server.stored);
     server.stored.delete('Deployment/lou-1');
     server.writes.length = 0;
-    await provision(deps(server.api), s, { appDefinition }, new Pass(s), undefined, undefined);
+    await provision({ deps: deps(server.api), session: s, pass: new Pass(s), appDefinition });
     assert.equal(token(server.stored), written);
     assert.deepEqual(server.writes, ['Service/lou-1-db', 'Deployment/lou-1-db', 'Deployment/lou-1', 'Service/lou-1']);
   });
 
   it("a namesake's Secret (another session of that name) gets this session's values and a token of its own", async () => {
     const server = objectsApi();
-    await provision(
-      deps(server.api),
-      session('old-uid'),
-      { appDefinition },
-      new Pass(session('old-uid')),
-      undefined,
-      undefined,
-    );
+    const namesake = session('old-uid');
+    await provision({ deps: deps(server.api), session: namesake, pass: new Pass(namesake), appDefinition });
     const theirs = token(server.stored);
     const s = session();
-    await provision(deps(server.api), s, { appDefinition }, new Pass(s), undefined, undefined);
+    await provision({ deps: deps(server.api), session: s, pass: new Pass(s), appDefinition });
     const secret = server.stored.get('Secret/lou-1-env') as k8s.V1Secret;
     assert.equal(secret.metadata?.ownerReferences?.[0]?.uid, s.metadata.uid);
     assert.notEqual(token(server.stored), theirs);

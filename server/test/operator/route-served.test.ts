@@ -12,7 +12,8 @@ import { routePath } from '../../src/operator/manifests.js';
 import { ingressServes } from '../../src/operator/routes/served.js';
 import { Delay, RetryLater } from '../../src/operator/runtime/outcome.js';
 import { Pass } from '../../src/operator/session/status.js';
-import { readiness, type Guarded, type SessionStepDeps } from '../../src/operator/session/steps.js';
+import type { Guarded, SessionStepDeps } from '../../src/operator/session/steps/context.js';
+import { readiness } from '../../src/operator/session/steps/readiness.js';
 
 const session = {
   apiVersion: 'ide.cloud/v1beta10',
@@ -74,7 +75,7 @@ describe('the route served by the ingress before the URL is handed out', () => {
     const workload = { eager: true, backend: 'js-pool-1', deployment: ready };
 
     const waiting = new Pass(session);
-    await assert.rejects(readiness(deps, session, guarded, workload, waiting), (error: unknown) => {
+    await assert.rejects(readiness({ deps, session, pass: waiting, ...guarded, workload }), (error: unknown) => {
       assert.ok(error instanceof RetryLater);
       assert.equal(error.afterMs, Delay.routeServed);
       return true;
@@ -85,7 +86,7 @@ describe('the route served by the ingress before the URL is handed out', () => {
 
     answer = true;
     const serving = new Pass(session);
-    await readiness(deps, session, guarded, workload, serving);
+    await readiness({ deps, session, pass: serving, ...guarded, workload });
     assert.equal(serving.status.url, `http://ide.example.org${routePath(session)}`);
     assert.equal(findCondition(serving.status.conditions, SessionCondition.ready)?.status, 'True');
   });

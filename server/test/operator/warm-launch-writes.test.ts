@@ -17,7 +17,9 @@ import { createLogger } from '../../src/operator/runtime/logger.js';
 import { ROUTE_ANNOTATION, removeSessionRoute } from '../../src/operator/session/finalize.js';
 import { DataInjector } from '../../src/operator/session/injection.js';
 import { Pass } from '../../src/operator/session/status.js';
-import { guards, writeMetadata, type SessionStepDeps } from '../../src/operator/session/steps.js';
+import type { SessionStepDeps } from '../../src/operator/session/steps/context.js';
+import { writeMetadata } from '../../src/operator/session/steps/decision.js';
+import { guards } from '../../src/operator/session/steps/guards.js';
 
 const NAMESPACE = 'ns';
 const INGRESS = 'sessions';
@@ -82,6 +84,7 @@ function deps(overrides: Partial<SessionStepDeps> = {}, sessions: Session[] = []
 
 function decided(s: Session, strategy: 'eager' | 'lazy-fallback', instanceId?: string): Pass {
   const pass = new Pass(s);
+  pass.ingressName = INGRESS;
   pass.status.startStrategy = strategy;
   if (instanceId) pass.status.instanceId = instanceId;
   return pass;
@@ -94,10 +97,10 @@ describe('a warm launch: its session metadata off the path to the URL', () => {
     const d = deps({ sessionsApi: api } as Partial<SessionStepDeps>);
     d.limitsPassed.add('warm-1');
     const pass = decided(s, 'eager', '2');
-    await writeMetadata(d, s, pass, INGRESS, 'beforeResources');
+    await writeMetadata({ deps: d, session: s, pass }, 'beforeResources');
     assert.deepEqual(patches, [], 'nothing before the route and the status');
     assert.ok(d.limitsPassed.has('warm-1'), 'the limits still count it: its decision is in no cache yet');
-    await writeMetadata(d, s, pass, INGRESS, 'afterStatus');
+    await writeMetadata({ deps: d, session: s, pass }, 'afterStatus');
     assert.deepEqual(patches, [
       {
         metadata: {
@@ -112,7 +115,7 @@ describe('a warm launch: its session metadata off the path to the URL', () => {
     ]);
     assert.equal(s.metadata.annotations?.[ANNOTATIONS.instanceId], '2');
     assert.ok(!d.limitsPassed.has('warm-1'));
-    await writeMetadata(d, s, pass, INGRESS, 'afterStatus');
+    await writeMetadata({ deps: d, session: s, pass }, 'afterStatus');
     assert.equal(patches.length, 1, 'annotated once');
   });
 
@@ -120,10 +123,7 @@ describe('a warm launch: its session metadata off the path to the URL', () => {
     const s = session('warm-2', 'wendy@example.com');
     const { api, patches } = sessionsApi(s);
     await writeMetadata(
-      deps({ sessionsApi: api } as Partial<SessionStepDeps>),
-      s,
-      decided(s, 'eager', '1'),
-      INGRESS,
+      { deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>), session: s, pass: decided(s, 'eager', '1') },
       'beforeResources',
     );
     assert.equal(patches.length, 1);
@@ -137,10 +137,7 @@ describe('a warm launch: its session metadata off the path to the URL', () => {
     const s = session('lazy-1', 'lou@example.com', { finalizers: [SESSION_FINALIZER] });
     const { api, patches } = sessionsApi(s);
     await writeMetadata(
-      deps({ sessionsApi: api } as Partial<SessionStepDeps>),
-      s,
-      decided(s, 'lazy-fallback'),
-      INGRESS,
+      { deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>), session: s, pass: decided(s, 'lazy-fallback') },
       'beforeResources',
     );
     assert.equal(patches.length, 1);
@@ -153,10 +150,7 @@ describe('a warm launch: its session metadata off the path to the URL', () => {
     const conflict = Object.assign(new Error('uid precondition'), { code: 409 });
     const api = { mergePatch: async () => Promise.reject(conflict) };
     await writeMetadata(
-      deps({ sessionsApi: api } as Partial<SessionStepDeps>),
-      s,
-      decided(s, 'eager', '1'),
-      INGRESS,
+      { deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>), session: s, pass: decided(s, 'eager', '1') },
       'afterStatus',
     );
   });
@@ -176,7 +170,7 @@ describe('a decision whose status was never written is taken up from the world',
       [earlier, s],
     );
     const pass = new Pass(s);
-    await guards(d, s, pass);
+    await guards({ deps: d, session: s, pass });
     assert.equal(pass.status.startStrategy, 'eager');
     assert.equal(pass.status.instanceId, '3');
   });
@@ -189,7 +183,7 @@ describe('a decision whose status was never written is taken up from the world',
       [earlier, s],
     );
     const pass = new Pass(s);
-    await guards(d, s, pass);
+    await guards({ deps: d, session: s, pass });
     assert.equal(pass.status.startStrategy, 'lazy-fallback');
   });
 
@@ -197,7 +191,7 @@ describe('a decision whose status was never written is taken up from the world',
     const s = session('new-1', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
     const namesake = { metadata: { name: 'new-1', ownerReferences: [{ uid: 'uid-of-an-earlier-new-1' }] } };
     const d = deps({ deployments: { get: () => namesake } } as unknown as Partial<SessionStepDeps>, [earlier, s]);
-    await assert.rejects(guards(d, s, new Pass(s)), { code: 553 });
+    await assert.rejects(guards({ deps: d, session: s, pass: new Pass(s) }), { code: 553 });
   });
 });
 

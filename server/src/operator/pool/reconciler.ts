@@ -1,5 +1,4 @@
 import type * as k8s from '@kubernetes/client-node';
-import { isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import {
@@ -16,10 +15,10 @@ import type { OperatorConfig } from '../config.js';
 import { sessionRoutesTo } from '../routes/ingress.js';
 import type { RouteTable } from '../routes/routes.js';
 import type { Logger } from '../runtime/logger.js';
-import { sameStatus } from '../runtime/objects.js';
 import { Delay, settle, type Reconciled } from '../runtime/outcome.js';
+import { writeStatusOnce } from '../runtime/status.js';
 import type { PoolInstance, PoolInstances } from './instances.js';
-import { planPool, poolStatus, type PoolInstanceState } from './plan.js';
+import { planPool, poolStatus, type PoolInstanceState, type PoolPlan } from './plan.js';
 
 /** Whether the session that reserved the instance still holds it: it exists (same uid) and is active. */
 function sessionHolds(instance: PoolInstance, sessions: Map<string, Session>): boolean {
@@ -81,31 +80,8 @@ export class AppDefinitionReconciler {
       });
       // 2. Plan by the pool table.
       const plan = planPool({ minInstances: min, generation, instances: states });
-      const byId = new Map(instances.map((i) => [i.id, i]));
-      // 3. Act. The route of a released instance's last session goes first, whoever else removes it
-      // (its finalizer): else, after a crash between the two, that user's URL would lead into the
-      // IDE of the next session to reserve the instance.
-      for (const i of instances) {
-        if (!i.reservedBy || sessionHolds(i, sessions)) continue;
-        for (const { ingressName, entry } of sessionRoutesTo(deps.ingresses.list(), i.name, i.reservedBy.name)) {
-          await deps.routes.set(ingressName, entry, false);
-        }
-      }
-      // An ended session's new workspace takes its instance's claim before the instance is deleted,
-      // recreated or returned: else the student's work would go with the instance.
-      const waiting = new Set(
-        [...plan.delete, ...plan.recreate, ...plan.returnToPool].filter((id) => !this.claimSettled(byId.get(id)!)),
-      );
-      const ready = (ids: number[]) => ids.filter((id) => !waiting.has(id));
-      for (const id of ready(plan.delete)) await deps.instances.delete(appDefinition, byId.get(id)!, false);
-      for (const id of ready(plan.recreate)) await deps.instances.delete(appDefinition, byId.get(id)!, true);
-      for (const id of ready(plan.returnToPool))
-        await deps.instances.returnToPool(appDefinition, byId.get(id)!, new Date());
-      for (const id of plan.create) await deps.instances.create(appDefinition, id);
-      // As the pass left them (the cache has its writes): each instance's claim made, the stale ones gone.
-      const current = deps.instances.list(name);
-      for (const i of current) await deps.instances.ensureClaim(appDefinition, i);
-      await deps.instances.removeStaleClaims(current);
+      // 3. Act.
+      const waiting = await this.act(appDefinition, instances, sessions, plan);
       const acted = plan.delete.length + plan.recreate.length + plan.returnToPool.length + plan.create.length > 0;
       status.pool = poolStatus(
         min,
@@ -123,20 +99,56 @@ export class AppDefinitionReconciler {
         observedGeneration: generation,
       });
       // Recreated instances are created on the next pass, once the old Deployment is gone.
-      result = acted ? { requeueAfterMs: waiting.size > 0 ? Delay.claimHandover : Delay.poolChanging } : undefined;
+      result = acted ? { requeueAfterMs: waiting > 0 ? Delay.claimHandover : Delay.poolChanging } : undefined;
     } catch (error) {
       result = settle(error, {
         warn: ({ message }) => deps.log.warn({ appDefinition: name, warning: message }, 'app definition warning'),
       });
     } finally {
-      if (!sameStatus(status, appDefinition.status)) {
-        const updated = await deps.appDefinitionsApi.patchStatus(name, status).catch((error: unknown) => {
-          if (!isNotFound(error)) throw error;
-        });
-        if (updated) deps.appDefinitions.observe(updated);
-      }
+      await writeStatusOnce({ api: deps.appDefinitionsApi, cache: deps.appDefinitions }, name, {
+        previous: appDefinition.status,
+        next: status,
+      });
     }
     return result;
+  }
+
+  /**
+   * The plan carried out: the route of a released instance's last session goes first, whoever else
+   * removes it (its finalizer): else, after a crash between the two, that user's URL would lead into
+   * the IDE of the next session to reserve the instance. Returns how many instances wait for their
+   * claim's handover (claimSettled).
+   */
+  private async act(
+    appDefinition: AppDefinition,
+    instances: PoolInstance[],
+    sessions: Map<string, Session>,
+    plan: PoolPlan,
+  ): Promise<number> {
+    const { deps } = this;
+    const byId = new Map(instances.map((i) => [i.id, i]));
+    for (const i of instances) {
+      if (!i.reservedBy || sessionHolds(i, sessions)) continue;
+      for (const { ingressName, entry } of sessionRoutesTo(deps.ingresses.list(), i.name, i.reservedBy.name)) {
+        await deps.routes.set(ingressName, entry, false);
+      }
+    }
+    // An ended session's new workspace takes its instance's claim before the instance is deleted,
+    // recreated or returned: else the student's work would go with the instance.
+    const waiting = new Set(
+      [...plan.delete, ...plan.recreate, ...plan.returnToPool].filter((id) => !this.claimSettled(byId.get(id)!)),
+    );
+    const ready = (ids: number[]) => ids.filter((id) => !waiting.has(id));
+    for (const id of ready(plan.delete)) await deps.instances.delete(appDefinition, byId.get(id)!, false);
+    for (const id of ready(plan.recreate)) await deps.instances.delete(appDefinition, byId.get(id)!, true);
+    for (const id of ready(plan.returnToPool))
+      await deps.instances.returnToPool(appDefinition, byId.get(id)!, new Date());
+    for (const id of plan.create) await deps.instances.create(appDefinition, id);
+    // As the pass left them (the cache has its writes): each instance's claim made, the stale ones gone.
+    const current = deps.instances.list(appDefinition.metadata.name);
+    for (const i of current) await deps.instances.ensureClaim(appDefinition, i);
+    await deps.instances.removeStaleClaims(current);
+    return waiting.size;
   }
 
   /**

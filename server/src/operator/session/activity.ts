@@ -81,6 +81,15 @@ export function stopReason(input: StopInput & { now: Date }): string | undefined
   return stop && input.now.getTime() > stop.dueTime ? stop.reason : undefined;
 }
 
+/** A session's data bridge as a sweep found it: where to call it, or why it cannot be. */
+interface LocatedBridge {
+  /** The session's IDE runs a data bridge. */
+  bridged: boolean;
+  target?: BridgeTarget;
+  /** Why the bridge cannot be called, told in the warning and the failed save. */
+  problem: string;
+}
+
 /** What a pass decides for one session. */
 export type StopStep =
   | { step: 'none' }
@@ -244,34 +253,11 @@ export class ActivityMonitor {
     const session = deps.sessions.get(name);
     if (!session || uidOf(session) !== uidOf(listed) || !isActiveSession(session)) return false;
     const limits = this.limits(session, appDefinition, idleCheck);
-    const bridged = !!appDefinition && deps.bridges.hasBridge(session, appDefinition);
-    let target: BridgeTarget | undefined;
-    let bridgeProblem = 'no ready pod';
-    if (bridged) {
-      target = await deps.bridges.locate(session, appDefinition).catch((error: unknown) => {
-        if (error instanceof Error && error.name === 'BridgeCallError') {
-          bridgeProblem = error.message;
-          return undefined;
-        }
-        const failure = describeFailure(error);
-        bridgeProblem = `its token could not be read (${String(failure.kubernetesStatus ?? failure.errorName ?? 'error')})`;
-        return undefined;
-      });
-    }
-    let bridgeActivity: number | undefined;
-    if (target && limits.idleCheck && limits.timeoutMinutes > 0) {
-      // Activity the IDE reported in the window moves the idle stop; status.lastActivity stays the service's.
-      const seconds = await deps.bridges.secondsSinceActivity(target).catch((error: unknown) => {
-        deps.log.warn({ session: name, reason: bridgeReason(error) }, 'activity of the IDE could not be read');
-        return null;
-      });
-      if (seconds !== null) {
-        bridgeActivity = this.now().getTime() - seconds * 1000;
-        const uid = uidOf(session);
-        this.bridgeActivity.set(uid, Math.max(bridgeActivity, this.bridgeActivity.get(uid) ?? 0));
-      }
-    }
-    bridgeActivity = Math.max(bridgeActivity ?? 0, this.bridgeActivity.get(uidOf(session)) ?? 0) || undefined;
+    const bridge = await this.locateBridge(session, appDefinition);
+    const bridgeActivity =
+      bridge.target && limits.idleCheck && limits.timeoutMinutes > 0
+        ? await this.bridgeActivityOf(session, bridge.target)
+        : this.bridgeActivity.get(uidOf(session)) || undefined;
     const now = this.now().getTime();
     const stop = nextStop({ ...limits, bridgeActivity, now: new Date(now) });
     if (!stop) return false;
@@ -281,72 +267,123 @@ export class ActivityMonitor {
 
     const saveWork = !!appDefinition && saveWorkOnStop(appDefinition.spec);
     if (step.step === 'warn') {
-      let delivered: string | undefined;
-      if (target) {
-        const notice = { reason: stop.kind, secondsLeft: step.secondsLeft, saveWork };
-        delivered = await deps.bridges.notice(target, notice).then(
-          () => undefined,
-          (error: unknown) => bridgeReason(error),
-        );
-      } else delivered = bridgeProblem;
-      // Given or attempted, the window runs from now: recorded once, so a restarted operator keeps it.
-      await deps.sessionsApi.mergePatch(name, {
-        metadata: { annotations: { [ANNOTATIONS.stopWarning]: stopWarningValue(stop.kind, now) } },
-      });
-      this.warned.set(uidOf(session), { kind: stop.kind, at: now });
-      deps.events.record(
-        session,
-        delivered ? 'Warning' : 'Normal',
-        'StopWarning',
-        delivered
-          ? `the IDE could not be warned (${delivered}); ${stop.kind} stop in ${step.secondsLeft} s`
-          : `the IDE was warned: ${stop.kind} stop in ${step.secondsLeft} s`,
-      );
-      deps.log.info(
-        { session: name, kind: stop.kind, secondsLeft: step.secondsLeft, delivered: !delivered },
-        'stop warning',
-      );
+      await this.warn(session, bridge, { stop, secondsLeft: step.secondsLeft, saveWork, now });
       return false;
     }
-
     const annotations: Record<string, string> = {};
     if (saveWork && session.metadata.annotations?.[ANNOTATIONS.workSaved] === undefined) {
-      const result: SaveWorkResult = target
-        ? await deps.bridges.save(target, signal).catch((error: unknown) => ({
-            outcome: 'failed' as const,
-            code: 'BridgeUnavailable',
-            message: bridgeReason(error),
-          }))
-        : {
-            outcome: 'failed',
-            code: 'BridgeUnavailable',
-            message: bridged ? bridgeProblem : 'the session runs no data bridge',
-          };
+      const saved = await this.save(session, bridge, signal);
       // A save cut short by the lost leadership records nothing: the next leader saves and stops.
-      if (signal.aborted) return false;
-      annotations[ANNOTATIONS.workSaved] = result.outcome === 'saved' ? result.branch : result.outcome;
-      if (result.outcome === 'saved') {
-        deps.events.record(
-          session,
-          'Normal',
-          'WorkSaved',
-          `work saved to branch ${result.branch} of ${result.repository}`,
-        );
-      } else if (result.outcome === 'nothing-to-save') {
-        deps.events.record(
-          session,
-          'Normal',
-          'WorkSaved',
-          'nothing to save: no uncommitted change, no unpushed commit',
-        );
-      } else {
-        deps.events.record(session, 'Warning', 'WorkNotSaved', `work not saved: ${result.code}: ${result.message}`);
-      }
+      if (saved === undefined) return false;
+      annotations[ANNOTATIONS.workSaved] = saved;
     }
     if (signal.aborted) return false;
     if (!(await stopSession(deps, session, stop.reason, annotations))) return false;
     deps.log.info({ session: name, reason: stop.reason }, 'session stopped');
     return true;
+  }
+
+  /** The session's bridge, or why it cannot be reached (no bridge: the problem is "no ready pod"). */
+  private async locateBridge(session: Session, appDefinition: AppDefinition | undefined): Promise<LocatedBridge> {
+    const bridged = !!appDefinition && this.deps.bridges.hasBridge(session, appDefinition);
+    if (!bridged) return { bridged, problem: 'no ready pod' };
+    let problem = 'no ready pod';
+    const target = await this.deps.bridges.locate(session, appDefinition).catch((error: unknown) => {
+      if (error instanceof Error && error.name === 'BridgeCallError') {
+        problem = error.message;
+        return undefined;
+      }
+      const failure = describeFailure(error);
+      problem = `its token could not be read (${String(failure.kubernetesStatus ?? failure.errorName ?? 'error')})`;
+      return undefined;
+    });
+    return { bridged, target, problem };
+  }
+
+  /**
+   * The latest activity the IDE reported (ms since the epoch), asked of its bridge and remembered: it
+   * moves the idle stop; status.lastActivity stays the service's.
+   */
+  private async bridgeActivityOf(session: Session, target: BridgeTarget): Promise<number | undefined> {
+    const uid = uidOf(session);
+    const seconds = await this.deps.bridges.secondsSinceActivity(target).catch((error: unknown) => {
+      this.deps.log.warn(
+        { session: session.metadata.name, reason: bridgeReason(error) },
+        'activity of the IDE could not be read',
+      );
+      return null;
+    });
+    if (seconds !== null) {
+      const reported = this.now().getTime() - seconds * 1000;
+      this.bridgeActivity.set(uid, Math.max(reported, this.bridgeActivity.get(uid) ?? 0));
+    }
+    return this.bridgeActivity.get(uid) || undefined;
+  }
+
+  /** Warns the IDE of the stop, or records that it could not be: the window runs from now either way. */
+  private async warn(
+    session: Session,
+    bridge: LocatedBridge,
+    warning: { stop: PlannedStop; secondsLeft: number; saveWork: boolean; now: number },
+  ): Promise<void> {
+    const { deps } = this;
+    const { stop, secondsLeft, saveWork, now } = warning;
+    const name = session.metadata.name;
+    let delivered: string | undefined;
+    if (bridge.target) {
+      const notice = { reason: stop.kind, secondsLeft, saveWork };
+      delivered = await deps.bridges.notice(bridge.target, notice).then(
+        () => undefined,
+        (error: unknown) => bridgeReason(error),
+      );
+    } else delivered = bridge.problem;
+    // Given or attempted, the window runs from now: recorded once, so a restarted operator keeps it.
+    await deps.sessionsApi.mergePatch(name, {
+      metadata: { annotations: { [ANNOTATIONS.stopWarning]: stopWarningValue(stop.kind, now) } },
+    });
+    this.warned.set(uidOf(session), { kind: stop.kind, at: now });
+    deps.events.record(
+      session,
+      delivered ? 'Warning' : 'Normal',
+      'StopWarning',
+      delivered
+        ? `the IDE could not be warned (${delivered}); ${stop.kind} stop in ${secondsLeft} s`
+        : `the IDE was warned: ${stop.kind} stop in ${secondsLeft} s`,
+    );
+    deps.log.info({ session: name, kind: stop.kind, secondsLeft, delivered: !delivered }, 'stop warning');
+  }
+
+  /**
+   * Saves the student's work through the bridge and tells the result as an Event; returns the
+   * work-saved annotation's value, or undefined when the save was cut short by the lost leadership.
+   */
+  private async save(session: Session, bridge: LocatedBridge, signal: AbortSignal): Promise<string | undefined> {
+    const { deps } = this;
+    const result: SaveWorkResult = bridge.target
+      ? await deps.bridges.save(bridge.target, signal).catch((error: unknown) => ({
+          outcome: 'failed' as const,
+          code: 'BridgeUnavailable',
+          message: bridgeReason(error),
+        }))
+      : {
+          outcome: 'failed',
+          code: 'BridgeUnavailable',
+          message: bridge.bridged ? bridge.problem : 'the session runs no data bridge',
+        };
+    if (signal.aborted) return undefined;
+    if (result.outcome === 'saved') {
+      deps.events.record(
+        session,
+        'Normal',
+        'WorkSaved',
+        `work saved to branch ${result.branch} of ${result.repository}`,
+      );
+    } else if (result.outcome === 'nothing-to-save') {
+      deps.events.record(session, 'Normal', 'WorkSaved', 'nothing to save: no uncommitted change, no unpushed commit');
+    } else {
+      deps.events.record(session, 'Warning', 'WorkNotSaved', `work not saved: ${result.code}: ${result.message}`);
+    }
+    return result.outcome === 'saved' ? result.branch : result.outcome;
   }
 
   /** When the session was last warned of a stop of this kind: the annotation, or a warning given since. */

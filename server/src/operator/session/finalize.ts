@@ -8,6 +8,7 @@ import {
   isSessionStopping,
   SessionCondition,
   SessionReadyReason,
+  sessionPhase,
   type Session,
 } from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
@@ -15,6 +16,7 @@ import { routePath } from '../manifests.js';
 import type { RouteTable } from '../routes/routes.js';
 import { finalizersOf } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
+import { writeStatusOnce } from '../runtime/status.js';
 import type { DataInjector } from './injection.js';
 
 /** Finalizer of a Session (model/api-group.ts): its path in the shared Ingress is removed first. */
@@ -25,7 +27,7 @@ export const ROUTE_ANNOTATION = 'ide-cloud.io/route';
 /**
  * Takes the session's path out of every shared Ingress that holds it: the one its annotation names
  * and those the Ingress cache shows it in. The annotation is written after the status on a warm
- * launch (session/steps.ts), so a crash between the route and that write leaves a route no annotation
+ * launch (session/steps/decision.ts), so a crash between the route and that write leaves a route no annotation
  * names: the cache finds it. A path neither shows writes nothing.
  */
 export async function removeSessionRoute(
@@ -71,16 +73,14 @@ export async function finalizeSession(deps: FinalizeDeps, session: Session): Pro
       message: stopMessage(session),
       observedGeneration: session.metadata.generation,
     });
-    const stopping = await deps.sessionsApi
-      .patchStatus(name, { phase: 'Stopping', conditions }, { resourceVersion: session.metadata.resourceVersion })
-      .catch((error: unknown) => {
-        if (isConflict(error)) throw new RetryLater('session changed while it was marked Stopping', Delay.conflict);
-        if (!isNotFound(error)) throw error;
-      });
-    if (stopping) {
-      deps.sessions.observe(stopping);
-      session.metadata.resourceVersion = stopping.metadata.resourceVersion;
-    }
+    const stopping = await writeStatusOnce({ api: deps.sessionsApi, cache: deps.sessions }, name, {
+      previous: undefined,
+      next: { phase: sessionPhase({ conditions }), conditions },
+      resourceVersion: session.metadata.resourceVersion,
+    });
+    if (stopping.kind === 'conflict')
+      throw new RetryLater('session changed while it was marked Stopping', Delay.conflict);
+    if (stopping.kind === 'written') session.metadata.resourceVersion = stopping.object.metadata.resourceVersion;
   }
   await removeSessionRoute(deps, session);
   deps.injector.forget(session.metadata.uid ?? name);

@@ -5,19 +5,13 @@ import { settle, type Outcome, type Reconciled } from '../runtime/outcome.js';
 import { finalizeSession, type FinalizeDeps } from './finalize.js';
 import { releaseFailedSession, type ReleaseDeps } from './release.js';
 import { Pass, writeStatus, type StatusWriterDeps } from './status.js';
-import {
-  admitsThroughBridge,
-  applyConfigStore,
-  chooseStrategy,
-  guards,
-  provision,
-  readiness,
-  recordEnvironment,
-  route,
-  startInjection,
-  writeMetadata,
-  type SessionStepDeps,
-} from './steps.js';
+import type { GuardedStep, SessionStepDeps, StepContext } from './steps/context.js';
+import { chooseStrategy, writeMetadata } from './steps/decision.js';
+import { recordEnvironment, startInjection } from './steps/environment.js';
+import { guards } from './steps/guards.js';
+import { admitsThroughBridge, readiness } from './steps/readiness.js';
+import { route } from './steps/route.js';
+import { applyConfigStore, provision } from './steps/workload.js';
 
 export type SessionReconcilerDeps = SessionStepDeps &
   FinalizeDeps &
@@ -72,7 +66,6 @@ export class SessionReconciler {
     } catch (error) {
       return settle(error, {
         fail: ({ code, reason, failureReason }) => {
-          pass.status.phase = 'Failed';
           pass.status.error = { code, reason };
           // A start that failed says why in its machine reason (ImagePullFailed, …); a refusal is Failed.
           pass.condition({
@@ -97,34 +90,33 @@ export class SessionReconciler {
       // A status write that failed takes the pass's Events with it; the next pass tells them again.
       for (const [type, reason, message] of pass.events) deps.events.record(session, type, reason, message);
       // 7. After the status: a decision not annotated yet (a warm launch's), off the path to its URL.
-      if (pass.ingressName) await writeMetadata(deps, session, pass, pass.ingressName, 'afterStatus');
+      await writeMetadata({ deps, session, pass }, 'afterStatus');
     }
   }
 
   private async steps(pass: Pass): Promise<void> {
-    const { deps } = this;
-    const { session } = pass;
-    const guarded = await guards(deps, session, pass);
-    pass.ingressName = guarded.appDefinition.spec.ingressname;
+    const context: StepContext = { deps: this.deps, session: pass.session, pass };
+    const step: GuardedStep = { ...context, ...(await guards(context)) };
+    pass.ingressName = step.appDefinition.spec.ingressname;
     // 1. Start strategy; the finalizer if the session came without it, and a lazy decision, before
     // anything is created (a warm launch's annotations go after its status: reconcile).
-    const reserved = await chooseStrategy(deps, session, guarded, pass);
-    await writeMetadata(deps, session, pass, pass.ingressName, 'beforeResources');
+    await chooseStrategy(step);
+    await writeMetadata(step, 'beforeResources');
     // 2. Config store.
-    const configStore = await applyConfigStore(deps, session, guarded.appDefinition);
+    await applyConfigStore(step);
     // 3. Resources.
-    const workload = await provision(deps, session, guarded, pass, reserved, configStore);
+    const served = { ...step, workload: await provision(step) };
     // 4. Environment: into a ready warm instance, its first try beside the route's write; when it
     // ends first the values' arrival goes in the status that carries the URL, else in a later one.
     // The URL waits for the bridge only where the proxy admits the user through it (6.).
-    const injecting = startInjection(deps, session, guarded, workload);
+    const injecting = startInjection(served);
     // 5. Route.
-    const routed = route(deps, session, guarded, workload, pass);
-    const waitForBridge = admitsThroughBridge(deps.config, workload);
+    const routed = route(served);
+    const waitForBridge = admitsThroughBridge(this.deps.config, served.workload);
     await Promise.all([routed, injecting && (waitForBridge ? injecting : Promise.race([injecting, routed]))]);
-    recordEnvironment(deps, session, workload, injecting !== undefined, pass);
+    recordEnvironment(served, injecting !== undefined);
     // 6. Readiness and URL.
-    await readiness(deps, session, guarded, workload, pass);
+    await readiness(served);
   }
 
   private logWarning(name: string, warning: Extract<Outcome, { kind: 'warn' }>): void {

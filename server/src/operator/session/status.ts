@@ -1,11 +1,10 @@
-import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { CustomResourceClient } from '../../kube/resources.js';
 import { findCondition, setCondition, type ConditionInput } from '../../model/conditions.js';
-import type { Session, SessionStatus } from '../../model/session.js';
+import { sessionPhase, type Session, type SessionStatus } from '../../model/session.js';
 import type { EventType } from '../runtime/event-correlator.js';
 import type { EventReason } from '../runtime/events.js';
-import { sameStatus } from '../runtime/objects.js';
+import { writeStatusOnce } from '../runtime/status.js';
 
 /** An Event that tells a step: recorded when its condition changes in the pass. */
 export interface StepEvent {
@@ -52,25 +51,22 @@ export interface StatusWriterDeps {
   sessionsApi: Pick<CustomResourceClient<'session'>, 'patchStatus'>;
 }
 
-/** Writes what changed; lastActivity belongs to the service and is never written here. */
+/**
+ * Writes what changed, on the session as this pass read it: the resourceVersion is the precondition, so a
+ * pass never writes over a later session of the same name (the status subresource ignores a uid in the
+ * patch). A session changed or gone since is left alone: the change that won comes by the watch and
+ * brings a new pass, which takes up what this one decided (steps/decision.ts, takeUpDecision).
+ * lastActivity belongs to the service and is never written here; the phase is the conditions' summary.
+ */
 export async function writeStatus(deps: StatusWriterDeps, session: Session, status: SessionStatus): Promise<void> {
   const { lastActivity: _ignored, ...next } = status;
   const { lastActivity: _before, ...previous } = session.status ?? {};
   void _ignored;
   void _before;
-  if (sameStatus(previous, next)) return;
-  try {
-    // On the session as this pass read it: a pass never writes over a later session of the same name
-    // (the status subresource ignores a uid in the patch, so the resourceVersion is the precondition).
-    deps.sessions.observe(
-      await deps.sessionsApi.patchStatus(session.metadata.name, next, {
-        resourceVersion: session.metadata.resourceVersion,
-      }),
-    );
-  } catch (error) {
-    // Changed since it was read: the change that won comes by the watch and brings a new pass, which
-    // takes up what this one decided (steps.ts, takeUpDecision).
-    if (isNotFound(error) || isConflict(error)) return;
-    throw error;
-  }
+  const phase = sessionPhase(next);
+  await writeStatusOnce({ api: deps.sessionsApi, cache: deps.sessions }, session.metadata.name, {
+    previous,
+    next: phase ? { ...next, phase } : next,
+    resourceVersion: session.metadata.resourceVersion,
+  });
 }

@@ -21,7 +21,8 @@ import { claimOfAnotherUser, handOverClaim, workspaceClaimMetadata, type ClaimDe
 import { claimTakenBy } from '../standby/claims.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
-import { finalizersOf, sameStatus } from '../runtime/objects.js';
+import { finalizersOf } from '../runtime/objects.js';
+import { writeStatusOnce } from '../runtime/status.js';
 import { stopSession } from '../session/stop.js';
 import { Delay, RetryLater, continueOnWarning, settle, WarnAndContinue, type Reconciled } from '../runtime/outcome.js';
 
@@ -119,7 +120,7 @@ export class WorkspaceReconciler {
           message: source.message,
           observedGeneration: workspace.metadata.generation,
         });
-        // Its session's decision wakes it (operator.ts); the grace period ends in any case.
+        // Its session's decision wakes it (workspace/watches.ts); the grace period ends in any case.
         return { requeueAfterMs: Delay.launchSessionGrace };
       }
       await continueOnWarning(() => this.labelClaimUser(workspace), warn);
@@ -152,12 +153,10 @@ export class WorkspaceReconciler {
     } catch (error) {
       return settle(error, { warn });
     } finally {
-      if (!sameStatus(status, workspace.status)) {
-        const updated = await deps.workspacesApi.patchStatus(name, status).catch((error: unknown) => {
-          if (!isNotFound(error)) throw error;
-        });
-        if (updated) deps.workspaces.observe(updated);
-      }
+      await writeStatusOnce({ api: deps.workspacesApi, cache: deps.workspaces }, name, {
+        previous: workspace.status,
+        next: status,
+      });
     }
   }
 

@@ -1,0 +1,169 @@
+/**
+ * 2. The config store and 3. the workload that serves the session: its reserved warm instance (eager),
+ * or its own Secret, sidecars, Deployment and Service (lazy), once past the lazy-start gate.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import { applyObject, isNotFound } from '../../../kube/client.js';
+import { ANNOTATIONS, LABELS, OPERATOR_MANAGER } from '../../../model/api-group.js';
+import { dataBridgeEnabled } from '../../../model/app-definition.js';
+import { findCondition } from '../../../model/conditions.js';
+import { ErrorCode } from '../../../model/error-codes.js';
+import { configStoreName } from '../../../model/names.js';
+import { SessionCondition, type Session } from '../../../model/session.js';
+import {
+  deployment,
+  lazyAllowedUsers,
+  lazyEnv,
+  lazyEnvFrom,
+  newBridgeToken,
+  ownerReference,
+  poolInstanceName,
+  service,
+  sessionLabels,
+  sessionPodApp,
+  SESSION_BRIDGE_TOKEN_KEY,
+  sessionEnvSecret,
+  sessionPodTemplate,
+} from '../../manifests.js';
+import { applySidecars } from '../../pool/instances.js';
+import { FailObject } from '../../runtime/outcome.js';
+import { admitLazyStart } from '../admission.js';
+import type { GuardedStep, SessionStepDeps, Workload } from './context.js';
+
+/** 2. Config store, when the app definition asks for one: its name in `step.configStore`. */
+export async function applyConfigStore(step: GuardedStep): Promise<void> {
+  const { deps, session, appDefinition } = step;
+  if (appDefinition.spec.options?.configStore !== 'true') return;
+  const configStore = configStoreName(session.metadata.name);
+  // Routed means a pass got past this step (it comes before the route): not a write per pass, unless
+  // the store is gone since (its deletion wakes the session: session/watches.ts).
+  const routed = findCondition(session.status?.conditions, SessionCondition.routed)?.status === 'True';
+  if (routed && deps.configStores.get(configStore)) {
+    step.configStore = configStore;
+    return;
+  }
+  const applied = await applyObject(deps.objects, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: configStore,
+      namespace: deps.namespace,
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...sessionLabels(session) },
+      ownerReferences: [ownerReference(session as Parameters<typeof ownerReference>[0])],
+    },
+  } as k8s.V1ConfigMap);
+  deps.configStores.observe(applied);
+  step.configStore = configStore;
+}
+
+/**
+ * 3. Resources of the session: the reserved warm instance (eager), or its own objects (lazy), once
+ * past the lazy-start gate (session/admission.ts).
+ */
+export async function provision(step: GuardedStep): Promise<Workload> {
+  const { deps, session, pass, appDefinition, reserved } = step;
+  const name = session.metadata.name;
+  if (pass.status.startStrategy === 'eager') {
+    const instanceName = poolInstanceName(appDefinition.metadata.name, Number(pass.status.instanceId));
+    const workload = reserved ?? deps.deployments.get(instanceName);
+    if (!workload || workload.metadata?.labels?.[LABELS.session] !== name) {
+      throw new FailObject(ErrorCode.internal, `warm instance ${instanceName} is no longer reserved for this session`);
+    }
+    return { eager: true, backend: instanceName, deployment: workload };
+  }
+  admitLazyStart(deps, session, pass);
+  const workload = await applyLazyResources(step);
+  return { eager: false, backend: name, deployment: workload };
+}
+
+/**
+ * The session's Secret first (its values, referenced from the pod: never in the pod spec in plain
+ * text), then the sidecars (their Service names resolve at IDE start), then the IDE Deployment and
+ * Service. The Secret is applied once, with the Deployment: a running session's pods keep theirs.
+ */
+async function applyLazyResources(step: GuardedStep): Promise<k8s.V1Deployment> {
+  const { deps, session, appDefinition, claimName, configStore } = step;
+  const name = session.metadata.name;
+  const owners = [ownerReference(session as Parameters<typeof ownerReference>[0])];
+  const labels = sessionLabels(session);
+  const podApp = sessionPodApp(session);
+  const ideService = service({
+    name,
+    namespace: deps.namespace,
+    labels,
+    owners,
+    podApp,
+    targetPort: deps.config.authProxyPort,
+  });
+  // A running session keeps its pods: once its Deployment exists it is not rebuilt from a newer
+  // app definition generation (the Deployment is applied in one call, so it exists only whole).
+  const existing = deps.deployments.get(name);
+  if (existing && !existing.metadata?.deletionTimestamp) {
+    // Level-triggered, but not a write per pass: the Service is applied again only when it is gone.
+    if (!deps.services.get(name)) deps.services.observe(await applyObject(deps.objects, ideService));
+    return existing;
+  }
+  await applySessionSecret(deps, session, dataBridgeEnabled(appDefinition.spec));
+  await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
+  const applied = await applyObject(
+    deps.objects,
+    deployment({
+      name,
+      namespace: deps.namespace,
+      labels,
+      annotations: { [ANNOTATIONS.appDefinitionGeneration]: String(appDefinition.metadata.generation ?? 0) },
+      owners,
+      template: sessionPodTemplate({
+        appDefinition,
+        config: deps.config,
+        podApp,
+        env: lazyEnv(session, appDefinition),
+        envFrom: lazyEnvFrom(session),
+        claimName,
+        configStore,
+        allowedUsers: lazyAllowedUsers(session),
+        templateLabels: { [LABELS.session]: name },
+      }),
+    }),
+  );
+  // Into the cache at once: a pass that comes before the Deployment's watch event must not apply it all again.
+  deps.deployments.observe(applied);
+  deps.services.observe(await applyObject(deps.objects, ideService));
+  return applied;
+}
+
+/**
+ * The session's Secret, written only when it is missing or differs. Its bridge token is the session's
+ * for good: a pass that comes again before the Deployment is seen (or after a restart between the two
+ * writes) keeps the token the Secret holds, since a pod may already have started with it and the
+ * operator reaches that pod's bridge with the Secret's token. A new one only for a Secret that is not
+ * this session's (a namesake's left to the garbage collector).
+ */
+async function applySessionSecret(deps: SessionStepDeps, session: Session, bridge: boolean): Promise<void> {
+  const wanted = sessionEnvSecret(session, deps.namespace);
+  const current = await readObject<k8s.V1Secret>(deps.objects, wanted);
+  const own = current?.metadata?.ownerReferences?.some((o) => o.uid === session.metadata.uid) ?? false;
+  const kept = own ? current?.data?.[SESSION_BRIDGE_TOKEN_KEY] : undefined;
+  if (bridge) {
+    wanted.data![SESSION_BRIDGE_TOKEN_KEY] = kept ?? Buffer.from(newBridgeToken()).toString('base64');
+  }
+  if (own && sameData(current?.data, wanted.data)) return;
+  await applyObject(deps.objects, wanted);
+}
+
+async function readObject<T extends k8s.KubernetesObject>(
+  objects: k8s.KubernetesObjectApi,
+  spec: T,
+): Promise<T | undefined> {
+  try {
+    return (await objects.read(spec as k8s.KubernetesObject & { metadata: { name: string } })) as T;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+function sameData(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const left = Object.entries(a ?? {});
+  return left.length === Object.keys(b ?? {}).length && left.every(([k, v]) => b?.[k] === v);
+}

@@ -1,0 +1,47 @@
+import type { Informer } from '../../kube/informer.js';
+import { LABELS } from '../../model/api-group.js';
+import { isSessionFailed, type Session } from '../../model/session.js';
+import type { OperatorCache } from '../runtime/cache.js';
+import type { WorkQueue } from '../runtime/work-queue.js';
+import type { DataInjector } from './injection.js';
+
+/**
+ * What wakes a Session's pass: the session itself, its Deployment (a lazy one's own or a warm
+ * instance it reserved), a config store of its deleted under it, and a change of a pod it starts on.
+ */
+export function wakeSessions(
+  cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'configStores' | 'pods'>,
+  queue: Pick<WorkQueue, 'add'>,
+  injector: Pick<DataInjector, 'forget'>,
+): void {
+  cache.sessions.on((type, s) => {
+    queue.add(s.metadata.name);
+    if (type === 'DELETED') injector.forget(s.metadata.uid ?? s.metadata.name);
+  });
+  cache.deployments.on((_t, d) => {
+    const session = d.metadata?.labels?.[LABELS.session];
+    if (session) queue.add(session);
+  });
+  // A config store deleted under its session is made again.
+  cache.configStores.on((type, store) => {
+    const session = store.metadata?.labels?.[LABELS.session];
+    if (type === 'DELETED' && session) queue.add(session);
+  });
+  // A pod's change wakes the session it starts (a lazy session's own pod, or its reserved warm
+  // instance's), so a start that cannot succeed fails at once; a served session's pods wake nothing.
+  cache.pods.on((_t, pod) => {
+    const session = startingSessionOf(cache, pod.metadata?.labels ?? {});
+    if (session) queue.add(session.metadata.name);
+  });
+}
+
+function startingSessionOf(
+  cache: { sessions: Pick<Informer<Session>, 'get'>; deployments: OperatorCache['deployments'] },
+  labels: Record<string, string>,
+): Session | undefined {
+  const instance = labels[LABELS.poolInstance];
+  const name =
+    labels[LABELS.session] ?? (instance && cache.deployments.get(instance)?.metadata?.labels?.[LABELS.session]);
+  const session = name ? cache.sessions.get(name) : undefined;
+  return session && !session.status?.url && !isSessionFailed(session) ? session : undefined;
+}
