@@ -1,0 +1,183 @@
+// One suite's stack on the shared control plane, set up and cleaned up by mocha hooks that one call
+// registers: a namespace of its own, app definitions, the operator, the REST service, the landing page
+// and a browser, each only when the suite asks for it. Whatever fails, the after hook stops what was
+// started, removes the finalizers the operator left and deletes the namespace.
+import * as k8s from '@kubernetes/client-node';
+import type { Browser } from 'playwright-core';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import {
+  parseLandingConfig,
+  startLandingPage,
+  type LandingConfigInput,
+  type RunningLandingPage,
+} from '../../server/src/landing/index.js';
+import type { AppDefinitionSpecInput } from '../../server/src/model/app-definition.js';
+import type { OperatorConfigInput, RunningOperator } from '../../server/src/operator/index.js';
+import { launchBrowser } from './browser.js';
+import { useCluster, type TestCluster } from './cluster.js';
+import { createTestNamespace } from './kube.js';
+import { LANDING_APPS, logSink } from './landing.js';
+import { cleanUpSuite, testOperator } from './operator.js';
+import { resourcesOf, SERVICE_AUTH_TOKEN, startTestService, type TestService } from './service-harness.js';
+
+type ServiceOverrides = NonNullable<Parameters<typeof startTestService>[2]>;
+/** A setting, or a function of the stack started so far (for values known only then, such as a URL). */
+type Setting<T> = T | ((stack: Stack) => T);
+
+export interface StackOptions {
+  /** The prefix of the suite's namespace. */
+  namespace: string;
+  /** Created in this order (`BASE_APP`-based specs, or `appDefinitionSpec(...)`). */
+  apps?: AppDefinitionSpecInput[];
+  /** Runs after the app definitions, before the operator: what the operator or the service needs first. */
+  setUp?: (stack: Stack) => Promise<void>;
+  /** The operator in-process (with the FAST settings and these). */
+  operator?: Setting<Partial<OperatorConfigInput>>;
+  /** Where every operator log line goes (debug level), for assertions on them. */
+  operatorLogs?: string[];
+  /** The REST service in-process (its logs in `stack.service.logs`). */
+  service?: Setting<ServiceOverrides>;
+  /** The landing page in front of the service (the service is started for it); its logs in `stack.landingLogs`. */
+  landing?: Setting<Partial<LandingConfigInput>>;
+  /** A headless Chromium (`launchBrowser`). */
+  browser?: boolean;
+}
+
+/** What the before hook starts. */
+interface StackParts {
+  cluster: TestCluster;
+  namespace: string;
+  resources: IdeCloudResources;
+  operator: RunningOperator;
+  service: TestService;
+  landing: RunningLandingPage;
+  landingLogs: string[];
+  browser: Browser;
+}
+
+export interface Stack extends Readonly<StackParts> {
+  readonly kc: k8s.KubeConfig;
+  /** Clients of the suite's control plane, made on first use. */
+  readonly core: k8s.CoreV1Api;
+  readonly apps: k8s.AppsV1Api;
+  readonly net: k8s.NetworkingV1Api;
+  /** Runs `step` in the after hook, before the stack's own clean-up (the last registered first). */
+  cleanUp(step: () => Promise<unknown> | unknown): void;
+}
+
+const resolve = <T>(setting: Setting<T>, stack: Stack): T =>
+  typeof setting === 'function' ? (setting as (stack: Stack) => T)(stack) : setting;
+
+/**
+ * Registers the suite's before and after hooks; call it in a `describe` body. The parts are read
+ * through the returned stack once the before hook ran (reading one the suite did not ask for throws).
+ */
+export function useStack(options: StackOptions): Stack {
+  const started: Partial<StackParts> = {};
+  const steps: (() => Promise<unknown> | unknown)[] = [];
+  const part = <K extends keyof typeof started>(key: K): NonNullable<(typeof started)[K]> => {
+    const value = started[key];
+    if (value === undefined) throw new Error(`the stack has no ${key}: not asked for, or not started yet`);
+    return value;
+  };
+  const clients = new Map<unknown, unknown>();
+  const client = <T extends k8s.ApiType>(api: k8s.ApiConstructor<T>): T => {
+    if (!clients.has(api)) clients.set(api, part('cluster').kc.makeApiClient(api));
+    return clients.get(api) as T;
+  };
+  const stack: Stack = {
+    get cluster() {
+      return part('cluster');
+    },
+    get kc() {
+      return part('cluster').kc;
+    },
+    get namespace() {
+      return part('namespace');
+    },
+    get resources() {
+      return part('resources');
+    },
+    get operator() {
+      return part('operator');
+    },
+    get service() {
+      return part('service');
+    },
+    get landing() {
+      return part('landing');
+    },
+    get landingLogs() {
+      return part('landingLogs');
+    },
+    get browser() {
+      return part('browser');
+    },
+    get core() {
+      return client(k8s.CoreV1Api);
+    },
+    get apps() {
+      return client(k8s.AppsV1Api);
+    },
+    get net() {
+      return client(k8s.NetworkingV1Api);
+    },
+    cleanUp(step) {
+      steps.push(step);
+    },
+  };
+
+  before(async () => {
+    const cluster = await useCluster();
+    started.cluster = cluster;
+    started.namespace = await createTestNamespace(cluster.kc, options.namespace);
+    started.resources = resourcesOf(cluster.kc, started.namespace);
+    for (const spec of options.apps ?? []) {
+      await started.resources.appDefinitions.create({ metadata: { name: spec.name }, spec });
+    }
+    await options.setUp?.(stack);
+    if (options.operator) {
+      started.operator = await testOperator(
+        cluster.kc,
+        started.namespace,
+        resolve(options.operator, stack),
+        options.operatorLogs,
+      );
+    }
+    if (options.service || options.landing) {
+      started.service = await startTestService(cluster.kc, started.namespace, resolve(options.service ?? {}, stack));
+    }
+    if (options.landing) {
+      const sink = logSink();
+      started.landingLogs = sink.lines;
+      started.landing = await startLandingPage(
+        parseLandingConfig({
+          serviceUrl: started.service!.url,
+          serviceAuthToken: SERVICE_AUTH_TOKEN,
+          apps: LANDING_APPS,
+          port: 0,
+          host: '127.0.0.1',
+          logLevel: 'debug',
+          ...resolve(options.landing, stack),
+        }),
+        { logDestination: sink.stream },
+      );
+    }
+    if (options.browser) started.browser = await launchBrowser();
+  });
+
+  after(async () => {
+    try {
+      for (const step of steps.splice(0).reverse()) await step();
+    } finally {
+      await started.browser?.close();
+      await started.landing?.close();
+      await started.service?.close();
+      if (started.cluster && started.namespace) {
+        await cleanUpSuite(started.cluster.kc, started.namespace, [started.operator]);
+      }
+    }
+  });
+
+  return stack;
+}
