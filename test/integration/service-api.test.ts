@@ -67,7 +67,7 @@ describe('service API on the real kube-apiserver', function () {
       assert.equal(answer.status, 200);
     });
 
-    it('470: appId differs from the stack.service auth token, in a path and in a body', async () => {
+    it('470: appId differs from the service auth token, in a path and in a body', async () => {
       const inPath = await call(stack.service.url, 'GET', '/service/not-the-token');
       assert.deepEqual(inPath.json, { code: 470, reason: 'invalid app id' });
       const inBody = await call(stack.service.url, 'POST', '/service', {
