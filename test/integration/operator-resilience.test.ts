@@ -8,6 +8,7 @@ import type { RunningOperator } from '../../server/src/operator/index.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
 import {
+  appDefinitionSpec,
   cleanUpSuite,
   createAppDefinition,
   createSession,
@@ -16,6 +17,7 @@ import {
   testOperator,
   waitForSession,
 } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const APP = 'rust-latest';
 const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=${APP}`;
@@ -45,35 +47,27 @@ const LAUNCHES = 50;
 
 describe('operator: concurrency, restarts and dropped watches', function () {
   this.timeout(300_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator | undefined;
-  let apps: k8s.AppsV1Api;
-  let net: k8s.NetworkingV1Api;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-load');
-    r = ideCloudResources(cluster.kc, namespace);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
-    await createAppDefinition(r, APP, { minInstances: 10, maxInstances: null });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true });
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
+  const stack = useStack({
+    namespace: 'op-load',
+    apps: [appDefinitionSpec(APP, { minInstances: 10, maxInstances: null })],
+    operator: { eagerStart: true },
   });
 
   it(`${LAUNCHES} concurrent launches against a pool of 10: no instance reserved twice, every session Running, every route kept`, async () => {
-    await eventually(async () => assert.equal((await r.appDefinitions.get(APP)).status?.pool?.ready, 10), 90_000, 300);
+    await eventually(
+      async () => assert.equal((await stack.resources.appDefinitions.get(APP)).status?.pool?.ready, 10),
+      90_000,
+      300,
+    );
     const names = Array.from({ length: LAUNCHES }, (_, i) => `load-${i}`);
-    await Promise.all(names.map((n) => createSession(r, n, { user: `${n}@example.com`, appDefinition: APP })));
-    await Promise.all(names.map((n) => waitForSession(r, n, running, 240_000)));
-    const { eager, total } = await assertNoDoubleReservation(apps, r, namespace);
+    await Promise.all(
+      names.map((n) => createSession(stack.resources, n, { user: `${n}@example.com`, appDefinition: APP })),
+    );
+    await Promise.all(names.map((n) => waitForSession(stack.resources, n, running, 240_000)));
+    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.resources, stack.namespace);
     assert.equal(total, LAUNCHES);
     assert.equal(eager, 10);
-    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+    const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path ?? ''));
     assert.deepEqual(
       paths.map((p) => p.split('/')[1]).sort(),
@@ -83,33 +77,46 @@ describe('operator: concurrency, restarts and dropped watches', function () {
   });
 
   it('an operator stopped mid-way and restarted leaves no leak and no duplicate', async () => {
-    await Promise.all((await r.sessions.list()).map((s) => r.sessions.delete(s.metadata.name)));
-    await eventually(async () => assert.deepEqual(await r.sessions.list(), []), 60_000, 300);
+    await Promise.all(
+      (await stack.resources.sessions.list()).map((s) => stack.resources.sessions.delete(s.metadata.name)),
+    );
+    await eventually(async () => assert.deepEqual(await stack.resources.sessions.list(), []), 60_000, 300);
     await eventually(
       async () =>
-        assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: 10, ready: 10, reserved: 0 }),
+        assert.deepEqual((await stack.resources.appDefinitions.get(APP)).status?.pool, {
+          desired: 10,
+          ready: 10,
+          reserved: 0,
+        }),
       90_000,
       300,
     );
     const names = Array.from({ length: 15 }, (_, i) => `restart-${i}`);
-    await Promise.all(names.map((n) => createSession(r, n, { user: `${n}@example.com`, appDefinition: APP })));
+    await Promise.all(
+      names.map((n) => createSession(stack.resources, n, { user: `${n}@example.com`, appDefinition: APP })),
+    );
     // Stop as soon as the first sessions got a strategy: the rest are mid-way.
-    await eventually(async () => assert.ok((await r.sessions.list()).some((s) => s.status?.startStrategy)), 30_000, 20);
-    await operator!.stop();
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true });
-    await Promise.all(names.map((n) => waitForSession(r, n, running, 240_000)));
-    const { eager, total } = await assertNoDoubleReservation(apps, r, namespace);
+    await eventually(
+      async () => assert.ok((await stack.resources.sessions.list()).some((s) => s.status?.startStrategy)),
+      30_000,
+      20,
+    );
+    await stack.restartOperator();
+    await Promise.all(names.map((n) => waitForSession(stack.resources, n, running, 240_000)));
+    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.resources, stack.namespace);
     assert.equal(total, 15);
     assert.equal(eager, 10);
-    const pool = (await apps.listNamespacedDeployment({ namespace, labelSelector: poolSelector })).items;
+    const pool = (
+      await stack.apps.listNamespacedDeployment({ namespace: stack.namespace, labelSelector: poolSelector })
+    ).items;
     assert.equal(pool.length, 10, 'no extra warm instances');
   });
 
   it('recovers from dropped watch connections', async () => {
-    operator!.dropWatches();
-    await createSession(r, 'after-drop', { user: 'drop@example.com', appDefinition: APP });
-    operator!.dropWatches();
-    const s = await waitForSession(r, 'after-drop', running, 60_000);
+    stack.operator!.dropWatches();
+    await createSession(stack.resources, 'after-drop', { user: 'drop@example.com', appDefinition: APP });
+    stack.operator!.dropWatches();
+    const s = await waitForSession(stack.resources, 'after-drop', running, 60_000);
     assert.equal(s.status?.startStrategy, 'lazy-fallback');
   });
 });

@@ -61,9 +61,22 @@ export interface Stack extends Readonly<StackParts> {
   readonly core: k8s.CoreV1Api;
   readonly apps: k8s.AppsV1Api;
   readonly net: k8s.NetworkingV1Api;
+  /** Stops the operator and starts it again with the suite's settings and `overrides` (a restart, an upgrade). */
+  restartOperator(overrides?: Partial<OperatorConfigInput>): Promise<RunningOperator>;
   /** Runs `step` in the after hook, before the stack's own clean-up (the last registered first). */
   cleanUp(step: () => Promise<unknown> | unknown): void;
 }
+
+const PARTS: (keyof StackParts)[] = [
+  'cluster',
+  'namespace',
+  'resources',
+  'operator',
+  'service',
+  'landing',
+  'landingLogs',
+  'browser',
+];
 
 const resolve = <T>(setting: Setting<T>, stack: Stack): T =>
   typeof setting === 'function' ? (setting as (stack: Stack) => T)(stack) : setting;
@@ -85,47 +98,32 @@ export function useStack(options: StackOptions): Stack {
     if (!clients.has(api)) clients.set(api, part('cluster').kc.makeApiClient(api));
     return clients.get(api) as T;
   };
-  const stack: Stack = {
-    get cluster() {
-      return part('cluster');
-    },
-    get kc() {
-      return part('cluster').kc;
-    },
-    get namespace() {
-      return part('namespace');
-    },
-    get resources() {
-      return part('resources');
-    },
-    get operator() {
-      return part('operator');
-    },
-    get service() {
-      return part('service');
-    },
-    get landing() {
-      return part('landing');
-    },
-    get landingLogs() {
-      return part('landingLogs');
-    },
-    get browser() {
-      return part('browser');
-    },
-    get core() {
-      return client(k8s.CoreV1Api);
-    },
-    get apps() {
-      return client(k8s.AppsV1Api);
-    },
-    get net() {
-      return client(k8s.NetworkingV1Api);
-    },
-    cleanUp(step) {
+  const stack = {
+    cleanUp(step: () => Promise<unknown> | unknown) {
       steps.push(step);
     },
+    async restartOperator(overrides: Partial<OperatorConfigInput> = {}) {
+      await part('operator').stop();
+      started.operator = undefined;
+      started.operator = await startOperator(overrides);
+      return started.operator;
+    },
+  } as Stack;
+  const startOperator = (overrides: Partial<OperatorConfigInput> = {}) =>
+    testOperator(
+      part('cluster').kc,
+      part('namespace'),
+      { ...resolve(options.operator ?? {}, stack), ...overrides },
+      options.operatorLogs,
+    );
+  const getters: Record<string, () => unknown> = {
+    kc: () => part('cluster').kc,
+    core: () => client(k8s.CoreV1Api),
+    apps: () => client(k8s.AppsV1Api),
+    net: () => client(k8s.NetworkingV1Api),
   };
+  for (const key of PARTS) getters[key] = () => part(key);
+  for (const [key, get] of Object.entries(getters)) Object.defineProperty(stack, key, { get });
 
   before(async () => {
     const cluster = await useCluster();
@@ -136,14 +134,7 @@ export function useStack(options: StackOptions): Stack {
       await started.resources.appDefinitions.create({ metadata: { name: spec.name }, spec });
     }
     await options.setUp?.(stack);
-    if (options.operator) {
-      started.operator = await testOperator(
-        cluster.kc,
-        started.namespace,
-        resolve(options.operator, stack),
-        options.operatorLogs,
-      );
-    }
+    if (options.operator) started.operator = await startOperator();
     if (options.service || options.landing) {
       started.service = await startTestService(cluster.kc, started.namespace, resolve(options.service ?? {}, stack));
     }
