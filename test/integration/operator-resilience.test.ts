@@ -5,18 +5,8 @@ import * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../../server/src/model/api-group.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  appDefinitionSpec,
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
 
 const APP = 'rust-latest';
@@ -123,29 +113,26 @@ describe('operator: concurrency, restarts and dropped watches', function () {
 
 describe('operator: two replicas, one leader', function () {
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
   const operators: RunningOperator[] = [];
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-leader');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, APP, { minInstances: 1 });
-    for (const identity of ['replica-a', 'replica-b']) {
-      operators.push(await testOperator(cluster.kc, namespace, { eagerStart: true, leaderElection: true, identity }));
-    }
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, operators);
+  const stack = useStack({
+    namespace: 'op-leader',
+    apps: [appDefinitionSpec(APP, { minInstances: 1 })],
+    setUp: async ({ startOperator }) => {
+      for (const identity of ['replica-a', 'replica-b']) {
+        operators.push(await startOperator({ eagerStart: true, leaderElection: true, identity }));
+      }
+    },
   });
 
   it('elects exactly one leader, which reconciles; a standby takes over within seconds', async () => {
     await eventually(() => assert.equal(operators.filter((o) => o.isLeader()).length, 1), 15_000);
-    await eventually(async () => assert.equal((await r.appDefinitions.get(APP)).status?.pool?.ready, 1), 60_000, 200);
-    await createSession(r, 'led-1', { user: 'a@example.com', appDefinition: APP });
-    assert.equal((await waitForSession(r, 'led-1', running)).status?.startStrategy, 'eager');
+    await eventually(
+      async () => assert.equal((await stack.resources.appDefinitions.get(APP)).status?.pool?.ready, 1),
+      60_000,
+      200,
+    );
+    await createSession(stack.resources, 'led-1', { user: 'a@example.com', appDefinition: APP });
+    assert.equal((await waitForSession(stack.resources, 'led-1', running)).status?.startStrategy, 'eager');
     const leader = operators.find((o) => o.isLeader())!;
     const standby = operators.find((o) => o !== leader)!;
     // The same replica holds the lease for a while: no flapping.
@@ -156,15 +143,15 @@ describe('operator: two replicas, one leader', function () {
     const started = Date.now();
     await eventually(() => assert.ok(standby.isLeader()), 10_000, 50);
     assert.ok(Date.now() - started < 10_000);
-    await createSession(r, 'led-2', { user: 'b@example.com', appDefinition: APP });
-    assert.equal((await waitForSession(r, 'led-2', running)).status?.startStrategy, 'lazy-fallback');
-    let lease = await cluster.kc
+    await createSession(stack.resources, 'led-2', { user: 'b@example.com', appDefinition: APP });
+    assert.equal((await waitForSession(stack.resources, 'led-2', running)).status?.startStrategy, 'lazy-fallback');
+    let lease = await stack.kc
       .makeApiClient(k8s.CoordinationV1Api)
-      .readNamespacedLease({ name: 'ide-cloud-operator', namespace });
+      .readNamespacedLease({ name: 'ide-cloud-operator', namespace: stack.namespace });
     assert.equal(lease.spec?.holderIdentity, standby.config.identity);
 
     // A leader that dies without releasing: a new replica takes over once the lease (2 s here) expires.
-    const third = await testOperator(cluster.kc, namespace, {
+    const third = await stack.startOperator({
       eagerStart: true,
       leaderElection: true,
       identity: 'replica-c',
@@ -175,11 +162,11 @@ describe('operator: two replicas, one leader', function () {
     const crashed = Date.now();
     await eventually(() => assert.ok(third.isLeader()), 15_000, 50);
     assert.ok(Date.now() - crashed < 10_000, 'takeover within seconds');
-    lease = await cluster.kc
+    lease = await stack.kc
       .makeApiClient(k8s.CoordinationV1Api)
-      .readNamespacedLease({ name: 'ide-cloud-operator', namespace });
+      .readNamespacedLease({ name: 'ide-cloud-operator', namespace: stack.namespace });
     assert.equal(lease.spec?.holderIdentity, 'replica-c');
-    await createSession(r, 'led-3', { user: 'c@example.com', appDefinition: APP });
-    await waitForSession(r, 'led-3', running);
+    await createSession(stack.resources, 'led-3', { user: 'c@example.com', appDefinition: APP });
+    await waitForSession(stack.resources, 'led-3', running);
   });
 });

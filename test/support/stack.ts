@@ -61,6 +61,8 @@ export interface Stack extends Readonly<StackParts> {
   readonly core: k8s.CoreV1Api;
   readonly apps: k8s.AppsV1Api;
   readonly net: k8s.NetworkingV1Api;
+  /** Starts one more operator (a replica, a second version) with the suite's settings and `overrides`; the clean-up stops it. */
+  startOperator(overrides?: Partial<OperatorConfigInput>, kubeConfig?: k8s.KubeConfig): Promise<RunningOperator>;
   /** Stops the operator and starts it again with the suite's settings and `overrides` (a restart, an upgrade). */
   restartOperator(overrides?: Partial<OperatorConfigInput>): Promise<RunningOperator>;
   /** Runs `step` in the after hook, before the stack's own clean-up (the last registered first). */
@@ -88,6 +90,8 @@ const resolve = <T>(setting: Setting<T>, stack: Stack): T =>
 export function useStack(options: StackOptions): Stack {
   const started: Partial<StackParts> = {};
   const steps: (() => Promise<unknown> | unknown)[] = [];
+  /** Operators the suite started besides `stack.operator`. */
+  const others: RunningOperator[] = [];
   const part = <K extends keyof typeof started>(key: K): NonNullable<(typeof started)[K]> => {
     const value = started[key];
     if (value === undefined) throw new Error(`the stack has no ${key}: not asked for, or not started yet`);
@@ -102,16 +106,21 @@ export function useStack(options: StackOptions): Stack {
     cleanUp(step: () => Promise<unknown> | unknown) {
       steps.push(step);
     },
-    async restartOperator(overrides: Partial<OperatorConfigInput> = {}) {
+    async startOperator(overrides?: Partial<OperatorConfigInput>, kubeConfig?: k8s.KubeConfig) {
+      const operator = await startOperator(overrides, kubeConfig);
+      others.push(operator);
+      return operator;
+    },
+    async restartOperator(overrides?: Partial<OperatorConfigInput>) {
       await part('operator').stop();
       started.operator = undefined;
       started.operator = await startOperator(overrides);
       return started.operator;
     },
   } as Stack;
-  const startOperator = (overrides: Partial<OperatorConfigInput> = {}) =>
+  const startOperator = (overrides: Partial<OperatorConfigInput> = {}, kubeConfig = part('cluster').kc) =>
     testOperator(
-      part('cluster').kc,
+      kubeConfig,
       part('namespace'),
       { ...resolve(options.operator ?? {}, stack), ...overrides },
       options.operatorLogs,
@@ -165,7 +174,7 @@ export function useStack(options: StackOptions): Stack {
       await started.landing?.close();
       await started.service?.close();
       if (started.cluster && started.namespace) {
-        await cleanUpSuite(started.cluster.kc, started.namespace, [started.operator]);
+        await cleanUpSuite(started.cluster.kc, started.namespace, [started.operator, ...others]);
       }
     }
   });
