@@ -45,6 +45,7 @@ import { createTestNamespace, eventually } from '../support/kube.js';
 import { AUDIENCE, startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
 import {
+  appDefinitionSpec,
   bridgeToken,
   cleanUpSuite,
   createAppDefinition,
@@ -54,6 +55,7 @@ import {
   testOperator,
   waitForSession,
 } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const WARM_APP = 'warm-ide';
 const LAZY_APP = 'lazy-ide';
@@ -86,11 +88,6 @@ function refused(answer: Answer, why: string): void {
 
 describe('security: only its user opens a session URL (3)', function () {
   this.timeout(240_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-  let operator: RunningOperator;
   let idp: TestIdentityProvider;
   let ide: http.Server;
   let idePort: number;
@@ -139,44 +136,42 @@ describe('security: only its user opens a session URL (3)', function () {
     await new Promise<void>((resolve) => ide.listen(0, '127.0.0.1', resolve));
     idePort = (ide.address() as AddressInfo).port;
     idp = await startIdentityProvider({ owner: { email: OWNER }, other: { email: OTHER } });
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-url');
-    r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    await createAppDefinition(r, WARM_APP, { port: idePort, minInstances: 1, maxInstances: 2 });
-    await createAppDefinition(r, LAZY_APP, { port: idePort, minInstances: 0, maxInstances: 2 });
-    operator = await testOperator(cluster.kc, namespace, {
-      eagerStart: true,
-      sessionsPerUser: 5,
-      sessionIssuer: idp.issuer,
-      sessionAudience: AUDIENCE,
-    });
   });
-  after(async () => {
+  const stack = useStack({
+    namespace: 'sec-url',
+    apps: () => [
+      appDefinitionSpec(WARM_APP, { port: idePort, minInstances: 1, maxInstances: 2 }),
+      appDefinitionSpec(LAZY_APP, { port: idePort, minInstances: 0, maxInstances: 2 }),
+    ],
+    operator: () => ({ eagerStart: true, sessionsPerUser: 5, sessionIssuer: idp.issuer, sessionAudience: AUDIENCE }),
+  });
+  stack.cleanUp(async () => {
     bridge?.dispose();
     await Promise.all(proxies.map((p) => p.kill()));
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
     await idp?.close();
     ide?.close();
     await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
   });
 
   it("a lazy session's proxy admits its user; another signed-in user gets 403, nobody else the IDE", async () => {
-    const session = await createSession(r, 'lazy-ada', {
+    const session = await createSession(stack.resources, 'lazy-ada', {
       user: OWNER,
       appDefinition: LAZY_APP,
       sessionSecret: 's'.repeat(32),
     });
-    const ready = await waitForSession(r, 'lazy-ada', running);
+    const ready = await waitForSession(stack.resources, 'lazy-ada', running);
     assert.equal(ready.status?.startStrategy, 'lazy-fallback');
     const url = new URL(ready.status!.url!);
-    const deployment = await cluster.kc
+    const deployment = await stack.kc
       .makeApiClient(k8s.AppsV1Api)
-      .readNamespacedDeployment({ name: session.metadata.name, namespace });
+      .readNamespacedDeployment({ name: session.metadata.name, namespace: stack.namespace });
     const pod = deployment.spec!.template.spec!;
     // What the kubelet mounts: the user the session's Secret names for the proxy.
     const volume = pod.volumes!.find((v) => v.secret?.secretName === `${session.metadata.name}-env`)!;
-    const secret = await core.readNamespacedSecret({ name: volume.secret!.secretName!, namespace });
+    const secret = await stack.core.readNamespacedSecret({
+      name: volume.secret!.secretName!,
+      namespace: stack.namespace,
+    });
     const usersDir = await tempDir();
     const item = volume.secret!.items![0]!;
     await writeFile(path.join(usersDir, item.path), Buffer.from(secret.data![item.key]!, 'base64'));
@@ -207,7 +202,10 @@ describe('security: only its user opens a session URL (3)', function () {
     const instance = `${WARM_APP}-pool-1`;
     const pod = await eventually(
       async () => {
-        const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.poolInstance}=${instance}` });
+        const pods = await stack.core.listNamespacedPod({
+          namespace: stack.namespace,
+          labelSelector: `${LABELS.poolInstance}=${instance}`,
+        });
         const readyPod = pods.items.find(
           (p) => p.status?.podIP && (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
         );
@@ -230,7 +228,7 @@ describe('security: only its user opens a session URL (3)', function () {
     );
     const usersDir = await tempDir();
     const tokenDir = await tempDir();
-    const tokens = await core.readNamespacedSecret({ name: `${instance}-bridge`, namespace });
+    const tokens = await stack.core.readNamespacedSecret({ name: `${instance}-bridge`, namespace: stack.namespace });
     await writeFile(path.join(tokenDir, 'token'), Buffer.from(tokens.data![AUTH_PROXY_ADMISSION_TOKEN_KEY]!, 'base64'));
     const admissionPort = pod
       .spec!.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!
@@ -240,7 +238,7 @@ describe('security: only its user opens a session URL (3)', function () {
     bridge = new BridgeServer(new EnvironmentStore(new MemorySecretStorage(), logger), logger, {
       host: pod.status!.podIP!,
       port: 16281,
-      token: await bridgeToken(cluster.kc, namespace, instance),
+      token: await bridgeToken(stack.kc, stack.namespace, instance),
     });
 
     // Free, the instance admits nobody: its URL would open for no one.
@@ -250,19 +248,23 @@ describe('security: only its user opens a session URL (3)', function () {
 
     // Claimed while its bridge does not answer yet: the pod is Ready and routed, but its proxy admits
     // nobody, so the URL is not handed out (the student would meet a 403 there).
-    await createSession(r, 'warm-ada', { user: OWNER, appDefinition: WARM_APP, sessionSecret: 'w'.repeat(32) });
-    const waiting = await waitForSession(r, 'warm-ada', (s) =>
+    await createSession(stack.resources, 'warm-ada', {
+      user: OWNER,
+      appDefinition: WARM_APP,
+      sessionSecret: 'w'.repeat(32),
+    });
+    const waiting = await waitForSession(stack.resources, 'warm-ada', (s) =>
       (s.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.reason === 'UserNotAdmitted'),
     );
     assert.equal(waiting.status?.url, undefined, 'no URL while the proxy admits nobody');
     await bridge.listen();
-    const handedOut = await waitForSession(r, 'warm-ada', (s) => !!s.status?.url);
+    const handedOut = await waitForSession(stack.resources, 'warm-ada', (s) => !!s.status?.url);
     assert.ok(
       (handedOut.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
       `the status that carries the URL says the values are in and the user admitted: ${JSON.stringify(handedOut.status?.conditions)}`,
     );
     const ready = await waitForSession(
-      r,
+      stack.resources,
       'warm-ada',
       (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
     );

@@ -28,7 +28,7 @@ export interface StackOptions {
   /** The prefix of the suite's namespace. */
   namespace: string;
   /** Created in this order (`BASE_APP`-based specs, or `appDefinitionSpec(...)`). */
-  apps?: AppDefinitionSpecInput[];
+  apps?: Setting<AppDefinitionSpecInput[]>;
   /** Runs after the app definitions, before the operator: what the operator or the service needs first. */
   setUp?: (stack: Stack) => Promise<void>;
   /** The operator in-process (with the FAST settings and these). */
@@ -139,7 +139,7 @@ export function useStack(options: StackOptions): Stack {
     started.cluster = cluster;
     started.namespace = await createTestNamespace(cluster.kc, options.namespace);
     started.resources = resourcesOf(cluster.kc, started.namespace);
-    for (const spec of options.apps ?? []) {
+    for (const spec of resolve(options.apps ?? [], stack)) {
       await started.resources.appDefinitions.create({ metadata: { name: spec.name }, spec });
     }
     await options.setUp?.(stack);
