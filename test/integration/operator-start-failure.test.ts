@@ -16,7 +16,6 @@ import { eventually } from '../support/kube.js';
 import {
   appDefinitionSpec,
   createSession,
-  nodeWithoutKubelet,
   ON_NODE_WITHOUT_KUBELET as ON_OWN_NODE,
   waitForSession,
 } from '../support/operator.js';
@@ -31,20 +30,15 @@ import { useStack } from '../support/stack.js';
 
 describe('operator: a start that cannot succeed fails with a reason', function () {
   this.timeout(120_000);
-  let node: string;
   const stack = useStack({
     namespace: 'op-start',
+    // A node without kwok's annotation: nothing runs its pods but this test, acting as its kubelet.
+    nodeWithoutKubelet: true,
     apps: [
       appDefinitionSpec('huge', { requestsCpu: '100000', limitsCpu: '100000' }),
       appDefinitionSpec('python', ON_OWN_NODE),
       appDefinitionSpec('slow', { ...ON_OWN_NODE, startDeadlineSeconds: 3 }),
     ],
-    // A node without kwok's annotation: nothing runs its pods but this test, acting as its kubelet.
-    setUp: async (stack) => {
-      const ownNode = await nodeWithoutKubelet(stack.kc, stack.namespace);
-      stack.cleanUp(() => ownNode.remove());
-      node = ownNode.name;
-    },
     operator: { eagerStart: false, sessionsPerUser: 10 },
   });
 
@@ -55,8 +49,8 @@ describe('operator: a start that cannot succeed fails with a reason', function (
         namespace: stack.namespace,
         labelSelector: `${LABELS.session}=${session}`,
       });
-      const pod = pods.items.find((p) => p.spec?.nodeName === node);
-      assert.ok(pod, `no pod of ${session} on ${node} yet`);
+      const pod = pods.items.find((p) => p.spec?.nodeName === stack.node.name);
+      assert.ok(pod, `no pod of ${session} on ${stack.node.name} yet`);
       return pod;
     }, 30_000);
   }

@@ -4,7 +4,9 @@ import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { AppDefinitionSpecInput } from '../../server/src/model/app-definition.js';
-import type { SessionStatus } from '../../server/src/model/session.js';
+import { LABELS } from '../../server/src/model/api-group.js';
+import { userLabelValue } from '../../server/src/model/names.js';
+import type { Session, SessionStatus } from '../../server/src/model/session.js';
 import { parseServiceConfig, startService, type ServiceConfig } from '../../server/src/service/index.js';
 import { eventually } from './kube.js';
 
@@ -194,4 +196,11 @@ export async function readProgressStream(
     clearTimeout(timer);
     controller.abort();
   }
+}
+
+/** The sessions of `user` that are not being deleted. */
+export async function activeSessionsOf(resources: IdeCloudResources, user: string): Promise<Session[]> {
+  return (await resources.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter(
+    (s) => !s.metadata.deletionTimestamp,
+  );
 }

@@ -17,7 +17,9 @@ import { launchBrowser } from './browser.js';
 import { useCluster, type TestCluster } from './cluster.js';
 import { createTestNamespace } from './kube.js';
 import { LANDING_APPS, logSink } from './landing.js';
-import { cleanUpSuite, testOperator } from './operator.js';
+import { cleanUpSuite, nodeWithoutKubelet, testOperator } from './operator.js';
+
+type NodeWithoutKubelet = Awaited<ReturnType<typeof nodeWithoutKubelet>>;
 import { resourcesOf, SERVICE_AUTH_TOKEN, startTestService, type TestService } from './service-harness.js';
 
 type ServiceOverrides = NonNullable<Parameters<typeof startTestService>[2]>;
@@ -27,6 +29,8 @@ type Setting<T> = T | ((stack: Stack) => T);
 export interface StackOptions {
   /** The prefix of the suite's namespace. */
   namespace: string;
+  /** A node no kubelet runs (`nodeWithoutKubelet`), made before the app definitions; `stack.node`. */
+  nodeWithoutKubelet?: boolean;
   /** Created in this order (`BASE_APP`-based specs, or `appDefinitionSpec(...)`). */
   apps?: Setting<AppDefinitionSpecInput[]>;
   /** Runs after the app definitions, before the operator: what the operator or the service needs first. */
@@ -48,6 +52,7 @@ interface StackParts {
   cluster: TestCluster;
   namespace: string;
   resources: IdeCloudResources;
+  node: NodeWithoutKubelet;
   operator: RunningOperator;
   service: TestService;
   landing: RunningLandingPage;
@@ -73,6 +78,7 @@ const PARTS: (keyof StackParts)[] = [
   'cluster',
   'namespace',
   'resources',
+  'node',
   'operator',
   'service',
   'landing',
@@ -139,6 +145,7 @@ export function useStack(options: StackOptions): Stack {
     started.cluster = cluster;
     started.namespace = await createTestNamespace(cluster.kc, options.namespace);
     started.resources = resourcesOf(cluster.kc, started.namespace);
+    if (options.nodeWithoutKubelet) started.node = await nodeWithoutKubelet(cluster.kc, started.namespace);
     for (const spec of resolve(options.apps ?? [], stack)) {
       await started.resources.appDefinitions.create({ metadata: { name: spec.name }, spec });
     }
@@ -167,16 +174,23 @@ export function useStack(options: StackOptions): Stack {
   });
 
   after(async () => {
-    try {
-      for (const step of steps.splice(0).reverse()) await step();
-    } finally {
-      await started.browser?.close();
-      await started.landing?.close();
-      await started.service?.close();
-      if (started.cluster && started.namespace) {
-        await cleanUpSuite(started.cluster.kc, started.namespace, [started.operator, ...others]);
+    // Every step runs even when one before it failed; the first failure is reported.
+    const failures: unknown[] = [];
+    const attempt = async (step: () => Promise<unknown> | unknown) => {
+      try {
+        await step();
+      } catch (error) {
+        failures.push(error);
       }
-    }
+    };
+    for (const step of steps.splice(0).reverse()) await attempt(step);
+    await attempt(() => started.browser?.close());
+    await attempt(() => started.landing?.close());
+    await attempt(() => started.service?.close());
+    await attempt(() => started.node?.remove());
+    const { cluster, namespace } = started;
+    if (cluster && namespace) await attempt(() => cleanUpSuite(cluster.kc, namespace, [started.operator, ...others]));
+    if (failures.length > 0) throw failures[0];
   });
 
   return stack;
