@@ -14,7 +14,13 @@ import { sessionNameFor } from '../../server/src/model/names.js';
 import { SessionCondition, type Session } from '../../server/src/model/session.js';
 import { eventually } from '../support/kube.js';
 import { appDefinitionSpec, ON_NODE_WITHOUT_KUBELET } from '../support/operator.js';
-import { SERVICE_AUTH_TOKEN, activeSessionsOf, call, type Answer } from '../support/service-harness.js';
+import {
+  SERVICE_AUTH_TOKEN,
+  activeSessionsOf,
+  assertOnlySessionAnswered,
+  call,
+  type Answer,
+} from '../support/service-harness.js';
 import { spawnService, type ServiceProcess } from '../support/service-process.js';
 import { useStack } from '../support/stack.js';
 
@@ -81,14 +87,14 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, answer.text);
 
-    const sessions = await activeSessionsOf(stack.resources, user);
-    assert.deepEqual(
-      sessions.map((s) => s.metadata.uid),
-      [half.metadata.uid],
+    const session = await assertOnlySessionAnswered(
+      stack.resources,
+      user,
+      answer,
+      half.metadata.uid,
       'the same session, adopted: no second one',
     );
-    assert.equal(answer.text, sessions[0]!.status?.url);
-    const ready = sessions[0]!.status?.conditions?.find((c) => c.type === SessionCondition.ready);
+    const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
     assert.equal(ready?.status, 'True');
     // The user is not held by an orphan: the same launch again answers the same session at once.
     const again = await launch({ user, workspaceName: 'ws-adopt' });
@@ -150,14 +156,14 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
 
-    const sessions = await activeSessionsOf(stack.resources, user);
-    assert.deepEqual(
-      sessions.map((s) => s.metadata.uid),
-      [half.metadata.uid],
+    const session = await assertOnlySessionAnswered(
+      stack.resources,
+      user,
+      answer,
+      half.metadata.uid,
       'the same session, adopted: no second one',
     );
-    assert.equal(answer.text, sessions[0]!.status?.url);
-    const ready = sessions[0]!.status?.conditions?.find((c) => c.type === SessionCondition.ready);
+    const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
     assert.equal(ready?.status, 'True');
   });
 
@@ -176,14 +182,14 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
 
-    const sessions = await activeSessionsOf(stack.resources, user);
-    assert.deepEqual(
-      sessions.map((s) => s.metadata.uid),
-      [fresh!.metadata.uid],
+    const session = await assertOnlySessionAnswered(
+      stack.resources,
+      user,
+      answer,
+      fresh!.metadata.uid,
       'only the fresh session',
     );
-    assert.equal(answer.text, sessions[0]!.status?.url);
-    assert.equal(sessions[0]!.spec.envVars?.TOKEN, 'second');
+    assert.equal(session.spec.envVars?.TOKEN, 'second');
     // Removed through the operator's finalizer, not left Starting.
     await eventually(async () => {
       const names = (await stack.resources.sessions.list()).map((s) => s.metadata.name);

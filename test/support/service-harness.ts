@@ -1,5 +1,6 @@
 // Starts the REST service the way main.ts does (startService with a typed config) on a loopback port,
 // against the real kube-apiserver, with its JSON logs captured for the secrets assertions.
+import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
@@ -203,4 +204,22 @@ export async function activeSessionsOf(resources: IdeCloudResources, user: strin
   return (await resources.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter(
     (s) => !s.metadata.deletionTimestamp,
   );
+}
+
+/** Asserts that `uid` is the one session `user` has left and that `answer` gave its URL; resolves with it. */
+export async function assertOnlySessionAnswered(
+  resources: IdeCloudResources,
+  user: string,
+  answer: Answer,
+  uid: string | undefined,
+  message: string,
+): Promise<Session> {
+  const sessions = await activeSessionsOf(resources, user);
+  assert.deepEqual(
+    sessions.map((s) => s.metadata.uid),
+    [uid],
+    message,
+  );
+  assert.equal(answer.text, sessions[0]!.status?.url);
+  return sessions[0]!;
 }
