@@ -24,8 +24,7 @@ describe('landing page in a real browser (identity provider on)', function () {
   before(async () => {
     idp = await listenLoginProvider();
   });
-  const stack = useStack({
-    namespace: 'landing-sso',
+  const stack = useStack('landing-sso', {
     apps: [appDefinitionSpec('python-latest')],
     operator: { eagerStart: false, sessionHost: SESSION_HOST },
     service: () => ({ identityProvider: { issuer: idp.issuer, audience: idp.audience } }),

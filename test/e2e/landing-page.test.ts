@@ -42,8 +42,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
       gitToken: 'ignored-git-token',
     });
 
-  const stack = useStack({
-    namespace: 'landing',
+  const stack = useStack('landing', {
     // Its pods go to a node no kubelet runs: they never start, so its sessions stay starting.
     nodeWithoutKubelet: true,
     apps: [

@@ -18,8 +18,7 @@ describe('landing page: a launch waiting in the lazy-start queue (real browser, 
   let context: BrowserContext;
   let blocked: string[];
 
-  const stack = useStack({
-    namespace: 'landing-queue',
+  const stack = useStack('landing-queue', {
     apps: [appDefinitionSpec('python-latest')],
     // One lazy start every 10 s; the service's launch timeout (5 s) ends while the launch is queued.
     operator: {

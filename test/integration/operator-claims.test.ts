@@ -22,8 +22,7 @@ const LAUNCHES = 10;
 
 describe('operator: claims of a warm pool under a burst of new workspaces', function () {
   this.timeout(300_000);
-  const stack = useStack({
-    namespace: 'op-claims',
+  const stack = useStack('op-claims', {
     apps: [appDefinitionSpec(APP, { minInstances: POOL, maxInstances: 50 })],
     operator: { eagerStart: true, sessionsPerUser: 1 },
   });
@@ -211,8 +210,7 @@ describe('operator: standby claims for new workspaces that start lazily', functi
   this.timeout(300_000);
   const LAZY_APP = 'go-latest';
   const STANDBY = 2;
-  const stack = useStack({
-    namespace: 'op-standby',
+  const stack = useStack('op-standby', {
     apps: [appDefinitionSpec(LAZY_APP, { minInstances: 0, maxInstances: 50 })],
     operator: { eagerStart: true, standbyClaims: STANDBY },
   });

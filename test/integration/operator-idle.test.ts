@@ -15,8 +15,7 @@ const REFUSAL = 'this session refuses to be stopped (test policy)';
 describe('operator: the idle sweep stops each session on its own', function () {
   this.timeout(180_000);
   const logs: string[] = [];
-  const stack = useStack({
-    namespace: 'op-idle',
+  const stack = useStack('op-idle', {
     // No warning window: idle stops come at once (the warning has its own suite, operator-stop-warning).
     apps: [appDefinitionSpec(APP, { timeout: 1, stopWarningSeconds: 0 })],
     setUp: async ({ kc, namespace, cleanUp }) => {

@@ -27,8 +27,7 @@ const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
 
 describe('operator: lazy sessions, limits, workspaces, idle shutdown', function () {
   this.timeout(180_000);
-  const stack = useStack({
-    namespace: 'op-lazy',
+  const stack = useStack('op-lazy', {
     apps: [
       appDefinitionSpec('python-latest', {
         options: { configStore: 'true' },
@@ -290,8 +289,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 
 describe('operator: sessionsPerUser within one second', function () {
   this.timeout(180_000);
-  const stack = useStack({
-    namespace: 'op-limit-second',
+  const stack = useStack('op-limit-second', {
     apps: [appDefinitionSpec('c-latest')],
     operator: { eagerStart: false, sessionsPerUser: 1 },
   });

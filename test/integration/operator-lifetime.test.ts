@@ -13,8 +13,7 @@ import { useStack } from '../support/stack.js';
 
 describe("operator: an app definition's maximum lifetime stops its sessions however active", function () {
   this.timeout(180_000);
-  const stack = useStack({
-    namespace: 'op-lifetime',
+  const stack = useStack('op-lifetime', {
     apps: [
       appDefinitionSpec('timed', { timeout: 30, maxLifetimeMinutes: 1 }),
       appDefinitionSpec('untimed', { timeout: 30 }),

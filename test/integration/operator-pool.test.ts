@@ -26,8 +26,7 @@ const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=
 describe('operator: warm pool and eager start', function () {
   this.timeout(300_000);
   const operatorLogs: string[] = [];
-  const stack = useStack({
-    namespace: 'op-pool',
+  const stack = useStack('op-pool', {
     apps: [appDefinitionSpec(APP, { minInstances: 2, maxInstances: 20 })],
     operator: { eagerStart: true, sessionsPerUser: 10 },
     operatorLogs,

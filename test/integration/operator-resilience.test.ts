@@ -37,8 +37,7 @@ const LAUNCHES = 50;
 
 describe('operator: concurrency, restarts and dropped watches', function () {
   this.timeout(300_000);
-  const stack = useStack({
-    namespace: 'op-load',
+  const stack = useStack('op-load', {
     apps: [appDefinitionSpec(APP, { minInstances: 10, maxInstances: null })],
     operator: { eagerStart: true },
   });
@@ -114,8 +113,7 @@ describe('operator: concurrency, restarts and dropped watches', function () {
 describe('operator: two replicas, one leader', function () {
   this.timeout(180_000);
   const operators: RunningOperator[] = [];
-  const stack = useStack({
-    namespace: 'op-leader',
+  const stack = useStack('op-leader', {
     apps: [appDefinitionSpec(APP, { minInstances: 1 })],
     setUp: async ({ startOperator }) => {
       for (const identity of ['replica-a', 'replica-b']) {

@@ -30,8 +30,7 @@ import { useStack } from '../support/stack.js';
 
 describe('operator: a start that cannot succeed fails with a reason', function () {
   this.timeout(120_000);
-  const stack = useStack({
-    namespace: 'op-start',
+  const stack = useStack('op-start', {
     // A node without kwok's annotation: nothing runs its pods but this test, acting as its kubelet.
     nodeWithoutKubelet: true,
     apps: [

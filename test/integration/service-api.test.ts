@@ -12,8 +12,7 @@ const admin = { 'x-admin-api-token': ADMIN_API_TOKEN };
 
 describe('service API on the real kube-apiserver', function () {
   this.timeout(60_000);
-  const stack = useStack({
-    namespace: 'svc-api',
+  const stack = useStack('svc-api', {
     apps: [
       BASE_APP,
       { ...BASE_APP, name: 'with-sidecar', sidecars: [{ name: 'db', image: 'postgres:16', mountWorkspace: true }] },

@@ -17,8 +17,7 @@ const STRANGER_VALUE = 'stranger-value-7c1e';
 
 describe('clients in the field: envelope, unknown fields, the spec activity request', function () {
   this.timeout(180_000);
-  const stack = useStack({
-    namespace: 'svc-compat',
+  const stack = useStack('svc-compat', {
     apps: [BASE_APP],
     operator: { eagerStart: false, sessionsPerUser: 1 },
     service: { sessionsPerUser: 1 },

@@ -15,8 +15,7 @@ const appId = SERVICE_AUTH_TOKEN;
 
 describe('service end to end with the operator', function () {
   this.timeout(180_000);
-  const stack = useStack({
-    namespace: 'svc-e2e',
+  const stack = useStack('svc-e2e', {
     apps: [BASE_APP],
     operator: { eagerStart: false, sessionsPerUser: 1 },
     service: { sessionsPerUser: 1, activityRequiresToken: true },

@@ -122,7 +122,7 @@ function assertDocumentedError(answer: Answer): void {
 
 describe('service fuzzing (fast-check)', function () {
   this.timeout(180_000);
-  const stack = useStack({ namespace: 'svc-fuzz', apps: [BASE_APP], service: { logLevel: 'warn' } });
+  const stack = useStack('svc-fuzz', { apps: [BASE_APP], service: { logLevel: 'warn' } });
   let appDefinitionBefore: unknown;
 
   before(async () => {

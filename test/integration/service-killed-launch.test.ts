@@ -26,8 +26,7 @@ import { useStack } from '../support/stack.js';
 
 describe('service process killed during a blocking launch, the real operator serving it', function () {
   this.timeout(300_000);
-  const stack = useStack({
-    namespace: 'svc-killed',
+  const stack = useStack('svc-killed', {
     nodeWithoutKubelet: true,
     apps: [
       appDefinitionSpec('python', ON_NODE_WITHOUT_KUBELET),

@@ -18,8 +18,7 @@ const appId = SERVICE_AUTH_TOKEN;
 
 describe('service launch (the test plays the operator)', function () {
   this.timeout(120_000);
-  const stack = useStack({
-    namespace: 'svc-launch',
+  const stack = useStack('svc-launch', {
     apps: [
       BASE_APP,
       { ...BASE_APP, name: 'with-sidecar', sidecars: [{ name: 'db', image: 'postgres:16', mountWorkspace: true }] },

@@ -20,7 +20,7 @@ const appId = SERVICE_AUTH_TOKEN;
 
 describe('service restarted during a blocking launch: the retry adopts or clears the half-started session', function () {
   this.timeout(120_000);
-  const stack = useStack({ namespace: 'svc-restart', apps: [BASE_APP] });
+  const stack = useStack('svc-restart', { apps: [BASE_APP] });
   let service: TestService | undefined;
   stack.cleanUp(() => service?.close());
 

@@ -19,7 +19,7 @@ const SECRET_VALUE = 'an-env-secret-value-0042';
 
 describe('service secrets stay out of logs, metrics and listings', function () {
   this.timeout(60_000);
-  const stack = useStack({ namespace: 'svc-secrets', apps: [BASE_APP], service: { sessionsPerUser: 5 } });
+  const stack = useStack('svc-secrets', { apps: [BASE_APP], service: { sessionsPerUser: 5 } });
   const user = 'secretive@example.com';
   const sessionSecrets: string[] = [];
 

@@ -14,7 +14,7 @@ const UNVERIFIED = { code: 403, reason: "the token's e-mail is not verified by t
 
 describe('security: unverified e-mails (27.8)', function () {
   this.timeout(120_000);
-  const stack = useStack({ namespace: 'sec-email', apps: [BASE_APP] });
+  const stack = useStack('sec-email', { apps: [BASE_APP] });
   let idp: TestIdentityProvider;
   const services: TestService[] = [];
 

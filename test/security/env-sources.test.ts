@@ -17,8 +17,7 @@ const MARKED_VALUE = 'course-platform-token-19cd';
 describe('security: env sources marked for session use (1)', function () {
   this.timeout(120_000);
   const operatorLogs: string[] = [];
-  const stack = useStack({
-    namespace: 'sec-env',
+  const stack = useStack('sec-env', {
     apps: [BASE_APP],
     setUp: async ({ core, namespace }) => {
       const secret = (name: string, labels: Record<string, string>, data: Record<string, string>) =>

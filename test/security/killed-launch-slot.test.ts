@@ -22,8 +22,7 @@ import { useStack } from '../support/stack.js';
 
 describe('security: a session that became ready after its service was killed (27.10)', function () {
   this.timeout(300_000);
-  const stack = useStack({
-    namespace: 'sec-killed-slot',
+  const stack = useStack('sec-killed-slot', {
     nodeWithoutKubelet: true,
     // A start deadline far beyond the test's bounds: it cannot be what frees a user's slot.
     apps: [appDefinitionSpec('patient', { ...ON_NODE_WITHOUT_KUBELET, startDeadlineSeconds: 600 })],

@@ -29,7 +29,7 @@ describe('security: launches waiting at once (27.7)', function () {
     answers.filter((a) => a.status === ErrorCode.tooManyWaiters);
 
   // Room for many sessions per user: the waiters' cap, not the session limit, is what refuses here.
-  const stack = useStack({ namespace: 'sec-waiters', apps: [BASE_APP], service: { sessionsPerUser: 50 } });
+  const stack = useStack('sec-waiters', { apps: [BASE_APP], service: { sessionsPerUser: 50 } });
 
   it('refuses at once the launches for one workspace beyond the cap, while the admitted ones wait', async () => {
     const body = { user: 'stuck@example.com', appDefinition: 'python-latest', workspaceName: 'ws-stuck' };

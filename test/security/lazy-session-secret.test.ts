@@ -18,8 +18,7 @@ const SESSION = 'lazy-victim';
 describe('security: a lazy session keeps its values in a Secret it owns (7)', function () {
   this.timeout(120_000);
   const logs: string[] = [];
-  const stack = useStack({
-    namespace: 'sec-lazy',
+  const stack = useStack('sec-lazy', {
     apps: [appDefinitionSpec('python-latest')],
     operator: { eagerStart: false },
     operatorLogs: logs,

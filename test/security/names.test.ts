@@ -20,7 +20,7 @@ const oldSessionNameFor = (workspace: string) => dnsLabel(['session', workspace.
 
 describe('security: workspace and session names (10)', function () {
   this.timeout(120_000);
-  const stack = useStack({ namespace: 'sec-names', apps: [BASE_APP], service: {} });
+  const stack = useStack('sec-names', { apps: [BASE_APP], service: {} });
 
   const launch = (user: string, workspaceName: string, timeoutMinutes = 0.5) =>
     call(stack.service.url, 'POST', '/service', {

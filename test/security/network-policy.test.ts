@@ -55,8 +55,7 @@ function selectorString(selector: k8s.V1LabelSelector): string {
 describe('security: every pod the operator makes is inside the NetworkPolicies (2)', function () {
   this.timeout(300_000);
   let helmBin: string;
-  const stack = useStack({
-    namespace: 'sec-netpol',
+  const stack = useStack('sec-netpol', {
     // A warm pool of one instance with a sidecar, and a lazy app (no data bridge) with a sidecar.
     apps: [
       appDefinitionSpec('pooled', {

@@ -22,8 +22,7 @@ describe('security: session pods meet the restricted Pod Security profile (27.2)
         .map((c) => `${rs.metadata!.name}: ${c.message}`),
     );
 
-  const stack = useStack({
-    namespace: 'sec-podsec',
+  const stack = useStack('sec-podsec', {
     // A warm pool of one with a sidecar; a lazy app whose sidecar mounts the workspace (an emptyDir
     // without a claim); and an app whose IDE image must start as root, which says so.
     apps: [

@@ -18,8 +18,7 @@ const OTHER = 'mallory@example.com';
 
 describe('security: a claim kept by reclaim policy Retain goes only to the same user', function () {
   this.timeout(180_000);
-  const stack = useStack({
-    namespace: 'sec-retain',
+  const stack = useStack('sec-retain', {
     apps: [appDefinitionSpec(APP, { minInstances: 0, maxInstances: 10 })],
     operator: { workspaceReclaimPolicy: 'Retain' },
   });

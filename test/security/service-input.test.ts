@@ -33,8 +33,7 @@ function slowClient(port: number, head: string, trickle: string, everyMs: number
 
 describe('security: the service front door', function () {
   this.timeout(120_000);
-  const stack = useStack({
-    namespace: 'sec-input',
+  const stack = useStack('sec-input', {
     apps: [BASE_APP],
     service: { requestReadTimeoutMs: READ_TIMEOUT_MS, headersTimeoutMs: READ_TIMEOUT_MS },
   });

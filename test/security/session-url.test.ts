@@ -137,8 +137,7 @@ describe('security: only its user opens a session URL (3)', function () {
     idePort = (ide.address() as AddressInfo).port;
     idp = await startIdentityProvider({ owner: { email: OWNER }, other: { email: OTHER } });
   });
-  const stack = useStack({
-    namespace: 'sec-url',
+  const stack = useStack('sec-url', {
     apps: () => [
       appDefinitionSpec(WARM_APP, { port: idePort, minInstances: 1, maxInstances: 2 }),
       appDefinitionSpec(LAZY_APP, { port: idePort, minInstances: 0, maxInstances: 2 }),

@@ -21,7 +21,7 @@ describe('security: workspaces per user (27.1)', function () {
   const workspacesOf = async (user: string) =>
     (await stack.resources.workspaces.list()).filter((w) => w.spec.user === user && !w.metadata.deletionTimestamp);
 
-  const stack = useStack({ namespace: 'sec-ws-limit', apps: [BASE_APP], service: { workspacesPerUser: LIMIT } });
+  const stack = useStack('sec-ws-limit', { apps: [BASE_APP], service: { workspacesPerUser: LIMIT } });
 
   it('creates at most workspacesPerUser workspaces of one user, even when six are asked for at once', async () => {
     const answers = await Promise.all(Array.from({ length: 6 }, () => create('hoarder@example.com')));

@@ -27,8 +27,6 @@ type ServiceOverrides = NonNullable<Parameters<typeof startTestService>[2]>;
 type Setting<T> = T | ((stack: Stack) => T);
 
 export interface StackOptions {
-  /** The prefix of the suite's namespace. */
-  namespace: string;
   /** A node no kubelet runs (`nodeWithoutKubelet`), made before the app definitions; `stack.node`. */
   nodeWithoutKubelet?: boolean;
   /** Created in this order (`BASE_APP`-based specs, or `appDefinitionSpec(...)`). */
@@ -90,10 +88,11 @@ const resolve = <T>(setting: Setting<T>, stack: Stack): T =>
   typeof setting === 'function' ? (setting as (stack: Stack) => T)(stack) : setting;
 
 /**
- * Registers the suite's before and after hooks; call it in a `describe` body. The parts are read
- * through the returned stack once the before hook ran (reading one the suite did not ask for throws).
+ * Registers the suite's before and after hooks; call it in a `describe` body, `namespace` the prefix
+ * of the suite's namespace. The parts are read through the returned stack once the before hook ran
+ * (reading one the suite did not ask for throws).
  */
-export function useStack(options: StackOptions): Stack {
+export function useStack(namespace: string, options: StackOptions = {}): Stack {
   const started: Partial<StackParts> = {};
   const steps: (() => Promise<unknown> | unknown)[] = [];
   /** Operators the suite started besides `stack.operator`. */
@@ -143,7 +142,7 @@ export function useStack(options: StackOptions): Stack {
   before(async () => {
     const cluster = await useCluster();
     started.cluster = cluster;
-    started.namespace = await createTestNamespace(cluster.kc, options.namespace);
+    started.namespace = await createTestNamespace(cluster.kc, namespace);
     started.resources = resourcesOf(cluster.kc, started.namespace);
     if (options.nodeWithoutKubelet) started.node = await nodeWithoutKubelet(cluster.kc, started.namespace);
     for (const spec of resolve(options.apps ?? [], stack)) {
