@@ -4,23 +4,11 @@ import * as k8s from '@kubernetes/client-node';
 import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
 import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
 import { sessionUrlPattern } from '../support/landing.js';
 import { startWatchHoldProxy, type WatchHoldProxy } from '../support/watch-hold-proxy.js';
-import {
-  appDefinitionSpec,
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
 
 const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
@@ -328,38 +316,32 @@ describe('operator: sessionsPerUser within one second', function () {
 
 describe('operator: the writes of a lazy launch', function () {
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
   let writes: KubeWriteProxy;
   let watches: WatchHoldProxy;
-  let operator: RunningOperator;
   const logs: string[] = [];
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-lazy-writes');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, 'python-latest', {
-      options: { dataBridgeEnabled: 'true', dataBridgePort: '16281', configStore: 'true' },
-      sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
-    });
+  const stack = useStack('op-lazy-writes', {
+    apps: [
+      appDefinitionSpec('python-latest', {
+        options: { dataBridgeEnabled: 'true', dataBridgePort: '16281', configStore: 'true' },
+        sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
+      }),
+    ],
     // The operator's client: through a proxy that can hold its watches' events back, then one that
     // counts its writes.
-    writes = await startKubeWriteProxy(cluster.kc);
-    watches = await startWatchHoldProxy(writes.kubeconfig);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(watches.kubeconfig);
-    operator = await testOperator(kc, namespace, { eagerStart: false }, logs);
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-    await watches?.close();
-    await writes?.close();
+    setUp: async ({ kc, cleanUp, startOperator }) => {
+      writes = await startKubeWriteProxy(kc);
+      cleanUp(() => writes.close(), 'last');
+      watches = await startWatchHoldProxy(writes.kubeconfig);
+      cleanUp(() => watches.close(), 'last');
+      const operatorKc = new k8s.KubeConfig();
+      operatorKc.loadFromFile(watches.kubeconfig);
+      await startOperator({ eagerStart: false }, operatorKc);
+    },
+    operatorLogs: logs,
   });
 
   it("passes that come before the Deployment's watch event write nothing again, and the bridge token stays", async () => {
-    const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    const core = stack.kc.makeApiClient(k8s.CoreV1Api);
     const name = 'session-writes-1';
     const passes = () =>
       logs.filter((line) => {
@@ -367,21 +349,27 @@ describe('operator: the writes of a lazy launch', function () {
         return entry.msg === 'session pass' && entry.session === name;
       }).length;
     // The Deployments' watch events are late (a loaded machine): the session's own come first.
-    const release = watches.hold((url) => url.startsWith(`/apis/apps/v1/namespaces/${namespace}/deployments`));
+    const release = watches.hold((url) => url.startsWith(`/apis/apps/v1/namespaces/${stack.namespace}/deployments`));
     try {
-      await createSession(r, name, { user: 'wes@example.com', appDefinition: 'python-latest' });
-      await waitForSession(r, name, (s) => s.status?.conditions?.some((c) => c.type === 'Routed') ?? false);
-      const secret = await core.readNamespacedSecret({ name: `${name}-env`, namespace });
+      await createSession(stack.resources, name, { user: 'wes@example.com', appDefinition: 'python-latest' });
+      await waitForSession(
+        stack.resources,
+        name,
+        (s) => s.status?.conditions?.some((c) => c.type === 'Routed') ?? false,
+      );
+      const secret = await core.readNamespacedSecret({ name: `${name}-env`, namespace: stack.namespace });
       // Three more passes, each after the one before ended (a key is never in two passes at once).
       for (let i = 0; i < 3; i++) {
         const before = passes();
-        await r.sessions.mergePatch(name, { metadata: { annotations: { 'test.ide-cloud.io/touch': String(i) } } });
+        await stack.resources.sessions.mergePatch(name, {
+          metadata: { annotations: { 'test.ide-cloud.io/touch': String(i) } },
+        });
         await eventually(() => assert.ok(passes() > before, 'no pass after the change'));
       }
       release();
-      const session = await waitForSession(r, name, running);
+      const session = await waitForSession(stack.resources, name, running);
       assert.equal(session.metadata.annotations?.['test.ide-cloud.io/touch'], '2');
-      const after = await core.readNamespacedSecret({ name: `${name}-env`, namespace });
+      const after = await core.readNamespacedSecret({ name: `${name}-env`, namespace: stack.namespace });
       assert.ok(after.data?.['.data-bridge-token']);
       assert.equal(after.data?.['.data-bridge-token'], secret.data?.['.data-bridge-token'], 'the bridge token changed');
       assert.equal(after.metadata?.resourceVersion, secret.metadata?.resourceVersion);
@@ -390,12 +378,12 @@ describe('operator: the writes of a lazy launch', function () {
     }
     const count = (path: string) => writes.writes.filter((w) => w.path === path).length;
     const objects = {
-      configStore: count(`/api/v1/namespaces/${namespace}/configmaps/${name}-config`),
-      secret: count(`/api/v1/namespaces/${namespace}/secrets/${name}-env`),
-      sidecarService: count(`/api/v1/namespaces/${namespace}/services/${name}-db`),
-      sidecarDeployment: count(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}-db`),
-      deployment: count(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}`),
-      service: count(`/api/v1/namespaces/${namespace}/services/${name}`),
+      configStore: count(`/api/v1/namespaces/${stack.namespace}/configmaps/${name}-config`),
+      secret: count(`/api/v1/namespaces/${stack.namespace}/secrets/${name}-env`),
+      sidecarService: count(`/api/v1/namespaces/${stack.namespace}/services/${name}-db`),
+      sidecarDeployment: count(`/apis/apps/v1/namespaces/${stack.namespace}/deployments/${name}-db`),
+      deployment: count(`/apis/apps/v1/namespaces/${stack.namespace}/deployments/${name}`),
+      service: count(`/api/v1/namespaces/${stack.namespace}/services/${name}`),
     };
     assert.deepEqual(
       objects,

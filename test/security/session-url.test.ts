@@ -17,7 +17,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import type { Browser } from 'playwright-core';
 import YAML from 'yaml';
 import { MemoryLogger } from '../../extension/src/logger.js';
 import { MemorySecretStorage } from '../../extension/test/fakes.js';
@@ -39,7 +38,7 @@ import {
   type AuthProxyProcess,
   type IngressStandIn,
 } from '../support/auth-proxy.js';
-import { isLoopback, launchBrowser, screenshot } from '../support/browser.js';
+import { isLoopback, screenshot } from '../support/browser.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
 import { AUDIENCE, startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
@@ -289,15 +288,10 @@ describe('security: a student signs in on the session host and lands in their ow
   this.timeout(300_000);
   const SESSION_HOST = 'ide.sessions.test';
   const CHART = path.resolve(import.meta.dirname, '..', '..', 'charts', 'ide-cloud');
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-  let operator: RunningOperator;
   let login: LoginProvider;
   let ide: http.Server;
+  let helmBin: string;
   let ingress: IngressStandIn;
-  let browser: Browser;
   const backends = new Map<string, string>();
   const proxies: AuthProxyProcess[] = [];
   let usersDir: string;
@@ -306,25 +300,28 @@ describe('security: a student signs in on the session host and lands in their ow
     ide = http.createServer((_req, res) => res.end(IDE_PAGE));
     await new Promise<void>((resolve) => ide.listen(0, '127.0.0.1', resolve));
     login = await listenLoginProvider();
-    let helmBin: string;
-    [cluster, helmBin, browser] = await Promise.all([
-      useCluster(),
-      ensureBinaries('helm').then((dir) => path.join(dir, 'helm')),
-      launchBrowser(),
-    ]);
-    namespace = await createTestNamespace(cluster.kc, 'sec-sign-in');
-    r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    const net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
-    await createAppDefinition(r, LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 });
-    operator = await testOperator(cluster.kc, namespace, {
+    helmBin = path.join(await ensureBinaries('helm'), 'helm');
+  });
+  const stack = useStack('sec-sign-in', {
+    apps: () => [appDefinitionSpec(LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 })],
+    operator: () => ({
       eagerStart: false,
       sessionHost: SESSION_HOST,
       sessionScheme: 'http',
       sessionIssuer: login.issuer,
       sessionAudience: AUDIENCE,
-    });
+    }),
+    browser: true,
+  });
+  stack.cleanUp(async () => {
+    await ingress?.close();
+    await Promise.all(proxies.map((p) => p.kill()));
+    await login?.close();
+    ide?.close();
+    if (usersDir) await rm(usersDir, { recursive: true, force: true });
+  });
 
+  before(async () => {
     // The chart's session sign-in and its Secret, as an installation with this provider renders them.
     const clientSecret = 'secret-of-the-session-host-client';
     const rendered = YAML.parseAllDocuments(
@@ -336,7 +333,7 @@ describe('security: a student signs in on the session host and lands in their ow
             'ide-cloud',
             CHART,
             '--namespace',
-            namespace,
+            stack.namespace,
             '--set',
             `identityProvider.issuer=${login.issuer}`,
             '--set',
@@ -355,8 +352,11 @@ describe('security: a student signs in on the session host and lands in their ow
     const find = <T>(kind: string, name: string) =>
       rendered.find((d) => d?.kind === kind && d.metadata?.name === name) as T;
     const secret = find<k8s.V1Secret>('Secret', 'ide-cloud-auth-proxy');
-    await core.createNamespacedSecret({ namespace, body: secret });
-    await net.createNamespacedIngress({ namespace, body: find<k8s.V1Ingress>('Ingress', 'ide-cloud-session-sign-in') });
+    await stack.core.createNamespacedSecret({ namespace: stack.namespace, body: secret });
+    await stack.net.createNamespacedIngress({
+      namespace: stack.namespace,
+      body: find<k8s.V1Ingress>('Ingress', 'ide-cloud-session-sign-in'),
+    });
     await login.start({
       clientId: 'ide-cloud-sessions',
       redirectUris: [`http://${SESSION_HOST}/oauth2/callback`],
@@ -376,12 +376,19 @@ describe('security: a student signs in on the session host and lands in their ow
     backends.set('ide-cloud-session-sign-in', signInProxy.origin);
 
     // A lazy session of ada; its proxy as the kubelet runs it, behind the route the operator wrote.
-    await createSession(r, 'ada-ide', { user: OWNER, appDefinition: LAZY_APP, sessionSecret: 'a'.repeat(32) });
-    await waitForSession(r, 'ada-ide', running);
-    const pod = (await cluster.kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: 'ada-ide', namespace }))
-      .spec!.template.spec!;
+    await createSession(stack.resources, 'ada-ide', {
+      user: OWNER,
+      appDefinition: LAZY_APP,
+      sessionSecret: 'a'.repeat(32),
+    });
+    await waitForSession(stack.resources, 'ada-ide', running);
+    const pod = (
+      await stack.kc
+        .makeApiClient(k8s.AppsV1Api)
+        .readNamespacedDeployment({ name: 'ada-ide', namespace: stack.namespace })
+    ).spec!.template.spec!;
     usersDir = await mkdtemp(path.join(os.tmpdir(), 'auth-proxy-'));
-    const users = await core.readNamespacedSecret({ name: 'ada-ide-env', namespace });
+    const users = await stack.core.readNamespacedSecret({ name: 'ada-ide-env', namespace: stack.namespace });
     await writeFile(path.join(usersDir, 'users'), Buffer.from(users.data!['.auth-proxy-users']!, 'base64'));
     const sessionProxy = await startAuthProxy({
       container: pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!,
@@ -391,22 +398,16 @@ describe('security: a student signs in on the session host and lands in their ow
     });
     proxies.push(sessionProxy);
     backends.set('ada-ide', sessionProxy.origin);
-    ingress = await startIngressStandIn(async () => (await net.listNamespacedIngress({ namespace })).items, backends);
-  });
-  after(async () => {
-    await browser?.close();
-    await ingress?.close();
-    await Promise.all(proxies.map((p) => p.kill()));
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-    await login?.close();
-    ide?.close();
-    if (usersDir) await rm(usersDir, { recursive: true, force: true });
+    ingress = await startIngressStandIn(
+      async () => (await stack.net.listNamespacedIngress({ namespace: stack.namespace })).items,
+      backends,
+    );
   });
 
   /** Opens the session's URL in a fresh browser, signs in as `who`; resolves with what the page shows. */
   async function openAs(who: string): Promise<{ status: number | undefined; text: string; url: string }> {
-    const url = (await r.sessions.get('ada-ide')).status!.url!;
-    const context = await browser.newContext({ proxy: { server: ingress.proxyServer, bypass: '127.0.0.1' } });
+    const url = (await stack.resources.sessions.get('ada-ide')).status!.url!;
+    const context = await stack.browser.newContext({ proxy: { server: ingress.proxyServer, bypass: '127.0.0.1' } });
     const left: string[] = [];
     await context.route('**/*', (route) => {
       const target = route.request().url();

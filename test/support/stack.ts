@@ -68,8 +68,11 @@ export interface Stack extends Readonly<StackParts> {
   startOperator(overrides?: Partial<OperatorConfigInput>, kubeConfig?: k8s.KubeConfig): Promise<RunningOperator>;
   /** Stops the operator and starts it again with the suite's settings and `overrides` (a restart, an upgrade). */
   restartOperator(overrides?: Partial<OperatorConfigInput>): Promise<RunningOperator>;
-  /** Runs `step` in the after hook, before the stack's own clean-up (the last registered first). */
-  cleanUp(step: () => Promise<unknown> | unknown): void;
+  /**
+   * Runs `step` in the after hook (the last registered first): before the stack's own clean-up, or
+   * `'last'`, after it (for what the operator still uses while it removes its finalizers, such as a proxy).
+   */
+  cleanUp(step: () => Promise<unknown> | unknown, when?: 'first' | 'last'): void;
 }
 
 const PARTS: (keyof StackParts)[] = [
@@ -95,6 +98,7 @@ const resolve = <T>(setting: Setting<T>, stack: Stack): T =>
 export function useStack(namespace: string, options: StackOptions = {}): Stack {
   const started: Partial<StackParts> = {};
   const steps: (() => Promise<unknown> | unknown)[] = [];
+  const lastSteps: (() => Promise<unknown> | unknown)[] = [];
   /** Operators the suite started besides `stack.operator`. */
   const others: RunningOperator[] = [];
   const part = <K extends keyof typeof started>(key: K): NonNullable<(typeof started)[K]> => {
@@ -108,8 +112,8 @@ export function useStack(namespace: string, options: StackOptions = {}): Stack {
     return clients.get(api) as T;
   };
   const stack = {
-    cleanUp(step: () => Promise<unknown> | unknown) {
-      steps.push(step);
+    cleanUp(step: () => Promise<unknown> | unknown, when: 'first' | 'last' = 'first') {
+      (when === 'first' ? steps : lastSteps).push(step);
     },
     async startOperator(overrides?: Partial<OperatorConfigInput>, kubeConfig?: k8s.KubeConfig) {
       const operator = await startOperator(overrides, kubeConfig);
@@ -189,6 +193,7 @@ export function useStack(namespace: string, options: StackOptions = {}): Stack {
     await attempt(() => started.node?.remove());
     const { cluster, namespace } = started;
     if (cluster && namespace) await attempt(() => cleanUpSuite(cluster.kc, namespace, [started.operator, ...others]));
+    for (const step of lastSteps.splice(0).reverse()) await attempt(step);
     if (failures.length > 0) throw failures[0];
   });
 
