@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { BrowserContext } from 'playwright-core';
 import { launchTarget } from '../../server/src/landing/index.js';
-import { loopbackContext, screenshot } from '../support/browser.js';
-import { recordReports, SESSION_HOST, sessionUrlPattern, SESSION_PAGE } from '../support/landing.js';
+import { screenshot } from '../support/browser.js';
+import { recordReports, SESSION_HOST, sessionUrlPattern, sessionHostContext } from '../support/landing.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
 import { appDefinitionSpec, provideVolume } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
@@ -35,11 +35,7 @@ describe('landing page in a real browser (identity provider on)', function () {
   });
   before(async () => {
     await idp.start({ clientId: 'ide-cloud-landing-page', redirectUris: [`${stack.landing.url}/`] });
-    ({ context, blocked } = await loopbackContext(stack.browser, {
-      hosts: [SESSION_HOST],
-      answer: SESSION_PAGE,
-      visited,
-    }));
+    ({ context, blocked } = await sessionHostContext(stack.browser, visited));
   });
   stack.cleanUp(async () => {
     await context?.close();

@@ -6,10 +6,16 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { BrowserContext } from 'playwright-core';
 import { parseLandingConfig, startLandingPage, launchTarget } from '../../server/src/landing/index.js';
-import { loopbackContext, screenshot } from '../support/browser.js';
+import { screenshot } from '../support/browser.js';
 import { eventually } from '../support/kube.js';
 import { appDefinitionSpec, ON_NODE_WITHOUT_KUBELET, provideVolume } from '../support/operator.js';
-import { LANDING_APPS, recordReports, SESSION_HOST, sessionUrlPattern, SESSION_PAGE } from '../support/landing.js';
+import {
+  LANDING_APPS,
+  recordReports,
+  SESSION_HOST,
+  sessionUrlPattern,
+  sessionHostContext,
+} from '../support/landing.js';
 import { SERVICE_AUTH_TOKEN } from '../support/service-harness.js';
 import { useStack } from '../support/stack.js';
 
@@ -57,11 +63,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
   });
 
   beforeEach(async () => {
-    ({ context, blocked } = await loopbackContext(stack.browser, {
-      hosts: [SESSION_HOST],
-      answer: SESSION_PAGE,
-      visited,
-    }));
+    ({ context, blocked } = await sessionHostContext(stack.browser, visited));
   });
   afterEach(async () => {
     await context?.close();

@@ -8,8 +8,8 @@ import type { BrowserContext } from 'playwright-core';
 import { launchTarget } from '../../server/src/landing/index.js';
 import { findCondition } from '../../server/src/model/conditions.js';
 import { SESSION_ADMITTED_CONDITION } from '../../server/src/model/session.js';
-import { loopbackContext, screenshot } from '../support/browser.js';
-import { SESSION_HOST, sessionUrlPattern, SESSION_PAGE } from '../support/landing.js';
+import { screenshot } from '../support/browser.js';
+import { SESSION_HOST, sessionUrlPattern, sessionHostContext } from '../support/landing.js';
 import { appDefinitionSpec, createSession, provideVolume, waitForSession } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
 
@@ -33,11 +33,7 @@ describe('landing page: a launch waiting in the lazy-start queue (real browser, 
     browser: true,
   });
   before(async () => {
-    ({ context, blocked } = await loopbackContext(stack.browser, {
-      hosts: [SESSION_HOST],
-      answer: SESSION_PAGE,
-      visited: [],
-    }));
+    ({ context, blocked } = await sessionHostContext(stack.browser));
   });
   stack.cleanUp(() => context?.close());
 

@@ -14,7 +14,6 @@ const REFUSAL = 'this session refuses to be stopped (test policy)';
 
 describe('operator: the idle sweep stops each session on its own', function () {
   this.timeout(180_000);
-  const logs: string[] = [];
   const stack = useStack('op-idle', {
     // No warning window: idle stops come at once (the warning has its own suite, operator-stop-warning).
     apps: [appDefinitionSpec(APP, { timeout: 1, stopWarningSeconds: 0 })],
@@ -60,7 +59,7 @@ describe('operator: the idle sweep stops each session on its own', function () {
       });
     },
     operator: { eagerStart: false, activityIntervalMs: 300 },
-    operatorLogs: logs,
+    operatorLogs: true,
   });
 
   it('a session whose stop is refused is logged and kept; the other idle sessions are still stopped', async () => {
@@ -113,7 +112,7 @@ describe('operator: the idle sweep stops each session on its own', function () {
     assert.ok(!refused.metadata.deletionTimestamp, 'the refused session was not deleted');
     assert.equal(refused.metadata.annotations?.[ANNOTATIONS.stopReason], undefined);
 
-    const failures = logs
+    const failures = stack.operatorLogs
       .map((line) => JSON.parse(line) as { msg: string; session?: string; err?: Record<string, unknown> })
       .filter((l) => l.msg.startsWith('could not stop session'));
     assert.ok(failures.length > 0, 'the refusal is logged');
@@ -122,6 +121,6 @@ describe('operator: the idle sweep stops each session on its own', function () {
       assert.ok(f.err && [403, 422].includes(f.err.kubernetesStatus as number), JSON.stringify(f.err));
       assert.deepEqual(Object.keys(f.err).sort(), ['kubernetesReason', 'kubernetesStatus']);
     }
-    assert.ok(!logs.some((line) => line.includes(REFUSAL)), "the API's message never reaches the logs");
+    assert.ok(!stack.operatorLogs.some((line) => line.includes(REFUSAL)), "the API's message never reaches the logs");
   });
 });

@@ -318,7 +318,6 @@ describe('operator: the writes of a lazy launch', function () {
   this.timeout(180_000);
   let writes: KubeWriteProxy;
   let watches: WatchHoldProxy;
-  const logs: string[] = [];
   const stack = useStack('op-lazy-writes', {
     apps: [
       appDefinitionSpec('python-latest', {
@@ -337,14 +336,14 @@ describe('operator: the writes of a lazy launch', function () {
       operatorKc.loadFromFile(watches.kubeconfig);
       await startOperator({ eagerStart: false }, operatorKc);
     },
-    operatorLogs: logs,
+    operatorLogs: true,
   });
 
   it("passes that come before the Deployment's watch event write nothing again, and the bridge token stays", async () => {
     const core = stack.kc.makeApiClient(k8s.CoreV1Api);
     const name = 'session-writes-1';
     const passes = () =>
-      logs.filter((line) => {
+      stack.operatorLogs.filter((line) => {
         const entry = JSON.parse(line) as { msg?: string; session?: string };
         return entry.msg === 'session pass' && entry.session === name;
       }).length;

@@ -25,11 +25,10 @@ const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=
 
 describe('operator: warm pool and eager start', function () {
   this.timeout(300_000);
-  const operatorLogs: string[] = [];
   const stack = useStack('op-pool', {
     apps: [appDefinitionSpec(APP, { minInstances: 2, maxInstances: 20 })],
     operator: { eagerStart: true, sessionsPerUser: 10 },
-    operatorLogs,
+    operatorLogs: true,
   });
   const bridges: Bridge[] = [];
 
@@ -193,8 +192,8 @@ describe('operator: warm pool and eager start', function () {
       'values delivered to the data bridge (posts 2)',
     );
     assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('tok-123'));
-    assert.ok(operatorLogs.length > 0, 'the operator logged');
-    assert.ok(!operatorLogs.join('').includes('tok-123'), 'the injected token is not in the operator logs');
+    assert.ok(stack.operatorLogs.length > 0, 'the operator logged');
+    assert.ok(!stack.operatorLogs.join('').includes('tok-123'), 'the injected token is not in the operator logs');
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 1, reserved: 1 }));
   });
 

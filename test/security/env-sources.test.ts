@@ -16,7 +16,6 @@ const MARKED_VALUE = 'course-platform-token-19cd';
 
 describe('security: env sources marked for session use (1)', function () {
   this.timeout(120_000);
-  const operatorLogs: string[] = [];
   const stack = useStack('sec-env', {
     apps: [BASE_APP],
     setUp: async ({ core, namespace }) => {
@@ -33,7 +32,7 @@ describe('security: env sources marked for session use (1)', function () {
       await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'plain' }, data: { A: 'b' } } });
     },
     operator: { eagerStart: false, sessionsPerUser: 5 },
-    operatorLogs,
+    operatorLogs: true,
     service: { sessionsPerUser: 5 },
   });
 
@@ -76,7 +75,7 @@ describe('security: env sources marked for session use (1)', function () {
       .makeApiClient(k8s.AppsV1Api)
       .listNamespacedDeployment({ namespace: stack.namespace, labelSelector: 'ide-cloud.io/session=direct-mallory' });
     assert.deepEqual(deployments.items, []);
-    assert.ok(!operatorLogs.join('').includes(ADMIN_TOKEN_VALUE));
+    assert.ok(!stack.operatorLogs.join('').includes(ADMIN_TOKEN_VALUE));
   });
 
   it('a marked secret is given to the session', async () => {

@@ -35,8 +35,8 @@ export interface StackOptions {
   setUp?: (stack: Stack) => Promise<void>;
   /** The operator in-process (with the FAST settings and these). */
   operator?: Setting<Partial<OperatorConfigInput>>;
-  /** Where every operator log line goes (debug level), for assertions on them. */
-  operatorLogs?: string[];
+  /** Keeps every line the operators log (debug level) in `stack.operatorLogs`, for assertions on them. */
+  operatorLogs?: boolean;
   /** The REST service in-process (its logs in `stack.service.logs`). */
   service?: Setting<ServiceOverrides>;
   /** The landing page in front of the service (the service is started for it); its logs in `stack.landingLogs`. */
@@ -55,6 +55,7 @@ interface StackParts {
   service: TestService;
   landing: RunningLandingPage;
   landingLogs: string[];
+  operatorLogs: string[];
   browser: Browser;
 }
 
@@ -84,6 +85,7 @@ const PARTS: (keyof StackParts)[] = [
   'service',
   'landing',
   'landingLogs',
+  'operatorLogs',
   'browser',
 ];
 
@@ -132,7 +134,7 @@ export function useStack(namespace: string, options: StackOptions = {}): Stack {
       kubeConfig,
       part('namespace'),
       { ...resolve(options.operator ?? {}, stack), ...overrides },
-      options.operatorLogs,
+      started.operatorLogs,
     );
   const getters: Record<string, () => unknown> = {
     kc: () => part('cluster').kc,
@@ -146,6 +148,7 @@ export function useStack(namespace: string, options: StackOptions = {}): Stack {
   before(async () => {
     const cluster = await useCluster();
     started.cluster = cluster;
+    if (options.operatorLogs) started.operatorLogs = [];
     started.namespace = await createTestNamespace(cluster.kc, namespace);
     started.resources = resourcesOf(cluster.kc, started.namespace);
     if (options.nodeWithoutKubelet) started.node = await nodeWithoutKubelet(cluster.kc, started.namespace);
