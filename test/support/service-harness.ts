@@ -223,3 +223,17 @@ export async function assertOnlySessionAnswered(
   assert.equal(answer.text, sessions[0]!.status?.url);
   return sessions[0]!;
 }
+
+/** An ephemeral launch of python-latest for `user` with one value of a course (`COURSE`), as a course link sends it. */
+export function launchEphemeral(base: string, user: string, timeout: number, course: string): Promise<Answer> {
+  return call(base, 'POST', '/service', {
+    body: {
+      appId: SERVICE_AUTH_TOKEN,
+      user,
+      appDefinition: 'python-latest',
+      ephemeral: true,
+      timeout,
+      env: { fromMap: { COURSE: course } },
+    },
+  });
+}
