@@ -21,11 +21,11 @@ const POOL = 6;
 const LAUNCHES = 10;
 
 describe('operator: claims of a warm pool under a burst of new workspaces', function () {
-  this.timeout(300_000);
   const stack = useStack('op-claims', {
     apps: [appDefinitionSpec(APP, { minInstances: POOL, maxInstances: 50 })],
     operator: { eagerStart: true, sessionsPerUser: 1 },
   });
+  this.timeout(300_000);
 
   const claims = async () =>
     (await stack.core.listNamespacedPersistentVolumeClaim({ namespace: stack.namespace })).items.filter(

@@ -13,7 +13,6 @@ const REFUSE_LABEL = 'ide-cloud.io/test-refuse-stop';
 const REFUSAL = 'this session refuses to be stopped (test policy)';
 
 describe('operator: the idle sweep stops each session on its own', function () {
-  this.timeout(180_000);
   const stack = useStack('op-idle', {
     // No warning window: idle stops come at once (the warning has its own suite, operator-stop-warning).
     apps: [appDefinitionSpec(APP, { timeout: 1, stopWarningSeconds: 0 })],
@@ -61,6 +60,7 @@ describe('operator: the idle sweep stops each session on its own', function () {
     operator: { eagerStart: false, activityIntervalMs: 300 },
     operatorLogs: true,
   });
+  this.timeout(180_000);
 
   it('a session whose stop is refused is logged and kept; the other idle sessions are still stopped', async () => {
     // The refused session first: the sweep meets it before the others (the cache lists in creation order).

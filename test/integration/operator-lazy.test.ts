@@ -14,7 +14,6 @@ import { useStack } from '../support/stack.js';
 const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
 
 describe('operator: lazy sessions, limits, workspaces, idle shutdown', function () {
-  this.timeout(180_000);
   const stack = useStack('op-lazy', {
     apps: [
       appDefinitionSpec('python-latest', {
@@ -26,6 +25,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     ],
     operator: { eagerStart: false, sessionsPerUser: 2, activityIntervalMs: 300, ingressClassName: 'nginx' },
   });
+  this.timeout(180_000);
 
   it('starts a lazy session with its workspace: Deployment, Service, sidecar, route, URL, Running', async () => {
     await stack.resources.workspaces.create({
@@ -276,11 +276,11 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 });
 
 describe('operator: sessionsPerUser within one second', function () {
-  this.timeout(180_000);
   const stack = useStack('op-limit-second', {
     apps: [appDefinitionSpec('c-latest')],
     operator: { eagerStart: false, sessionsPerUser: 1 },
   });
+  this.timeout(180_000);
 
   // Creation timestamps have one-second resolution: a session created in the same second as one that
   // is already past the check, with a name that sorts before it, must still count it.

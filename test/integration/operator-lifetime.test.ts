@@ -12,7 +12,6 @@ import { appDefinitionSpec, createSession, running, waitForSession } from '../su
 import { useStack } from '../support/stack.js';
 
 describe("operator: an app definition's maximum lifetime stops its sessions however active", function () {
-  this.timeout(180_000);
   const stack = useStack('op-lifetime', {
     apps: [
       appDefinitionSpec('timed', { timeout: 30, maxLifetimeMinutes: 1 }),
@@ -20,6 +19,7 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
     ],
     operator: { eagerStart: false, activityIntervalMs: 500 },
   });
+  this.timeout(180_000);
 
   it('stops the session at its lifetime while it reports activity, with the reason; the other goes on', async () => {
     const timed = await createSession(stack.resources, 'timed-1', { user: 'ada@example.com', appDefinition: 'timed' });

@@ -24,12 +24,12 @@ const APP = 'python-latest';
 const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=${APP}`;
 
 describe('operator: warm pool and eager start', function () {
-  this.timeout(300_000);
   const stack = useStack('op-pool', {
     apps: [appDefinitionSpec(APP, { minInstances: 2, maxInstances: 20 })],
     operator: { eagerStart: true, sessionsPerUser: 10 },
     operatorLogs: true,
   });
+  this.timeout(300_000);
   const bridges: Bridge[] = [];
 
   async function instances() {

@@ -36,11 +36,11 @@ async function assertNoDoubleReservation(apps: k8s.AppsV1Api, r: IdeCloudResourc
 const LAUNCHES = 50;
 
 describe('operator: concurrency, restarts and dropped watches', function () {
-  this.timeout(300_000);
   const stack = useStack('op-load', {
     apps: [appDefinitionSpec(APP, { minInstances: 10, maxInstances: null })],
     operator: { eagerStart: true },
   });
+  this.timeout(300_000);
 
   it(`${LAUNCHES} concurrent launches against a pool of 10: no instance reserved twice, every session Running, every route kept`, async () => {
     await eventually(

@@ -29,7 +29,6 @@ import {
 import { useStack } from '../support/stack.js';
 
 describe('operator: a start that cannot succeed fails with a reason', function () {
-  this.timeout(120_000);
   const stack = useStack('op-start', {
     // A node without kwok's annotation: nothing runs its pods but this test, acting as its kubelet.
     nodeWithoutKubelet: true,
@@ -40,6 +39,7 @@ describe('operator: a start that cannot succeed fails with a reason', function (
     ],
     operator: { eagerStart: false, sessionsPerUser: 10 },
   });
+  this.timeout(120_000);
 
   /** The session's pod once the scheduler bound it to this suite's node. */
   async function boundPod(session: string): Promise<k8s.V1Pod> {

@@ -11,7 +11,6 @@ const appId = SERVICE_AUTH_TOKEN;
 const admin = { 'x-admin-api-token': ADMIN_API_TOKEN };
 
 describe('service API on the real kube-apiserver', function () {
-  this.timeout(60_000);
   const stack = useStack('svc-api', {
     apps: [
       BASE_APP,
@@ -20,6 +19,7 @@ describe('service API on the real kube-apiserver', function () {
     ],
     service: { bodyLimit: '16kb' },
   });
+  this.timeout(60_000);
 
   describe("every row of the spec's Errors table", () => {
     it('400: ephemeral is true and the app definition has workspace-mounting sidecars', async () => {

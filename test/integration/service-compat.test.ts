@@ -16,12 +16,12 @@ const user = 'field-client@example.com';
 const STRANGER_VALUE = 'stranger-value-7c1e';
 
 describe('clients in the field: envelope, unknown fields, the spec activity request', function () {
-  this.timeout(180_000);
   const stack = useStack('svc-compat', {
     apps: [BASE_APP],
     operator: { eagerStart: false, sessionsPerUser: 1 },
     service: { sessionsPerUser: 1 },
   });
+  this.timeout(180_000);
 
   /** A body as a field client sends it: its kind, the base URL it was configured with, and extras. */
   function envelope(kind: string, body: Record<string, unknown>): Record<string, unknown> {

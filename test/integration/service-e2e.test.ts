@@ -14,12 +14,12 @@ import { useStack } from '../support/stack.js';
 const appId = SERVICE_AUTH_TOKEN;
 
 describe('service end to end with the operator', function () {
-  this.timeout(180_000);
   const stack = useStack('svc-e2e', {
     apps: [BASE_APP],
     operator: { eagerStart: false, sessionsPerUser: 1 },
     service: { sessionsPerUser: 1, activityRequiresToken: true },
   });
+  this.timeout(180_000);
 
   it('launches an ephemeral session and answers the operator URL; stop ends it', async () => {
     const user = 'e2e-ephemeral@example.com';

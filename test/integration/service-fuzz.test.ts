@@ -121,8 +121,8 @@ function assertDocumentedError(answer: Answer): void {
 }
 
 describe('service fuzzing (fast-check)', function () {
-  this.timeout(180_000);
   const stack = useStack('svc-fuzz', { apps: [BASE_APP], service: { logLevel: 'warn' } });
+  this.timeout(180_000);
   let appDefinitionBefore: unknown;
 
   before(async () => {

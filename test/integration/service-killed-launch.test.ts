@@ -25,7 +25,6 @@ import { spawnService, type ServiceProcess } from '../support/service-process.js
 import { useStack } from '../support/stack.js';
 
 describe('service process killed during a blocking launch, the real operator serving it', function () {
-  this.timeout(300_000);
   const stack = useStack('svc-killed', {
     nodeWithoutKubelet: true,
     apps: [
@@ -35,6 +34,7 @@ describe('service process killed during a blocking launch, the real operator ser
     ],
     operator: { eagerStart: false, sessionsPerUser: 1 },
   });
+  this.timeout(300_000);
   let service: ServiceProcess | undefined;
   stack.cleanUp(() => service?.kill('SIGKILL'));
 

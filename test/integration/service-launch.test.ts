@@ -17,7 +17,6 @@ import { useStack } from '../support/stack.js';
 const appId = SERVICE_AUTH_TOKEN;
 
 describe('service launch (the test plays the operator)', function () {
-  this.timeout(120_000);
   const stack = useStack('svc-launch', {
     apps: [
       BASE_APP,
@@ -28,6 +27,7 @@ describe('service launch (the test plays the operator)', function () {
     // Activity reports need the IDE's activity token here: the hardening an installation can turn on.
     service: { sessionsPerUser: 1, activityRequiresToken: true },
   });
+  this.timeout(120_000);
   let users = 0;
   /** A fresh user per test: sessionsPerUser is 1. */
   const newUser = () => `student${++users}@example.com`;

@@ -19,8 +19,8 @@ import { useStack } from '../support/stack.js';
 const appId = SERVICE_AUTH_TOKEN;
 
 describe('service restarted during a blocking launch: the retry adopts or clears the half-started session', function () {
-  this.timeout(120_000);
   const stack = useStack('svc-restart', { apps: [BASE_APP] });
+  this.timeout(120_000);
   let service: TestService | undefined;
   stack.cleanUp(() => service?.close());
 

@@ -18,8 +18,8 @@ const PLATFORM_TOKEN = 'platform-token-5c0ffee-91';
 const SECRET_VALUE = 'an-env-secret-value-0042';
 
 describe('service secrets stay out of logs, metrics and listings', function () {
-  this.timeout(60_000);
   const stack = useStack('svc-secrets', { apps: [BASE_APP], service: { sessionsPerUser: 5 } });
+  this.timeout(60_000);
   const user = 'secretive@example.com';
   const sessionSecrets: string[] = [];
 

@@ -32,11 +32,11 @@ async function podToken(core: k8s.CoreV1Api, namespace: string, pod: k8s.V1Pod):
 }
 
 describe('security: the data bridge takes values only from the operator, once per reservation (8)', function () {
-  this.timeout(180_000);
   const stack = useStack('sec-bridge', {
     apps: [appDefinitionSpec(APP, { minInstances: 1, maxInstances: 5 })],
     operator: { eagerStart: true, sessionsPerUser: 5 },
   });
+  this.timeout(180_000);
   let bridge: BridgeServer | undefined;
   let store: EnvironmentStore;
   let base: string;

@@ -13,8 +13,8 @@ const VICTIM = 'teacher@example.com';
 const UNVERIFIED = { code: 403, reason: "the token's e-mail is not verified by the identity provider" };
 
 describe('security: unverified e-mails (27.8)', function () {
-  this.timeout(120_000);
   const stack = useStack('sec-email', { apps: [BASE_APP] });
+  this.timeout(120_000);
   let idp: TestIdentityProvider;
   const services: TestService[] = [];
 

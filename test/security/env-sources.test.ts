@@ -15,7 +15,6 @@ const ADMIN_TOKEN_VALUE = 'installation-admin-token-77aa';
 const MARKED_VALUE = 'course-platform-token-19cd';
 
 describe('security: env sources marked for session use (1)', function () {
-  this.timeout(120_000);
   const stack = useStack('sec-env', {
     apps: [BASE_APP],
     setUp: async ({ core, namespace }) => {
@@ -35,6 +34,7 @@ describe('security: env sources marked for session use (1)', function () {
     operatorLogs: true,
     service: { sessionsPerUser: 5 },
   });
+  this.timeout(120_000);
 
   const launch = (user: string, env: Record<string, string[]>) =>
     call(stack.service.url, 'POST', '/service', {

@@ -21,13 +21,13 @@ import { spawnService, type ServiceProcess } from '../support/service-process.js
 import { useStack } from '../support/stack.js';
 
 describe('security: a session that became ready after its service was killed (27.10)', function () {
-  this.timeout(300_000);
   const stack = useStack('sec-killed-slot', {
     nodeWithoutKubelet: true,
     // A start deadline far beyond the test's bounds: it cannot be what frees a user's slot.
     apps: [appDefinitionSpec('patient', { ...ON_NODE_WITHOUT_KUBELET, startDeadlineSeconds: 600 })],
     operator: { eagerStart: false, sessionsPerUser: 1 },
   });
+  this.timeout(300_000);
   let service: ServiceProcess | undefined;
   stack.cleanUp(() => service?.kill('SIGKILL'));
 

@@ -16,12 +16,12 @@ const SESSION_SECRET = 'cookie-secret-0b93e6d2a4c8f1e7';
 const SESSION = 'lazy-victim';
 
 describe('security: a lazy session keeps its values in a Secret it owns (7)', function () {
-  this.timeout(120_000);
   const stack = useStack('sec-lazy', {
     apps: [appDefinitionSpec('python-latest')],
     operator: { eagerStart: false },
     operatorLogs: true,
   });
+  this.timeout(120_000);
   const secrets = () => [GIT_TOKEN, PLATFORM_TOKEN, SESSION_SECRET, activityToken(SESSION_SECRET, SESSION)];
 
   before(async () => {

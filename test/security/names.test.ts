@@ -19,8 +19,8 @@ const REPO = 'https://git.example.org/course/exercise-01.git';
 const oldSessionNameFor = (workspace: string) => dnsLabel(['session', workspace.replace(/^ws-/, '')]);
 
 describe('security: workspace and session names (10)', function () {
-  this.timeout(120_000);
   const stack = useStack('sec-names', { apps: [BASE_APP], service: {} });
+  this.timeout(120_000);
 
   const launch = (user: string, workspaceName: string, timeoutMinutes = 0.5) =>
     call(stack.service.url, 'POST', '/service', {

@@ -17,11 +17,11 @@ const OWNER = 'alice@example.com';
 const OTHER = 'mallory@example.com';
 
 describe('security: a claim kept by reclaim policy Retain goes only to the same user', function () {
-  this.timeout(180_000);
   const stack = useStack('sec-retain', {
     apps: [appDefinitionSpec(APP, { minInstances: 0, maxInstances: 10 })],
     operator: { workspaceReclaimPolicy: 'Retain' },
   });
+  this.timeout(180_000);
 
   const createWorkspace = (user: string) =>
     stack.resources.workspaces.create({

@@ -32,11 +32,11 @@ function slowClient(port: number, head: string, trickle: string, everyMs: number
 }
 
 describe('security: the service front door', function () {
-  this.timeout(120_000);
   const stack = useStack('sec-input', {
     apps: [BASE_APP],
     service: { requestReadTimeoutMs: READ_TIMEOUT_MS, headersTimeoutMs: READ_TIMEOUT_MS },
   });
+  this.timeout(120_000);
 
   describe('slow clients (6)', () => {
     const port = () => Number(new URL(stack.service.url).port);

@@ -8,8 +8,8 @@ import { createAppDefinition, createSession, running, waitForSession } from '../
 import { useStack } from '../support/stack.js';
 
 describe('security: races of the session pass', function () {
-  this.timeout(180_000);
   const stack = useStack('sec-races');
+  this.timeout(180_000);
 
   it('a status write of a pass that read a session does not land on a later session of the same name', async () => {
     // No operator: the pass is played by hand with the operator's own writer.
