@@ -21,7 +21,7 @@ import {
   call,
   type Answer,
 } from '../support/service-harness.js';
-import { spawnService, type ServiceProcess } from '../support/service-process.js';
+import type { ServiceProcess } from '../support/service-process.js';
 import { useStack } from '../support/stack.js';
 
 describe('service process killed during a blocking launch, the real operator serving it', function () {
@@ -36,12 +36,7 @@ describe('service process killed during a blocking launch, the real operator ser
   });
   this.timeout(300_000);
   let service: ServiceProcess | undefined;
-  stack.cleanUp(() => service?.kill('SIGKILL'));
-
-  const startService = () =>
-    spawnService(stack.cluster.kubeconfig, stack.namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' }).then(
-      (s) => (service = s),
-    );
+  const startService = () => stack.spawnService({ IDE_CLOUD_SESSIONS_PER_USER: '1' }).then((s) => (service = s));
 
   const launch = (body: Record<string, unknown>): Promise<Answer> =>
     call(service!.url, 'POST', '/service', {

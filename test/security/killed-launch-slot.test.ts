@@ -17,7 +17,7 @@ import {
   call,
   type Answer,
 } from '../support/service-harness.js';
-import { spawnService, type ServiceProcess } from '../support/service-process.js';
+import type { ServiceProcess } from '../support/service-process.js';
 import { useStack } from '../support/stack.js';
 
 describe('security: a session that became ready after its service was killed (27.10)', function () {
@@ -29,12 +29,7 @@ describe('security: a session that became ready after its service was killed (27
   });
   this.timeout(300_000);
   let service: ServiceProcess | undefined;
-  stack.cleanUp(() => service?.kill('SIGKILL'));
-
-  const startService = () =>
-    spawnService(stack.cluster.kubeconfig, stack.namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' }).then(
-      (s) => (service = s),
-    );
+  const startService = () => stack.spawnService({ IDE_CLOUD_SESSIONS_PER_USER: '1' }).then((s) => (service = s));
 
   const launch = (user: string, course: string): Promise<Answer> =>
     call(service!.url, 'POST', '/service', {

@@ -21,6 +21,7 @@ import { cleanUpSuite, nodeWithoutKubelet, testOperator } from './operator.js';
 
 type NodeWithoutKubelet = Awaited<ReturnType<typeof nodeWithoutKubelet>>;
 import { resourcesOf, SERVICE_AUTH_TOKEN, startTestService, type TestService } from './service-harness.js';
+import { spawnService, type ServiceProcess } from './service-process.js';
 
 type ServiceOverrides = NonNullable<Parameters<typeof startTestService>[2]>;
 /** A setting, or a function of the stack started so far (for values known only then, such as a URL). */
@@ -67,6 +68,8 @@ export interface Stack extends Readonly<StackParts> {
   readonly net: k8s.NetworkingV1Api;
   /** Starts one more operator (a replica, a second version) with the suite's settings and `overrides`; the clean-up stops it. */
   startOperator(overrides?: Partial<OperatorConfigInput>, kubeConfig?: k8s.KubeConfig): Promise<RunningOperator>;
+  /** Starts the service as its own process (main.ts) on the suite's namespace; the clean-up kills it (SIGKILL). */
+  spawnService(env?: Record<string, string>): Promise<ServiceProcess>;
   /** Stops the operator and starts it again with the suite's settings and `overrides` (a restart, an upgrade). */
   restartOperator(overrides?: Partial<OperatorConfigInput>): Promise<RunningOperator>;
   /**
@@ -121,6 +124,11 @@ export function useStack(namespace: string, options: StackOptions = {}): Stack {
       const operator = await startOperator(overrides, kubeConfig);
       others.push(operator);
       return operator;
+    },
+    async spawnService(env?: Record<string, string>) {
+      const service = await spawnService(part('cluster').kubeconfig, part('namespace'), env);
+      steps.push(() => service.kill('SIGKILL'));
+      return service;
     },
     async restartOperator(overrides?: Partial<OperatorConfigInput>) {
       await part('operator').stop();
