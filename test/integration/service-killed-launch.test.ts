@@ -17,7 +17,7 @@ import { appDefinitionSpec, ON_NODE_WITHOUT_KUBELET } from '../support/operator.
 import {
   SERVICE_AUTH_TOKEN,
   activeSessionsOf,
-  assertOnlySessionAnswered,
+  assertAnsweredAlone,
   call,
   type Answer,
 } from '../support/service-harness.js';
@@ -81,11 +81,10 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, answer.text);
 
-    const session = await assertOnlySessionAnswered(
+    const session = await assertAnsweredAlone(
       stack.resources,
-      user,
       answer,
-      half.metadata.uid,
+      half,
       'the same session, adopted: no second one',
     );
     const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
@@ -150,11 +149,10 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
 
-    const session = await assertOnlySessionAnswered(
+    const session = await assertAnsweredAlone(
       stack.resources,
-      user,
       answer,
-      half.metadata.uid,
+      half,
       'the same session, adopted: no second one',
     );
     const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
@@ -176,13 +174,7 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
 
-    const session = await assertOnlySessionAnswered(
-      stack.resources,
-      user,
-      answer,
-      fresh!.metadata.uid,
-      'only the fresh session',
-    );
+    const session = await assertAnsweredAlone(stack.resources, answer, fresh!, 'only the fresh session');
     assert.equal(session.spec.envVars?.TOKEN, 'second');
     // Removed through the operator's finalizer, not left Starting.
     await eventually(async () => {

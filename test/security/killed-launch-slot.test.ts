@@ -13,7 +13,7 @@ import { appDefinitionSpec, ON_NODE_WITHOUT_KUBELET } from '../support/operator.
 import {
   SERVICE_AUTH_TOKEN,
   activeSessionsOf,
-  assertOnlySessionAnswered,
+  assertAnsweredAlone,
   call,
   type Answer,
 } from '../support/service-harness.js';
@@ -110,13 +110,7 @@ describe('security: a session that became ready after its service was killed (27
     if (fresh) await stack.node.kubeletStarts(await stack.node.boundPod(fresh.metadata.name));
     const answer = await retry;
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${orphan.metadata.name}: ${answer.text}`);
-    const session = await assertOnlySessionAnswered(
-      stack.resources,
-      user,
-      answer,
-      fresh!.metadata.uid,
-      'only the fresh session',
-    );
+    const session = await assertAnsweredAlone(stack.resources, answer, fresh!, 'only the fresh session');
     assert.equal(session.spec.envVars?.COURSE, 'compilers');
   });
 

@@ -206,18 +206,17 @@ export async function activeSessionsOf(resources: IdeCloudResources, user: strin
   );
 }
 
-/** Asserts that `uid` is the one session `user` has left and that `answer` gave its URL; resolves with it. */
-export async function assertOnlySessionAnswered(
+/** Asserts that `expected` is the one session its user has left and that `answer` gave its URL; resolves with it. */
+export async function assertAnsweredAlone(
   resources: IdeCloudResources,
-  user: string,
   answer: Answer,
-  uid: string | undefined,
+  expected: Session,
   message: string,
 ): Promise<Session> {
-  const sessions = await activeSessionsOf(resources, user);
+  const sessions = await activeSessionsOf(resources, expected.spec.user);
   assert.deepEqual(
     sessions.map((s) => s.metadata.uid),
-    [uid],
+    [expected.metadata.uid],
     message,
   );
   assert.equal(answer.text, sessions[0]!.status?.url);
