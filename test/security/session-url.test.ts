@@ -22,7 +22,6 @@ import { MemoryLogger } from '../../extension/src/logger.js';
 import { MemorySecretStorage } from '../../extension/test/fakes.js';
 import { BridgeServer } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import {
   AUTH_PROXY_ADMISSION_DIR,
@@ -30,7 +29,6 @@ import {
   AUTH_PROXY_USERS_DIR,
 } from '../../server/src/operator/auth-proxy.js';
 import { AUTH_PROXY_ADMISSION_TOKEN_KEY } from '../../server/src/model/data-bridge.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
 import { ensureBinaries, freePort } from '../../scripts/cluster/control-plane.js';
 import {
   startAuthProxy,
@@ -39,21 +37,10 @@ import {
   type IngressStandIn,
 } from '../support/auth-proxy.js';
 import { isLoopback, screenshot } from '../support/browser.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
 import { AUDIENCE, startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
-import {
-  appDefinitionSpec,
-  bridgeToken,
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { appDefinitionSpec, bridgeToken, createSession, running, waitForSession } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
 
 const WARM_APP = 'warm-ide';
@@ -458,10 +445,6 @@ describe('security: a student signs in on the session host and lands in their ow
 describe('security: in anonymous mode the URL key is the credential, and only its path is routed (3)', function () {
   this.timeout(180_000);
   const SESSION_HOST = 'ide.anonymous.test';
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
   let ide: http.Server;
   let ingress: IngressStandIn;
   let proxy: AuthProxyProcess;
@@ -470,18 +453,20 @@ describe('security: in anonymous mode the URL key is the credential, and only it
   before(async () => {
     ide = http.createServer((req, res) => res.end(`${IDE_PAGE} ${req.url}`));
     await new Promise<void>((resolve) => ide.listen(0, '127.0.0.1', resolve));
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-url-key');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionHost: SESSION_HOST });
-    const net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
-    ingress = await startIngressStandIn(async () => (await net.listNamespacedIngress({ namespace })).items, backends);
   });
-  after(async () => {
+  const stack = useStack('sec-url-key', {
+    apps: () => [appDefinitionSpec(LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 })],
+    operator: { eagerStart: false, sessionHost: SESSION_HOST },
+  });
+  before(async () => {
+    ingress = await startIngressStandIn(
+      async () => (await stack.net.listNamespacedIngress({ namespace: stack.namespace })).items,
+      backends,
+    );
+  });
+  stack.cleanUp(async () => {
     await proxy?.kill();
     await ingress?.close();
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
     ide?.close();
   });
 
@@ -502,13 +487,19 @@ describe('security: in anonymous mode the URL key is the credential, and only it
     });
 
   it('opens at the URL with its key; without the key, or with another, nothing is there', async () => {
-    await createSession(r, 'anon-ada', { user: OWNER, appDefinition: LAZY_APP, sessionSecret: 'k'.repeat(32) });
-    const session = await waitForSession(r, 'anon-ada', running);
+    await createSession(stack.resources, 'anon-ada', {
+      user: OWNER,
+      appDefinition: LAZY_APP,
+      sessionSecret: 'k'.repeat(32),
+    });
+    const session = await waitForSession(stack.resources, 'anon-ada', running);
     const url = session.status!.url!;
     const key = new URL(url).pathname.split('/')[2]!;
     assert.match(key, /^[0-9a-f]{32}$/, 'a key of 128 bits');
     const pod = (
-      await cluster.kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: 'anon-ada', namespace })
+      await stack.kc
+        .makeApiClient(k8s.AppsV1Api)
+        .readNamespacedDeployment({ name: 'anon-ada', namespace: stack.namespace })
     ).spec!.template.spec!;
     proxy = await startAuthProxy({
       container: pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!,
@@ -532,10 +523,14 @@ describe('security: in anonymous mode the URL key is the credential, and only it
       assert.ok(!answer.text.includes(IDE_PAGE));
     }
     // A new session of the same name (the next launch after a stop) gets another key.
-    await r.sessions.delete('anon-ada');
-    await eventually(async () => assert.equal((await r.sessions.list()).length, 0), 60_000);
-    await createSession(r, 'anon-ada', { user: OWNER, appDefinition: LAZY_APP, sessionSecret: 'n'.repeat(32) });
-    const next = await waitForSession(r, 'anon-ada', running);
+    await stack.resources.sessions.delete('anon-ada');
+    await eventually(async () => assert.equal((await stack.resources.sessions.list()).length, 0), 60_000);
+    await createSession(stack.resources, 'anon-ada', {
+      user: OWNER,
+      appDefinition: LAZY_APP,
+      sessionSecret: 'n'.repeat(32),
+    });
+    const next = await waitForSession(stack.resources, 'anon-ada', running);
     assert.notEqual(new URL(next.status!.url!).pathname.split('/')[2], key);
     assert.equal((await through(`${url}src/main.py`)).status, 404, 'the old URL opens nothing');
   });
