@@ -43,6 +43,18 @@ describe('service process killed during a blocking launch, the real operator ser
       body: { appId: SERVICE_AUTH_TOKEN, appDefinition: 'python', timeout: 2, ...body },
     });
 
+  /** `answer` gave the URL of `half`, adopted and Ready, the one session of its user. */
+  async function assertAdopted(answer: Answer, half: Session): Promise<void> {
+    const session = await assertAnsweredAlone(
+      stack.resources,
+      answer,
+      half,
+      'the same session, adopted: no second one',
+    );
+    const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
+    assert.equal(ready?.status, 'True');
+  }
+
   const boundPod = (session: string) => stack.node.boundPod(session);
   const kubeletStarts = (pod: k8s.V1Pod) => stack.node.kubeletStarts(pod);
 
@@ -81,14 +93,7 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, answer.text);
 
-    const session = await assertAnsweredAlone(
-      stack.resources,
-      answer,
-      half,
-      'the same session, adopted: no second one',
-    );
-    const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
-    assert.equal(ready?.status, 'True');
+    await assertAdopted(answer, half);
     // The user is not held by an orphan: the same launch again answers the same session at once.
     const again = await launch({ user, workspaceName: 'ws-adopt' });
     assert.equal(again.status, 200, again.text);
@@ -149,14 +154,7 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
 
-    const session = await assertAnsweredAlone(
-      stack.resources,
-      answer,
-      half,
-      'the same session, adopted: no second one',
-    );
-    const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
-    assert.equal(ready?.status, 'True');
+    await assertAdopted(answer, half);
   });
 
   it('an ephemeral launch cut by the kill, retried with other values: the half-started session makes way for a fresh one', async () => {
