@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import { GROUP, VERSION } from '../../server/src/model/api-group.js';
 import { eventually } from '../support/kube.js';
+import { APP_DEFINITION_DEFAULTS } from '../support/service-harness.js';
 import { useStack } from '../support/stack.js';
 
 type CustomObject = k8s.KubernetesObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
@@ -103,8 +104,9 @@ describe('foundation on the real kube-apiserver', function () {
     });
   }
 
-  it('applies the schema defaults of an AppDefinition', async () => {
-    const created = (await custom.createNamespacedCustomObject({
+  /** An AppDefinition of the example spec with `spec` on it, created straight through the API. */
+  const createAppDefinitionObject = (name: string, spec: Record<string, unknown>) =>
+    custom.createNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
       namespace: stack.namespace,
@@ -112,39 +114,18 @@ describe('foundation on the real kube-apiserver', function () {
       body: {
         apiVersion: `${GROUP}/${VERSION}`,
         kind: 'AppDefinition',
-        metadata: { name: 'c-latest' },
-        spec: { ...examples.appdefinitions, name: 'c-latest' },
+        metadata: { name },
+        spec: { ...examples.appdefinitions, name, ...spec },
       },
-    })) as CustomObject;
-    assert.deepEqual(
-      { ...created.spec },
-      {
-        ...examples.appdefinitions,
-        name: 'c-latest',
-        requestsMemory: '500M',
-        requestsCpu: '200m',
-        limitsMemory: '2400M',
-        limitsCpu: '2',
-        minInstances: 0,
-        maxInstances: 1000,
-      },
-    );
+    }) as Promise<CustomObject>;
+
+  it('applies the schema defaults of an AppDefinition', async () => {
+    const created = await createAppDefinitionObject('c-latest', {});
+    assert.deepEqual({ ...created.spec }, { ...examples.appdefinitions, name: 'c-latest', ...APP_DEFINITION_DEFAULTS });
   });
 
   it('rejects an AppDefinition with minInstances > maxInstances, and accepts maxInstances null', async () => {
-    const create = (name: string, spec: Record<string, unknown>) =>
-      custom.createNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: stack.namespace,
-        plural: 'appdefinitions',
-        body: {
-          apiVersion: `${GROUP}/${VERSION}`,
-          kind: 'AppDefinition',
-          metadata: { name },
-          spec: { ...examples.appdefinitions, name, ...spec },
-        },
-      }) as Promise<CustomObject>;
+    const create = createAppDefinitionObject;
 
     await assert.rejects(
       create('too-many', { minInstances: 5, maxInstances: 2 }),

@@ -4,7 +4,13 @@ import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { configStoreName, userLabelValue } from '../../server/src/model/names.js';
-import { ADMIN_API_TOKEN, BASE_APP, SERVICE_AUTH_TOKEN, call } from '../support/service-harness.js';
+import {
+  ADMIN_API_TOKEN,
+  APP_DEFINITION_DEFAULTS,
+  BASE_APP,
+  SERVICE_AUTH_TOKEN,
+  call,
+} from '../support/service-harness.js';
 import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
@@ -211,12 +217,7 @@ describe('service API on the real kube-apiserver', function () {
       assert.deepEqual(items[0], {
         name: 'python-latest',
         image: 'ide-cloud/session-python:latest',
-        requestsMemory: '500M',
-        requestsCpu: '200m',
-        limitsMemory: '2400M',
-        limitsCpu: '2',
-        minInstances: 0,
-        maxInstances: 1000,
+        ...APP_DEFINITION_DEFAULTS,
         port: 3000,
         ingressname: 'ide-cloud-sessions',
         options: { dataBridgeEnabled: 'true' },

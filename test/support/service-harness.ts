@@ -78,6 +78,16 @@ export async function call(
   return { status: response.status, text, json, headers: response.headers };
 }
 
+/** What the AppDefinition schema fills in for a spec that leaves them out. */
+export const APP_DEFINITION_DEFAULTS = {
+  requestsMemory: '500M',
+  requestsCpu: '200m',
+  limitsMemory: '2400M',
+  limitsCpu: '2',
+  minInstances: 0,
+  maxInstances: 1000,
+};
+
 export const BASE_APP: AppDefinitionSpecInput = {
   name: 'python-latest',
   image: 'ide-cloud/session-python:latest',
