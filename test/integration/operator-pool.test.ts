@@ -296,14 +296,15 @@ describe('operator: warm pool and eager start', function () {
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
   });
 
+  /** A session of `user` on `workspace`, made as the service makes it, once it runs. */
+  async function runningOn(workspace: string, name: string, user: string) {
+    await createSession(stack.resources, name, { user, appDefinition: APP, workspace });
+    return waitForSession(stack.resources, name, running);
+  }
+
   it('relaunches a workspace that holds work on a pod of its own, mounting its claim', async () => {
     const claim = (await stack.resources.workspaces.get('ws-gina')).status!.claimName!;
-    await createSession(stack.resources, 'ws-again', {
-      user: 'gina@example.com',
-      appDefinition: APP,
-      workspace: 'ws-gina',
-    });
-    const s = await waitForSession(stack.resources, 'ws-again', running);
+    const s = await runningOn('ws-gina', 'ws-again', 'gina@example.com');
     assert.equal(s.status?.startStrategy, 'lazy');
     const reservedCondition = s.status!.conditions!.find((c) => c.type === 'Reserved')!;
     assert.equal(reservedCondition.reason, 'WorkspaceHoldsWork');
@@ -319,12 +320,7 @@ describe('operator: warm pool and eager start', function () {
       metadata: { name: 'ws-hal' },
       spec: { user: 'hal@example.com', appDefinition: APP },
     });
-    await createSession(stack.resources, 'ws-hal-1', {
-      user: 'hal@example.com',
-      appDefinition: APP,
-      workspace: 'ws-hal',
-    });
-    const hal = await waitForSession(stack.resources, 'ws-hal-1', running);
+    const hal = await runningOn('ws-hal', 'ws-hal-1', 'hal@example.com');
     assert.equal(hal.status?.startStrategy, 'lazy');
     assert.equal((await stack.resources.workspaces.get('ws-hal')).status?.claimName, 'ws-hal');
     await stack.resources.sessions.delete('ws-hal-1');
