@@ -18,10 +18,10 @@ import { useCluster, type TestCluster } from './cluster.js';
 import { createTestNamespace } from './kube.js';
 import { LANDING_APPS, logSink } from './landing.js';
 import { cleanUpSuite, nodeWithoutKubelet, testOperator } from './operator.js';
-
-type NodeWithoutKubelet = Awaited<ReturnType<typeof nodeWithoutKubelet>>;
 import { resourcesOf, SERVICE_AUTH_TOKEN, startTestService, type TestService } from './service-harness.js';
 import { spawnService, type ServiceProcess } from './service-process.js';
+
+type NodeWithoutKubelet = Awaited<ReturnType<typeof nodeWithoutKubelet>>;
 
 type ServiceOverrides = NonNullable<Parameters<typeof startTestService>[2]>;
 /** A setting, or a function of the stack started so far (for values known only then, such as a URL). */
@@ -202,8 +202,8 @@ export function useStack(namespace: string, options: StackOptions = {}): Stack {
     await attempt(() => started.landing?.close());
     await attempt(() => started.service?.close());
     await attempt(() => started.node?.remove());
-    const { cluster, namespace } = started;
-    if (cluster && namespace) await attempt(() => cleanUpSuite(cluster.kc, namespace, [started.operator, ...others]));
+    const { cluster, namespace: created } = started;
+    if (cluster && created) await attempt(() => cleanUpSuite(cluster.kc, created, [started.operator, ...others]));
     for (const step of lastSteps.splice(0).reverse()) await attempt(step);
     if (failures.length > 0) throw failures[0];
   });
