@@ -4,41 +4,17 @@
 // service (identity-provider mode), the real operator and the local control plane.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Browser, BrowserContext } from 'playwright-core';
-import {
-  launchTarget,
-  parseLandingConfig,
-  startLandingPage,
-  type RunningLandingPage,
-} from '../../server/src/landing/index.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { launchBrowser, loopbackContext, screenshot } from '../support/browser.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
-import {
-  LANDING_APPS,
-  logSink,
-  recordReports,
-  SESSION_HOST,
-  sessionUrlPattern,
-  SESSION_PAGE,
-} from '../support/landing.js';
+import type { BrowserContext } from 'playwright-core';
+import { launchTarget } from '../../server/src/landing/index.js';
+import { screenshot } from '../support/browser.js';
+import { recordReports, SESSION_HOST, sessionUrlPattern, sessionHostContext } from '../support/landing.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
-import { createAppDefinition, ideCloudResources, provideVolume, testOperator } from '../support/operator.js';
-import { SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
+import { appDefinitionSpec, provideVolume } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 describe('landing page in a real browser (identity provider on)', function () {
   this.timeout(240_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
   let idp: LoginProvider;
-  let service: TestService;
-  let landing: RunningLandingPage;
-  let landingLogs: string[];
-  let browser: Browser;
   let context: BrowserContext;
   let blocked: string[];
   const visited: string[] = [];
@@ -46,48 +22,30 @@ describe('landing page in a real browser (identity provider on)', function () {
   const repo = 'https://git.example.test/course/exercise-2.git';
 
   before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'landing-sso');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, 'python-latest');
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionHost: SESSION_HOST });
     idp = await listenLoginProvider();
-    service = await startTestService(cluster.kc, namespace, {
-      identityProvider: { issuer: idp.issuer, audience: idp.audience },
-    });
-    const sink = logSink();
-    landingLogs = sink.lines;
-    landing = await startLandingPage(
-      parseLandingConfig({
-        serviceUrl: service.url,
-        serviceAuthToken: SERVICE_AUTH_TOKEN,
-        apps: LANDING_APPS,
-        identityProvider: { issuer: idp.issuer, clientId: 'ide-cloud-landing-page', scope: idp.scope },
-        port: 0,
-        host: '127.0.0.1',
-        logLevel: 'debug',
-      }),
-      { logDestination: sink.stream },
-    );
-    await idp.start({ clientId: 'ide-cloud-landing-page', redirectUris: [`${landing.url}/`] });
-    browser = await launchBrowser();
-    ({ context, blocked } = await loopbackContext(browser, { hosts: [SESSION_HOST], answer: SESSION_PAGE, visited }));
   });
-
-  after(async () => {
+  const stack = useStack('landing-sso', {
+    apps: [appDefinitionSpec('python-latest')],
+    operator: { eagerStart: false, sessionHost: SESSION_HOST },
+    service: () => ({ identityProvider: { issuer: idp.issuer, audience: idp.audience } }),
+    landing: () => ({
+      identityProvider: { issuer: idp.issuer, clientId: 'ide-cloud-landing-page', scope: idp.scope },
+    }),
+    browser: true,
+  });
+  before(async () => {
+    await idp.start({ clientId: 'ide-cloud-landing-page', redirectUris: [`${stack.landing.url}/`] });
+    ({ context, blocked } = await sessionHostContext(stack.browser, visited));
+  });
+  stack.cleanUp(async () => {
     await context?.close();
-    await browser?.close();
-    await landing?.close();
-    await service?.close();
     await idp?.close();
-    await operator?.stop();
-    if (cluster && namespace) await deleteTestNamespace(cluster.kc, namespace);
   });
 
   it('signs in first (authorization code + PKCE), then auto-starts as the signed-in user', async () => {
     const email = 'grace@example.com';
     const { workspaceName, sessionName } = launchTarget('python-latest', email, repo);
-    await provideVolume(cluster.kc, namespace, workspaceName);
+    await provideVolume(stack.kc, stack.namespace, workspaceName);
     const page = await context.newPage();
     const reports = await recordReports(page);
     const authorizeRequests: string[] = [];
@@ -96,7 +54,7 @@ describe('landing page in a real browser (identity provider on)', function () {
     });
 
     // `user` is not read with the identity provider on: the token's e-mail is the user.
-    const link = `${landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken, user: 'mallory@example.com' })}`;
+    const link = `${stack.landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken, user: 'mallory@example.com' })}`;
     await page.goto(link);
     await page.waitForSelector('input[name=login]', { timeout: 30_000 });
     assert.ok(page.url().startsWith(idp.issuer), 'sent to the identity provider before anything else');
@@ -117,11 +75,11 @@ describe('landing page in a real browser (identity provider on)', function () {
 
     await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
     assert.ok(visited.some((url) => sessionUrlPattern(sessionName).test(url)));
-    const session = await r.sessions.get(sessionName);
+    const session = await stack.resources.sessions.get(sessionName);
     assert.equal(session.spec.user, email);
     assert.equal(session.spec.envVars?.PLATFORM_TOKEN, platformToken);
 
-    const landingReports = reports.filter((rep) => rep.href.startsWith(landing.url));
+    const landingReports = reports.filter((rep) => rep.href.startsWith(stack.landing.url));
     assert.ok(landingReports.length > 0);
     for (const report of landingReports) {
       assert.ok(!report.href.includes(platformToken), `address bar holds the token: ${report.href}`);
@@ -134,7 +92,7 @@ describe('landing page in a real browser (identity provider on)', function () {
       blocked.filter((url) => !url.startsWith('https://fonts.googleapis.com/')),
       [],
     );
-    const logs = [...landingLogs, ...service.logs].join('\n');
+    const logs = [...stack.landingLogs, ...stack.service.logs].join('\n');
     assert.ok(!logs.includes(platformToken), 'the platform token reached the logs');
   });
 
@@ -149,11 +107,13 @@ describe('landing page in a real browser (identity provider on)', function () {
       const url = request.url();
       if (url.includes('/.well-known/openid-configuration') || url.endsWith('/config.json')) fetched.push(url);
     });
-    await page.goto(`${landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`);
+    await page.goto(
+      `${stack.landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`,
+    );
     await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 60_000 });
     assert.deepEqual(fetched, []);
     assert.deepEqual(
-      (await r.workspaces.list()).filter((w) => w.spec.user === email).map((w) => w.metadata.name),
+      (await stack.resources.workspaces.list()).filter((w) => w.spec.user === email).map((w) => w.metadata.name),
       [launchTarget('python-latest', email, repo).workspaceName],
     );
   });

@@ -4,50 +4,26 @@
 // go to test-artifacts/.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Browser, BrowserContext } from 'playwright-core';
-import {
-  parseLandingConfig,
-  startLandingPage,
-  launchTarget,
-  type RunningLandingPage,
-} from '../../server/src/landing/index.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { launchBrowser, loopbackContext, screenshot } from '../support/browser.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
-import {
-  createAppDefinition,
-  ideCloudResources,
-  nodeWithoutKubelet,
-  ON_NODE_WITHOUT_KUBELET,
-  provideVolume,
-  testOperator,
-} from '../support/operator.js';
+import type { BrowserContext } from 'playwright-core';
+import { parseLandingConfig, startLandingPage, launchTarget } from '../../server/src/landing/index.js';
+import { screenshot } from '../support/browser.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, ON_NODE_WITHOUT_KUBELET, provideVolume } from '../support/operator.js';
 import {
   LANDING_APPS,
-  logSink,
   recordReports,
   SESSION_HOST,
   sessionUrlPattern,
-  SESSION_PAGE,
+  sessionHostContext,
 } from '../support/landing.js';
-import { SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
+import { SERVICE_AUTH_TOKEN } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const STEPS = ['requested', 'created', 'starting', 'routed', 'ready'];
 
 describe('landing page in a real browser (anonymous mode, real service and operator)', function () {
   this.timeout(240_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
-  let withoutKubelet: Awaited<ReturnType<typeof nodeWithoutKubelet>> | undefined;
-  let service: TestService;
   const visited: string[] = [];
-  let landing: RunningLandingPage;
-  let landingLogs: string[];
-  let browser: Browser;
   let context: BrowserContext;
   let blocked: string[];
 
@@ -58,7 +34,8 @@ describe('landing page in a real browser (anonymous mode, real service and opera
   const withCredentials = (password: string) => repo.replace('https://', `https://student:${password}@`);
   const secrets = [platformToken, gitPassword, newGitPassword];
 
-  const deepLink = (params: Record<string, string>) => `${landing.url}/?${new URLSearchParams(params).toString()}`;
+  const deepLink = (params: Record<string, string>) =>
+    `${stack.landing.url}/?${new URLSearchParams(params).toString()}`;
   const fullLink = (user: string, password = gitPassword) =>
     deepLink({
       appDef: 'python-latest',
@@ -71,59 +48,32 @@ describe('landing page in a real browser (anonymous mode, real service and opera
       gitToken: 'ignored-git-token',
     });
 
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'landing');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, 'python-latest');
-    await createAppDefinition(r, 'java-17-templates-latest');
+  const stack = useStack('landing', {
     // Its pods go to a node no kubelet runs: they never start, so its sessions stay starting.
-    withoutKubelet = await nodeWithoutKubelet(cluster.kc, namespace);
-    await createAppDefinition(r, 'ocaml-latest', ON_NODE_WITHOUT_KUBELET);
-    operator = await testOperator(cluster.kc, namespace, {
-      eagerStart: false,
-      sessionHost: SESSION_HOST,
-      sessionScheme: 'http',
-      sessionsPerUser: 3,
-    });
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 3 });
-    const sink = logSink();
-    landingLogs = sink.lines;
-    landing = await startLandingPage(
-      parseLandingConfig({
-        serviceUrl: service.url,
-        serviceAuthToken: SERVICE_AUTH_TOKEN,
-        apps: LANDING_APPS,
-        port: 0,
-        host: '127.0.0.1',
-        logLevel: 'debug',
-      }),
-      { logDestination: sink.stream },
-    );
-    browser = await launchBrowser();
+    nodeWithoutKubelet: true,
+    apps: [
+      appDefinitionSpec('python-latest'),
+      appDefinitionSpec('java-17-templates-latest'),
+      appDefinitionSpec('ocaml-latest', ON_NODE_WITHOUT_KUBELET),
+    ],
+    operator: { eagerStart: false, sessionHost: SESSION_HOST, sessionScheme: 'http', sessionsPerUser: 3 },
+    service: { sessionsPerUser: 3 },
+    landing: {},
+    browser: true,
   });
 
   beforeEach(async () => {
-    ({ context, blocked } = await loopbackContext(browser, { hosts: [SESSION_HOST], answer: SESSION_PAGE, visited }));
+    ({ context, blocked } = await sessionHostContext(stack.browser, visited));
   });
   afterEach(async () => {
     await context?.close();
     assert.deepEqual(blocked, [], 'the page tried to reach a non-loopback host');
   });
 
-  after(async () => {
-    await browser?.close();
-    await landing?.close();
-    await service?.close();
-    await operator?.stop();
-    await withoutKubelet?.remove();
-    if (cluster && namespace) await deleteTestNamespace(cluster.kc, namespace);
-  });
-
   it('auto-starts with appDef, gitUri and platformToken: progress in order, then the session URL', async () => {
     const user = 'alice@example.com';
     const { workspaceName, sessionName } = launchTarget('python-latest', user, repo);
-    await provideVolume(cluster.kc, namespace, workspaceName);
+    await provideVolume(stack.kc, stack.namespace, workspaceName);
     const page = await context.newPage();
     const reports = await recordReports(page);
     const launches: string[] = [];
@@ -138,7 +88,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     assert.equal(launches.length, 1, 'no click needed, exactly one launch');
 
     // The address bar never showed a token once the page ran.
-    const landingReports = reports.filter((rep) => rep.href.startsWith(landing.url));
+    const landingReports = reports.filter((rep) => rep.href.startsWith(stack.landing.url));
     assert.ok(landingReports.length > 0);
     for (const report of landingReports) {
       for (const secret of [...secrets, 'ignored-git-token', 'platformToken', 'gitUri']) {
@@ -153,7 +103,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
       assert.ok(landingReports[i]!.steps.startsWith(landingReports[i - 1]!.steps), 'steps only move forward');
     }
 
-    const session = await r.sessions.get(sessionName);
+    const session = await stack.resources.sessions.get(sessionName);
     assert.equal(session.spec.user, user);
     assert.equal(session.spec.workspace, workspaceName);
     assert.deepEqual(session.spec.envVars, {
@@ -176,13 +126,13 @@ describe('landing page in a real browser (anonymous mode, real service and opera
       await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 60_000 });
       await page.close();
     }
-    const workspaces = (await r.workspaces.list()).filter((w) => w.spec.user === user);
+    const workspaces = (await stack.resources.workspaces.list()).filter((w) => w.spec.user === user);
     assert.deepEqual(
       workspaces.map((w) => w.metadata.name),
       [workspaceName],
     );
     assert.deepEqual(
-      (await r.sessions.list()).filter((s) => s.spec.user === user).map((s) => s.metadata.name),
+      (await stack.resources.sessions.list()).filter((s) => s.spec.user === user).map((s) => s.metadata.name),
       [sessionName],
     );
   });
@@ -190,7 +140,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
   it('appDef and gitUri without platformToken: the launch screen, then a manual launch with a build system', async () => {
     const user = 'bob@example.com';
     const { workspaceName, sessionName } = launchTarget('java-17-templates-latest', user, repo);
-    await provideVolume(cluster.kc, namespace, workspaceName);
+    await provideVolume(stack.kc, stack.namespace, workspaceName);
     const page = await context.newPage();
     const launches: string[] = [];
     page.on('request', (request) => {
@@ -199,7 +149,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     await page.goto(deepLink({ appdef: 'java-17-templates-latest', gitUri: withCredentials(gitPassword), user }));
     await page.waitForSelector('body[data-screen=launch]');
     assert.ok(!page.url().includes(gitPassword), 'no credentials in the address bar');
-    assert.equal(page.url(), `${landing.url}/`);
+    assert.equal(page.url(), `${stack.landing.url}/`);
     // Every configured app with its label; the -templates app preselected with its build systems.
     assert.deepEqual(await page.$$eval('#apps label', (labels) => labels.map((l) => l.textContent)), [
       'Python',
@@ -214,12 +164,12 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     ]);
     await screenshot(page, 'landing-launch-screen');
     assert.equal(launches.length, 0, 'no launch without a click');
-    assert.equal((await r.sessions.list()).filter((s) => s.spec.user === user).length, 0);
+    assert.equal((await stack.resources.sessions.list()).filter((s) => s.spec.user === user).length, 0);
 
     await page.selectOption('#build-system', 'gradle');
     await page.click('#launch-button');
     await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
-    const session = await r.sessions.get(sessionName);
+    const session = await stack.resources.sessions.get(sessionName);
     assert.equal(session.spec.envVars?.TEMPLATE, 'gradle');
     assert.equal(session.spec.envVars?.PLATFORM_TOKEN, undefined);
     assert.equal(session.spec.envVars?.IDE, 'true');
@@ -236,7 +186,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     assert.equal(await page.getAttribute('body', 'data-failure'), 'unknown-app');
     assert.match((await page.textContent('#error-title')) ?? '', /Unknown IDE type/);
     assert.deepEqual(apiCalls, []);
-    assert.equal((await r.sessions.list()).filter((s) => s.spec.user === 'eve@example.com').length, 0);
+    assert.equal((await stack.resources.sessions.list()).filter((s) => s.spec.user === 'eve@example.com').length, 0);
     await screenshot(page, 'landing-error-unknown-app');
   });
 
@@ -262,15 +212,15 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     assert.match((await page.textContent('#elapsed')) ?? '', /^\d+:\d\d$/);
     assert.ok(Number(await page.getAttribute('#progress-bar', 'value')) >= 3);
     await screenshot(page, 'landing-progress');
-    await eventually(async () => assert.ok(await r.sessions.find(sessionName)), 30_000);
+    await eventually(async () => assert.ok(await stack.resources.sessions.find(sessionName)), 30_000);
 
     await page.click('#cancel-button');
     await page.waitForSelector('body[data-screen=error]');
     assert.equal(await page.getAttribute('body', 'data-failure'), 'cancelled');
     await screenshot(page, 'landing-cancelled');
-    await eventually(async () => assert.equal(await r.sessions.find(sessionName), undefined), 30_000);
+    await eventually(async () => assert.equal(await stack.resources.sessions.find(sessionName), undefined), 30_000);
     // Issue 27, item 1: the workspace this launch made never served, and goes with it (no claim left).
-    await eventually(async () => assert.equal(await r.workspaces.find(workspaceName), undefined), 30_000);
+    await eventually(async () => assert.equal(await stack.resources.workspaces.find(workspaceName), undefined), 30_000);
     const steps = reports.at(-1)!.steps.split(',');
     assert.deepEqual(steps, STEPS.slice(0, steps.length));
   });
@@ -289,13 +239,13 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     assert.match((await page.textContent('#error-title')) ?? '', /No network connection/);
     await screenshot(page, 'landing-network-lost');
     await context.setOffline(false);
-    await r.sessions.delete(sessionName);
+    await stack.resources.sessions.delete(sessionName);
   });
 
   it('accepts the same parameters by an HTML form POST (no token in any address)', async () => {
     const user = 'dave@example.com';
     const { workspaceName, sessionName } = launchTarget('python-latest', user, repo);
-    await provideVolume(cluster.kc, namespace, workspaceName);
+    await provideVolume(stack.kc, stack.namespace, workspaceName);
     const page = await context.newPage();
     const addresses: string[] = [];
     page.on('request', (request) => addresses.push(request.url()));
@@ -303,13 +253,15 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     const inputs = Object.entries(fields)
       .map(([name, value]) => `<input type="hidden" name="${name}" value="${value}">`)
       .join('');
-    await page.setContent(`<form method="post" action="${landing.url}/">${inputs}<button id="go">Go</button></form>`);
+    await page.setContent(
+      `<form method="post" action="${stack.landing.url}/">${inputs}<button id="go">Go</button></form>`,
+    );
     await page.click('#go');
     await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
     for (const address of addresses) {
       for (const secret of secrets) assert.ok(!address.includes(secret), `token in a request address: ${address}`);
     }
-    assert.equal((await r.sessions.get(sessionName)).spec.envVars?.PLATFORM_TOKEN, platformToken);
+    assert.equal((await stack.resources.sessions.get(sessionName)).spec.envVars?.PLATFORM_TOKEN, platformToken);
   });
 
   it('a failed ping shows the maintenance message', async () => {
@@ -336,7 +288,7 @@ describe('landing page in a real browser (anonymous mode, real service and opera
   });
 
   it('never logs a token or credential', () => {
-    const logs = [...landingLogs, ...service.logs].join('\n');
+    const logs = [...stack.landingLogs, ...stack.service.logs].join('\n');
     for (const secret of secrets) assert.ok(!logs.includes(secret), 'a secret reached the logs');
   });
 });

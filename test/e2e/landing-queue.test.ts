@@ -4,102 +4,62 @@
 // words instead of a timeout, launches again when the service's timeout ends while queued, and opens
 // the IDE once the session runs.
 import assert from 'node:assert/strict';
-import type { Browser, BrowserContext } from 'playwright-core';
-import {
-  launchTarget,
-  parseLandingConfig,
-  startLandingPage,
-  type RunningLandingPage,
-} from '../../server/src/landing/index.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import type { BrowserContext } from 'playwright-core';
+import { launchTarget } from '../../server/src/landing/index.js';
 import { findCondition } from '../../server/src/model/conditions.js';
 import { SESSION_ADMITTED_CONDITION } from '../../server/src/model/session.js';
-import { launchBrowser, loopbackContext, screenshot } from '../support/browser.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace } from '../support/kube.js';
-import { LANDING_APPS, logSink, SESSION_HOST, sessionUrlPattern, SESSION_PAGE } from '../support/landing.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  provideVolume,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
-import { SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
+import { screenshot } from '../support/browser.js';
+import { SESSION_HOST, sessionUrlPattern, sessionHostContext } from '../support/landing.js';
+import { appDefinitionSpec, createSession, provideVolume, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 describe('landing page: a launch waiting in the lazy-start queue (real browser, service and operator)', function () {
   this.timeout(240_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
-  let service: TestService;
-  let landing: RunningLandingPage;
-  let browser: Browser;
   let context: BrowserContext;
   let blocked: string[];
 
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'landing-queue');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, 'python-latest');
+  const stack = useStack('landing-queue', {
+    apps: [appDefinitionSpec('python-latest')],
     // One lazy start every 10 s; the service's launch timeout (5 s) ends while the launch is queued.
-    operator = await testOperator(cluster.kc, namespace, {
+    operator: {
       eagerStart: false,
       sessionHost: SESSION_HOST,
       sessionScheme: 'http',
       lazyStartsPerSecond: 0.1,
       lazyStartBurst: 1,
-    });
-    service = await startTestService(cluster.kc, namespace, { launchTimeoutMinutes: 5 / 60 });
-    const sink = logSink();
-    landing = await startLandingPage(
-      parseLandingConfig({
-        serviceUrl: service.url,
-        serviceAuthToken: SERVICE_AUTH_TOKEN,
-        apps: LANDING_APPS,
-        port: 0,
-        host: '127.0.0.1',
-        logLevel: 'debug',
-      }),
-      { logDestination: sink.stream },
-    );
-    browser = await launchBrowser();
-    ({ context, blocked } = await loopbackContext(browser, {
-      hosts: [SESSION_HOST],
-      answer: SESSION_PAGE,
-      visited: [],
-    }));
+    },
+    service: { launchTimeoutMinutes: 5 / 60 },
+    landing: {},
+    browser: true,
   });
-
-  after(async () => {
-    await context?.close();
-    await browser?.close();
-    await landing?.close();
-    await service?.close();
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
+  before(async () => {
+    ({ context, blocked } = await sessionHostContext(stack.browser));
   });
+  stack.cleanUp(() => context?.close());
 
   it('shows the place in the queue in words, launches again at the timeout, then opens the IDE', async () => {
     // The first session takes the one token: the page's launch waits about 10 s behind it.
-    await createSession(r, 'session-before', { user: 'before@example.com', appDefinition: 'python-latest' });
-    await waitForSession(r, 'session-before', (s) => !!findCondition(s.status?.conditions, SESSION_ADMITTED_CONDITION));
+    await createSession(stack.resources, 'session-before', {
+      user: 'before@example.com',
+      appDefinition: 'python-latest',
+    });
+    await waitForSession(
+      stack.resources,
+      'session-before',
+      (s) => !!findCondition(s.status?.conditions, SESSION_ADMITTED_CONDITION),
+    );
 
     const user = 'queued@example.com';
     const repo = 'https://git.example.test/course/exercise-1.git';
     const { workspaceName, sessionName } = launchTarget('python-latest', user, repo);
-    await provideVolume(cluster.kc, namespace, workspaceName);
+    await provideVolume(stack.kc, stack.namespace, workspaceName);
     const page = await context.newPage();
     const launches: number[] = [];
     page.on('response', (response) => {
       if (response.url().endsWith('/api/launch')) launches.push(response.status());
     });
     const link = new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken: 'ptok-queue', user });
-    await page.goto(`${landing.url}/?${link.toString()}`);
+    await page.goto(`${stack.landing.url}/?${link.toString()}`);
 
     await page.waitForSelector('body[data-queue="1"]', { timeout: 60_000 });
     assert.equal(

@@ -3,8 +3,9 @@
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import { GROUP, VERSION } from '../../server/src/model/api-group.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
+import { APP_DEFINITION_DEFAULTS } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 type CustomObject = k8s.KubernetesObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
@@ -21,19 +22,14 @@ const examples: Record<string, Record<string, unknown>> = {
 
 describe('foundation on the real kube-apiserver', function () {
   this.timeout(15 * 60_000); // the very first run builds the Kubernetes binaries
-  let cluster: TestCluster;
-  let namespace: string;
+  const stack = useStack('foundation');
   let custom: k8s.CustomObjectsApi;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'foundation');
-    custom = cluster.kc.makeApiClient(k8s.CustomObjectsApi);
+  before(() => {
+    custom = stack.kc.makeApiClient(k8s.CustomObjectsApi);
   });
-  after(async () => deleteTestNamespace(cluster.kc, namespace));
 
   it('serves the three kinds with their short names (what `kubectl get ad` resolves)', async () => {
-    const resources = await cluster.kc
+    const resources = await stack.kc
       .makeApiClient(k8s.CustomObjectsApi)
       .getAPIResources({ group: GROUP, version: VERSION });
     const byName = Object.fromEntries(
@@ -52,9 +48,9 @@ describe('foundation on the real kube-apiserver', function () {
     it(`creates, reads, lists, watches and deletes ${plural}`, async () => {
       const name = plural === 'appdefinitions' ? 'python-latest' : `${plural}-crud`;
       const events: string[] = [];
-      const watch = new k8s.Watch(cluster.kc);
+      const watch = new k8s.Watch(stack.kc);
       const request = await watch.watch(
-        `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
+        `/apis/${GROUP}/${VERSION}/namespaces/${stack.namespace}/${plural}`,
         {},
         (phase: string, object: CustomObject) => {
           if (object.metadata?.name === name) events.push(phase);
@@ -65,7 +61,7 @@ describe('foundation on the real kube-apiserver', function () {
         const created = (await custom.createNamespacedCustomObject({
           group: GROUP,
           version: VERSION,
-          namespace,
+          namespace: stack.namespace,
           plural,
           body: { apiVersion: `${GROUP}/${VERSION}`, kind: kindOf[plural], metadata: { name }, spec: examples[plural] },
         })) as CustomObject;
@@ -74,7 +70,7 @@ describe('foundation on the real kube-apiserver', function () {
         const read = (await custom.getNamespacedCustomObject({
           group: GROUP,
           version: VERSION,
-          namespace,
+          namespace: stack.namespace,
           plural,
           name,
         })) as CustomObject;
@@ -86,7 +82,7 @@ describe('foundation on the real kube-apiserver', function () {
         const list = (await custom.listNamespacedCustomObject({
           group: GROUP,
           version: VERSION,
-          namespace,
+          namespace: stack.namespace,
           plural,
         })) as { items: CustomObject[] };
         assert.deepEqual(
@@ -94,7 +90,13 @@ describe('foundation on the real kube-apiserver', function () {
           [name],
         );
 
-        await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name });
+        await custom.deleteNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace: stack.namespace,
+          plural,
+          name,
+        });
         await eventually(() => assert.deepEqual(events, ['ADDED', 'DELETED']), 10_000);
       } finally {
         request.abort();
@@ -102,48 +104,28 @@ describe('foundation on the real kube-apiserver', function () {
     });
   }
 
-  it('applies the schema defaults of an AppDefinition', async () => {
-    const created = (await custom.createNamespacedCustomObject({
+  /** An AppDefinition of the example spec with `spec` on it, created straight through the API. */
+  const createAppDefinitionObject = (name: string, spec: Record<string, unknown>) =>
+    custom.createNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
-      namespace,
+      namespace: stack.namespace,
       plural: 'appdefinitions',
       body: {
         apiVersion: `${GROUP}/${VERSION}`,
         kind: 'AppDefinition',
-        metadata: { name: 'c-latest' },
-        spec: { ...examples.appdefinitions, name: 'c-latest' },
+        metadata: { name },
+        spec: { ...examples.appdefinitions, name, ...spec },
       },
-    })) as CustomObject;
-    assert.deepEqual(
-      { ...created.spec },
-      {
-        ...examples.appdefinitions,
-        name: 'c-latest',
-        requestsMemory: '500M',
-        requestsCpu: '200m',
-        limitsMemory: '2400M',
-        limitsCpu: '2',
-        minInstances: 0,
-        maxInstances: 1000,
-      },
-    );
+    }) as Promise<CustomObject>;
+
+  it('applies the schema defaults of an AppDefinition', async () => {
+    const created = await createAppDefinitionObject('c-latest', {});
+    assert.deepEqual({ ...created.spec }, { ...examples.appdefinitions, name: 'c-latest', ...APP_DEFINITION_DEFAULTS });
   });
 
   it('rejects an AppDefinition with minInstances > maxInstances, and accepts maxInstances null', async () => {
-    const create = (name: string, spec: Record<string, unknown>) =>
-      custom.createNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural: 'appdefinitions',
-        body: {
-          apiVersion: `${GROUP}/${VERSION}`,
-          kind: 'AppDefinition',
-          metadata: { name },
-          spec: { ...examples.appdefinitions, name, ...spec },
-        },
-      }) as Promise<CustomObject>;
+    const create = createAppDefinitionObject;
 
     await assert.rejects(
       create('too-many', { minInstances: 5, maxInstances: 2 }),
@@ -170,7 +152,7 @@ describe('foundation on the real kube-apiserver', function () {
 
   it('updates status only through the status subresource', async () => {
     const name = 'status-session';
-    const base = { group: GROUP, version: VERSION, namespace, plural: 'sessions', name };
+    const base = { group: GROUP, version: VERSION, namespace: stack.namespace, plural: 'sessions', name };
     await custom.createNamespacedCustomObject({
       ...base,
       body: {
@@ -208,10 +190,10 @@ describe('foundation on the real kube-apiserver', function () {
   });
 
   it('runs a Deployment to a Running pod with an IP on the kwok node', async () => {
-    const apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    const apps = stack.kc.makeApiClient(k8s.AppsV1Api);
+    const core = stack.kc.makeApiClient(k8s.CoreV1Api);
     await apps.createNamespacedDeployment({
-      namespace,
+      namespace: stack.namespace,
       body: {
         metadata: { name: 'web' },
         spec: {
@@ -225,14 +207,14 @@ describe('foundation on the real kube-apiserver', function () {
       },
     });
     const pod = await eventually(async () => {
-      const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app=web' });
+      const pods = await core.listNamespacedPod({ namespace: stack.namespace, labelSelector: 'app=web' });
       const running = pods.items.find((p) => p.status?.phase === 'Running' && p.status.podIP);
       assert.ok(running, 'no Running pod with an IP yet');
       return running;
     }, 60_000);
     assert.equal(pod.spec?.nodeName, 'kwok-node-0');
     await eventually(async () => {
-      const deployment = await apps.readNamespacedDeployment({ name: 'web', namespace });
+      const deployment = await apps.readNamespacedDeployment({ name: 'web', namespace: stack.namespace });
       assert.equal(deployment.status?.readyReplicas, 1);
     }, 30_000);
   });
@@ -242,13 +224,13 @@ describe('foundation on the real kube-apiserver', function () {
     const owner = (await custom.createNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
-      namespace,
+      namespace: stack.namespace,
       plural: 'sessions',
       body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Session', metadata: { name }, spec: examples.sessions },
     })) as CustomObject;
-    const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    const core = stack.kc.makeApiClient(k8s.CoreV1Api);
     await core.createNamespacedConfigMap({
-      namespace,
+      namespace: stack.namespace,
       body: {
         metadata: {
           name: 'owned-config',
@@ -259,10 +241,16 @@ describe('foundation on the real kube-apiserver', function () {
         data: { a: 'b' },
       },
     });
-    await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'sessions', name });
+    await custom.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: stack.namespace,
+      plural: 'sessions',
+      name,
+    });
     await eventually(async () => {
       await assert.rejects(
-        core.readNamespacedConfigMap({ name: 'owned-config', namespace }),
+        core.readNamespacedConfigMap({ name: 'owned-config', namespace: stack.namespace }),
         (e: k8s.ApiException<string>) => e.code === 404,
       );
     }, 60_000);

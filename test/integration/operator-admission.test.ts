@@ -5,33 +5,22 @@
 // queue; limits apply to queued sessions; a restarted operator finds the same queue.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { byCreation } from '../../server/src/model/admission.js';
 import { API_VERSION, LABELS } from '../../server/src/model/api-group.js';
 import { findCondition } from '../../server/src/model/conditions.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
 import { sessionNameFor } from '../../server/src/model/names.js';
 import { SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from '../../server/src/model/session.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
 import {
   call,
   SERVICE_AUTH_TOKEN,
-  startTestService,
   takeServerSentEvents,
   type StreamMessage,
   type TestService,
 } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 interface Place {
   position: number;
@@ -85,40 +74,20 @@ const admittedAt = (s: Session) => {
 
 describe('operator: fair burst admission of lazy starts, with a visible queue', function () {
   this.timeout(300_000);
-  let cluster: TestCluster;
-
-  before(async () => {
-    cluster = await useCluster();
-  });
 
   describe('at 2 lazy starts a second, bursts of 2', () => {
     const rate = { perSecond: 2, burst: 2 };
-    let namespace: string;
-    let r: IdeCloudResources;
-    let operator: RunningOperator;
-    let service: TestService;
-
-    before(async () => {
-      namespace = await createTestNamespace(cluster.kc, 'admission');
-      r = ideCloudResources(cluster.kc, namespace);
-      await createAppDefinition(r, 'python-latest');
-      operator = await testOperator(cluster.kc, namespace, {
-        eagerStart: false,
-        lazyStartsPerSecond: rate.perSecond,
-        lazyStartBurst: rate.burst,
-      });
-      service = await startTestService(cluster.kc, namespace);
-    });
-    after(async () => {
-      await service?.close();
-      await cleanUpSuite(cluster.kc, namespace, [operator]);
+    const stack = useStack('admission', {
+      apps: [appDefinitionSpec('python-latest')],
+      operator: { eagerStart: false, lazyStartsPerSecond: rate.perSecond, lazyStartBurst: rate.burst },
+      service: {},
     });
 
     it('admits twelve lazy launches in creation order, never faster than the rate; each queued one sees its place fall', async () => {
       // Deployment creations as a watch reports them, with the test's clock at the report.
       const created: { name: string; at: number }[] = [];
-      const watch = await new k8s.Watch(cluster.kc).watch(
-        `/apis/apps/v1/namespaces/${namespace}/deployments`,
+      const watch = await new k8s.Watch(stack.kc).watch(
+        `/apis/apps/v1/namespaces/${stack.namespace}/deployments`,
         {},
         (type: string, d: k8s.V1Deployment) => {
           if (type === 'ADDED' && d.metadata?.labels?.[LABELS.component] === 'session') {
@@ -131,14 +100,17 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
         const workspace = `ws-burst-${String(i).padStart(2, '0')}`;
         return { user: `student-${i}@example.com`, workspace, name: sessionNameFor(workspace) };
       });
-      const streams = launches.map((l) => followProgress(service, l.user, l.workspace));
+      const streams = launches.map((l) => followProgress(stack.service, l.user, l.workspace));
       try {
         await Promise.all(streams.map((s) => s.opened));
         const start = Date.now();
         // One after another, so that creation order is the order of their names too.
-        for (const l of launches) await createSession(r, l.name, { user: l.user, appDefinition: 'python-latest' });
+        for (const l of launches)
+          await createSession(stack.resources, l.name, { user: l.user, appDefinition: 'python-latest' });
         const creating = Date.now() - start;
-        const sessions = await Promise.all(launches.map((l) => waitForSession(r, l.name, running, 120_000)));
+        const sessions = await Promise.all(
+          launches.map((l) => waitForSession(stack.resources, l.name, running, 120_000)),
+        );
         await eventually(() => assert.ok(streams.every((s) => s.sessions.some((m) => m.url))), 30_000);
 
         // The gate's record: admissions in creation order, and within any window at most
@@ -189,40 +161,36 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
   });
 
   describe('at one lazy start every 10 seconds', () => {
-    let namespace: string;
-    let r: IdeCloudResources;
-    let operator: RunningOperator | undefined;
-    let service: TestService;
     const config = { eagerStart: false, sessionsPerUser: 1, lazyStartsPerSecond: 0.1, lazyStartBurst: 1 };
+    const stack = useStack('admission-slow', {
+      // Shorter than some waits in the queue below: the start deadline counts from the admission.
+      apps: [appDefinitionSpec('python-latest', { startDeadlineSeconds: 9 })],
+      operator: config,
+      service: {},
+    });
     const launch = (user: string, workspaceName: string, timeout: number) =>
-      call(service.url, 'POST', '/service', {
+      call(stack.service.url, 'POST', '/service', {
         body: { appId: SERVICE_AUTH_TOKEN, user, appDefinition: 'python-latest', workspaceName, timeout },
       });
     const queuedCondition = async (name: string) => {
-      const s = await waitForSession(r, name, (x) => admission(x)?.reason === SessionAdmittedReason.queued);
+      const s = await waitForSession(
+        stack.resources,
+        name,
+        (x) => admission(x)?.reason === SessionAdmittedReason.queued,
+      );
       return admission(s)!;
     };
 
-    before(async () => {
-      namespace = await createTestNamespace(cluster.kc, 'admission-slow');
-      r = ideCloudResources(cluster.kc, namespace);
-      // Shorter than some waits in the queue below: the start deadline counts from the admission.
-      await createAppDefinition(r, 'python-latest', { startDeadlineSeconds: 9 });
-      operator = await testOperator(cluster.kc, namespace, config);
-      service = await startTestService(cluster.kc, namespace);
-    });
-    after(async () => {
-      await service?.close();
-      await cleanUpSuite(cluster.kc, namespace, [operator]);
-    });
-
     it('a launch still queued at its timeout answers 551 saying so; its session keeps its place and a relaunch gets the URL', async () => {
       // The first takes the one token; the launch behind it waits about 10 s for the next.
-      await createSession(r, 'session-first', { user: 'first@example.com', appDefinition: 'python-latest' });
-      await waitForSession(r, 'session-first', (s) => admission(s)?.status === 'True');
+      await createSession(stack.resources, 'session-first', {
+        user: 'first@example.com',
+        appDefinition: 'python-latest',
+      });
+      await waitForSession(stack.resources, 'session-first', (s) => admission(s)?.status === 'True');
       const user = 'late@example.com';
       const workspace = 'ws-late';
-      const stream = followProgress(service, user, workspace);
+      const stream = followProgress(stack.service, user, workspace);
       try {
         await stream.opened;
         const answer = await launch(user, workspace, 0.08);
@@ -233,15 +201,15 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
             'the session is still queued for a start (position 1, about 10 s); it keeps its place: launch again to wait for it',
         });
         // Kept: the session, still queued (the operator's start deadline does not run in the queue), and its workspace.
-        const kept = await r.sessions.get(sessionNameFor(workspace));
+        const kept = await stack.resources.sessions.get(sessionNameFor(workspace));
         assert.equal(kept.metadata.deletionTimestamp, undefined);
         assert.equal(admission(kept)?.reason, SessionAdmittedReason.queued);
-        await r.workspaces.get(workspace);
+        await stack.resources.workspaces.get(workspace);
         assert.deepEqual(stream.places().at(-1), { position: 1, estimatedWaitSeconds: 10 });
 
         const again = await launch(user, workspace, 1);
         assert.equal(again.status, 200, again.text);
-        const session = await r.sessions.get(sessionNameFor(workspace));
+        const session = await stack.resources.sessions.get(sessionNameFor(workspace));
         assert.equal(again.text, session.status?.url);
         assert.equal(session.metadata.uid, kept.metadata.uid);
       } finally {
@@ -251,17 +219,20 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
 
     it('a deleted queued session leaves the queue; limits count queued sessions; a restarted operator finds the queue', async () => {
       // Wait for a token to be spent, so that the three below queue behind it.
-      await createSession(r, 'session-gate', { user: 'gate@example.com', appDefinition: 'python-latest' });
-      await waitForSession(r, 'session-gate', (s) => admission(s)?.status === 'True', 30_000);
+      await createSession(stack.resources, 'session-gate', {
+        user: 'gate@example.com',
+        appDefinition: 'python-latest',
+      });
+      await waitForSession(stack.resources, 'session-gate', (s) => admission(s)?.status === 'True', 30_000);
       const names = ['ws-q-a', 'ws-q-b', 'ws-q-c'];
       const users = names.map((n) => `${n}@example.com`);
-      const streams = names.map((w, i) => followProgress(service, users[i]!, w));
+      const streams = names.map((w, i) => followProgress(stack.service, users[i]!, w));
       // Every write to the last one's Session until it is past the gate (a watch reports each).
       const last = sessionNameFor(names[2]!);
       const writesWhileWaiting: string[] = [];
       let passed = false;
-      const watch = await new k8s.Watch(cluster.kc).watch(
-        `/apis/${API_VERSION}/namespaces/${namespace}/sessions`,
+      const watch = await new k8s.Watch(stack.kc).watch(
+        `/apis/${API_VERSION}/namespaces/${stack.namespace}/sessions`,
         {},
         (type: string, s: Session) => {
           if (s.metadata?.name !== last || type !== 'MODIFIED' || passed) return;
@@ -273,31 +244,36 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
       try {
         await Promise.all(streams.map((s) => s.opened));
         for (const [i, w] of names.entries()) {
-          await createSession(r, sessionNameFor(w), { user: users[i]!, appDefinition: 'python-latest' });
+          await createSession(stack.resources, sessionNameFor(w), { user: users[i]!, appDefinition: 'python-latest' });
         }
         for (const w of names) await queuedCondition(sessionNameFor(w));
         await eventually(() => assert.equal(streams[2]!.places().at(-1)?.position, 3), 30_000);
 
         // A queued session counts against the user's sessions (sessionsPerUser 1): the next one is refused.
-        await createSession(r, 'session-ws-q-b-again', { user: users[1]!, appDefinition: 'python-latest' });
-        const refused = await waitForSession(r, 'session-ws-q-b-again', (s) => s.status?.phase === 'Failed');
+        await createSession(stack.resources, 'session-ws-q-b-again', {
+          user: users[1]!,
+          appDefinition: 'python-latest',
+        });
+        const refused = await waitForSession(
+          stack.resources,
+          'session-ws-q-b-again',
+          (s) => s.status?.phase === 'Failed',
+        );
         assert.equal(refused.status?.error?.code, ErrorCode.sessionsPerUserReached);
 
         // The middle one is deleted: the last moves up (behind the first, unless its token came
         // meanwhile), and the deleted one is never started.
-        await r.sessions.delete(sessionNameFor(names[1]!));
+        await stack.resources.sessions.delete(sessionNameFor(names[1]!));
         await eventually(async () => {
-          const first = await r.sessions.get(sessionNameFor(names[0]!));
+          const first = await stack.resources.sessions.get(sessionNameFor(names[0]!));
           const ahead = admission(first)?.status === 'False' ? 1 : 0;
           assert.equal(streams[2]!.places().at(-1)?.position, ahead + 1);
         }, 30_000);
 
         // A new operator (the old one stopped while they wait) rebuilds the queue from the sessions.
-        await operator!.stop();
-        operator = undefined;
-        operator = await testOperator(cluster.kc, namespace, config);
+        await stack.restartOperator();
         const [a, c] = await Promise.all(
-          [names[0]!, names[2]!].map((w) => waitForSession(r, sessionNameFor(w), running, 60_000)),
+          [names[0]!, names[2]!].map((w) => waitForSession(stack.resources, sessionNameFor(w), running, 60_000)),
         );
         assert.ok(admittedAt(a!) <= admittedAt(c!), 'admitted out of creation order after the restart');
         // The last one waited longer than its app definition's start deadline, and still started.
@@ -306,8 +282,8 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
         // And its wait cost two writes whatever its length (its finalizer and start strategy, then
         // Queued), across two operators: none while the queue moved or the leader changed.
         assert.equal(writesWhileWaiting.length, 2, `${writesWhileWaiting.length} writes in ${waited} ms of waiting`);
-        const apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-        const deployments = await apps.listNamespacedDeployment({ namespace });
+        const apps = stack.kc.makeApiClient(k8s.AppsV1Api);
+        const deployments = await apps.listNamespacedDeployment({ namespace: stack.namespace });
         assert.equal(
           deployments.items.some((d) => d.metadata?.name === sessionNameFor(names[1]!)),
           false,
@@ -322,26 +298,32 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
 
     it('with the gate turned off, a restarted operator starts the queued sessions: Admitted True, none left Queued', async () => {
       // A token spent, so that the two below queue behind it.
-      await createSession(r, 'session-gate-off', { user: 'gate-off@example.com', appDefinition: 'python-latest' });
-      await waitForSession(r, 'session-gate-off', (s) => admission(s)?.status === 'True', 30_000);
+      await createSession(stack.resources, 'session-gate-off', {
+        user: 'gate-off@example.com',
+        appDefinition: 'python-latest',
+      });
+      await waitForSession(stack.resources, 'session-gate-off', (s) => admission(s)?.status === 'True', 30_000);
       const names = ['session-off-a', 'session-off-b'];
       for (const name of names)
-        await createSession(r, name, { user: `${name}@example.com`, appDefinition: 'python-latest' });
+        await createSession(stack.resources, name, { user: `${name}@example.com`, appDefinition: 'python-latest' });
       for (const name of names) {
         await queuedCondition(name);
         // The rate the service's estimate reads, in the status written with the condition.
-        assert.deepEqual((await r.sessions.get(name)).status?.lazyStartRate, { perSecond: 0.1, burst: 1 });
+        assert.deepEqual((await stack.resources.sessions.get(name)).status?.lazyStartRate, {
+          perSecond: 0.1,
+          burst: 1,
+        });
       }
 
       // A new configuration (the gate off) while they wait.
-      await operator!.stop();
-      operator = undefined;
-      operator = await testOperator(cluster.kc, namespace, { ...config, lazyStartsPerSecond: 0 });
+      await stack.restartOperator({ lazyStartsPerSecond: 0 });
       for (const name of names) {
-        const session = await waitForSession(r, name, running, 60_000);
+        const session = await waitForSession(stack.resources, name, running, 60_000);
         assert.equal(admission(session)?.status, 'True', `${name}: ${JSON.stringify(admission(session))}`);
       }
-      const left = (await r.sessions.list()).filter((s) => admission(s)?.reason === SessionAdmittedReason.queued);
+      const left = (await stack.resources.sessions.list()).filter(
+        (s) => admission(s)?.reason === SessionAdmittedReason.queued,
+      );
       assert.deepEqual(
         left.map((s) => s.metadata.name),
         [],

@@ -3,60 +3,51 @@
 // lost or leaked, the launches the pool cannot serve get claims of their own, and every instance
 // gets a fresh claim when it returns to the pool.
 import assert from 'node:assert/strict';
-import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
 import { claimBinderName, COMPONENT, instanceClaimName } from '../../server/src/operator/manifests.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
 import {
-  cleanUpSuite,
+  appDefinitionSpec,
   createAppDefinition,
   createSession,
-  ideCloudResources,
   provideVolume,
   running,
-  testOperator,
   waitForSession,
 } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const APP = 'python-latest';
 const POOL = 6;
 const LAUNCHES = 10;
 
 describe('operator: claims of a warm pool under a burst of new workspaces', function () {
+  const stack = useStack('op-claims', {
+    apps: [appDefinitionSpec(APP, { minInstances: POOL, maxInstances: 50 })],
+    operator: { eagerStart: true, sessionsPerUser: 1 },
+  });
   this.timeout(300_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
-  let apps: k8s.AppsV1Api;
-  let core: k8s.CoreV1Api;
 
   const claims = async () =>
-    (await core.listNamespacedPersistentVolumeClaim({ namespace })).items.filter((c) => !c.metadata?.deletionTimestamp);
+    (await stack.core.listNamespacedPersistentVolumeClaim({ namespace: stack.namespace })).items.filter(
+      (c) => !c.metadata?.deletionTimestamp,
+    );
   const instances = async () =>
     (
-      await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.component}=pool-instance` })
+      await stack.apps.listNamespacedDeployment({
+        namespace: stack.namespace,
+        labelSelector: `${LABELS.component}=pool-instance`,
+      })
     ).items.filter((d) => !d.metadata?.deletionTimestamp);
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-claims');
-    r = ideCloudResources(cluster.kc, namespace);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    await createAppDefinition(r, APP, { minInstances: POOL, maxInstances: 50 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 1 });
-  });
-  after(async () => cleanUpSuite(cluster.kc, namespace, [operator]));
 
   it('hands each warm claim to one new workspace, gives the rest claims of their own, and leaks none', async () => {
     const free = await eventually(async () => {
       const list = await instances();
       assert.equal(list.length, POOL);
-      assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: POOL, ready: POOL, reserved: 0 });
+      assert.deepEqual((await stack.resources.appDefinitions.get(APP)).status?.pool, {
+        desired: POOL,
+        ready: POOL,
+        reserved: 0,
+      });
       return list;
     }, 60_000);
     const poolClaims = new Set(free.map((d) => instanceClaimName(d)!));
@@ -68,20 +59,20 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
     await Promise.all(
       names.map(async (n) => {
         const user = `${n}@example.com`;
-        await r.workspaces.create({
+        await stack.resources.workspaces.create({
           metadata: { name: `ws-${n}`, annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
           spec: { user, appDefinition: APP },
         });
-        await createSession(r, n, { user, appDefinition: APP, workspace: `ws-${n}` });
+        await createSession(stack.resources, n, { user, appDefinition: APP, workspace: `ws-${n}` });
       }),
     );
-    const sessions = await Promise.all(names.map((n) => waitForSession(r, n, running, 120_000)));
+    const sessions = await Promise.all(names.map((n) => waitForSession(stack.resources, n, running, 120_000)));
     const eager = sessions.filter((s) => s.status?.startStrategy === 'eager');
     assert.equal(eager.length, POOL, 'every warm instance served a launch');
     assert.equal(sessions.filter((s) => s.status?.startStrategy === 'lazy-fallback').length, LAUNCHES - POOL);
 
     const workspaces = await eventually(async () => {
-      const list = await Promise.all(names.map((n) => r.workspaces.get(`ws-${n}`)));
+      const list = await Promise.all(names.map((n) => stack.resources.workspaces.get(`ws-${n}`)));
       for (const w of list) assert.equal(w.status?.phase, 'Bound', `${w.metadata.name} Bound`);
       return list;
     }, 60_000);
@@ -91,12 +82,15 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
       const claim = byWorkspace.get(s.spec.workspace!)!;
       if (s.status?.startStrategy === 'eager') {
         assert.ok(poolClaims.has(claim), `${s.metadata.name}'s workspace took a warm claim`);
-        const instance = await apps.readNamespacedDeployment({ name: `${APP}-pool-${s.status.instanceId}`, namespace });
+        const instance = await stack.apps.readNamespacedDeployment({
+          name: `${APP}-pool-${s.status.instanceId}`,
+          namespace: stack.namespace,
+        });
         assert.equal(instanceClaimName(instance), claim, `${s.metadata.name}'s pod mounts its workspace's claim`);
         assert.equal(instance.metadata?.generation, 1, 'the pod template untouched');
       } else {
         assert.equal(claim, s.spec.workspace, `${s.metadata.name}'s workspace has a claim of its own`);
-        const own = await apps.readNamespacedDeployment({ name: s.metadata.name, namespace });
+        const own = await stack.apps.readNamespacedDeployment({ name: s.metadata.name, namespace: stack.namespace });
         assert.equal(
           own.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
           claim,
@@ -120,7 +114,7 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
     });
 
     // The sessions end: each instance returns on a fresh claim, every workspace keeps its own.
-    await Promise.all(names.map((n) => r.sessions.delete(n)));
+    await Promise.all(names.map((n) => stack.resources.sessions.delete(n)));
     await eventually(async () => {
       const list = await instances();
       assert.equal(list.length, POOL);
@@ -133,7 +127,7 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
     }, 120_000);
 
     // The workspaces go (reclaim policy Delete): so do their claims; the pool's stay.
-    await Promise.all(names.map((n) => r.workspaces.delete(`ws-${n}`)));
+    await Promise.all(names.map((n) => stack.resources.workspaces.delete(`ws-${n}`)));
     await eventually(async () => {
       const left = new Set((await claims()).map((c) => c.metadata!.name!));
       assert.deepEqual(left, new Set((await instances()).map((d) => instanceClaimName(d)!)));
@@ -143,29 +137,37 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
   it('gives a new workspace one warm claim when two sessions start on it at once: the later one waits, then mounts it', async () => {
     await eventually(
       async () =>
-        assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: POOL, ready: POOL, reserved: 0 }),
+        assert.deepEqual((await stack.resources.appDefinitions.get(APP)).status?.pool, {
+          desired: POOL,
+          ready: POOL,
+          reserved: 0,
+        }),
       60_000,
     );
-    await r.workspaces.create({
+    await stack.resources.workspaces.create({
       metadata: { name: 'ws-shared', annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
       spec: { user: 'tess@example.com', appDefinition: APP },
     });
     await Promise.all(
       ['first', 'second'].map((n) =>
-        createSession(r, `shared-${n}`, { user: `${n}@example.com`, appDefinition: APP, workspace: 'ws-shared' }),
+        createSession(stack.resources, `shared-${n}`, {
+          user: `${n}@example.com`,
+          appDefinition: APP,
+          workspace: 'ws-shared',
+        }),
       ),
     );
     const [first, second] = await Promise.all(
-      ['first', 'second'].map((n) => waitForSession(r, `shared-${n}`, running, 120_000)),
+      ['first', 'second'].map((n) => waitForSession(stack.resources, `shared-${n}`, running, 120_000)),
     );
     const strategies = [first!, second!].map((s) => s.status?.startStrategy).sort();
     assert.deepEqual(strategies, ['eager', 'lazy'], 'one warm instance, one pod of its own');
     const labelled = (await instances()).filter((d) => d.metadata?.labels?.[LABELS.workspace] === 'ws-shared');
     assert.equal(labelled.length, 1, 'one warm instance reserved for the workspace');
-    const claim = (await r.workspaces.get('ws-shared')).status?.claimName;
+    const claim = (await stack.resources.workspaces.get('ws-shared')).status?.claimName;
     assert.equal(claim, instanceClaimName(labelled[0]!));
     const lazy = [first!, second!].find((s) => s.status?.startStrategy === 'lazy')!;
-    const own = await apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace });
+    const own = await stack.apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace: stack.namespace });
     assert.equal(
       own.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
       claim,
@@ -175,25 +177,27 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
 
   it('a new workspace whose first session starts lazily makes its own claim; a second session at once mounts it', async () => {
     // No warm pool for this app definition: its launches fall back to lazy starts.
-    await createAppDefinition(r, 'rust-latest', { minInstances: 0, maxInstances: 50 });
-    await r.workspaces.create({
+    await createAppDefinition(stack.resources, 'rust-latest', { minInstances: 0, maxInstances: 50 });
+    await stack.resources.workspaces.create({
       metadata: { name: 'ws-cold', annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
       spec: { user: 'uma@example.com', appDefinition: 'rust-latest' },
     });
     await Promise.all(
       ['a', 'b'].map((n) =>
-        createSession(r, `cold-${n}`, {
+        createSession(stack.resources, `cold-${n}`, {
           user: `cold-${n}@example.com`,
           appDefinition: 'rust-latest',
           workspace: 'ws-cold',
         }),
       ),
     );
-    const both = await Promise.all(['a', 'b'].map((n) => waitForSession(r, `cold-${n}`, running, 120_000)));
+    const both = await Promise.all(
+      ['a', 'b'].map((n) => waitForSession(stack.resources, `cold-${n}`, running, 120_000)),
+    );
     assert.deepEqual(both.map((s) => s.status?.startStrategy).sort(), ['lazy', 'lazy-fallback']);
-    assert.equal((await r.workspaces.get('ws-cold')).status?.claimName, 'ws-cold', 'its own claim');
+    assert.equal((await stack.resources.workspaces.get('ws-cold')).status?.claimName, 'ws-cold', 'its own claim');
     for (const s of both) {
-      const own = await apps.readNamespacedDeployment({ name: s.metadata.name, namespace });
+      const own = await stack.apps.readNamespacedDeployment({ name: s.metadata.name, namespace: stack.namespace });
       assert.equal(
         own.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
         'ws-cold',
@@ -206,28 +210,29 @@ describe('operator: standby claims for new workspaces that start lazily', functi
   this.timeout(300_000);
   const LAZY_APP = 'go-latest';
   const STANDBY = 2;
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
-  let apps: k8s.AppsV1Api;
-  let core: k8s.CoreV1Api;
+  const stack = useStack('op-standby', {
+    apps: [appDefinitionSpec(LAZY_APP, { minInstances: 0, maxInstances: 50 })],
+    operator: { eagerStart: true, standbyClaims: STANDBY },
+  });
 
   const standby = async () =>
     (
-      await core.listNamespacedPersistentVolumeClaim({
-        namespace,
+      await stack.core.listNamespacedPersistentVolumeClaim({
+        namespace: stack.namespace,
         labelSelector: `${LABELS.component}=${COMPONENT.standbyClaim}`,
       })
     ).items.filter((c) => !c.metadata?.deletionTimestamp);
   const binders = async () =>
     (
-      await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.component}=${COMPONENT.claimBinder}` })
+      await stack.core.listNamespacedPod({
+        namespace: stack.namespace,
+        labelSelector: `${LABELS.component}=${COMPONENT.claimBinder}`,
+      })
     ).items.filter((p) => !p.metadata?.deletionTimestamp);
   const mounted = async (session: string) =>
-    (await apps.readNamespacedDeployment({ name: session, namespace })).spec!.template.spec!.volumes!.find(
-      (v) => v.name === 'workspace',
-    )?.persistentVolumeClaim?.claimName;
+    (
+      await stack.apps.readNamespacedDeployment({ name: session, namespace: stack.namespace })
+    ).spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName;
   /** The standby claims once each unbound one has its binder pod (mounting it); the test binds them by hand. */
   const standbyWithBinders = () =>
     eventually(async () => {
@@ -242,28 +247,21 @@ describe('operator: standby claims for new workspaces that start lazily', functi
       return claims;
     }, 60_000);
   const launch = async (name: string) => {
-    await r.workspaces.create({
+    await stack.resources.workspaces.create({
       metadata: { name: `ws-${name}`, annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
       spec: { user: `${name}@example.com`, appDefinition: LAZY_APP },
     });
-    await createSession(r, name, { user: `${name}@example.com`, appDefinition: LAZY_APP, workspace: `ws-${name}` });
+    await createSession(stack.resources, name, {
+      user: `${name}@example.com`,
+      appDefinition: LAZY_APP,
+      workspace: `ws-${name}`,
+    });
   };
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-standby');
-    r = ideCloudResources(cluster.kc, namespace);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    await createAppDefinition(r, LAZY_APP, { minInstances: 0, maxInstances: 50 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, standbyClaims: STANDBY });
-  });
-  after(async () => cleanUpSuite(cluster.kc, namespace, [operator]));
 
   it("keeps standby claims bound, gives one to a new workspace's lazy start and refills; one claim goes to one workspace", async () => {
     // Each unbound standby claim gets a binder pod; once bound (a volume made for it), the binder goes.
     const first = await standbyWithBinders();
-    for (const c of first) await provideVolume(cluster.kc, namespace, c.metadata!.name!);
+    for (const c of first) await provideVolume(stack.kc, stack.namespace, c.metadata!.name!);
     await eventually(async () => {
       for (const c of await standby()) assert.equal(c.status?.phase, 'Bound', `${c.metadata?.name} bound`);
       assert.deepEqual(
@@ -277,10 +275,10 @@ describe('operator: standby claims for new workspaces that start lazily', functi
     // A new workspace's session starts lazily (no pool) on a standby claim: the claim becomes the
     // workspace's by label and owner, its status names it, its pod mounts it.
     await launch('solo');
-    const solo = await waitForSession(r, 'solo', running, 120_000);
+    const solo = await waitForSession(stack.resources, 'solo', running, 120_000);
     assert.equal(solo.status?.startStrategy, 'lazy-fallback');
     const workspace = await eventually(async () => {
-      const w = await r.workspaces.get('ws-solo');
+      const w = await stack.resources.workspaces.get('ws-solo');
       assert.equal(w.status?.phase, 'Bound');
       return w;
     }, 60_000);
@@ -288,7 +286,7 @@ describe('operator: standby claims for new workspaces that start lazily', functi
     assert.ok(bound.has(taken), `ws-solo took a standby claim (${taken})`);
     assert.match(JSON.stringify(workspace.status?.conditions), /ClaimTakenOver/);
     assert.equal(await mounted('solo'), taken);
-    const claim = await core.readNamespacedPersistentVolumeClaim({ name: taken, namespace });
+    const claim = await stack.core.readNamespacedPersistentVolumeClaim({ name: taken, namespace: stack.namespace });
     assert.equal(claim.metadata?.labels?.[LABELS.workspace], 'ws-solo');
     assert.equal(claim.metadata?.labels?.[LABELS.workspaceUid], workspace.metadata.uid);
     assert.equal(claim.metadata?.labels?.[LABELS.component], undefined, 'no longer a standby claim');
@@ -305,9 +303,9 @@ describe('operator: standby claims for new workspaces that start lazily', functi
     // Two launches at once, one bound standby claim (the new one is not bound): one takes it, the
     // other gets its own claim; none gets two, none shares.
     await Promise.all(['duo-a', 'duo-b'].map(launch));
-    await Promise.all(['duo-a', 'duo-b'].map((n) => waitForSession(r, n, running, 120_000)));
+    await Promise.all(['duo-a', 'duo-b'].map((n) => waitForSession(stack.resources, n, running, 120_000)));
     const claims = await eventually(async () => {
-      const list = await Promise.all(['duo-a', 'duo-b'].map((n) => r.workspaces.get(`ws-${n}`)));
+      const list = await Promise.all(['duo-a', 'duo-b'].map((n) => stack.resources.workspaces.get(`ws-${n}`)));
       for (const w of list) assert.equal(w.status?.phase, 'Bound');
       return list.map((w) => w.status!.claimName!);
     }, 60_000);
@@ -316,6 +314,6 @@ describe('operator: standby claims for new workspaces that start lazily', functi
     const other = claims.findIndex((c) => c !== standbyName);
     assert.equal(claims[other], `ws-${['duo-a', 'duo-b'][other]}`, 'the other made its own');
     for (const n of ['duo-a', 'duo-b'])
-      assert.equal(await mounted(n), (await r.workspaces.get(`ws-${n}`)).status?.claimName);
+      assert.equal(await mounted(n), (await stack.resources.workspaces.get(`ws-${n}`)).status?.claimName);
   });
 });

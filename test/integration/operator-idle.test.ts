@@ -3,93 +3,74 @@
 // running, and what is logged of the refusal is its status and reason, never the API's message.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { ANNOTATIONS, GROUP as API_GROUP, VERSION } from '../../server/src/model/api-group.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const APP = 'c-latest';
 const REFUSE_LABEL = 'ide-cloud.io/test-refuse-stop';
 const REFUSAL = 'this session refuses to be stopped (test policy)';
 
 describe('operator: the idle sweep stops each session on its own', function () {
-  this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let admission: k8s.AdmissionregistrationV1Api;
-  let operator: RunningOperator | undefined;
-  let policy: string;
-  const logs: string[] = [];
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-idle');
-    r = ideCloudResources(cluster.kc, namespace);
-    admission = cluster.kc.makeApiClient(k8s.AdmissionregistrationV1Api);
-    policy = `ide-cloud-test-refuse-stop-${namespace}`;
-    // Sessions of this namespace labelled REFUSE_LABEL cannot get the stop-reason annotation.
-    await admission.createValidatingAdmissionPolicy({
-      body: {
-        metadata: { name: policy },
-        spec: {
-          failurePolicy: 'Fail',
-          matchConstraints: {
-            resourceRules: [
-              { apiGroups: [API_GROUP], apiVersions: ['*'], operations: ['UPDATE'], resources: ['sessions'] },
+  const stack = useStack('op-idle', {
+    // No warning window: idle stops come at once (the warning has its own suite, operator-stop-warning).
+    apps: [appDefinitionSpec(APP, { timeout: 1, stopWarningSeconds: 0 })],
+    setUp: async ({ kc, namespace, cleanUp }) => {
+      const policy = `ide-cloud-test-refuse-stop-${namespace}`;
+      const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
+      cleanUp(async () => {
+        await admission.deleteValidatingAdmissionPolicyBinding({ name: policy }).catch(() => undefined);
+        await admission.deleteValidatingAdmissionPolicy({ name: policy }).catch(() => undefined);
+      });
+      // Sessions of this namespace labelled REFUSE_LABEL cannot get the stop-reason annotation.
+      await admission.createValidatingAdmissionPolicy({
+        body: {
+          metadata: { name: policy },
+          spec: {
+            failurePolicy: 'Fail',
+            matchConstraints: {
+              resourceRules: [
+                { apiGroups: [API_GROUP], apiVersions: ['*'], operations: ['UPDATE'], resources: ['sessions'] },
+              ],
+            },
+            validations: [
+              {
+                expression:
+                  `!(has(object.metadata.labels) && '${REFUSE_LABEL}' in object.metadata.labels) || ` +
+                  `!(has(object.metadata.annotations) && '${ANNOTATIONS.stopReason}' in object.metadata.annotations)`,
+                message: REFUSAL,
+                reason: 'Forbidden',
+              },
             ],
           },
-          validations: [
-            {
-              expression:
-                `!(has(object.metadata.labels) && '${REFUSE_LABEL}' in object.metadata.labels) || ` +
-                `!(has(object.metadata.annotations) && '${ANNOTATIONS.stopReason}' in object.metadata.annotations)`,
-              message: REFUSAL,
-              reason: 'Forbidden',
-            },
-          ],
         },
-      },
-    });
-    await admission.createValidatingAdmissionPolicyBinding({
-      body: {
-        metadata: { name: policy },
-        spec: {
-          policyName: policy,
-          validationActions: ['Deny'],
-          matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } },
+      });
+      await admission.createValidatingAdmissionPolicyBinding({
+        body: {
+          metadata: { name: policy },
+          spec: {
+            policyName: policy,
+            validationActions: ['Deny'],
+            matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } },
+          },
         },
-      },
-    });
-    // No warning window: idle stops come at once (the warning has its own suite, operator-stop-warning).
-    await createAppDefinition(r, APP, { timeout: 1, stopWarningSeconds: 0 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, activityIntervalMs: 300 }, logs);
+      });
+    },
+    operator: { eagerStart: false, activityIntervalMs: 300 },
+    operatorLogs: true,
   });
-  after(async () => {
-    await admission.deleteValidatingAdmissionPolicyBinding({ name: policy }).catch(() => undefined);
-    await admission.deleteValidatingAdmissionPolicy({ name: policy }).catch(() => undefined);
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
+  this.timeout(180_000);
 
   it('a session whose stop is refused is logged and kept; the other idle sessions are still stopped', async () => {
     // The refused session first: the sweep meets it before the others (the cache lists in creation order).
     const names = ['idle-a-refused', 'idle-b', 'idle-c', 'idle-d'];
-    for (const n of names) await createSession(r, n, { user: `${n}@example.com`, appDefinition: APP });
-    await r.sessions.mergePatch('idle-a-refused', { metadata: { labels: { [REFUSE_LABEL]: 'true' } } });
-    await Promise.all(names.map((n) => waitForSession(r, n, running)));
+    for (const n of names) await createSession(stack.resources, n, { user: `${n}@example.com`, appDefinition: APP });
+    await stack.resources.sessions.mergePatch('idle-a-refused', { metadata: { labels: { [REFUSE_LABEL]: 'true' } } });
+    await Promise.all(names.map((n) => waitForSession(stack.resources, n, running)));
 
     // The policy is in force once the API server refuses the annotation (a dry run changes nothing).
-    const custom = cluster.kc.makeApiClient(k8s.CustomObjectsApi);
+    const custom = stack.kc.makeApiClient(k8s.CustomObjectsApi);
     await eventually(
       async () => {
         const refused = await custom
@@ -97,7 +78,7 @@ describe('operator: the idle sweep stops each session on its own', function () {
             {
               group: API_GROUP,
               version: VERSION,
-              namespace,
+              namespace: stack.namespace,
               plural: 'sessions',
               name: 'idle-a-refused',
               dryRun: 'All',
@@ -117,20 +98,21 @@ describe('operator: the idle sweep stops each session on its own', function () {
 
     // All four report their last activity two minutes ago (timeout: 1 minute), as PATCH /service/session would.
     const idleSince = new Date(Date.now() - 120_000).toISOString();
-    for (const n of names) await r.sessions.patchStatus(n, { lastActivity: idleSince });
+    for (const n of names) await stack.resources.sessions.patchStatus(n, { lastActivity: idleSince });
 
     await eventually(
       async () => {
-        for (const n of names.slice(1)) assert.equal(await r.sessions.find(n), undefined, `${n} still there`);
+        for (const n of names.slice(1))
+          assert.equal(await stack.resources.sessions.find(n), undefined, `${n} still there`);
       },
       30_000,
       200,
     );
-    const refused = await r.sessions.get('idle-a-refused');
+    const refused = await stack.resources.sessions.get('idle-a-refused');
     assert.ok(!refused.metadata.deletionTimestamp, 'the refused session was not deleted');
     assert.equal(refused.metadata.annotations?.[ANNOTATIONS.stopReason], undefined);
 
-    const failures = logs
+    const failures = stack.operatorLogs
       .map((line) => JSON.parse(line) as { msg: string; session?: string; err?: Record<string, unknown> })
       .filter((l) => l.msg.startsWith('could not stop session'));
     assert.ok(failures.length > 0, 'the refusal is logged');
@@ -139,6 +121,6 @@ describe('operator: the idle sweep stops each session on its own', function () {
       assert.ok(f.err && [403, 422].includes(f.err.kubernetesStatus as number), JSON.stringify(f.err));
       assert.deepEqual(Object.keys(f.err).sort(), ['kubernetesReason', 'kubernetesStatus']);
     }
-    assert.ok(!logs.some((line) => line.includes(REFUSAL)), "the API's message never reaches the logs");
+    assert.ok(!stack.operatorLogs.some((line) => line.includes(REFUSAL)), "the API's message never reaches the logs");
   });
 });

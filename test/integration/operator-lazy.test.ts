@@ -4,80 +4,53 @@ import * as k8s from '@kubernetes/client-node';
 import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
 import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
 import { sessionUrlPattern } from '../support/landing.js';
 import { startWatchHoldProxy, type WatchHoldProxy } from '../support/watch-hold-proxy.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
 
 describe('operator: lazy sessions, limits, workspaces, idle shutdown', function () {
+  const stack = useStack('op-lazy', {
+    apps: [
+      appDefinitionSpec('python-latest', {
+        options: { configStore: 'true' },
+        sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
+      }),
+      // No warning window: its idle stop comes at once (the warning has its own suite, operator-stop-warning).
+      appDefinitionSpec('c-latest', { maxInstances: 1, timeout: 1, stopWarningSeconds: 0 }),
+    ],
+    operator: { eagerStart: false, sessionsPerUser: 2, activityIntervalMs: 300, ingressClassName: 'nginx' },
+  });
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
-  let apps: k8s.AppsV1Api;
-  let core: k8s.CoreV1Api;
-  let net: k8s.NetworkingV1Api;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-lazy');
-    r = ideCloudResources(cluster.kc, namespace);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
-    await createAppDefinition(r, 'python-latest', {
-      options: { configStore: 'true' },
-      sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
-    });
-    // No warning window: its idle stop comes at once (the warning has its own suite, operator-stop-warning).
-    await createAppDefinition(r, 'c-latest', { maxInstances: 1, timeout: 1, stopWarningSeconds: 0 });
-    operator = await testOperator(cluster.kc, namespace, {
-      eagerStart: false,
-      sessionsPerUser: 2,
-      activityIntervalMs: 300,
-      ingressClassName: 'nginx',
-    });
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
 
   it('starts a lazy session with its workspace: Deployment, Service, sidecar, route, URL, Running', async () => {
-    await r.workspaces.create({
+    await stack.resources.workspaces.create({
       metadata: { name: 'ws-alice-1' },
       spec: { user: 'alice@example.com', appDefinition: 'python-latest' },
     });
-    await eventually(async () => assert.equal((await r.workspaces.get('ws-alice-1')).status?.phase, 'Bound'), 30_000);
-    await core.createNamespacedSecret({
-      namespace,
+    await eventually(
+      async () => assert.equal((await stack.resources.workspaces.get('ws-alice-1')).status?.phase, 'Bound'),
+      30_000,
+    );
+    await stack.core.createNamespacedSecret({
+      namespace: stack.namespace,
       body: {
         metadata: { name: 'alice-token', labels: { [SESSION_ENV_LABEL]: 'true' } },
         stringData: { PLATFORM_TOKEN: 's3cret' },
       },
     });
-    const created = await createSession(r, 'session-alice-1', {
+    const created = await createSession(stack.resources, 'session-alice-1', {
       user: 'alice@example.com',
       appDefinition: 'python-latest',
       workspace: 'ws-alice-1',
       envVars: { GIT_USER: 'alice' },
       envVarsFromSecrets: ['alice-token'],
     });
-    const session = await waitForSession(r, 'session-alice-1', running);
+    const session = await waitForSession(stack.resources, 'session-alice-1', running);
     assert.match(session.status!.url!, sessionUrlPattern('session-alice-1'));
     assert.equal(session.status?.startStrategy, 'lazy');
     assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy');
@@ -85,7 +58,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     assert.deepEqual(conditions, { Reserved: 'False', Routed: 'True', EnvInjected: 'True', Ready: 'True' });
     for (const c of session.status?.conditions ?? []) assert.equal(c.observedGeneration, session.metadata.generation);
 
-    const d = await apps.readNamespacedDeployment({ name: 'session-alice-1', namespace });
+    const d = await stack.apps.readNamespacedDeployment({ name: 'session-alice-1', namespace: stack.namespace });
     const pod = d.spec!.template;
     assert.deepEqual(
       pod.spec!.containers.map((c) => c.name),
@@ -110,14 +83,17 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     );
     assert.equal(pod.spec!.volumes?.find((v) => v.name === 'config-store')?.configMap?.name, 'session-alice-1-config');
     assert.equal(d.metadata?.ownerReferences?.[0]?.uid, created.metadata.uid);
-    await core.readNamespacedService({ name: 'session-alice-1', namespace });
-    await core.readNamespacedConfigMap({ name: 'session-alice-1-config', namespace });
-    const sidecar = await apps.readNamespacedDeployment({ name: 'session-alice-1-db', namespace });
+    await stack.core.readNamespacedService({ name: 'session-alice-1', namespace: stack.namespace });
+    await stack.core.readNamespacedConfigMap({ name: 'session-alice-1-config', namespace: stack.namespace });
+    const sidecar = await stack.apps.readNamespacedDeployment({
+      name: 'session-alice-1-db',
+      namespace: stack.namespace,
+    });
     assert.ok(sidecar.metadata!.creationTimestamp! <= d.metadata!.creationTimestamp!);
     assert.equal(sidecar.spec!.template.metadata?.labels?.[LABELS.component], 'sidecar');
     assert.equal(sidecar.spec!.template.metadata?.labels?.[LABELS.managedBy], 'ide-cloud-operator');
 
-    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+    const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) =>
       rule.http!.paths.map((p) => [rule.host, p.path, p.backend.service?.name]),
     );
@@ -125,8 +101,8 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     assert.equal(ingress.spec!.ingressClassName, 'nginx');
 
     const events = await eventually(async () => {
-      const list = await core.listNamespacedEvent({
-        namespace,
+      const list = await stack.core.listNamespacedEvent({
+        namespace: stack.namespace,
         fieldSelector: 'involvedObject.kind=Session,involvedObject.name=session-alice-1',
       });
       assert.deepEqual(
@@ -139,58 +115,60 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
   });
 
   it('refuses a session over sessionsPerUser (553) and over maxInstances (552)', async () => {
-    await createSession(r, 'bob-1', { user: 'bob@example.com', appDefinition: 'c-latest' });
-    await waitForSession(r, 'bob-1', running);
-    await createSession(r, 'carol-1', { user: 'carol@example.com', appDefinition: 'c-latest' });
-    const refused = await waitForSession(r, 'carol-1', (s) => s.status?.phase === 'Failed');
+    await createSession(stack.resources, 'bob-1', { user: 'bob@example.com', appDefinition: 'c-latest' });
+    await waitForSession(stack.resources, 'bob-1', running);
+    await createSession(stack.resources, 'carol-1', { user: 'carol@example.com', appDefinition: 'c-latest' });
+    const refused = await waitForSession(stack.resources, 'carol-1', (s) => s.status?.phase === 'Failed');
     assert.equal(refused.status?.error?.code, ErrorCode.maxInstancesReached);
 
-    await createSession(r, 'alice-2', { user: 'alice@example.com', appDefinition: 'python-latest' });
-    await waitForSession(r, 'alice-2', running);
-    await createSession(r, 'alice-3', { user: 'alice@example.com', appDefinition: 'python-latest' });
-    const overUser = await waitForSession(r, 'alice-3', (s) => s.status?.phase === 'Failed');
+    await createSession(stack.resources, 'alice-2', { user: 'alice@example.com', appDefinition: 'python-latest' });
+    await waitForSession(stack.resources, 'alice-2', running);
+    await createSession(stack.resources, 'alice-3', { user: 'alice@example.com', appDefinition: 'python-latest' });
+    const overUser = await waitForSession(stack.resources, 'alice-3', (s) => s.status?.phase === 'Failed');
     assert.equal(overUser.status?.error?.code, ErrorCode.sessionsPerUserReached);
     await eventually(async () =>
       assert.ok(
-        (await apps.listNamespacedDeployment({ namespace })).items.every((d) => d.metadata?.name !== 'alice-3'),
+        (await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items.every(
+          (d) => d.metadata?.name !== 'alice-3',
+        ),
       ),
     );
-    await r.sessions.delete('alice-2');
-    await r.sessions.delete('alice-3');
-    await r.sessions.delete('carol-1');
+    await stack.resources.sessions.delete('alice-2');
+    await stack.resources.sessions.delete('alice-3');
+    await stack.resources.sessions.delete('carol-1');
   });
 
   it('a running lazy session keeps its pod when the app definition changes', async () => {
-    await createSession(r, 'frank-1', { user: 'frank@example.com', appDefinition: 'python-latest' });
-    const before = await apps.readNamespacedDeployment({
-      name: (await waitForSession(r, 'frank-1', running)).metadata.name,
-      namespace,
+    await createSession(stack.resources, 'frank-1', { user: 'frank@example.com', appDefinition: 'python-latest' });
+    const before = await stack.apps.readNamespacedDeployment({
+      name: (await waitForSession(stack.resources, 'frank-1', running)).metadata.name,
+      namespace: stack.namespace,
     });
-    const updated = await r.appDefinitions.mergePatch('python-latest', {
+    const updated = await stack.resources.appDefinitions.mergePatch('python-latest', {
       spec: { image: 'ide-cloud/session-python:v2' },
     });
     await eventually(async () =>
       assert.equal(
-        (await r.appDefinitions.get('python-latest')).status?.observedGeneration,
+        (await stack.resources.appDefinitions.get('python-latest')).status?.observedGeneration,
         updated.metadata.generation,
       ),
     );
-    await createSession(r, 'frank-2', { user: 'frank@example.com', appDefinition: 'python-latest' });
-    await waitForSession(r, 'frank-2', running);
-    const after = await apps.readNamespacedDeployment({ name: 'frank-1', namespace });
+    await createSession(stack.resources, 'frank-2', { user: 'frank@example.com', appDefinition: 'python-latest' });
+    await waitForSession(stack.resources, 'frank-2', running);
+    const after = await stack.apps.readNamespacedDeployment({ name: 'frank-1', namespace: stack.namespace });
     assert.equal(after.metadata?.generation, before.metadata?.generation);
     assert.equal(after.spec?.template.spec?.containers[0]?.image, before.spec?.template.spec?.containers[0]?.image);
-    const fresh = await apps.readNamespacedDeployment({ name: 'frank-2', namespace });
+    const fresh = await stack.apps.readNamespacedDeployment({ name: 'frank-2', namespace: stack.namespace });
     assert.equal(fresh.spec?.template.spec?.containers[0]?.image, 'ide-cloud/session-python:v2');
   });
 
   it('deleting a Session directly removes its route and everything it owns', async () => {
     const owned = async () => {
-      const deployments = (await apps.listNamespacedDeployment({ namespace })).items.filter(
+      const deployments = (await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items.filter(
         (d) => !d.metadata?.deletionTimestamp,
       );
-      const services = (await core.listNamespacedService({ namespace })).items;
-      const configMaps = (await core.listNamespacedConfigMap({ namespace })).items.filter(
+      const services = (await stack.core.listNamespacedService({ namespace: stack.namespace })).items;
+      const configMaps = (await stack.core.listNamespacedConfigMap({ namespace: stack.namespace })).items.filter(
         (c) => !c.metadata?.deletionTimestamp,
       );
       return [...deployments, ...services, ...configMaps]
@@ -198,107 +176,111 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
         .filter((n) => n?.startsWith('frank-1'));
     };
     assert.deepEqual((await owned()).sort(), ['frank-1', 'frank-1', 'frank-1-config', 'frank-1-db', 'frank-1-db']);
-    await r.sessions.delete('frank-1');
-    await eventually(async () => assert.equal(await r.sessions.find('frank-1'), undefined));
+    await stack.resources.sessions.delete('frank-1');
+    await eventually(async () => assert.equal(await stack.resources.sessions.find('frank-1'), undefined));
     await eventually(async () => assert.deepEqual(await owned(), []), 30_000);
-    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+    const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
     const sessions = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path?.split('/')[1]));
     assert.ok(!sessions.includes('frank-1') && sessions.includes('frank-2'));
-    await r.sessions.delete('frank-2');
+    await stack.resources.sessions.delete('frank-2');
   });
 
   it('a session created right after its workspace starts (the cache may not have the workspace yet)', async () => {
     for (const n of [1, 2, 3]) {
-      await r.workspaces.create({
+      await stack.resources.workspaces.create({
         metadata: { name: `ws-gus-${n}` },
         spec: { user: `gus${n}@example.com`, appDefinition: 'python-latest' },
       });
-      await createSession(r, `gus-${n}`, {
+      await createSession(stack.resources, `gus-${n}`, {
         user: `gus${n}@example.com`,
         appDefinition: 'python-latest',
         workspace: `ws-gus-${n}`,
       });
     }
     for (const n of [1, 2, 3]) {
-      const session = await waitForSession(r, `gus-${n}`, (s) => running(s) || s.status?.phase === 'Failed');
+      const session = await waitForSession(
+        stack.resources,
+        `gus-${n}`,
+        (s) => running(s) || s.status?.phase === 'Failed',
+      );
       assert.equal(session.status?.phase, 'Running', JSON.stringify(session.status?.error));
-      await r.sessions.delete(`gus-${n}`);
+      await stack.resources.sessions.delete(`gus-${n}`);
     }
   });
 
   it('fails a session for an unknown app definition (473) or workspace (471)', async () => {
-    await createSession(r, 'dave-1', { user: 'dave@example.com', appDefinition: 'no-such-app' });
-    await createSession(r, 'dave-2', {
+    await createSession(stack.resources, 'dave-1', { user: 'dave@example.com', appDefinition: 'no-such-app' });
+    await createSession(stack.resources, 'dave-2', {
       user: 'dave@example.com',
       appDefinition: 'python-latest',
       workspace: 'ws-none',
     });
-    assert.equal((await waitForSession(r, 'dave-1', (s) => s.status?.phase === 'Failed')).status?.error?.code, 473);
-    assert.equal((await waitForSession(r, 'dave-2', (s) => s.status?.phase === 'Failed')).status?.error?.code, 471);
+    assert.equal(
+      (await waitForSession(stack.resources, 'dave-1', (s) => s.status?.phase === 'Failed')).status?.error?.code,
+      473,
+    );
+    assert.equal(
+      (await waitForSession(stack.resources, 'dave-2', (s) => s.status?.phase === 'Failed')).status?.error?.code,
+      471,
+    );
   });
 
   it('stops a session idle for longer than its timeout and records why', async () => {
     // bob-1 (c-latest, timeout 1 minute) reports activity two minutes ago, as PATCH /service/session would.
-    await r.sessions.patchStatus('bob-1', { lastActivity: new Date(Date.now() - 120_000).toISOString() });
-    await eventually(async () => assert.equal(await r.sessions.find('bob-1'), undefined), 30_000);
-    const events = await core.listNamespacedEvent({
-      namespace,
+    await stack.resources.sessions.patchStatus('bob-1', { lastActivity: new Date(Date.now() - 120_000).toISOString() });
+    await eventually(async () => assert.equal(await stack.resources.sessions.find('bob-1'), undefined), 30_000);
+    const events = await stack.core.listNamespacedEvent({
+      namespace: stack.namespace,
       fieldSelector: 'involvedObject.name=bob-1,reason=Stopped',
     });
     assert.match(events.items[0]?.message ?? '', /Idle/);
     await eventually(async () => {
-      const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+      const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
       const sessions = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path?.split('/')[1]));
       assert.ok(!sessions.includes('bob-1'));
     });
   });
 
   it('deleting a workspace ends its session and deletes its claim; everything owned goes', async () => {
-    await r.workspaces.delete('ws-alice-1');
+    await stack.resources.workspaces.delete('ws-alice-1');
     await eventually(async () => {
-      assert.equal(await r.sessions.find('session-alice-1'), undefined);
-      assert.equal(await r.workspaces.find('ws-alice-1'), undefined);
+      assert.equal(await stack.resources.sessions.find('session-alice-1'), undefined);
+      assert.equal(await stack.resources.workspaces.find('ws-alice-1'), undefined);
     }, 30_000);
-    const stopped = await core.listNamespacedEvent({
-      namespace,
+    const stopped = await stack.core.listNamespacedEvent({
+      namespace: stack.namespace,
       fieldSelector: 'involvedObject.name=session-alice-1,reason=Stopped',
     });
     assert.match(stopped.items[0]?.message ?? '', /WorkspaceDeleted/);
     await eventually(async () => {
       const deployments = (
-        await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.session}=session-alice-1` })
+        await stack.apps.listNamespacedDeployment({
+          namespace: stack.namespace,
+          labelSelector: `${LABELS.session}=session-alice-1`,
+        })
       ).items;
       assert.deepEqual(
         deployments.filter((d) => !d.metadata?.deletionTimestamp).map((d) => d.metadata?.name),
         [],
       );
-      const claim = await core
-        .readNamespacedPersistentVolumeClaim({ name: 'ws-alice-1', namespace })
+      const claim = await stack.core
+        .readNamespacedPersistentVolumeClaim({ name: 'ws-alice-1', namespace: stack.namespace })
         .catch(() => undefined);
       assert.ok(!claim || claim.metadata?.deletionTimestamp, 'claim deleted');
-      const services = (await core.listNamespacedService({ namespace })).items.map((s) => s.metadata?.name);
+      const services = (await stack.core.listNamespacedService({ namespace: stack.namespace })).items.map(
+        (s) => s.metadata?.name,
+      );
       assert.ok(!services.includes('session-alice-1'));
     }, 30_000);
   });
 });
 
 describe('operator: sessionsPerUser within one second', function () {
+  const stack = useStack('op-limit-second', {
+    apps: [appDefinitionSpec('c-latest')],
+    operator: { eagerStart: false, sessionsPerUser: 1 },
+  });
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-limit-second');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, 'c-latest');
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 1 });
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
 
   // Creation timestamps have one-second resolution: a session created in the same second as one that
   // is already past the check, with a name that sorts before it, must still count it.
@@ -309,23 +291,23 @@ describe('operator: sessionsPerUser within one second', function () {
       const user = `erin-${attempt}@example.com`;
       const first = `s${attempt}-z-first`;
       const second = `s${attempt}-a-second`;
-      await createSession(r, first, { user, appDefinition: 'c-latest' });
+      await createSession(stack.resources, first, { user, appDefinition: 'c-latest' });
       await eventually(
-        async () => assert.ok(decided(await r.sessions.get(first)), `${first} not past the check yet`),
+        async () => assert.ok(decided(await stack.resources.sessions.get(first)), `${first} not past the check yet`),
         30_000,
         10,
       );
-      await createSession(r, second, { user, appDefinition: 'c-latest' });
-      const [a, b] = await Promise.all([r.sessions.get(first), r.sessions.get(second)]);
+      await createSession(stack.resources, second, { user, appDefinition: 'c-latest' });
+      const [a, b] = await Promise.all([stack.resources.sessions.get(first), stack.resources.sessions.get(second)]);
       if (a.metadata.creationTimestamp !== b.metadata.creationTimestamp) {
         // Not the same second: the order by time decides, which is not what this test is about.
-        await Promise.all([r.sessions.delete(first), r.sessions.delete(second)]);
+        await Promise.all([stack.resources.sessions.delete(first), stack.resources.sessions.delete(second)]);
         continue;
       }
-      const refused = await waitForSession(r, second, (s) => s.status?.phase === 'Failed' || running(s));
+      const refused = await waitForSession(stack.resources, second, (s) => s.status?.phase === 'Failed' || running(s));
       assert.equal(refused.status?.phase, 'Failed', `${second} of the same second as ${first} was not refused`);
       assert.equal(refused.status?.error?.code, ErrorCode.sessionsPerUserReached);
-      await waitForSession(r, first, running);
+      await waitForSession(stack.resources, first, running);
       return;
     }
     assert.fail('20 attempts never created two sessions within one second');
@@ -334,60 +316,59 @@ describe('operator: sessionsPerUser within one second', function () {
 
 describe('operator: the writes of a lazy launch', function () {
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
   let writes: KubeWriteProxy;
   let watches: WatchHoldProxy;
-  let operator: RunningOperator;
-  const logs: string[] = [];
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-lazy-writes');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, 'python-latest', {
-      options: { dataBridgeEnabled: 'true', dataBridgePort: '16281', configStore: 'true' },
-      sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
-    });
+  const stack = useStack('op-lazy-writes', {
+    apps: [
+      appDefinitionSpec('python-latest', {
+        options: { dataBridgeEnabled: 'true', dataBridgePort: '16281', configStore: 'true' },
+        sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
+      }),
+    ],
     // The operator's client: through a proxy that can hold its watches' events back, then one that
     // counts its writes.
-    writes = await startKubeWriteProxy(cluster.kc);
-    watches = await startWatchHoldProxy(writes.kubeconfig);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(watches.kubeconfig);
-    operator = await testOperator(kc, namespace, { eagerStart: false }, logs);
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-    await watches?.close();
-    await writes?.close();
+    setUp: async ({ kc, cleanUp, startOperator }) => {
+      writes = await startKubeWriteProxy(kc);
+      cleanUp(() => writes.close(), 'last');
+      watches = await startWatchHoldProxy(writes.kubeconfig);
+      cleanUp(() => watches.close(), 'last');
+      const operatorKc = new k8s.KubeConfig();
+      operatorKc.loadFromFile(watches.kubeconfig);
+      await startOperator({ eagerStart: false }, operatorKc);
+    },
+    operatorLogs: true,
   });
 
   it("passes that come before the Deployment's watch event write nothing again, and the bridge token stays", async () => {
-    const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    const core = stack.kc.makeApiClient(k8s.CoreV1Api);
     const name = 'session-writes-1';
     const passes = () =>
-      logs.filter((line) => {
+      stack.operatorLogs.filter((line) => {
         const entry = JSON.parse(line) as { msg?: string; session?: string };
         return entry.msg === 'session pass' && entry.session === name;
       }).length;
     // The Deployments' watch events are late (a loaded machine): the session's own come first.
-    const release = watches.hold((url) => url.startsWith(`/apis/apps/v1/namespaces/${namespace}/deployments`));
+    const release = watches.hold((url) => url.startsWith(`/apis/apps/v1/namespaces/${stack.namespace}/deployments`));
     try {
-      await createSession(r, name, { user: 'wes@example.com', appDefinition: 'python-latest' });
-      await waitForSession(r, name, (s) => s.status?.conditions?.some((c) => c.type === 'Routed') ?? false);
-      const secret = await core.readNamespacedSecret({ name: `${name}-env`, namespace });
+      await createSession(stack.resources, name, { user: 'wes@example.com', appDefinition: 'python-latest' });
+      await waitForSession(
+        stack.resources,
+        name,
+        (s) => s.status?.conditions?.some((c) => c.type === 'Routed') ?? false,
+      );
+      const secret = await core.readNamespacedSecret({ name: `${name}-env`, namespace: stack.namespace });
       // Three more passes, each after the one before ended (a key is never in two passes at once).
       for (let i = 0; i < 3; i++) {
         const before = passes();
-        await r.sessions.mergePatch(name, { metadata: { annotations: { 'test.ide-cloud.io/touch': String(i) } } });
+        await stack.resources.sessions.mergePatch(name, {
+          metadata: { annotations: { 'test.ide-cloud.io/touch': String(i) } },
+        });
         await eventually(() => assert.ok(passes() > before, 'no pass after the change'));
       }
       release();
-      const session = await waitForSession(r, name, running);
+      const session = await waitForSession(stack.resources, name, running);
       assert.equal(session.metadata.annotations?.['test.ide-cloud.io/touch'], '2');
-      const after = await core.readNamespacedSecret({ name: `${name}-env`, namespace });
+      const after = await core.readNamespacedSecret({ name: `${name}-env`, namespace: stack.namespace });
       assert.ok(after.data?.['.data-bridge-token']);
       assert.equal(after.data?.['.data-bridge-token'], secret.data?.['.data-bridge-token'], 'the bridge token changed');
       assert.equal(after.metadata?.resourceVersion, secret.metadata?.resourceVersion);
@@ -396,12 +377,12 @@ describe('operator: the writes of a lazy launch', function () {
     }
     const count = (path: string) => writes.writes.filter((w) => w.path === path).length;
     const objects = {
-      configStore: count(`/api/v1/namespaces/${namespace}/configmaps/${name}-config`),
-      secret: count(`/api/v1/namespaces/${namespace}/secrets/${name}-env`),
-      sidecarService: count(`/api/v1/namespaces/${namespace}/services/${name}-db`),
-      sidecarDeployment: count(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}-db`),
-      deployment: count(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}`),
-      service: count(`/api/v1/namespaces/${namespace}/services/${name}`),
+      configStore: count(`/api/v1/namespaces/${stack.namespace}/configmaps/${name}-config`),
+      secret: count(`/api/v1/namespaces/${stack.namespace}/secrets/${name}-env`),
+      sidecarService: count(`/api/v1/namespaces/${stack.namespace}/services/${name}-db`),
+      sidecarDeployment: count(`/apis/apps/v1/namespaces/${stack.namespace}/deployments/${name}-db`),
+      deployment: count(`/apis/apps/v1/namespaces/${stack.namespace}/deployments/${name}`),
+      service: count(`/api/v1/namespaces/${stack.namespace}/services/${name}`),
     };
     assert.deepEqual(
       objects,

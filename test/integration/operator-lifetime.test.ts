@@ -5,50 +5,30 @@
 // one minute, the smallest the field takes, so the test waits about that long.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { ANNOTATIONS, API_VERSION } from '../../server/src/model/api-group.js';
 import type { Session } from '../../server/src/model/session.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 describe("operator: an app definition's maximum lifetime stops its sessions however active", function () {
+  const stack = useStack('op-lifetime', {
+    apps: [
+      appDefinitionSpec('timed', { timeout: 30, maxLifetimeMinutes: 1 }),
+      appDefinitionSpec('untimed', { timeout: 30 }),
+    ],
+    operator: { eagerStart: false, activityIntervalMs: 500 },
+  });
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator | undefined;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-lifetime');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, 'timed', { timeout: 30, maxLifetimeMinutes: 1 });
-    await createAppDefinition(r, 'untimed', { timeout: 30 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, activityIntervalMs: 500 });
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
 
   it('stops the session at its lifetime while it reports activity, with the reason; the other goes on', async () => {
-    const timed = await createSession(r, 'timed-1', { user: 'ada@example.com', appDefinition: 'timed' });
-    await createSession(r, 'untimed-1', { user: 'grace@example.com', appDefinition: 'untimed' });
-    await Promise.all(['timed-1', 'untimed-1'].map((n) => waitForSession(r, n, running)));
-    const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    const timed = await createSession(stack.resources, 'timed-1', { user: 'ada@example.com', appDefinition: 'timed' });
+    await createSession(stack.resources, 'untimed-1', { user: 'grace@example.com', appDefinition: 'untimed' });
+    await Promise.all(['timed-1', 'untimed-1'].map((n) => waitForSession(stack.resources, n, running)));
     // The session's states as a watch reports them, to the finalizer's last status write.
     const seen: Session[] = [];
-    const watch = await new k8s.Watch(cluster.kc).watch(
-      `/apis/${API_VERSION}/namespaces/${namespace}/sessions`,
+    const watch = await new k8s.Watch(stack.kc).watch(
+      `/apis/${API_VERSION}/namespaces/${stack.namespace}/sessions`,
       { fieldSelector: 'metadata.name=timed-1' },
       (_type: string, s: Session) => void seen.push(s),
       () => undefined,
@@ -59,8 +39,8 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
           // Both students are active, as PATCH /service/session reports it.
           const now = new Date().toISOString();
           for (const n of ['timed-1', 'untimed-1'])
-            await r.sessions.patchStatus(n, { lastActivity: now }).catch(() => undefined);
-          const session = await r.sessions.find('timed-1');
+            await stack.resources.sessions.patchStatus(n, { lastActivity: now }).catch(() => undefined);
+          const session = await stack.resources.sessions.find('timed-1');
           assert.ok(!session || session.metadata.deletionTimestamp, 'timed-1 still running');
         },
         120_000,
@@ -84,15 +64,15 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
     } finally {
       watch.abort();
     }
-    const events = await core.listNamespacedEvent({
-      namespace,
+    const events = await stack.core.listNamespacedEvent({
+      namespace: stack.namespace,
       fieldSelector: `involvedObject.kind=Session,involvedObject.name=timed-1`,
     });
     const stopped = events.items.find((e) => e.reason === 'Stopped');
     assert.ok(stopped, 'a Stopped Event');
     assert.equal(stopped.involvedObject.uid, timed.metadata.uid);
     assert.match(stopped.message ?? '', /^session stopped: MaxLifetime: running for more than 1 minute/);
-    const untimed = await r.sessions.get('untimed-1');
+    const untimed = await stack.resources.sessions.get('untimed-1');
     assert.ok(running(untimed) && !untimed.metadata.deletionTimestamp, 'the other app definition has no lifetime');
   });
 });

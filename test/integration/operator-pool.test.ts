@@ -4,43 +4,36 @@ import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
 import { instanceClaimName } from '../../server/src/operator/manifests.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
 import { sessionUrlPattern } from '../support/landing.js';
 import {
-  cleanUpSuite,
-  createAppDefinition,
+  appDefinitionSpec,
   createSession,
   FAST,
-  ideCloudResources,
   bridgeToken,
   readyPodIp,
   running,
   startBridge,
-  testOperator,
   waitForSession,
   type Bridge,
 } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const APP = 'python-latest';
 const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=${APP}`;
 
 describe('operator: warm pool and eager start', function () {
+  const stack = useStack('op-pool', {
+    apps: [appDefinitionSpec(APP, { minInstances: 2, maxInstances: 20 })],
+    operator: { eagerStart: true, sessionsPerUser: 10 },
+    operatorLogs: true,
+  });
   this.timeout(300_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
-  let apps: k8s.AppsV1Api;
-  let core: k8s.CoreV1Api;
-  let net: k8s.NetworkingV1Api;
   const bridges: Bridge[] = [];
 
   async function instances() {
-    const list = await apps.listNamespacedDeployment({ namespace, labelSelector: poolSelector });
+    const list = await stack.apps.listNamespacedDeployment({ namespace: stack.namespace, labelSelector: poolSelector });
     return list.items
       .filter((d) => !d.metadata?.deletionTimestamp)
       .sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
@@ -51,7 +44,10 @@ describe('operator: warm pool and eager start', function () {
 
   /** Pod uid of each warm instance (its one live pod). */
   async function instancePods(): Promise<Map<string, string>> {
-    const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.component}=pool-instance` });
+    const pods = await stack.core.listNamespacedPod({
+      namespace: stack.namespace,
+      labelSelector: `${LABELS.component}=pool-instance`,
+    });
     return new Map(
       pods.items
         .filter((p) => !p.metadata?.deletionTimestamp)
@@ -60,24 +56,10 @@ describe('operator: warm pool and eager start', function () {
   }
 
   async function poolStatus() {
-    return (await r.appDefinitions.get(APP)).status?.pool;
+    return (await stack.resources.appDefinitions.get(APP)).status?.pool;
   }
 
-  const operatorLogs: string[] = [];
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-pool');
-    r = ideCloudResources(cluster.kc, namespace);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
-    await createAppDefinition(r, APP, { minInstances: 2, maxInstances: 20 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 10 }, operatorLogs);
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-    await Promise.all(bridges.map((b) => b.close()));
-  });
+  stack.cleanUp(() => Promise.all(bridges.map((b) => b.close())));
 
   it('keeps minInstances generic instances with the data bridge on, labelled with the generation', async () => {
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 60_000);
@@ -86,7 +68,7 @@ describe('operator: warm pool and eager start', function () {
       list.map((d) => d.metadata?.name),
       ['python-latest-pool-1', 'python-latest-pool-2'],
     );
-    const generation = String((await r.appDefinitions.get(APP)).metadata.generation);
+    const generation = String((await stack.resources.appDefinitions.get(APP)).metadata.generation);
     for (const d of list) {
       assert.equal(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration], generation);
       const ide = d.spec!.template.spec!.containers[0]!;
@@ -102,7 +84,10 @@ describe('operator: warm pool and eager start', function () {
       });
       // The work folder on a claim of the instance's own, from the start.
       assert.equal(ide.volumeMounts?.find((m) => m.name === 'workspace')?.mountPath, '/home/ide/workspace');
-      const claim = await core.readNamespacedPersistentVolumeClaim({ name: claimOf(d), namespace });
+      const claim = await stack.core.readNamespacedPersistentVolumeClaim({
+        name: claimOf(d),
+        namespace: stack.namespace,
+      });
       assert.deepEqual(
         claim.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]),
         [['Deployment', d.metadata!.name, d.metadata!.uid]],
@@ -117,25 +102,25 @@ describe('operator: warm pool and eager start', function () {
 
   it('reserves a free instance: annotations, ownership, route, URL, and injects the environment into the bridge', async () => {
     for (const d of await instances()) {
-      const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${d.metadata!.name}`);
-      const token = await bridgeToken(cluster.kc, namespace, d.metadata!.name!);
+      const ip = await readyPodIp(stack.kc, stack.namespace, `${LABELS.poolInstance}=${d.metadata!.name}`);
+      const token = await bridgeToken(stack.kc, stack.namespace, d.metadata!.name!);
       bridges.push(await startBridge(ip, 16281, { token, failPosts: 1 }));
     }
-    await core.createNamespacedConfigMap({
-      namespace,
+    await stack.core.createNamespacedConfigMap({
+      namespace: stack.namespace,
       body: {
         metadata: { name: 'course', labels: { [SESSION_ENV_LABEL]: 'true' } },
         data: { GIT_MAIL: 'a@example.com', COURSE: 'cm' },
       },
     });
-    await core.createNamespacedSecret({
-      namespace,
+    await stack.core.createNamespacedSecret({
+      namespace: stack.namespace,
       body: {
         metadata: { name: 'token', labels: { [SESSION_ENV_LABEL]: 'true' } },
         stringData: { PLATFORM_TOKEN: 'tok-123', COURSE: 'secret-wins' },
       },
     });
-    const created = await createSession(r, 'eager-1', {
+    const created = await createSession(stack.resources, 'eager-1', {
       user: 'erin@example.com',
       appDefinition: APP,
       envVars: { GIT_USER: 'erin', COURSE: 'direct' },
@@ -144,7 +129,7 @@ describe('operator: warm pool and eager start', function () {
     });
     // The decision's annotations come after the status that carries the URL.
     const session = await waitForSession(
-      r,
+      stack.resources,
       'eager-1',
       (s) => running(s) && !!s.metadata.annotations?.[ANNOTATIONS.instanceId],
     );
@@ -155,18 +140,21 @@ describe('operator: warm pool and eager start', function () {
     assert.equal(session.status?.instanceId, id);
     assert.match(session.status!.url!, sessionUrlPattern('eager-1'));
 
-    const instance = await apps.readNamespacedDeployment({ name: `${APP}-pool-${id}`, namespace });
+    const instance = await stack.apps.readNamespacedDeployment({
+      name: `${APP}-pool-${id}`,
+      namespace: stack.namespace,
+    });
     assert.equal(instance.metadata?.labels?.[LABELS.session], 'eager-1');
     // Metadata only: no new generation, so no rollout and no wait for the deployment controller.
     assert.equal(instance.metadata?.generation, 1);
     assert.ok(instance.metadata?.ownerReferences?.some((o) => o.kind === 'Session' && o.uid === created.metadata.uid));
-    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+    const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) =>
       rule.http!.paths.map((p) => [p.path, p.backend.service?.name]),
     );
     assert.deepEqual(paths, [[new URL(session.status!.url!).pathname, `${APP}-pool-${id}`]]);
 
-    const injected = await waitForSession(r, 'eager-1', (s) =>
+    const injected = await waitForSession(stack.resources, 'eager-1', (s) =>
       (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
     );
     const condition = injected.status!.conditions!.find((c) => c.type === 'EnvInjected')!;
@@ -187,8 +175,8 @@ describe('operator: warm pool and eager start', function () {
     // A warm launch tells its steps, each once, as Normal Events (the injection's may come before or
     // after Ready): what `kubectl describe session` shows.
     const events = await eventually(async () => {
-      const list = await core.listNamespacedEvent({
-        namespace,
+      const list = await stack.core.listNamespacedEvent({
+        namespace: stack.namespace,
         fieldSelector: 'involvedObject.kind=Session,involvedObject.name=eager-1',
       });
       assert.deepEqual(list.items.map((e) => [e.reason, e.type, e.count]).sort(), [
@@ -204,23 +192,23 @@ describe('operator: warm pool and eager start', function () {
       'values delivered to the data bridge (posts 2)',
     );
     assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('tok-123'));
-    assert.ok(operatorLogs.length > 0, 'the operator logged');
-    assert.ok(!operatorLogs.join('').includes('tok-123'), 'the injected token is not in the operator logs');
+    assert.ok(stack.operatorLogs.length > 0, 'the operator logged');
+    assert.ok(!stack.operatorLogs.join('').includes('tok-123'), 'the injected token is not in the operator logs');
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 1, reserved: 1 }));
   });
 
   it('returns the instance to the pool when the session ends (id within minInstances), with a fresh pod', async () => {
-    const session = await r.sessions.get('eager-1');
+    const session = await stack.resources.sessions.get('eager-1');
     const name = `${APP}-pool-${session.status!.instanceId}`;
-    const before = await apps.readNamespacedDeployment({ name, namespace });
-    await r.sessions.delete('eager-1');
+    const before = await stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace });
+    await stack.resources.sessions.delete('eager-1');
     await eventually(async () => {
-      const after = await apps.readNamespacedDeployment({ name, namespace });
+      const after = await stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace });
       assert.equal(after.metadata?.uid, before.metadata?.uid, 'same instance');
       // A fresh claim; the last user's goes with their files (no workspace took it).
       assert.notEqual(claimOf(after), claimOf(before));
-      const old = await core
-        .readNamespacedPersistentVolumeClaim({ name: claimOf(before), namespace })
+      const old = await stack.core
+        .readNamespacedPersistentVolumeClaim({ name: claimOf(before), namespace: stack.namespace })
         .catch(() => undefined);
       assert.ok(!old || old.metadata?.deletionTimestamp, "the ended session's claim goes");
       assert.equal(after.metadata?.labels?.[LABELS.session], undefined);
@@ -228,7 +216,9 @@ describe('operator: warm pool and eager start', function () {
       assert.ok(!after.metadata?.ownerReferences?.some((o) => o.kind === 'Session'));
     }, 30_000);
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
-    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace }).catch(() => undefined);
+    const ingress = await stack.net
+      .readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace })
+      .catch(() => undefined);
     assert.ok(!JSON.stringify(ingress?.spec ?? {}).includes('/eager-1/'));
   });
 
@@ -240,114 +230,118 @@ describe('operator: warm pool and eager start', function () {
     const podsBefore = await instancePods();
     const claimsBefore = new Map((await instances()).map((d) => [d.metadata!.name!, claimOf(d)]));
     // As the service makes it in a launch (POST /service without an existing workspace).
-    await r.workspaces.create({
+    await stack.resources.workspaces.create({
       metadata: { name: 'ws-gina', annotations: { [ANNOTATIONS.createdByLaunch]: 'true' } },
       spec: { user: 'gina@example.com', appDefinition: APP },
     });
-    await createSession(r, 'ws-eager', {
+    await createSession(stack.resources, 'ws-eager', {
       user: 'gina@example.com',
       appDefinition: APP,
       workspace: 'ws-gina',
       envVars: { GIT_USER: 'gina' },
     });
-    const reserved = await waitForSession(r, 'ws-eager', (s) => !!s.status?.instanceId);
+    const reserved = await waitForSession(stack.resources, 'ws-eager', (s) => !!s.status?.instanceId);
     assert.equal(reserved.status?.startStrategy, 'eager');
     const name = `${APP}-pool-${reserved.status!.instanceId}`;
     const claim = claimsBefore.get(name)!;
     assert.match(claim, new RegExp(`^${name}-work-[0-9a-f]{8}$`));
-    const d = await apps.readNamespacedDeployment({ name, namespace });
+    const d = await stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace });
     assert.equal(d.metadata?.generation, 1, 'the pod template is not touched');
     assert.equal(claimOf(d), claim);
     assert.equal(d.metadata?.labels?.[LABELS.workspace], 'ws-gina');
     // The workspace names the instance's claim, which is now the workspace's.
     const workspace = await eventually(async () => {
-      const w = await r.workspaces.get('ws-gina');
+      const w = await stack.resources.workspaces.get('ws-gina');
       assert.equal(w.status?.phase, 'Bound');
       assert.equal(w.status?.claimName, claim);
       return w;
     });
     const ready = workspace.status!.conditions!.find((c) => c.type === 'Ready')!;
     assert.equal(ready.reason, 'ClaimTakenOver');
-    const pvc = await core.readNamespacedPersistentVolumeClaim({ name: claim, namespace });
+    const pvc = await stack.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: stack.namespace });
     assert.deepEqual(
       pvc.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]),
       [['Workspace', 'ws-gina', workspace.metadata.uid]],
     );
     assert.equal(pvc.metadata?.labels?.[LABELS.workspace], 'ws-gina');
     assert.equal(pvc.metadata?.labels?.[LABELS.poolInstance], undefined);
-    const ip = await readyPodIp(cluster.kc, namespace, `${LABELS.poolInstance}=${name}`);
-    const bridge = await startBridge(ip, 16281, { token: await bridgeToken(cluster.kc, namespace, name) });
+    const ip = await readyPodIp(stack.kc, stack.namespace, `${LABELS.poolInstance}=${name}`);
+    const bridge = await startBridge(ip, 16281, { token: await bridgeToken(stack.kc, stack.namespace, name) });
     bridges.push(bridge);
     await waitForSession(
-      r,
+      stack.resources,
       'ws-eager',
       (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
     );
     assert.deepEqual(bridge.received, [{ environment: { GIT_USER: 'gina' }, user: 'gina@example.com' }]);
     assert.equal((await instancePods()).get(name), podsBefore.get(name), 'the prewarmed pod served the session');
 
-    await r.sessions.delete('ws-eager');
+    await stack.resources.sessions.delete('ws-eager');
     // The instance itself, not the pool counts: those are written at most every 2 s and can still show
     // the state from before the reservation.
     const fresh = await eventually(async () => {
-      const back = await apps.readNamespacedDeployment({ name, namespace });
+      const back = await stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace });
       assert.equal(back.metadata?.labels?.[LABELS.session], undefined, 'reservation dropped');
       assert.equal(back.metadata?.labels?.[LABELS.workspace], undefined);
       assert.notEqual(claimOf(back), claim, 'a fresh claim');
       return claimOf(back);
     }, 30_000);
-    const next = await core.readNamespacedPersistentVolumeClaim({ name: fresh, namespace });
+    const next = await stack.core.readNamespacedPersistentVolumeClaim({ name: fresh, namespace: stack.namespace });
     assert.deepEqual(
       next.metadata?.ownerReferences?.map((o) => [o.kind, o.name]),
       [['Deployment', name]],
     );
     // The workspace keeps its claim.
-    await core.readNamespacedPersistentVolumeClaim({ name: claim, namespace });
+    await stack.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: stack.namespace });
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
   });
 
+  /** A session of `user` on `workspace`, made as the service makes it, once it runs. */
+  async function runningOn(workspace: string, name: string, user: string) {
+    await createSession(stack.resources, name, { user, appDefinition: APP, workspace });
+    return waitForSession(stack.resources, name, running);
+  }
+
   it('relaunches a workspace that holds work on a pod of its own, mounting its claim', async () => {
-    const claim = (await r.workspaces.get('ws-gina')).status!.claimName!;
-    await createSession(r, 'ws-again', {
-      user: 'gina@example.com',
-      appDefinition: APP,
-      workspace: 'ws-gina',
-    });
-    const s = await waitForSession(r, 'ws-again', running);
+    const claim = (await stack.resources.workspaces.get('ws-gina')).status!.claimName!;
+    const s = await runningOn('ws-gina', 'ws-again', 'gina@example.com');
     assert.equal(s.status?.startStrategy, 'lazy');
     const reservedCondition = s.status!.conditions!.find((c) => c.type === 'Reserved')!;
     assert.equal(reservedCondition.reason, 'WorkspaceHoldsWork');
-    const own = await apps.readNamespacedDeployment({ name: 'ws-again', namespace });
+    const own = await stack.apps.readNamespacedDeployment({ name: 'ws-again', namespace: stack.namespace });
     const spec = own.spec!.template.spec!;
     assert.equal(spec.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName, claim);
     const ide = spec.containers[0]!;
     assert.deepEqual(ide.volumeMounts?.find((m) => m.name === 'workspace')?.mountPath, '/home/ide/workspace');
     assert.equal(ide.env?.find((e) => e.name === 'WORKSPACE_DIR')?.value, '/home/ide/workspace');
-    await r.sessions.delete('ws-again');
+    await stack.resources.sessions.delete('ws-again');
     // A workspace not made by a launch (POST /service/workspace, kubectl) may hold work too: lazy.
-    await r.workspaces.create({ metadata: { name: 'ws-hal' }, spec: { user: 'hal@example.com', appDefinition: APP } });
-    await createSession(r, 'ws-hal-1', { user: 'hal@example.com', appDefinition: APP, workspace: 'ws-hal' });
-    const hal = await waitForSession(r, 'ws-hal-1', running);
+    await stack.resources.workspaces.create({
+      metadata: { name: 'ws-hal' },
+      spec: { user: 'hal@example.com', appDefinition: APP },
+    });
+    const hal = await runningOn('ws-hal', 'ws-hal-1', 'hal@example.com');
     assert.equal(hal.status?.startStrategy, 'lazy');
-    assert.equal((await r.workspaces.get('ws-hal')).status?.claimName, 'ws-hal');
-    await r.sessions.delete('ws-hal-1');
-    await eventually(async () => assert.deepEqual(await r.sessions.list(), []), 30_000);
+    assert.equal((await stack.resources.workspaces.get('ws-hal')).status?.claimName, 'ws-hal');
+    await stack.resources.sessions.delete('ws-hal-1');
+    await eventually(async () => assert.deepEqual(await stack.resources.sessions.list(), []), 30_000);
   });
 
   it('falls back to the lazy path when the pool is exhausted', async () => {
     // Bridges of earlier tests go: a restarted pod may get a former pod's address.
     await Promise.all(bridges.splice(0).map((b) => b.close()));
-    for (const n of [1, 2, 3]) await createSession(r, `pool-${n}`, { user: `u${n}@example.com`, appDefinition: APP });
-    const sessions = await Promise.all([1, 2, 3].map((n) => waitForSession(r, `pool-${n}`, running)));
+    for (const n of [1, 2, 3])
+      await createSession(stack.resources, `pool-${n}`, { user: `u${n}@example.com`, appDefinition: APP });
+    const sessions = await Promise.all([1, 2, 3].map((n) => waitForSession(stack.resources, `pool-${n}`, running)));
     const strategies = sessions.map((s) => s.status?.startStrategy).sort();
     assert.deepEqual(strategies, ['eager', 'eager', 'lazy-fallback']);
     const lazy = sessions.find((s) => s.status?.startStrategy === 'lazy-fallback')!;
     assert.equal(lazy.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy-fallback');
-    await apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace });
+    await stack.apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace: stack.namespace });
     // No bridge answers on these instances: injection gives up after the attempts, the session stays Running.
     const eager = sessions.find((x) => x.status?.startStrategy === 'eager')!;
     const failed = await waitForSession(
-      r,
+      stack.resources,
       eager.metadata.name,
       (x) => (x.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'False'),
       // Every health check of the window must fail first: allow for a loaded machine.
@@ -365,12 +359,12 @@ describe('operator: warm pool and eager start', function () {
   });
 
   it('minInstances lowered: a reserved instance above it is deleted when its session ends', async () => {
-    await r.appDefinitions.mergePatch(APP, { spec: { minInstances: 1 } });
-    const holder = (await r.sessions.list()).find((s) => s.status?.instanceId === '2')!;
+    await stack.resources.appDefinitions.mergePatch(APP, { spec: { minInstances: 1 } });
+    const holder = (await stack.resources.sessions.list()).find((s) => s.status?.instanceId === '2')!;
     // Still reserved: the running session keeps its instance.
     await eventually(async () => assert.equal((await poolStatus())?.desired, 1));
     assert.ok((await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`));
-    await r.sessions.delete(holder.metadata.name);
+    await stack.resources.sessions.delete(holder.metadata.name);
     await eventually(
       async () => assert.ok(!(await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`)),
       30_000,
@@ -378,7 +372,7 @@ describe('operator: warm pool and eager start', function () {
   });
 
   it('minInstances raised: missing instances are created', async () => {
-    await r.appDefinitions.mergePatch(APP, { spec: { minInstances: 3 } });
+    await stack.resources.appDefinitions.mergePatch(APP, { spec: { minInstances: 3 } });
     await eventually(async () => {
       assert.deepEqual(
         (await instances()).map((d) => d.metadata?.name),
@@ -388,9 +382,14 @@ describe('operator: warm pool and eager start', function () {
   });
 
   it('a new generation recreates free instances; a reserved one keeps its pod and is recreated when released', async () => {
-    const holder = (await r.sessions.list()).find((s) => s.status?.instanceId === '1')!;
-    const reservedBefore = await apps.readNamespacedDeployment({ name: `${APP}-pool-1`, namespace });
-    const updated = await r.appDefinitions.mergePatch(APP, { spec: { image: 'ide-cloud/session-python:v2' } });
+    const holder = (await stack.resources.sessions.list()).find((s) => s.status?.instanceId === '1')!;
+    const reservedBefore = await stack.apps.readNamespacedDeployment({
+      name: `${APP}-pool-1`,
+      namespace: stack.namespace,
+    });
+    const updated = await stack.resources.appDefinitions.mergePatch(APP, {
+      spec: { image: 'ide-cloud/session-python:v2' },
+    });
     const generation = String(updated.metadata.generation);
     await eventually(async () => {
       for (const d of await instances()) {
@@ -399,26 +398,29 @@ describe('operator: warm pool and eager start', function () {
         assert.equal(d.spec?.template.spec?.containers[0]?.image, 'ide-cloud/session-python:v2');
       }
     }, 30_000);
-    const reservedNow = await apps.readNamespacedDeployment({ name: `${APP}-pool-1`, namespace });
+    const reservedNow = await stack.apps.readNamespacedDeployment({
+      name: `${APP}-pool-1`,
+      namespace: stack.namespace,
+    });
     assert.equal(reservedNow.metadata?.uid, reservedBefore.metadata?.uid);
     assert.equal(
       reservedNow.spec?.template.spec?.containers[0]?.image,
       reservedBefore.spec?.template.spec?.containers[0]?.image,
     );
-    await r.sessions.delete(holder.metadata.name);
+    await stack.resources.sessions.delete(holder.metadata.name);
     await eventually(async () => {
-      const d = await apps.readNamespacedDeployment({ name: `${APP}-pool-1`, namespace });
+      const d = await stack.apps.readNamespacedDeployment({ name: `${APP}-pool-1`, namespace: stack.namespace });
       assert.notEqual(d.metadata?.uid, reservedBefore.metadata?.uid, 'recreated');
       assert.equal(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration], generation);
     }, 30_000);
   });
 
   it('minInstances 0 empties the pool; the eager path stays available and falls back to lazy', async () => {
-    for (const s of await r.sessions.list()) await r.sessions.delete(s.metadata.name);
-    await r.appDefinitions.mergePatch(APP, { spec: { minInstances: 0 } });
+    for (const s of await stack.resources.sessions.list()) await stack.resources.sessions.delete(s.metadata.name);
+    await stack.resources.appDefinitions.mergePatch(APP, { spec: { minInstances: 0 } });
     await eventually(async () => assert.deepEqual(await instances(), []), 30_000);
-    await createSession(r, 'after-empty', { user: 'z@example.com', appDefinition: APP });
-    const s = await waitForSession(r, 'after-empty', running);
+    await createSession(stack.resources, 'after-empty', { user: 'z@example.com', appDefinition: APP });
+    const s = await waitForSession(stack.resources, 'after-empty', running);
     assert.equal(s.status?.startStrategy, 'lazy-fallback');
     assert.deepEqual(await poolStatus(), { desired: 0, ready: 0, reserved: 0 });
   });

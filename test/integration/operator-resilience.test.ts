@@ -5,17 +5,9 @@ import * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../../server/src/model/api-group.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const APP = 'rust-latest';
 const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=${APP}`;
@@ -44,36 +36,27 @@ async function assertNoDoubleReservation(apps: k8s.AppsV1Api, r: IdeCloudResourc
 const LAUNCHES = 50;
 
 describe('operator: concurrency, restarts and dropped watches', function () {
+  const stack = useStack('op-load', {
+    apps: [appDefinitionSpec(APP, { minInstances: 10, maxInstances: null })],
+    operator: { eagerStart: true },
+  });
   this.timeout(300_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator | undefined;
-  let apps: k8s.AppsV1Api;
-  let net: k8s.NetworkingV1Api;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-load');
-    r = ideCloudResources(cluster.kc, namespace);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
-    await createAppDefinition(r, APP, { minInstances: 10, maxInstances: null });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true });
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
 
   it(`${LAUNCHES} concurrent launches against a pool of 10: no instance reserved twice, every session Running, every route kept`, async () => {
-    await eventually(async () => assert.equal((await r.appDefinitions.get(APP)).status?.pool?.ready, 10), 90_000, 300);
+    await eventually(
+      async () => assert.equal((await stack.resources.appDefinitions.get(APP)).status?.pool?.ready, 10),
+      90_000,
+      300,
+    );
     const names = Array.from({ length: LAUNCHES }, (_, i) => `load-${i}`);
-    await Promise.all(names.map((n) => createSession(r, n, { user: `${n}@example.com`, appDefinition: APP })));
-    await Promise.all(names.map((n) => waitForSession(r, n, running, 240_000)));
-    const { eager, total } = await assertNoDoubleReservation(apps, r, namespace);
+    await Promise.all(
+      names.map((n) => createSession(stack.resources, n, { user: `${n}@example.com`, appDefinition: APP })),
+    );
+    await Promise.all(names.map((n) => waitForSession(stack.resources, n, running, 240_000)));
+    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.resources, stack.namespace);
     assert.equal(total, LAUNCHES);
     assert.equal(eager, 10);
-    const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace });
+    const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path ?? ''));
     assert.deepEqual(
       paths.map((p) => p.split('/')[1]).sort(),
@@ -83,62 +66,71 @@ describe('operator: concurrency, restarts and dropped watches', function () {
   });
 
   it('an operator stopped mid-way and restarted leaves no leak and no duplicate', async () => {
-    await Promise.all((await r.sessions.list()).map((s) => r.sessions.delete(s.metadata.name)));
-    await eventually(async () => assert.deepEqual(await r.sessions.list(), []), 60_000, 300);
+    await Promise.all(
+      (await stack.resources.sessions.list()).map((s) => stack.resources.sessions.delete(s.metadata.name)),
+    );
+    await eventually(async () => assert.deepEqual(await stack.resources.sessions.list(), []), 60_000, 300);
     await eventually(
       async () =>
-        assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: 10, ready: 10, reserved: 0 }),
+        assert.deepEqual((await stack.resources.appDefinitions.get(APP)).status?.pool, {
+          desired: 10,
+          ready: 10,
+          reserved: 0,
+        }),
       90_000,
       300,
     );
     const names = Array.from({ length: 15 }, (_, i) => `restart-${i}`);
-    await Promise.all(names.map((n) => createSession(r, n, { user: `${n}@example.com`, appDefinition: APP })));
+    await Promise.all(
+      names.map((n) => createSession(stack.resources, n, { user: `${n}@example.com`, appDefinition: APP })),
+    );
     // Stop as soon as the first sessions got a strategy: the rest are mid-way.
-    await eventually(async () => assert.ok((await r.sessions.list()).some((s) => s.status?.startStrategy)), 30_000, 20);
-    await operator!.stop();
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true });
-    await Promise.all(names.map((n) => waitForSession(r, n, running, 240_000)));
-    const { eager, total } = await assertNoDoubleReservation(apps, r, namespace);
+    await eventually(
+      async () => assert.ok((await stack.resources.sessions.list()).some((s) => s.status?.startStrategy)),
+      30_000,
+      20,
+    );
+    await stack.restartOperator();
+    await Promise.all(names.map((n) => waitForSession(stack.resources, n, running, 240_000)));
+    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.resources, stack.namespace);
     assert.equal(total, 15);
     assert.equal(eager, 10);
-    const pool = (await apps.listNamespacedDeployment({ namespace, labelSelector: poolSelector })).items;
+    const pool = (
+      await stack.apps.listNamespacedDeployment({ namespace: stack.namespace, labelSelector: poolSelector })
+    ).items;
     assert.equal(pool.length, 10, 'no extra warm instances');
   });
 
   it('recovers from dropped watch connections', async () => {
-    operator!.dropWatches();
-    await createSession(r, 'after-drop', { user: 'drop@example.com', appDefinition: APP });
-    operator!.dropWatches();
-    const s = await waitForSession(r, 'after-drop', running, 60_000);
+    stack.operator!.dropWatches();
+    await createSession(stack.resources, 'after-drop', { user: 'drop@example.com', appDefinition: APP });
+    stack.operator!.dropWatches();
+    const s = await waitForSession(stack.resources, 'after-drop', running, 60_000);
     assert.equal(s.status?.startStrategy, 'lazy-fallback');
   });
 });
 
 describe('operator: two replicas, one leader', function () {
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
   const operators: RunningOperator[] = [];
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-leader');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, APP, { minInstances: 1 });
-    for (const identity of ['replica-a', 'replica-b']) {
-      operators.push(await testOperator(cluster.kc, namespace, { eagerStart: true, leaderElection: true, identity }));
-    }
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, operators);
+  const stack = useStack('op-leader', {
+    apps: [appDefinitionSpec(APP, { minInstances: 1 })],
+    setUp: async ({ startOperator }) => {
+      for (const identity of ['replica-a', 'replica-b']) {
+        operators.push(await startOperator({ eagerStart: true, leaderElection: true, identity }));
+      }
+    },
   });
 
   it('elects exactly one leader, which reconciles; a standby takes over within seconds', async () => {
     await eventually(() => assert.equal(operators.filter((o) => o.isLeader()).length, 1), 15_000);
-    await eventually(async () => assert.equal((await r.appDefinitions.get(APP)).status?.pool?.ready, 1), 60_000, 200);
-    await createSession(r, 'led-1', { user: 'a@example.com', appDefinition: APP });
-    assert.equal((await waitForSession(r, 'led-1', running)).status?.startStrategy, 'eager');
+    await eventually(
+      async () => assert.equal((await stack.resources.appDefinitions.get(APP)).status?.pool?.ready, 1),
+      60_000,
+      200,
+    );
+    await createSession(stack.resources, 'led-1', { user: 'a@example.com', appDefinition: APP });
+    assert.equal((await waitForSession(stack.resources, 'led-1', running)).status?.startStrategy, 'eager');
     const leader = operators.find((o) => o.isLeader())!;
     const standby = operators.find((o) => o !== leader)!;
     // The same replica holds the lease for a while: no flapping.
@@ -149,15 +141,15 @@ describe('operator: two replicas, one leader', function () {
     const started = Date.now();
     await eventually(() => assert.ok(standby.isLeader()), 10_000, 50);
     assert.ok(Date.now() - started < 10_000);
-    await createSession(r, 'led-2', { user: 'b@example.com', appDefinition: APP });
-    assert.equal((await waitForSession(r, 'led-2', running)).status?.startStrategy, 'lazy-fallback');
-    let lease = await cluster.kc
+    await createSession(stack.resources, 'led-2', { user: 'b@example.com', appDefinition: APP });
+    assert.equal((await waitForSession(stack.resources, 'led-2', running)).status?.startStrategy, 'lazy-fallback');
+    let lease = await stack.kc
       .makeApiClient(k8s.CoordinationV1Api)
-      .readNamespacedLease({ name: 'ide-cloud-operator', namespace });
+      .readNamespacedLease({ name: 'ide-cloud-operator', namespace: stack.namespace });
     assert.equal(lease.spec?.holderIdentity, standby.config.identity);
 
     // A leader that dies without releasing: a new replica takes over once the lease (2 s here) expires.
-    const third = await testOperator(cluster.kc, namespace, {
+    const third = await stack.startOperator({
       eagerStart: true,
       leaderElection: true,
       identity: 'replica-c',
@@ -168,11 +160,11 @@ describe('operator: two replicas, one leader', function () {
     const crashed = Date.now();
     await eventually(() => assert.ok(third.isLeader()), 15_000, 50);
     assert.ok(Date.now() - crashed < 10_000, 'takeover within seconds');
-    lease = await cluster.kc
+    lease = await stack.kc
       .makeApiClient(k8s.CoordinationV1Api)
-      .readNamespacedLease({ name: 'ide-cloud-operator', namespace });
+      .readNamespacedLease({ name: 'ide-cloud-operator', namespace: stack.namespace });
     assert.equal(lease.spec?.holderIdentity, 'replica-c');
-    await createSession(r, 'led-3', { user: 'c@example.com', appDefinition: APP });
-    await waitForSession(r, 'led-3', running);
+    await createSession(stack.resources, 'led-3', { user: 'c@example.com', appDefinition: APP });
+    await waitForSession(stack.resources, 'led-3', running);
   });
 });

@@ -7,23 +7,16 @@
 // through pods/status as that node's kubelet would.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
 import { sessionNameFor } from '../../server/src/model/names.js';
 import { SessionCondition, SessionFailureReason, type Session } from '../../server/src/model/session.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
 import { toProgressView } from '../../server/src/service/session-progress.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
 import {
-  cleanUpSuite,
-  createAppDefinition,
+  appDefinitionSpec,
   createSession,
-  ideCloudResources,
-  nodeWithoutKubelet,
   ON_NODE_WITHOUT_KUBELET as ON_OWN_NODE,
-  testOperator,
   waitForSession,
 } from '../support/operator.js';
 import {
@@ -33,46 +26,30 @@ import {
   startTestService,
   type StreamMessage,
 } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 describe('operator: a start that cannot succeed fails with a reason', function () {
-  this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let node: string;
-  let ownNode: Awaited<ReturnType<typeof nodeWithoutKubelet>> | undefined;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
-  let core: k8s.CoreV1Api;
-  let apps: k8s.AppsV1Api;
-  let net: k8s.NetworkingV1Api;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'op-start');
-    r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
+  const stack = useStack('op-start', {
     // A node without kwok's annotation: nothing runs its pods but this test, acting as its kubelet.
-    ownNode = await nodeWithoutKubelet(cluster.kc, namespace);
-    node = ownNode.name;
-    await createAppDefinition(r, 'huge', { requestsCpu: '100000', limitsCpu: '100000' });
-    await createAppDefinition(r, 'python', ON_OWN_NODE);
-    await createAppDefinition(r, 'slow', { ...ON_OWN_NODE, startDeadlineSeconds: 3 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 10 });
+    nodeWithoutKubelet: true,
+    apps: [
+      appDefinitionSpec('huge', { requestsCpu: '100000', limitsCpu: '100000' }),
+      appDefinitionSpec('python', ON_OWN_NODE),
+      appDefinitionSpec('slow', { ...ON_OWN_NODE, startDeadlineSeconds: 3 }),
+    ],
+    operator: { eagerStart: false, sessionsPerUser: 10 },
   });
-
-  after(async () => {
-    await ownNode?.remove();
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
+  this.timeout(120_000);
 
   /** The session's pod once the scheduler bound it to this suite's node. */
   async function boundPod(session: string): Promise<k8s.V1Pod> {
     return eventually(async () => {
-      const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.session}=${session}` });
-      const pod = pods.items.find((p) => p.spec?.nodeName === node);
-      assert.ok(pod, `no pod of ${session} on ${node} yet`);
+      const pods = await stack.core.listNamespacedPod({
+        namespace: stack.namespace,
+        labelSelector: `${LABELS.session}=${session}`,
+      });
+      const pod = pods.items.find((p) => p.spec?.nodeName === stack.node.name);
+      assert.ok(pod, `no pod of ${session} on ${stack.node.name} yet`);
       return pod;
     }, 30_000);
   }
@@ -93,10 +70,10 @@ describe('operator: a start that cannot succeed fails with a reason', function (
       state: { waiting: w ?? { reason: 'ContainerCreating' } },
       ...(w && extra.exitCode !== undefined ? { lastState: { terminated: { exitCode: extra.exitCode } } } : {}),
     });
-    await core.patchNamespacedPodStatus(
+    await stack.core.patchNamespacedPodStatus(
       {
         name: pod.metadata!.name!,
-        namespace,
+        namespace: stack.namespace,
         body: {
           status: {
             phase: 'Pending',
@@ -111,7 +88,7 @@ describe('operator: a start that cannot succeed fails with a reason', function (
 
   /** The session failed with `reason`: status, Ready condition, an Event, the progress stream. */
   async function assertFailed(name: string, reason: string, code: number, message: RegExp): Promise<Session> {
-    const session = await waitForSession(r, name, (s) => s.status?.phase === 'Failed', 30_000);
+    const session = await waitForSession(stack.resources, name, (s) => s.status?.phase === 'Failed', 30_000);
     assert.equal(session.status?.error?.code, code);
     assert.match(session.status!.error!.reason, message);
     const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
@@ -126,8 +103,8 @@ describe('operator: a start that cannot succeed fails with a reason', function (
       { type: 'Ready', status: 'False', reason, message: session.status!.error!.reason },
     );
     await eventually(async () => {
-      const events = await core.listNamespacedEvent({
-        namespace,
+      const events = await stack.core.listNamespacedEvent({
+        namespace: stack.namespace,
         fieldSelector: `involvedObject.kind=Session,involvedObject.name=${name}`,
       });
       const event = events.items.find((e) => e.reason === reason);
@@ -149,20 +126,28 @@ describe('operator: a start that cannot succeed fails with a reason', function (
           return (error as { code?: number }).code === 404;
         }
       };
-      assert.ok(await gone(() => apps.readNamespacedDeployment({ name, namespace })), 'deployment');
-      assert.ok(await gone(() => core.readNamespacedService({ name, namespace })), 'service');
-      assert.ok(await gone(() => core.readNamespacedSecret({ name: `${name}-env`, namespace })), 'secret');
+      assert.ok(
+        await gone(() => stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace })),
+        'deployment',
+      );
+      assert.ok(await gone(() => stack.core.readNamespacedService({ name, namespace: stack.namespace })), 'service');
+      assert.ok(
+        await gone(() => stack.core.readNamespacedSecret({ name: `${name}-env`, namespace: stack.namespace })),
+        'secret',
+      );
       // The shared Ingress goes with its last path.
-      const ingress = await net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace }).catch(() => undefined);
+      const ingress = await stack.net
+        .readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace })
+        .catch(() => undefined);
       const routed = ingress?.spec?.rules?.flatMap((rule) => rule.http?.paths.map((p) => p.path) ?? []) ?? [];
       assert.ok(!routed.some((p) => p?.startsWith(`/${name}/`)), `route of ${name} still there`);
     }, 30_000);
     // The session stays (Failed) for people to read, until it is deleted.
-    assert.equal((await r.sessions.get(name)).status?.phase, 'Failed');
+    assert.equal((await stack.resources.sessions.get(name)).status?.phase, 'Failed');
   }
 
   it('Unschedulable (the real scheduler: no node has the CPU asked for) fails at once', async () => {
-    await createSession(r, 'huge-1', { user: 'ann@example.com', appDefinition: 'huge' });
+    await createSession(stack.resources, 'huge-1', { user: 'ann@example.com', appDefinition: 'huge' });
     await assertFailed(
       'huge-1',
       SessionFailureReason.unschedulable,
@@ -173,7 +158,7 @@ describe('operator: a start that cannot succeed fails with a reason', function (
   });
 
   it('an image pull failing past its bound fails with ImagePullFailed', async () => {
-    await createSession(r, 'pull-1', { user: 'ben@example.com', appDefinition: 'python' });
+    await createSession(stack.resources, 'pull-1', { user: 'ben@example.com', appDefinition: 'python' });
     const pod = await boundPod('pull-1');
     // Pulling for a minute already, the last attempt failed.
     await kubeletReports(
@@ -191,7 +176,7 @@ describe('operator: a start that cannot succeed fails with a reason', function (
   });
 
   it('a crash-looping IDE fails with CrashLooping', async () => {
-    await createSession(r, 'crash-1', { user: 'cat@example.com', appDefinition: 'python' });
+    await createSession(stack.resources, 'crash-1', { user: 'cat@example.com', appDefinition: 'python' });
     const pod = await boundPod('crash-1');
     await kubeletReports(
       pod,
@@ -208,21 +193,23 @@ describe('operator: a start that cannot succeed fails with a reason', function (
   });
 
   it('a Secret the pod references that is missing fails with ContainerConfigError', async () => {
-    await createSession(r, 'config-1', {
+    await createSession(stack.resources, 'config-1', {
       user: 'dan@example.com',
       appDefinition: 'python',
       envVars: { GIT_USER: 'dan' },
     });
     const pod = await boundPod('config-1');
     // The session's Secret of values goes before its container starts: what the kubelet then finds.
-    await core.deleteNamespacedSecret({ name: 'config-1-env', namespace });
+    await stack.core.deleteNamespacedSecret({ name: 'config-1-env', namespace: stack.namespace });
     const ide = pod.spec!.containers[0]!;
     // Several keys of the one Secret can be referenced (the values, the data bridge token).
     const missing = new Set<string>();
     for (const env of ide.env ?? []) {
       const ref = env.valueFrom?.secretKeyRef;
       if (!ref) continue;
-      const found = await core.readNamespacedSecret({ name: ref.name!, namespace }).catch(() => undefined);
+      const found = await stack.core
+        .readNamespacedSecret({ name: ref.name!, namespace: stack.namespace })
+        .catch(() => undefined);
       if (!found) missing.add(ref.name!);
     }
     assert.deepEqual([...missing], ['config-1-env']);
@@ -237,7 +224,7 @@ describe('operator: a start that cannot succeed fails with a reason', function (
   });
 
   it("a launch whose image cannot be pulled: the service's progress stream and metrics show why", async () => {
-    let service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 10 });
+    let service = await startTestService(stack.kc, stack.namespace, { sessionsPerUser: 10 });
     try {
       const user = 'fay@example.com';
       const workspace = 'ws-pull';
@@ -291,16 +278,16 @@ describe('operator: a start that cannot succeed fails with a reason', function (
 
       // A failed session that stays (created directly, as kubectl would) is shown by the gauge, read
       // from the cache at scrape time: a restarted service shows it at once, without counting it again.
-      await createSession(r, 'pull-kept', { user: 'gus@example.com', appDefinition: 'python' });
+      await createSession(stack.resources, 'pull-kept', { user: 'gus@example.com', appDefinition: 'python' });
       await kubeletReports(
         await boundPod('pull-kept'),
         { reason: 'ErrImagePull', message: 'failed to pull image: not found' },
         { startTime: new Date(Date.now() - 60_000) },
       );
-      await waitForSession(r, 'pull-kept', (s) => s.status?.phase === 'Failed', 30_000);
+      await waitForSession(stack.resources, 'pull-kept', (s) => s.status?.phase === 'Failed', 30_000);
       await service.close();
-      service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 10 });
-      const present = (await r.sessions.list()).filter(
+      service = await startTestService(stack.kc, stack.namespace, { sessionsPerUser: 10 });
+      const present = (await stack.resources.sessions.list()).filter(
         (s) =>
           !s.metadata.deletionTimestamp &&
           s.spec.appDefinition === 'python' &&
@@ -321,7 +308,7 @@ describe('operator: a start that cannot succeed fails with a reason', function (
   });
 
   it('a pod that never gets ready fails at the start deadline of its app definition', async () => {
-    await createSession(r, 'slow-1', { user: 'eve@example.com', appDefinition: 'slow' });
+    await createSession(stack.resources, 'slow-1', { user: 'eve@example.com', appDefinition: 'slow' });
     const pod = await boundPod('slow-1');
     // Starting, as far as its kubelet tells: nothing unrecoverable, just never ready.
     await kubeletReports(pod, { reason: 'ContainerCreating', message: '' });

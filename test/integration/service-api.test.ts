@@ -4,48 +4,32 @@ import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { configStoreName, userLabelValue } from '../../server/src/model/names.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
 import {
   ADMIN_API_TOKEN,
+  APP_DEFINITION_DEFAULTS,
+  BASE_APP,
   SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
   call,
-  resourcesOf,
-  startTestService,
-  type TestService,
 } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const admin = { 'x-admin-api-token': ADMIN_API_TOKEN };
 
 describe('service API on the real kube-apiserver', function () {
+  const stack = useStack('svc-api', {
+    apps: [
+      BASE_APP,
+      { ...BASE_APP, name: 'with-sidecar', sidecars: [{ name: 'db', image: 'postgres:16', mountWorkspace: true }] },
+      { ...BASE_APP, name: 'scaled', minInstances: 2, maxInstances: 5 },
+    ],
+    service: { bodyLimit: '16kb' },
+  });
   this.timeout(60_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
-  let service: TestService;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'svc-api');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [
-      {},
-      { name: 'with-sidecar', sidecars: [{ name: 'db', image: 'postgres:16', mountWorkspace: true }] },
-      { name: 'scaled', minInstances: 2, maxInstances: 5 },
-    ]);
-    service = await startTestService(cluster.kc, namespace, { bodyLimit: '16kb' });
-  });
-  after(async () => {
-    await service?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
 
   describe("every row of the spec's Errors table", () => {
     it('400: ephemeral is true and the app definition has workspace-mounting sidecars', async () => {
-      const answer = await call(service.url, 'POST', '/service', {
+      const answer = await call(stack.service.url, 'POST', '/service', {
         body: { appId, user: 'a@example.com', appDefinition: 'with-sidecar', ephemeral: true },
       });
       assert.equal(answer.status, 400);
@@ -57,7 +41,7 @@ describe('service API on the real kube-apiserver', function () {
 
     for (const user of ['', '   ', undefined]) {
       it(`400: anonymous mode and user blank (${JSON.stringify(user)})`, async () => {
-        const answer = await call(service.url, 'POST', '/service', {
+        const answer = await call(stack.service.url, 'POST', '/service', {
           body: { appId, appDefinition: 'python-latest', ...(user === undefined ? {} : { user }) },
         });
         assert.equal(answer.status, 400);
@@ -66,12 +50,12 @@ describe('service API on the real kube-apiserver', function () {
     }
 
     it('400: anonymous mode and a blank user in a path', async () => {
-      const answer = await call(service.url, 'GET', `/service/session/${appId}/%20`);
+      const answer = await call(stack.service.url, 'GET', `/service/session/${appId}/%20`);
       assert.deepEqual(answer.json, { code: 400, reason: 'user is required in anonymous mode' });
     });
 
     it('400: admin update violates the validation rules (see the admin PATCH tests)', async () => {
-      const answer = await call(service.url, 'PATCH', '/service/admin/appdefinition/scaled', {
+      const answer = await call(stack.service.url, 'PATCH', '/service/admin/appdefinition/scaled', {
         body: {},
         headers: admin,
       });
@@ -80,14 +64,18 @@ describe('service API on the real kube-apiserver', function () {
 
     it('403: identity provider enabled and user differs from the token e-mail (auth matrix, otherUser column)', async () => {
       // Covered cell by cell in service-auth.test.ts; here the same rule on the anonymous side does not apply.
-      const answer = await call(service.url, 'GET', `/service/session/${appId}/${encodeURIComponent('x@example.com')}`);
+      const answer = await call(
+        stack.service.url,
+        'GET',
+        `/service/session/${appId}/${encodeURIComponent('x@example.com')}`,
+      );
       assert.equal(answer.status, 200);
     });
 
     it('470: appId differs from the service auth token, in a path and in a body', async () => {
-      const inPath = await call(service.url, 'GET', '/service/not-the-token');
+      const inPath = await call(stack.service.url, 'GET', '/service/not-the-token');
       assert.deepEqual(inPath.json, { code: 470, reason: 'invalid app id' });
-      const inBody = await call(service.url, 'POST', '/service', {
+      const inBody = await call(stack.service.url, 'POST', '/service', {
         body: { appId: 'not-the-token', user: 'a@example.com', appDefinition: 'python-latest' },
       });
       assert.deepEqual(inBody.json, { code: 470, reason: 'invalid app id' });
@@ -96,7 +84,7 @@ describe('service API on the real kube-apiserver', function () {
 
   describe('the further error codes of DESIGN.md', () => {
     it('400 with details for a body that is not the model', async () => {
-      const answer = await call(service.url, 'POST', '/service', {
+      const answer = await call(stack.service.url, 'POST', '/service', {
         body: { appId, user: 'a@example.com', appDefinition: 7, ephemeral: 'yes', surprise: true },
       });
       assert.equal(answer.status, 400);
@@ -108,12 +96,12 @@ describe('service API on the real kube-apiserver', function () {
     });
 
     it('400 for a body that is not JSON', async () => {
-      const answer = await call(service.url, 'POST', '/service', { rawBody: '{"appId":' });
+      const answer = await call(stack.service.url, 'POST', '/service', { rawBody: '{"appId":' });
       assert.deepEqual(answer.json, { code: 400, reason: 'request body is not valid JSON' });
     });
 
     it('413 for a body over the size limit', async () => {
-      const answer = await call(service.url, 'POST', '/service', {
+      const answer = await call(stack.service.url, 'POST', '/service', {
         body: { appId, user: 'a', appDefinition: 'python-latest', env: { fromMap: { BIG: 'x'.repeat(20_000) } } },
       });
       assert.equal(answer.status, 413);
@@ -122,40 +110,42 @@ describe('service API on the real kube-apiserver', function () {
 
     it('471 for an unknown workspace, 473 for an unknown app definition, 474 for an unknown session', async () => {
       const user = 'codes@example.com';
-      const ws = await call(service.url, 'DELETE', '/service/workspace', {
+      const ws = await call(stack.service.url, 'DELETE', '/service/workspace', {
         body: { appId, user, workspaceName: 'ws-unknown' },
       });
       assert.deepEqual(ws.json, { code: 471, reason: 'unknown workspace' });
-      const ad = await call(service.url, 'POST', '/service/workspace', {
+      const ad = await call(stack.service.url, 'POST', '/service/workspace', {
         body: { appId, user, appDefinition: 'nope' },
       });
       assert.deepEqual(ad.json, { code: 473, reason: 'unknown app definition' });
-      const session = await call(service.url, 'PATCH', '/service/session', { body: { appId, sessionName: 'nope' } });
+      const session = await call(stack.service.url, 'PATCH', '/service/session', {
+        body: { appId, sessionName: 'nope' },
+      });
       assert.deepEqual(session.json, { code: 474, reason: 'unknown session' });
-      const invalid = await call(service.url, 'GET', `/service/session/performance/${appId}/Not%20A%20Name`);
+      const invalid = await call(stack.service.url, 'GET', `/service/session/performance/${appId}/Not%20A%20Name`);
       assert.deepEqual(invalid.json, { code: 474, reason: 'invalid session name' });
     });
 
     it('404 in the error body for an unknown endpoint', async () => {
-      const answer = await call(service.url, 'GET', '/service/no/such/endpoint/here');
+      const answer = await call(stack.service.url, 'GET', '/service/no/such/endpoint/here');
       assert.deepEqual(answer.json, { code: 404, reason: 'no such endpoint' });
     });
   });
 
   describe('admin app definitions', () => {
     const patch = (name: string, body: unknown) =>
-      call(service.url, 'PATCH', `/service/admin/appdefinition/${name}`, { body, headers: admin });
+      call(stack.service.url, 'PATCH', `/service/admin/appdefinition/${name}`, { body, headers: admin });
 
     it('lists app definitions with scaling values and reads one', async () => {
-      const list = await call(service.url, 'GET', '/service/admin/appdefinition', { headers: admin });
+      const list = await call(stack.service.url, 'GET', '/service/admin/appdefinition', { headers: admin });
       assert.deepEqual(list.json, [
         { appDefinitionName: 'python-latest', minInstances: 0, maxInstances: 1000 },
         { appDefinitionName: 'scaled', minInstances: 2, maxInstances: 5 },
         { appDefinitionName: 'with-sidecar', minInstances: 0, maxInstances: 1000 },
       ]);
-      const one = await call(service.url, 'GET', '/service/admin/appdefinition/scaled', { headers: admin });
+      const one = await call(stack.service.url, 'GET', '/service/admin/appdefinition/scaled', { headers: admin });
       assert.deepEqual(one.json, { appDefinitionName: 'scaled', minInstances: 2, maxInstances: 5 });
-      const unknown = await call(service.url, 'GET', '/service/admin/appdefinition/nope', { headers: admin });
+      const unknown = await call(stack.service.url, 'GET', '/service/admin/appdefinition/nope', { headers: admin });
       assert.equal(unknown.status, 473);
     });
 
@@ -176,7 +166,7 @@ describe('service API on the real kube-apiserver', function () {
         const answer = await patch('scaled', body);
         assert.equal(answer.status, 400, answer.text);
         assert.equal((answer.json as { code: number }).code, 400);
-        const stored = await resources.appDefinitions.get('scaled');
+        const stored = await stack.resources.appDefinitions.get('scaled');
         assert.deepEqual([stored.spec.minInstances, stored.spec.maxInstances], [2, 5]);
       });
     }
@@ -197,7 +187,7 @@ describe('service API on the real kube-apiserver', function () {
         minInstances: 3,
         maxInstances: null,
       });
-      const stored = await resources.appDefinitions.get('python-latest');
+      const stored = await stack.resources.appDefinitions.get('python-latest');
       assert.equal(stored.spec.maxInstances, null, 'null is stored, not replaced by the default');
       assert.deepEqual((await patch('python-latest', { minInstances: 50 })).json, {
         appDefinitionName: 'python-latest',
@@ -218,7 +208,7 @@ describe('service API on the real kube-apiserver', function () {
 
   describe('app definitions, config store, performance', () => {
     it('lists the app definitions without secrets', async () => {
-      const answer = await call(service.url, 'GET', `/service/appdefinition/${appId}`);
+      const answer = await call(stack.service.url, 'GET', `/service/appdefinition/${appId}`);
       const items = answer.json as Record<string, unknown>[];
       assert.deepEqual(
         items.map((i) => i.name),
@@ -227,12 +217,7 @@ describe('service API on the real kube-apiserver', function () {
       assert.deepEqual(items[0], {
         name: 'python-latest',
         image: 'ide-cloud/session-python:latest',
-        requestsMemory: '500M',
-        requestsCpu: '200m',
-        limitsMemory: '2400M',
-        limitsCpu: '2',
-        minInstances: 0,
-        maxInstances: 1000,
+        ...APP_DEFINITION_DEFAULTS,
         port: 3000,
         ingressname: 'ide-cloud-sessions',
         options: { dataBridgeEnabled: 'true' },
@@ -242,28 +227,31 @@ describe('service API on the real kube-apiserver', function () {
     it('merges a key into the session config store (204) and answers 580 without one', async () => {
       const user = 'config@example.com';
       for (const name of ['with-store', 'without-store']) {
-        await resources.sessions.create({
+        await stack.resources.sessions.create({
           metadata: { name, labels: { [LABELS.user]: userLabelValue(user) } },
           spec: { user, appDefinition: 'python-latest' },
         });
       }
-      const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+      const core = stack.kc.makeApiClient(k8s.CoreV1Api);
       await core.createNamespacedConfigMap({
-        namespace,
+        namespace: stack.namespace,
         body: { metadata: { name: configStoreName('with-store') }, data: { existing: 'kept' } },
       });
-      const set = await call(service.url, 'POST', '/service/session/with-store/config', {
+      const set = await call(stack.service.url, 'POST', '/service/session/with-store/config', {
         body: { appId, key: 'editor.fontSize', value: '14' },
       });
       assert.equal(set.status, 204);
-      const store = await core.readNamespacedConfigMap({ name: configStoreName('with-store'), namespace });
+      const store = await core.readNamespacedConfigMap({
+        name: configStoreName('with-store'),
+        namespace: stack.namespace,
+      });
       assert.deepEqual(store.data, { existing: 'kept', 'editor.fontSize': '14' });
 
-      const missing = await call(service.url, 'POST', '/service/session/without-store/config', {
+      const missing = await call(stack.service.url, 'POST', '/service/session/without-store/config', {
         body: { appId, key: 'k', value: 'v' },
       });
       assert.deepEqual(missing.json, { code: 580, reason: 'the session has no config store' });
-      const badKey = await call(service.url, 'POST', '/service/session/with-store/config', {
+      const badKey = await call(stack.service.url, 'POST', '/service/session/with-store/config', {
         body: { appId, key: 'no/slash', value: 'v' },
       });
       assert.equal(badKey.status, 400);
@@ -271,18 +259,18 @@ describe('service API on the real kube-apiserver', function () {
 
     it('answers 521 for performance when the metrics API is not available', async () => {
       const user = 'perf@example.com';
-      await resources.sessions.create({
+      await stack.resources.sessions.create({
         metadata: { name: 'perf-session', labels: { [LABELS.user]: userLabelValue(user) } },
         spec: { user, appDefinition: 'python-latest' },
       });
-      const answer = await call(service.url, 'GET', `/service/session/performance/${appId}/perf-session`);
+      const answer = await call(stack.service.url, 'GET', `/service/session/performance/${appId}/perf-session`);
       assert.deepEqual(answer.json, { code: 521, reason: 'the metrics API is not available' });
     });
   });
 
   describe('machine-facing extras', () => {
     it('serves an OpenAPI 3.1 description of all 16 endpoints and the progress stream, generated from the models', async () => {
-      const answer = await call(service.url, 'GET', '/openapi.json');
+      const answer = await call(stack.service.url, 'GET', '/openapi.json');
       const document = answer.json as {
         openapi: string;
         components: { schemas: Record<string, Record<string, unknown>> };
@@ -306,13 +294,13 @@ describe('service API on the real kube-apiserver', function () {
     });
 
     it('serves a human page for it', async () => {
-      const answer = await call(service.url, 'GET', '/openapi');
+      const answer = await call(stack.service.url, 'GET', '/openapi');
       assert.match(answer.headers.get('content-type') ?? '', /text\/html/);
       assert.match(answer.text, /\/service\/session\/\{session\}\/config/);
     });
 
     it('serves Prometheus metrics at /q/metrics with route patterns, never raw paths', async () => {
-      const answer = await call(service.url, 'GET', '/q/metrics');
+      const answer = await call(stack.service.url, 'GET', '/q/metrics');
       assert.match(answer.text, /ide_cloud_http_requests_total\{method="GET",route="\/service\/:appId",status="470"\}/);
       assert.match(answer.text, /ide_cloud_http_request_duration_seconds_bucket/);
       assert.ok(!answer.text.includes(SERVICE_AUTH_TOKEN));

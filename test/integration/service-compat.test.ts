@@ -3,23 +3,12 @@
 // does not know, and the spec's activity request without any header. Every endpoint of the spec, with
 // the real operator on the local control plane, answers what the spec says.
 import assert from 'node:assert/strict';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { sessionNameFor } from '../../server/src/model/names.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
 import { sessionUrlPattern } from '../support/landing.js';
-import { provideVolume, testOperator } from '../support/operator.js';
-import {
-  ADMIN_API_TOKEN,
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  resourcesOf,
-  startTestService,
-  type Answer,
-  type TestService,
-} from '../support/service-harness.js';
+import { provideVolume } from '../support/operator.js';
+import { BASE_APP, ADMIN_API_TOKEN, SERVICE_AUTH_TOKEN, call, type Answer } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const user = 'field-client@example.com';
@@ -27,35 +16,21 @@ const user = 'field-client@example.com';
 const STRANGER_VALUE = 'stranger-value-7c1e';
 
 describe('clients in the field: envelope, unknown fields, the spec activity request', function () {
+  const stack = useStack('svc-compat', {
+    apps: [BASE_APP],
+    operator: { eagerStart: false, sessionsPerUser: 1 },
+    service: { sessionsPerUser: 1 },
+  });
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
-  let service: TestService;
-  let operator: RunningOperator;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'svc-compat');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [{}]);
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 1 });
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 1 });
-  });
-  after(async () => {
-    await service?.close();
-    await operator?.stop();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
 
   /** A body as a field client sends it: its kind, the base URL it was configured with, and extras. */
   function envelope(kind: string, body: Record<string, unknown>): Record<string, unknown> {
-    return { kind, serviceUrl: service.url, ...body, clientVersion: '1.3.0', trace: { id: STRANGER_VALUE } };
+    return { kind, serviceUrl: stack.service.url, ...body, clientVersion: '1.3.0', trace: { id: STRANGER_VALUE } };
   }
 
   function send(method: string, path: string, kind: string, body: Record<string, unknown>, admin = false) {
     const headers: Record<string, string> = admin ? { 'x-admin-api-token': ADMIN_API_TOKEN } : {};
-    return call(service.url, method, path, { body: envelope(kind, body), headers });
+    return call(stack.service.url, method, path, { body: envelope(kind, body), headers });
   }
 
   function assertError(answer: Answer, code: number): void {
@@ -65,8 +40,8 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
   }
 
   it('pings and lists app definitions', async () => {
-    assert.equal((await call(service.url, 'GET', `/service/${appId}`)).json, true);
-    const definitions = await call(service.url, 'GET', `/service/appdefinition/${appId}`);
+    assert.equal((await call(stack.service.url, 'GET', `/service/${appId}`)).json, true);
+    const definitions = await call(stack.service.url, 'GET', `/service/appdefinition/${appId}`);
     assert.deepEqual(
       (definitions.json as { name: string }[]).map((d) => d.name),
       ['python-latest'],
@@ -83,8 +58,8 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
     assert.equal(created.status, 200, created.text);
     const workspace = (created.json as { name: string; user: string; label: string }).name;
     assert.equal((created.json as { user: string }).user, user);
-    await provideVolume(cluster.kc, namespace, workspace);
-    const workspaces = await call(service.url, 'GET', `/service/workspace/${appId}/${encodeURIComponent(user)}`);
+    await provideVolume(stack.kc, stack.namespace, workspace);
+    const workspaces = await call(stack.service.url, 'GET', `/service/workspace/${appId}/${encodeURIComponent(user)}`);
     assert.deepEqual(
       (workspaces.json as { name: string; label: string }[]).map((w) => [w.name, w.label]),
       [[workspace, 'Exercise 1']],
@@ -105,9 +80,9 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
     const again = await send('POST', '/service', 'launchRequest', launch);
     assert.equal(again.status, 200, again.text);
     assert.equal(again.text, first.text, 'the same workspace answers the same URL');
-    assert.deepEqual((await resources.sessions.get(sessionName)).spec.envVars, { IDE: 'true' });
+    assert.deepEqual((await stack.resources.sessions.get(sessionName)).spec.envVars, { IDE: 'true' });
 
-    const sessions = await call(service.url, 'GET', `/service/session/${appId}/${encodeURIComponent(user)}`);
+    const sessions = await call(stack.service.url, 'GET', `/service/session/${appId}/${encodeURIComponent(user)}`);
     assert.deepEqual(
       (sessions.json as { name: string; url: string; workspace: string }[]).map((s) => [s.name, s.url, s.workspace]),
       [[sessionName, first.text, workspace]],
@@ -115,14 +90,14 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
 
     // Exactly the spec's SessionActivityRequest, as the IDE clients send it: no header of any kind.
     const before = Date.now();
-    const activity = await call(service.url, 'PATCH', '/service/session', {
+    const activity = await call(stack.service.url, 'PATCH', '/service/session', {
       body: { appId, sessionName },
     });
     assert.equal(activity.status, 200, activity.text);
     assert.equal(activity.json, true);
     const enveloped = await send('PATCH', '/service/session', 'sessionActivityRequest', { appId, sessionName });
     assert.equal(enveloped.json, true, enveloped.text);
-    const lastActivity = (await resources.sessions.get(sessionName)).status?.lastActivity;
+    const lastActivity = (await stack.resources.sessions.get(sessionName)).status?.lastActivity;
     assert.ok(lastActivity && Date.parse(lastActivity) >= before - 1000, String(lastActivity));
 
     // The session type has no config store and the cluster no metrics API: the documented errors.
@@ -134,12 +109,12 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
       }),
       580,
     );
-    assertError(await call(service.url, 'GET', `/service/session/performance/${appId}/${sessionName}`), 521);
+    assertError(await call(stack.service.url, 'GET', `/service/session/performance/${appId}/${sessionName}`), 521);
 
     const stopped = await send('DELETE', '/service/session', 'sessionStopRequest', { appId, user, sessionName });
     assert.equal(stopped.status, 200, stopped.text);
     assert.equal(stopped.json, true);
-    await eventually(async () => assert.equal(await resources.sessions.find(sessionName), undefined), 60_000);
+    await eventually(async () => assert.equal(await stack.resources.sessions.find(sessionName), undefined), 60_000);
 
     const started = await send('POST', '/service/session', 'sessionStartRequest', {
       appId,
@@ -161,8 +136,8 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
     assert.equal(deleted.status, 200, deleted.text);
     assert.equal(deleted.json, true);
     await eventually(async () => {
-      assert.equal(await resources.workspaces.find(workspace), undefined);
-      assert.equal(await resources.sessions.find(sessionName), undefined);
+      assert.equal(await stack.resources.workspaces.find(workspace), undefined);
+      assert.equal(await stack.resources.sessions.find(sessionName), undefined);
     }, 60_000);
   });
 
@@ -178,7 +153,7 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
       }),
       473,
     );
-    assertError(await call(service.url, 'GET', `/service/appdefinition/not-the-token`), 470);
+    assertError(await call(stack.service.url, 'GET', `/service/appdefinition/not-the-token`), 470);
   });
 
   it('refuses a kind that names another model, with a reason, and writes nothing', async () => {
@@ -191,16 +166,16 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
         message: "kind 'sessionStopRequest' names another model; this endpoint takes 'workspaceCreationRequest'",
       },
     ]);
-    const workspaces = await call(service.url, 'GET', `/service/workspace/${appId}/${encodeURIComponent(user)}`);
+    const workspaces = await call(stack.service.url, 'GET', `/service/workspace/${appId}/${encodeURIComponent(user)}`);
     assert.deepEqual(workspaces.json, []);
   });
 
   it('scales an app definition through the admin calls with an enveloped body', async () => {
-    const ping = await call(service.url, 'GET', `/service/admin/${appId}`, {
+    const ping = await call(stack.service.url, 'GET', `/service/admin/${appId}`, {
       headers: { 'x-admin-api-token': ADMIN_API_TOKEN },
     });
     assert.equal(ping.json, true, ping.text);
-    const listed = await call(service.url, 'GET', '/service/admin/appdefinition', {
+    const listed = await call(stack.service.url, 'GET', '/service/admin/appdefinition', {
       headers: { 'x-admin-api-token': ADMIN_API_TOKEN },
     });
     assert.equal(listed.status, 200, listed.text);
@@ -213,18 +188,18 @@ describe('clients in the field: envelope, unknown fields, the spec activity requ
     );
     assert.equal(patched.status, 200, patched.text);
     assert.deepEqual(patched.json, { appDefinitionName: 'python-latest', minInstances: 0, maxInstances: 20 });
-    const read = await call(service.url, 'GET', '/service/admin/appdefinition/python-latest', {
+    const read = await call(stack.service.url, 'GET', '/service/admin/appdefinition/python-latest', {
       headers: { 'x-admin-api-token': ADMIN_API_TOKEN },
     });
     assert.deepEqual(read.json, patched.json);
   });
 
   it('logs the names of the ignored fields at debug level, never their values', () => {
-    const ignored = service.logs.filter((line) => line.includes('unknown request fields ignored'));
+    const ignored = stack.service.logs.filter((line) => line.includes('unknown request fields ignored'));
     assert.ok(ignored.length > 0, 'the ignored fields are logged');
     assert.ok(ignored.some((line) => line.includes('"clientVersion"') && line.includes('"env.fromFiles"')));
     assert.deepEqual(
-      service.logs.filter((line) => line.includes(STRANGER_VALUE)),
+      stack.service.logs.filter((line) => line.includes(STRANGER_VALUE)),
       [],
     );
   });

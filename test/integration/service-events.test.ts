@@ -2,23 +2,19 @@
 // workspace's session (status changes, its Kubernetes Events, deletion), and its auth rules, which are
 // those of the other session endpoints. The test plays the operator by writing Session status.
 import assert from 'node:assert/strict';
-import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { sessionNameFor } from '../../server/src/model/names.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
 import { startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
 import { createSession } from '../support/operator.js';
 import {
-  applyAppDefinitions,
+  BASE_APP,
   call,
-  resourcesOf,
   SERVICE_AUTH_TOKEN,
   startTestService,
   takeServerSentEvents,
   type StreamMessage as Message,
   type TestService,
 } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 /** Reads a Server-Sent Events response until `done` holds for the messages so far, or the deadline. */
 async function readStream(
@@ -56,26 +52,12 @@ const path = (appId: string, user: string, workspace: string) =>
 
 describe('service: session progress stream (Server-Sent Events)', function () {
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'svc-events');
-    r = resourcesOf(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    await applyAppDefinitions(r, [{ name: 'python-latest' }]);
-  });
-  after(async () => {
-    if (cluster && namespace) await deleteTestNamespace(cluster.kc, namespace);
-  });
+  const stack = useStack('svc-events', { apps: [BASE_APP] });
 
   describe('anonymous mode', () => {
     let service: TestService;
     before(async () => {
-      service = await startTestService(cluster.kc, namespace);
+      service = await startTestService(stack.kc, stack.namespace);
     });
     after(async () => {
       await service?.close();
@@ -92,36 +74,44 @@ describe('service: session progress stream (Server-Sent Events)', function () {
         (messages) => messages.some((m) => m.event === 'deleted'),
         async (seen) => {
           // An earlier event about another object of the same name must not be reported.
-          await core.createNamespacedEvent({
-            namespace,
+          await stack.core.createNamespacedEvent({
+            namespace: stack.namespace,
             body: {
               metadata: { name: `${sessionName}.old` },
-              involvedObject: { kind: 'Session', name: sessionName, namespace, uid: 'an-older-uid' },
+              involvedObject: { kind: 'Session', name: sessionName, namespace: stack.namespace, uid: 'an-older-uid' },
               reason: 'Old',
               message: 'from an earlier session',
               type: 'Normal',
             },
           });
-          await r.workspaces.create({ metadata: { name: workspace }, spec: { user, appDefinition: 'python-latest' } });
-          const session = await createSession(r, sessionName, {
+          await stack.resources.workspaces.create({
+            metadata: { name: workspace },
+            spec: { user, appDefinition: 'python-latest' },
+          });
+          const session = await createSession(stack.resources, sessionName, {
             user,
             appDefinition: 'python-latest',
             workspace,
             envVars: { PLATFORM_TOKEN: secret },
             sessionSecret: 'session-secret-that-must-not-appear',
           });
-          await r.sessions.patchStatus(sessionName, { phase: 'Starting', startStrategy: 'lazy' });
-          await core.createNamespacedEvent({
-            namespace,
+          await stack.resources.sessions.patchStatus(sessionName, { phase: 'Starting', startStrategy: 'lazy' });
+          await stack.core.createNamespacedEvent({
+            namespace: stack.namespace,
             body: {
               metadata: { name: `${sessionName}.new` },
-              involvedObject: { kind: 'Session', name: sessionName, namespace, uid: session.metadata.uid },
+              involvedObject: {
+                kind: 'Session',
+                name: sessionName,
+                namespace: stack.namespace,
+                uid: session.metadata.uid,
+              },
               reason: 'LazyStart',
               message: 'starting lazily',
               type: 'Normal',
             },
           });
-          await r.sessions.patchStatus(sessionName, {
+          await stack.resources.sessions.patchStatus(sessionName, {
             phase: 'Running',
             url: `http://ide.example.test/${sessionName}/`,
           });
@@ -133,7 +123,7 @@ describe('service: session progress stream (Server-Sent Events)', function () {
           while (!seenBoth() && Date.now() < deadline) {
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
-          await r.sessions.delete(sessionName);
+          await stack.resources.sessions.delete(sessionName);
         },
       );
       assert.equal(result.status, 200);
@@ -152,7 +142,7 @@ describe('service: session progress stream (Server-Sent Events)', function () {
     });
 
     it("refuses a wrong appId (470), a blank user (400), another user's workspace or session (403)", async () => {
-      await r.workspaces.create({
+      await stack.resources.workspaces.create({
         metadata: { name: 'ws-bob-1' },
         spec: { user: 'bob@example.com', appDefinition: 'python-latest' },
       });
@@ -164,7 +154,10 @@ describe('service: session progress stream (Server-Sent Events)', function () {
       const other = await call(service.url, 'GET', path(SERVICE_AUTH_TOKEN, 'carol@example.com', 'ws-bob-1'));
       assert.equal(other.status, 403);
       assert.deepEqual(other.json, { code: 403, reason: 'the workspace belongs to another user' });
-      await createSession(r, sessionNameFor('ws-gone'), { user: 'bob@example.com', appDefinition: 'python-latest' });
+      await createSession(stack.resources, sessionNameFor('ws-gone'), {
+        user: 'bob@example.com',
+        appDefinition: 'python-latest',
+      });
       assert.equal(
         (await call(service.url, 'GET', path(SERVICE_AUTH_TOKEN, 'carol@example.com', 'ws-gone'))).status,
         403,
@@ -179,7 +172,7 @@ describe('service: session progress stream (Server-Sent Events)', function () {
   describe('caps', () => {
     let service: TestService;
     before(async () => {
-      service = await startTestService(cluster.kc, namespace, {
+      service = await startTestService(stack.kc, stack.namespace, {
         progressStreamsPerUser: 2,
         progressStreamsTotal: 3,
         progressStreamMaxSeconds: 1.5,
@@ -263,10 +256,10 @@ describe('service: session progress stream (Server-Sent Events)', function () {
     let service: TestService;
     before(async () => {
       idp = await startIdentityProvider({ dora: { email: 'dora@example.com' }, erin: { email: 'erin@example.com' } });
-      service = await startTestService(cluster.kc, namespace, {
+      service = await startTestService(stack.kc, stack.namespace, {
         identityProvider: { issuer: idp.issuer, audience: idp.audience },
       });
-      await r.workspaces.create({
+      await stack.resources.workspaces.create({
         metadata: { name: 'ws-dora-1' },
         spec: { user: 'dora@example.com', appDefinition: 'python-latest' },
       });

@@ -13,19 +13,8 @@ import {
   WorkspaceCreationRequestSchema,
   WorkspaceDeleteRequestSchema,
 } from '../../server/src/model/requests.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
-import {
-  ADMIN_API_TOKEN,
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  resourcesOf,
-  startTestService,
-  type Answer,
-  type TestService,
-} from '../support/service-harness.js';
+import { BASE_APP, ADMIN_API_TOKEN, SERVICE_AUTH_TOKEN, call, type Answer } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const RUNS = 60;
@@ -132,31 +121,19 @@ function assertDocumentedError(answer: Answer): void {
 }
 
 describe('service fuzzing (fast-check)', function () {
+  const stack = useStack('svc-fuzz', { apps: [BASE_APP], service: { logLevel: 'warn' } });
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
-  let service: TestService;
   let appDefinitionBefore: unknown;
 
   before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'svc-fuzz');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [{}]);
-    appDefinitionBefore = (await resources.appDefinitions.get('python-latest')).spec;
-    service = await startTestService(cluster.kc, namespace, { logLevel: 'warn' });
-  });
-  after(async () => {
-    await service?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
+    appDefinitionBefore = (await stack.resources.appDefinitions.get('python-latest')).spec;
   });
 
   for (const model of MODELS) {
     it(`${model.method} ${model.path}: broken bodies answer 400 with the error body`, async () => {
       await fc.assert(
         fc.asyncProperty(brokenBody(model), async (body) => {
-          const answer = await call(service.url, model.method, model.path, {
+          const answer = await call(stack.service.url, model.method, model.path, {
             rawBody: JSON.stringify(body) ?? '',
             headers: model.headers,
           });
@@ -171,7 +148,10 @@ describe('service fuzzing (fast-check)', function () {
   it('raw bytes that are not JSON answer 400 or 413, never 5xx', async () => {
     await fc.assert(
       fc.asyncProperty(fc.string({ maxLength: 200 }), fc.constantFrom(...MODELS), async (raw, model) => {
-        const answer = await call(service.url, model.method, model.path, { rawBody: raw, headers: model.headers });
+        const answer = await call(stack.service.url, model.method, model.path, {
+          rawBody: raw,
+          headers: model.headers,
+        });
         assertDocumentedError(answer);
         assert.ok(answer.status >= 400);
       }),
@@ -211,7 +191,7 @@ describe('service fuzzing (fast-check)', function () {
             encode ? encodeURIComponent(s) : s.replace(/[?#\s]/g, (c) => encodeURIComponent(c));
           const url = path(enc(a) || 'x', enc(b) || 'x');
           const body = method === 'GET' ? undefined : { appId, key: 'k', value: 'v', minInstances: 1 };
-          const answer = await call(service.url, method, url, {
+          const answer = await call(stack.service.url, method, url, {
             body,
             headers: { 'x-admin-api-token': ADMIN_API_TOKEN },
           });
@@ -223,8 +203,8 @@ describe('service fuzzing (fast-check)', function () {
   });
 
   it('wrote nothing: no workspace, no session, the app definition unchanged', async () => {
-    assert.deepEqual(await resources.workspaces.list(), []);
-    assert.deepEqual(await resources.sessions.list(), []);
-    assert.deepEqual((await resources.appDefinitions.get('python-latest')).spec, appDefinitionBefore);
+    assert.deepEqual(await stack.resources.workspaces.list(), []);
+    assert.deepEqual(await stack.resources.sessions.list(), []);
+    assert.deepEqual((await stack.resources.appDefinitions.get('python-latest')).spec, appDefinitionBefore);
   });
 });

@@ -10,54 +10,37 @@
 // start deadline could free the slot.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { LABELS } from '../../server/src/model/api-group.js';
-import { sessionNameFor, userLabelValue } from '../../server/src/model/names.js';
+import { sessionNameFor } from '../../server/src/model/names.js';
 import { SessionCondition, type Session } from '../../server/src/model/session.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, ON_NODE_WITHOUT_KUBELET } from '../support/operator.js';
 import {
-  cleanUpSuite,
-  createAppDefinition,
-  ideCloudResources,
-  nodeWithoutKubelet,
-  ON_NODE_WITHOUT_KUBELET,
-  testOperator,
-} from '../support/operator.js';
-import { SERVICE_AUTH_TOKEN, call, type Answer } from '../support/service-harness.js';
-import { spawnService, type ServiceProcess } from '../support/service-process.js';
+  SERVICE_AUTH_TOKEN,
+  activeSessionsOf,
+  assertAnsweredAlone,
+  call,
+  type Answer,
+} from '../support/service-harness.js';
+import type { ServiceProcess } from '../support/service-process.js';
+import { useStack } from '../support/stack.js';
 
 describe('service process killed during a blocking launch, the real operator serving it', function () {
+  const stack = useStack('svc-killed', {
+    nodeWithoutKubelet: true,
+    apps: [
+      appDefinitionSpec('python', ON_NODE_WITHOUT_KUBELET),
+      // A start deadline far beyond the test's bounds: it cannot be what frees a user's slot.
+      appDefinitionSpec('patient', { ...ON_NODE_WITHOUT_KUBELET, startDeadlineSeconds: 600 }),
+    ],
+    operator: { eagerStart: false, sessionsPerUser: 1 },
+  });
   this.timeout(300_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let ownNode: Awaited<ReturnType<typeof nodeWithoutKubelet>> | undefined;
-  let operator: RunningOperator | undefined;
   let service: ServiceProcess | undefined;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'svc-killed');
-    r = ideCloudResources(cluster.kc, namespace);
-    ownNode = await nodeWithoutKubelet(cluster.kc, namespace);
-    await createAppDefinition(r, 'python', ON_NODE_WITHOUT_KUBELET);
-    // A start deadline far beyond the test's bounds: it cannot be what frees a user's slot.
-    await createAppDefinition(r, 'patient', { ...ON_NODE_WITHOUT_KUBELET, startDeadlineSeconds: 600 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 1 });
-  });
-
-  after(async () => {
-    await service?.kill('SIGTERM');
-    await ownNode?.remove();
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
 
   /** A fresh service process; the previous one (each test leaves one running) is stopped first. */
   const startService = async () => {
     await service?.kill('SIGTERM');
-    service = await spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' });
+    service = await stack.spawnService({ IDE_CLOUD_SESSIONS_PER_USER: '1' });
   };
 
   const launch = (body: Record<string, unknown>): Promise<Answer> =>
@@ -65,11 +48,20 @@ describe('service process killed during a blocking launch, the real operator ser
       body: { appId: SERVICE_AUTH_TOKEN, appDefinition: 'python', timeout: 2, ...body },
     });
 
-  const activeSessionsOf = async (user: string): Promise<Session[]> =>
-    (await r.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter((s) => !s.metadata.deletionTimestamp);
+  /** `answer` gave the URL of `half`, adopted and Ready, the one session of its user. */
+  async function assertAdopted(answer: Answer, half: Session): Promise<void> {
+    const session = await assertAnsweredAlone(
+      stack.resources,
+      answer,
+      half,
+      'the same session, adopted: no second one',
+    );
+    const ready = session.status?.conditions?.find((c) => c.type === SessionCondition.ready);
+    assert.equal(ready?.status, 'True');
+  }
 
-  const boundPod = (session: string) => ownNode!.boundPod(session);
-  const kubeletStarts = (pod: k8s.V1Pod) => ownNode!.kubeletStarts(pod);
+  const boundPod = (session: string) => stack.node.boundPod(session);
+  const kubeletStarts = (pod: k8s.V1Pod) => stack.node.kubeletStarts(pod);
 
   /**
    * A launch in flight, waiting for its session, when its service process is killed: its session
@@ -80,7 +72,7 @@ describe('service process killed during a blocking launch, the real operator ser
     await startService();
     const cut = launch({ user, ...body }).catch((error: Error) => error);
     const half = await eventually(async () => {
-      const [found, ...more] = await activeSessionsOf(user);
+      const [found, ...more] = await activeSessionsOf(stack.resources, user);
       assert.ok(found, 'the launch created its session');
       assert.equal(more.length, 0);
       return found;
@@ -90,7 +82,7 @@ describe('service process killed during a blocking launch, the real operator ser
     await killed.kill('SIGKILL');
     assert.equal(killed.child.signalCode, 'SIGKILL');
     assert.ok((await cut) instanceof Error, 'the cut launch got no answer');
-    const now = await r.sessions.get(half.metadata.name);
+    const now = await stack.resources.sessions.get(half.metadata.name);
     assert.ok(!now.status?.url, `still starting: ${JSON.stringify(now.status)}`);
     await startService();
     return now;
@@ -106,15 +98,7 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, answer.text);
 
-    const sessions = await activeSessionsOf(user);
-    assert.deepEqual(
-      sessions.map((s) => s.metadata.uid),
-      [half.metadata.uid],
-      'the same session, adopted: no second one',
-    );
-    assert.equal(answer.text, sessions[0]!.status?.url);
-    const ready = sessions[0]!.status?.conditions?.find((c) => c.type === SessionCondition.ready);
-    assert.equal(ready?.status, 'True');
+    await assertAdopted(answer, half);
     // The user is not held by an orphan: the same launch again answers the same session at once.
     const again = await launch({ user, workspaceName: 'ws-adopt' });
     assert.equal(again.status, 200, again.text);
@@ -129,7 +113,7 @@ describe('service process killed during a blocking launch, the real operator ser
     assert.equal(retry.status, 551, retry.text);
     // Removed through the operator's finalizer, not left Starting.
     await eventually(async () => {
-      const names = (await r.sessions.list()).map((s) => s.metadata.name);
+      const names = (await stack.resources.sessions.list()).map((s) => s.metadata.name);
       assert.ok(!names.includes(half.metadata.name), `${half.metadata.name} still there`);
     }, 60_000);
 
@@ -138,7 +122,7 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await next;
     assert.equal(answer.status, 200, `not held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
     assert.deepEqual(
-      (await activeSessionsOf(user)).map((s) => s.metadata.name),
+      (await activeSessionsOf(stack.resources, user)).map((s) => s.metadata.name),
       [sessionNameFor('ws-next')],
     );
   });
@@ -175,15 +159,7 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
 
-    const sessions = await activeSessionsOf(user);
-    assert.deepEqual(
-      sessions.map((s) => s.metadata.uid),
-      [half.metadata.uid],
-      'the same session, adopted: no second one',
-    );
-    assert.equal(answer.text, sessions[0]!.status?.url);
-    const ready = sessions[0]!.status?.conditions?.find((c) => c.type === SessionCondition.ready);
-    assert.equal(ready?.status, 'True');
+    await assertAdopted(answer, half);
   });
 
   it('an ephemeral launch cut by the kill, retried with other values: the half-started session makes way for a fresh one', async () => {
@@ -193,7 +169,7 @@ describe('service process killed during a blocking launch, the real operator ser
 
     const retry = launch({ user, ...body, env: { fromMap: { TOKEN: 'second' } } });
     const fresh = await beforeAnswer(retry, async () => {
-      const found = (await activeSessionsOf(user)).find((s) => s.metadata.uid !== half.metadata.uid);
+      const found = (await activeSessionsOf(stack.resources, user)).find((s) => s.metadata.uid !== half.metadata.uid);
       assert.ok(found, 'the retry created no session');
       return found;
     });
@@ -201,17 +177,11 @@ describe('service process killed during a blocking launch, the real operator ser
     const answer = await retry;
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
 
-    const sessions = await activeSessionsOf(user);
-    assert.deepEqual(
-      sessions.map((s) => s.metadata.uid),
-      [fresh!.metadata.uid],
-      'only the fresh session',
-    );
-    assert.equal(answer.text, sessions[0]!.status?.url);
-    assert.equal(sessions[0]!.spec.envVars?.TOKEN, 'second');
+    const session = await assertAnsweredAlone(stack.resources, answer, fresh!, 'only the fresh session');
+    assert.equal(session.spec.envVars?.TOKEN, 'second');
     // Removed through the operator's finalizer, not left Starting.
     await eventually(async () => {
-      const names = (await r.sessions.list()).map((s) => s.metadata.name);
+      const names = (await stack.resources.sessions.list()).map((s) => s.metadata.name);
       assert.ok(!names.includes(half.metadata.name), `${half.metadata.name} still there`);
     }, 60_000);
   });

@@ -4,56 +4,41 @@ import assert from 'node:assert/strict';
 import { activityToken } from '../../server/src/model/activity-token.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { isDnsLabel, sessionNameFor, userLabelValue } from '../../server/src/model/names.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
 import {
+  BASE_APP,
   SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
   call,
   operatorFillsStatus,
-  resourcesOf,
   serviceSeesSession,
-  startTestService,
-  type TestService,
 } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 
 describe('service launch (the test plays the operator)', function () {
+  const stack = useStack('svc-launch', {
+    apps: [
+      BASE_APP,
+      { ...BASE_APP, name: 'with-sidecar', sidecars: [{ name: 'db', image: 'postgres:16', mountWorkspace: true }] },
+      { ...BASE_APP, name: 'tiny', maxInstances: 1 },
+      { ...BASE_APP, name: 'java-17-latest' },
+    ],
+    // Activity reports need the IDE's activity token here: the hardening an installation can turn on.
+    service: { sessionsPerUser: 1, activityRequiresToken: true },
+  });
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
-  let service: TestService;
   let users = 0;
   /** A fresh user per test: sessionsPerUser is 1. */
   const newUser = () => `student${++users}@example.com`;
 
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'svc-launch');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [
-      {},
-      { name: 'with-sidecar', sidecars: [{ name: 'db', image: 'postgres:16', mountWorkspace: true }] },
-      { name: 'tiny', maxInstances: 1 },
-      { name: 'java-17-latest' },
-    ]);
-    // Activity reports need the IDE's activity token here: the hardening an installation can turn on.
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 1, activityRequiresToken: true });
-  });
-  after(async () => {
-    await service?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
-
-  const launch = (body: Record<string, unknown>) => call(service.url, 'POST', '/service', { body: { appId, ...body } });
+  const launch = (body: Record<string, unknown>) =>
+    call(stack.service.url, 'POST', '/service', { body: { appId, ...body } });
   const ofUser = async (user: string) => ({
-    workspaces: (await resources.workspaces.list(`${LABELS.user}=${userLabelValue(user)}`)).filter(
+    workspaces: (await stack.resources.workspaces.list(`${LABELS.user}=${userLabelValue(user)}`)).filter(
       (w) => !w.metadata.deletionTimestamp,
     ),
-    sessions: (await resources.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter(
+    sessions: (await stack.resources.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter(
       (s) => !s.metadata.deletionTimestamp,
     ),
   });
@@ -66,7 +51,7 @@ describe('service launch (the test plays the operator)', function () {
       label: 'Exercise 1',
       env: { fromMap: { IDE: 'true' } },
     });
-    const name = await operatorFillsStatus(resources, (_n, spec) => spec.user === user);
+    const name = await operatorFillsStatus(stack.resources, (_n, spec) => spec.user === user);
     const response = await answer;
     assert.equal(response.status, 200, response.text);
     assert.match(response.headers.get('content-type') ?? '', /^text\/plain/);
@@ -93,7 +78,7 @@ describe('service launch (the test plays the operator)', function () {
     const user = newUser();
     const request = { user, appDefinition: 'python-latest', workspaceName: 'ws-stable-name' };
     const first = launch(request);
-    await operatorFillsStatus(resources, (_n, spec) => spec.user === user);
+    await operatorFillsStatus(stack.resources, (_n, spec) => spec.user === user);
     const firstAnswer = await first;
     assert.equal(firstAnswer.status, 200, firstAnswer.text);
     const second = await launch(request);
@@ -115,24 +100,27 @@ describe('service launch (the test plays the operator)', function () {
     const workspace = 'ws-after-failure';
     const name = sessionNameFor(workspace);
     const labels = { [LABELS.user]: userLabelValue(user) };
-    await resources.workspaces.create({
+    await stack.resources.workspaces.create({
       metadata: { name: workspace, labels },
       spec: { user, appDefinition: 'python-latest' },
     });
     // A failed session that still holds a finalizer, as the operator's route finalizer would.
-    await resources.sessions.create({
+    await stack.resources.sessions.create({
       metadata: { name, labels, finalizers: ['ide-cloud.io/test-hold'] },
       spec: { user, appDefinition: 'python-latest', workspace },
     });
-    await resources.sessions.patchStatus(name, {
+    await stack.resources.sessions.patchStatus(name, {
       phase: 'Failed',
       error: { code: 500, reason: 'the pod could not start' },
     });
 
     const answer = launch({ user, appDefinition: 'python-latest', workspaceName: workspace });
-    await eventually(async () => assert.ok((await resources.sessions.get(name)).metadata.deletionTimestamp), 10_000);
-    await resources.sessions.mergePatch(name, { metadata: { finalizers: null } });
-    await operatorFillsStatus(resources, (n) => n === name);
+    await eventually(
+      async () => assert.ok((await stack.resources.sessions.get(name)).metadata.deletionTimestamp),
+      10_000,
+    );
+    await stack.resources.sessions.mergePatch(name, { metadata: { finalizers: null } });
+    await operatorFillsStatus(stack.resources, (n) => n === name);
     const result = await answer;
     assert.equal(result.status, 200, result.text);
     assert.equal(result.text, `https://ide.example.test/${name}/`);
@@ -145,7 +133,7 @@ describe('service launch (the test plays the operator)', function () {
     await eventually(async () => assert.equal((await ofUser(user)).sessions.length, 1));
     const second = launch(request);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await operatorFillsStatus(resources, (_n, spec) => spec.user === user);
+    await operatorFillsStatus(stack.resources, (_n, spec) => spec.user === user);
     const [a, b] = await Promise.all([first, second]);
     assert.equal(a.status, 200, a.text);
     assert.equal(b.status, 200, b.text);
@@ -165,7 +153,7 @@ describe('service launch (the test plays the operator)', function () {
 
   it('keeps an existing workspace when a launch on it times out', async () => {
     const user = newUser();
-    const created = await call(service.url, 'POST', '/service/workspace', {
+    const created = await call(stack.service.url, 'POST', '/service/workspace', {
       body: { appId, user, appDefinition: 'python-latest', label: 'mine' },
     });
     assert.equal(created.status, 200, created.text);
@@ -186,7 +174,7 @@ describe('service launch (the test plays the operator)', function () {
     const user = newUser();
     const answer = launch({ user, appDefinition: 'python-latest' });
     await operatorFillsStatus(
-      resources,
+      stack.resources,
       (_n, spec) => spec.user === user,
       () => ({ phase: 'Failed', error: { code: 552, reason: 'app definition python-latest is at maxInstances (1)' } }),
     );
@@ -198,12 +186,12 @@ describe('service launch (the test plays the operator)', function () {
 
   it('refuses with 552 at maxInstances before creating anything', async () => {
     const other = newUser();
-    await resources.sessions.create({
+    await stack.resources.sessions.create({
       metadata: { name: 'tiny-occupant', labels: { [LABELS.user]: userLabelValue(other) } },
       spec: { user: other, appDefinition: 'tiny' },
     });
     // The limits check reads the service's session cache: let it see the occupant first.
-    await serviceSeesSession(service, other, 'tiny-occupant');
+    await serviceSeesSession(stack.service, other, 'tiny-occupant');
     const user = newUser();
     const answer = await launch({ user, appDefinition: 'tiny' });
     assert.equal(answer.status, 552);
@@ -213,11 +201,11 @@ describe('service launch (the test plays the operator)', function () {
 
   it('refuses with 553 when the user is at sessionsPerUser, before creating anything', async () => {
     const user = newUser();
-    await resources.sessions.create({
+    await stack.resources.sessions.create({
       metadata: { name: 'already-running', labels: { [LABELS.user]: userLabelValue(user) } },
       spec: { user, appDefinition: 'python-latest' },
     });
-    await serviceSeesSession(service, user, 'already-running');
+    await serviceSeesSession(stack.service, user, 'already-running');
     const answer = await launch({ user, appDefinition: 'python-latest' });
     assert.equal(answer.status, 553);
     assert.deepEqual(answer.json, { code: 553, reason: 'user is at the limit of 1 concurrent session(s)' });
@@ -232,7 +220,7 @@ describe('service launch (the test plays the operator)', function () {
   it('launches an ephemeral session without a workspace', async () => {
     const user = newUser();
     const answer = launch({ user, appDefinition: 'python-latest', ephemeral: true });
-    const name = await operatorFillsStatus(resources, (_n, spec) => spec.user === user);
+    const name = await operatorFillsStatus(stack.resources, (_n, spec) => spec.user === user);
     assert.equal((await answer).status, 200);
     const { workspaces, sessions } = await ofUser(user);
     assert.deepEqual(workspaces, []);
@@ -249,7 +237,7 @@ describe('service launch (the test plays the operator)', function () {
       code: 400,
       reason: 'the app definition has workspace-mounting sidecars: use a workspace-backed launch',
     });
-    const viaSession = await call(service.url, 'POST', '/service/session', {
+    const viaSession = await call(stack.service.url, 'POST', '/service/session', {
       body: { appId, user, appDefinition: 'with-sidecar' },
     });
     assert.equal(viaSession.status, 400);
@@ -259,7 +247,7 @@ describe('service launch (the test plays the operator)', function () {
   it('answers 473 for an unknown app definition and 475 for a workspace of another app definition', async () => {
     const user = newUser();
     assert.equal((await launch({ user, appDefinition: 'cobol-latest' })).status, 473);
-    const created = await call(service.url, 'POST', '/service/workspace', {
+    const created = await call(stack.service.url, 'POST', '/service/workspace', {
       body: { appId, user, appDefinition: 'java-17-latest' },
     });
     const name = (created.json as { name: string }).name;
@@ -270,7 +258,7 @@ describe('service launch (the test plays the operator)', function () {
 
   it("refuses a launch on another user's workspace with 403 and an invalid workspace name with 471", async () => {
     const owner = newUser();
-    const created = await call(service.url, 'POST', '/service/workspace', { body: { appId, user: owner } });
+    const created = await call(stack.service.url, 'POST', '/service/workspace', { body: { appId, user: owner } });
     const name = (created.json as { name: string }).name;
     const thief = newUser();
     assert.equal((await launch({ user: thief, appDefinition: 'python-latest', workspaceName: name })).status, 403);
@@ -281,7 +269,7 @@ describe('service launch (the test plays the operator)', function () {
 
   it('separate steps: create workspace, start session on it, list, activity, stop, delete workspace', async () => {
     const user = newUser();
-    const created = await call(service.url, 'POST', '/service/workspace', {
+    const created = await call(stack.service.url, 'POST', '/service/workspace', {
       body: { appId, user, appDefinition: 'python-latest', label: 'Step by step' },
     });
     assert.equal(created.status, 200);
@@ -297,23 +285,23 @@ describe('service launch (the test plays the operator)', function () {
     assert.equal(workspace.active, false);
     const name = workspace.name as string;
 
-    const unknown = await call(service.url, 'POST', '/service/session', {
+    const unknown = await call(stack.service.url, 'POST', '/service/session', {
       body: { appId, user, appDefinition: 'python-latest', workspaceName: 'ws-does-not-exist' },
     });
     assert.equal(unknown.status, 471);
 
-    const start = call(service.url, 'POST', '/service/session', {
+    const start = call(stack.service.url, 'POST', '/service/session', {
       body: { appId, user, appDefinition: 'python-latest', workspaceName: name },
     });
-    const sessionName = await operatorFillsStatus(resources, (_n, spec) => spec.workspace === name);
+    const sessionName = await operatorFillsStatus(stack.resources, (_n, spec) => spec.workspace === name);
     assert.equal((await start).text, `https://ide.example.test/${sessionName}/`);
 
-    const workspaces = await call(service.url, 'GET', `/service/workspace/${appId}/${encodeURIComponent(user)}`);
+    const workspaces = await call(stack.service.url, 'GET', `/service/workspace/${appId}/${encodeURIComponent(user)}`);
     assert.deepEqual(
       (workspaces.json as { name: string; active: boolean }[]).map((w) => [w.name, w.active]),
       [[name, true]],
     );
-    const sessions = await call(service.url, 'GET', `/service/session/${appId}/${encodeURIComponent(user)}`);
+    const sessions = await call(stack.service.url, 'GET', `/service/session/${appId}/${encodeURIComponent(user)}`);
     const item = (sessions.json as Record<string, unknown>[])[0]!;
     assert.deepEqual(
       { ...item, creationTimestamp: undefined },
@@ -329,35 +317,35 @@ describe('service launch (the test plays the operator)', function () {
       },
     );
 
-    const token = activityToken((await resources.sessions.get(sessionName)).spec.sessionSecret!, sessionName);
+    const token = activityToken((await stack.resources.sessions.get(sessionName)).spec.sessionSecret!, sessionName);
     const before = Date.now();
-    const noSecret = await call(service.url, 'PATCH', '/service/session', { body: { appId, sessionName } });
+    const noSecret = await call(stack.service.url, 'PATCH', '/service/session', { body: { appId, sessionName } });
     assert.equal(noSecret.status, 401, 'anonymous mode, hardened: activity needs the activity token');
-    const wrongSecret = await call(service.url, 'PATCH', '/service/session', {
+    const wrongSecret = await call(stack.service.url, 'PATCH', '/service/session', {
       body: { appId, sessionName },
       headers: { 'x-activity-token': 'guess' },
     });
     assert.equal(wrongSecret.status, 403);
-    const activity = await call(service.url, 'PATCH', '/service/session', {
+    const activity = await call(stack.service.url, 'PATCH', '/service/session', {
       body: { appId, sessionName },
       headers: { 'x-activity-token': token },
     });
     assert.equal(activity.status, 200);
     assert.equal(activity.json, true);
-    const lastActivity = (await resources.sessions.get(sessionName)).status?.lastActivity;
+    const lastActivity = (await stack.resources.sessions.get(sessionName)).status?.lastActivity;
     assert.ok(lastActivity && Date.parse(lastActivity) >= before - 1000, String(lastActivity));
 
-    const otherUser = await call(service.url, 'DELETE', '/service/session', {
+    const otherUser = await call(stack.service.url, 'DELETE', '/service/session', {
       body: { appId, user: newUser(), sessionName },
     });
     assert.equal(otherUser.status, 403);
-    const stopped = await call(service.url, 'DELETE', '/service/session', { body: { appId, user, sessionName } });
+    const stopped = await call(stack.service.url, 'DELETE', '/service/session', { body: { appId, user, sessionName } });
     assert.equal(stopped.json, true);
-    const again = await call(service.url, 'DELETE', '/service/session', { body: { appId, user, sessionName } });
+    const again = await call(stack.service.url, 'DELETE', '/service/session', { body: { appId, user, sessionName } });
     assert.equal(again.status, 200);
     assert.equal(again.json, true, 'true also when already gone');
 
-    const deleted = await call(service.url, 'DELETE', '/service/workspace', {
+    const deleted = await call(stack.service.url, 'DELETE', '/service/workspace', {
       body: { appId, user, workspaceName: name },
     });
     assert.equal(deleted.json, true);
@@ -367,9 +355,9 @@ describe('service launch (the test plays the operator)', function () {
   it('deleting a workspace ends its session', async () => {
     const user = newUser();
     const answer = launch({ user, appDefinition: 'python-latest', workspaceName: 'ws-to-delete' });
-    await operatorFillsStatus(resources, (_n, spec) => spec.user === user);
+    await operatorFillsStatus(stack.resources, (_n, spec) => spec.user === user);
     assert.equal((await answer).status, 200);
-    const deleted = await call(service.url, 'DELETE', '/service/workspace', {
+    const deleted = await call(stack.service.url, 'DELETE', '/service/workspace', {
       body: { appId, user, workspaceName: 'ws-to-delete' },
     });
     assert.equal(deleted.json, true);
@@ -377,7 +365,7 @@ describe('service launch (the test plays the operator)', function () {
   });
 
   it('counts launches in the duration histogram by app definition, outcome and start strategy', async () => {
-    const metrics = await call(service.url, 'GET', '/q/metrics');
+    const metrics = await call(stack.service.url, 'GET', '/q/metrics');
     assert.match(
       metrics.text,
       /ide_cloud_launch_duration_seconds_count\{app_definition="python-latest",outcome="success",start_strategy="lazy"\} \d+/,

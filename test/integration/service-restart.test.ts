@@ -5,49 +5,35 @@
 import assert from 'node:assert/strict';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { sessionNameFor, userLabelValue } from '../../server/src/model/names.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
 import {
+  BASE_APP,
   SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
   call,
   operatorFillsStatus,
-  resourcesOf,
   startTestService,
   type TestService,
 } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 
 describe('service restarted during a blocking launch: the retry adopts or clears the half-started session', function () {
+  const stack = useStack('svc-restart', { apps: [BASE_APP] });
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
   let service: TestService | undefined;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'svc-restart');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [{}]);
-  });
-  after(async () => {
-    await service?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
+  stack.cleanUp(() => service?.close());
 
   const launch = (body: Record<string, unknown>) =>
     call(service!.url, 'POST', '/service', { body: { appId, appDefinition: 'python-latest', ...body } });
   const sessionsOf = async (user: string) =>
-    (await resources.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter(
+    (await stack.resources.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter(
       (s) => !s.metadata.deletionTimestamp,
     );
 
   /** A launch that is waiting for its URL when its service restarts; resolves with the half-started session. */
   async function launchCutByRestart(user: string, workspaceName: string) {
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 1 });
+    service = await startTestService(stack.kc, stack.namespace, { sessionsPerUser: 1 });
     const cut = launch({ user, workspaceName, timeout: 1 });
     const [half] = await eventually(async () => {
       const found = await sessionsOf(user);
@@ -57,7 +43,7 @@ describe('service restarted during a blocking launch: the retry adopts or clears
     await service.close(); // the restart: the waiting call ends, its session stays
     const answer = await cut.catch((error: Error) => ({ status: 0, text: error.message }));
     assert.notEqual(answer.status, 200, 'the cut launch got no URL');
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 1 });
+    service = await startTestService(stack.kc, stack.namespace, { sessionsPerUser: 1 });
     return half!;
   }
 
@@ -66,7 +52,7 @@ describe('service restarted during a blocking launch: the retry adopts or clears
     const half = await launchCutByRestart(user, 'ws-adopt');
     assert.equal(half.metadata.name, sessionNameFor('ws-adopt'));
     const retry = launch({ user, workspaceName: 'ws-adopt', timeout: 1 });
-    await operatorFillsStatus(resources, (name) => name === half.metadata.name);
+    await operatorFillsStatus(stack.resources, (name) => name === half.metadata.name);
     const answer = await retry;
     assert.equal(answer.status, 200, answer.text);
     assert.equal(answer.text, `https://ide.example.test/${half.metadata.name}/`);
@@ -82,7 +68,7 @@ describe('service restarted during a blocking launch: the retry adopts or clears
     await eventually(async () => assert.deepEqual(await sessionsOf(user), []), 30_000);
 
     const next = launch({ user, workspaceName: 'ws-next', timeout: 1 });
-    await operatorFillsStatus(resources, (name) => name === sessionNameFor('ws-next'));
+    await operatorFillsStatus(stack.resources, (name) => name === sessionNameFor('ws-next'));
     const answer = await next;
     assert.equal(answer.status, 200, `not held at sessionsPerUser by ${half.metadata.name}: ${answer.text}`);
   });

@@ -2,19 +2,14 @@
 // env value; none of them (nor the auth token or the session secret) appears in the captured logs,
 // the metrics, or any listing.
 import assert from 'node:assert/strict';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
 import {
+  BASE_APP,
   ADMIN_API_TOKEN,
   SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
   call,
   operatorFillsStatus,
-  resourcesOf,
-  startTestService,
-  type TestService,
 } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const GIT_TOKEN = 'ghp_GitTokenInTheUri7731';
@@ -23,25 +18,10 @@ const PLATFORM_TOKEN = 'platform-token-5c0ffee-91';
 const SECRET_VALUE = 'an-env-secret-value-0042';
 
 describe('service secrets stay out of logs, metrics and listings', function () {
+  const stack = useStack('svc-secrets', { apps: [BASE_APP], service: { sessionsPerUser: 5 } });
   this.timeout(60_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
-  let service: TestService;
   const user = 'secretive@example.com';
   const sessionSecrets: string[] = [];
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'svc-secrets');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [{}]);
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 5 });
-  });
-  after(async () => {
-    await service?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
 
   const env = {
     fromMap: {
@@ -55,26 +35,26 @@ describe('service secrets stay out of logs, metrics and listings', function () {
   };
 
   it('launches with secret values that do reach the Session spec', async () => {
-    const answer = call(service.url, 'POST', '/service', {
+    const answer = call(stack.service.url, 'POST', '/service', {
       body: { appId, user, appDefinition: 'python-latest', workspaceName: 'ws-secret', env },
     });
-    const name = await operatorFillsStatus(resources, (_n, spec) => spec.workspace === 'ws-secret');
+    const name = await operatorFillsStatus(stack.resources, (_n, spec) => spec.workspace === 'ws-secret');
     assert.equal((await answer).status, 200);
-    const session = await resources.sessions.get(name);
+    const session = await stack.resources.sessions.get(name);
     assert.equal(session.spec.envVars?.GIT_URI, GIT_URI, 'the operator needs the values');
     sessionSecrets.push(session.spec.sessionSecret!);
 
     // A timed-out and a refused launch with the same values exercise the failure logs as well.
-    const timedOut = await call(service.url, 'POST', '/service', {
+    const timedOut = await call(stack.service.url, 'POST', '/service', {
       body: { appId, user, appDefinition: 'python-latest', env, timeout: 0.01 },
     });
     assert.equal(timedOut.status, 551);
-    const refused = await call(service.url, 'POST', '/service', {
+    const refused = await call(stack.service.url, 'POST', '/service', {
       body: { appId, user, appDefinition: 'python-latest', env: { ...env, fromConfigMaps: [GIT_URI] } },
     });
     assert.equal(refused.status, 400);
     assert.ok(!refused.text.includes(GIT_TOKEN), 'the error details do not echo the value');
-    const wrongType = await call(service.url, 'POST', '/service', {
+    const wrongType = await call(stack.service.url, 'POST', '/service', {
       body: { appId, user, appDefinition: 'python-latest', env: { fromMap: { PLATFORM_TOKEN: [PLATFORM_TOKEN] } } },
     });
     assert.equal(wrongType.status, 400);
@@ -84,19 +64,19 @@ describe('service secrets stay out of logs, metrics and listings', function () {
   it('keeps them out of every listing, the metrics and the captured logs', async () => {
     const encodedUser = encodeURIComponent(user);
     const outputs = {
-      sessions: (await call(service.url, 'GET', `/service/session/${appId}/${encodedUser}`)).text,
-      workspaces: (await call(service.url, 'GET', `/service/workspace/${appId}/${encodedUser}`)).text,
-      appDefinitions: (await call(service.url, 'GET', `/service/appdefinition/${appId}`)).text,
+      sessions: (await call(stack.service.url, 'GET', `/service/session/${appId}/${encodedUser}`)).text,
+      workspaces: (await call(stack.service.url, 'GET', `/service/workspace/${appId}/${encodedUser}`)).text,
+      appDefinitions: (await call(stack.service.url, 'GET', `/service/appdefinition/${appId}`)).text,
       admin: (
-        await call(service.url, 'GET', '/service/admin/appdefinition', {
+        await call(stack.service.url, 'GET', '/service/admin/appdefinition', {
           headers: { 'x-admin-api-token': ADMIN_API_TOKEN },
         })
       ).text,
-      metrics: (await call(service.url, 'GET', '/q/metrics')).text,
-      logs: service.logs.join(''),
+      metrics: (await call(stack.service.url, 'GET', '/q/metrics')).text,
+      logs: stack.service.logs.join(''),
     };
     assert.match(outputs.sessions, /ws-secret/, 'the listing is not empty');
-    assert.ok(service.logs.length > 5, 'logs were captured');
+    assert.ok(stack.service.logs.length > 5, 'logs were captured');
     const secrets = [
       GIT_TOKEN,
       GIT_URI,

@@ -8,7 +8,7 @@ import { LABELS } from '../../server/src/model/api-group.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session } from '../../server/src/model/session.js';
 import { eventually } from '../support/kube.js';
-import { SERVICE_AUTH_TOKEN, call, serviceSeesSession, type Answer } from '../support/service-harness.js';
+import { serviceSeesSession, type Answer, launchEphemeral } from '../support/service-harness.js';
 import { useHeldService } from '../support/held-service.js';
 
 const ADOPTER_TIMEOUT = 0.05; // 3 s
@@ -18,16 +18,7 @@ describe('security: an adopted ephemeral session at the adopter timeout (27.10)'
   const held = useHeldService('sec-adopt', { sessionsPerUser: 1 });
 
   const launch = (user: string, timeout: number): Promise<Answer> =>
-    call(held.service.url, 'POST', '/service', {
-      body: {
-        appId: SERVICE_AUTH_TOKEN,
-        user,
-        appDefinition: 'python-latest',
-        ephemeral: true,
-        timeout,
-        env: { fromMap: { COURSE: 'algorithms' } },
-      },
-    });
+    launchEphemeral(held.service.url, user, timeout, 'algorithms');
 
   /** The first launch's session, once the service counts it (the adopter is then at the limit). */
   async function halfStarted(user: string): Promise<Session> {

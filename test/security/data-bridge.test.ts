@@ -11,20 +11,10 @@ import { BridgeServer } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
 import { MemoryLogger } from '../../extension/src/logger.js';
 import { MemorySecretStorage } from '../../extension/test/fakes.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const APP = 'python-latest';
 const INSTANCE = `${APP}-pool-1`;
@@ -43,12 +33,11 @@ async function podToken(core: k8s.CoreV1Api, namespace: string, pod: k8s.V1Pod):
 }
 
 describe('security: the data bridge takes values only from the operator, once per reservation (8)', function () {
+  const stack = useStack('sec-bridge', {
+    apps: [appDefinitionSpec(APP, { minInstances: 1, maxInstances: 5 })],
+    operator: { eagerStart: true, sessionsPerUser: 5 },
+  });
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-  let operator: RunningOperator;
   let bridge: BridgeServer | undefined;
   let store: EnvironmentStore;
   let base: string;
@@ -59,7 +48,10 @@ describe('security: the data bridge takes values only from the operator, once pe
     bridge?.dispose();
     const pod = await eventually(
       async () => {
-        const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.poolInstance}=${INSTANCE}` });
+        const pods = await stack.core.listNamespacedPod({
+          namespace: stack.namespace,
+          labelSelector: `${LABELS.poolInstance}=${INSTANCE}`,
+        });
         const ready = pods.items.filter(
           (p) =>
             !p.metadata?.deletionTimestamp &&
@@ -74,7 +66,7 @@ describe('security: the data bridge takes values only from the operator, once pe
       200,
     );
     const ip = pod.status!.podIP!;
-    token = (await podToken(core, namespace, pod)) ?? 'the-pod-has-no-token-at-all';
+    token = (await podToken(stack.core, stack.namespace, pod)) ?? 'the-pod-has-no-token-at-all';
     const logger = new MemoryLogger();
     store = new EnvironmentStore(new MemorySecretStorage(), logger);
     bridge = new BridgeServer(store, logger, { host: ip, port: 16281, token });
@@ -89,18 +81,7 @@ describe('security: the data bridge takes values only from the operator, once pe
       body: JSON.stringify({ environment }),
     }).then(async (res) => ({ status: res.status, text: await res.text() }));
 
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-bridge');
-    r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    await createAppDefinition(r, APP, { minInstances: 1, maxInstances: 5 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 5 });
-  });
-  after(async () => {
-    bridge?.dispose();
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
+  stack.cleanUp(() => bridge?.dispose());
 
   it('refuses a POST /data without the instance token (401) or with another (403), before and after the injection', async () => {
     await serveBridge();
@@ -110,13 +91,13 @@ describe('security: the data bridge takes values only from the operator, once pe
     assert.equal((await post(attack, { ...reservation, authorization: 'Bearer guessed' })).status, 403);
     assert.equal(store.size, 0);
 
-    await createSession(r, 'victim', {
+    await createSession(stack.resources, 'victim', {
       user: 'victim@example.com',
       appDefinition: APP,
       envVars: { PLATFORM_URL: REAL_PLATFORM, PLATFORM_TOKEN: 'victim-platform-token' },
     });
     await waitForSession(
-      r,
+      stack.resources,
       'victim',
       (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
     );
@@ -129,7 +110,7 @@ describe('security: the data bridge takes values only from the operator, once pe
   });
 
   it('refuses a second injection even with the token (409), for this reservation or a made-up one', async () => {
-    const victim = await r.sessions.get('victim');
+    const victim = await stack.resources.sessions.get('victim');
     for (const id of [victim.metadata.uid!, 'made-up']) {
       const answer = await post(
         { PLATFORM_URL: ATTACKER },
@@ -141,20 +122,25 @@ describe('security: the data bridge takes values only from the operator, once pe
   });
 
   it('keeps the token out of the pod spec: a reference to a Secret owned by the app definition', async () => {
-    const deployment = await cluster.kc
+    const deployment = await stack.kc
       .makeApiClient(k8s.AppsV1Api)
-      .readNamespacedDeployment({ name: INSTANCE, namespace });
-    const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.poolInstance}=${INSTANCE}` });
+      .readNamespacedDeployment({ name: INSTANCE, namespace: stack.namespace });
+    const pods = await stack.core.listNamespacedPod({
+      namespace: stack.namespace,
+      labelSelector: `${LABELS.poolInstance}=${INSTANCE}`,
+    });
     assert.ok(!JSON.stringify([deployment, pods]).includes(token), 'the token is in plain text');
-    const secret = await core.readNamespacedSecret({ name: `${INSTANCE}-bridge`, namespace });
+    const secret = await stack.core.readNamespacedSecret({ name: `${INSTANCE}-bridge`, namespace: stack.namespace });
     assert.equal(secret.metadata?.ownerReferences?.[0]?.kind, 'AppDefinition');
   });
 
   it('a new reservation (the instance back in the pool, restarted with a new token) is injected again', async () => {
     const before = token;
-    await r.sessions.delete('victim');
+    await stack.resources.sessions.delete('victim');
     await eventually(async () => {
-      const d = await cluster.kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: INSTANCE, namespace });
+      const d = await stack.kc
+        .makeApiClient(k8s.AppsV1Api)
+        .readNamespacedDeployment({ name: INSTANCE, namespace: stack.namespace });
       assert.equal(d.metadata?.labels?.[LABELS.session], undefined, 'back in the pool');
       assert.ok(d.spec?.template.metadata?.annotations?.['ide-cloud.io/recycled-at']);
     }, 30_000);
@@ -170,13 +156,13 @@ describe('security: the data bridge takes values only from the operator, once pe
       ).status,
       403,
     );
-    await createSession(r, 'next', {
+    await createSession(stack.resources, 'next', {
       user: 'next@example.com',
       appDefinition: APP,
       envVars: { PLATFORM_URL: REAL_PLATFORM, GIT_USER: 'next' },
     });
     const next = await waitForSession(
-      r,
+      stack.resources,
       'next',
       (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
     );

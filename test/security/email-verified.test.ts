@@ -3,34 +3,23 @@
 // taken as the user, one person acts as another. Replayed with the real OpenID Connect provider of the
 // test support, which issues such tokens, against the real service and kube-apiserver.
 import assert from 'node:assert/strict';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
 import { AUDIENCE, startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
-import {
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  resourcesOf,
-  startTestService,
-  type TestService,
-} from '../support/service-harness.js';
+import { BASE_APP, SERVICE_AUTH_TOKEN, call, startTestService, type TestService } from '../support/service-harness.js';
 import { loadServiceConfig } from '../../server/src/service/config.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const VICTIM = 'teacher@example.com';
 const UNVERIFIED = { code: 403, reason: "the token's e-mail is not verified by the identity provider" };
 
 describe('security: unverified e-mails (27.8)', function () {
+  const stack = useStack('sec-email', { apps: [BASE_APP] });
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
   let idp: TestIdentityProvider;
   const services: TestService[] = [];
 
   const start = async (emailVerified?: 'required' | 'ifPresent' | 'ignored') => {
-    const service = await startTestService(cluster.kc, namespace, {
+    const service = await startTestService(stack.kc, stack.namespace, {
       identityProvider: { issuer: idp.issuer, audience: AUDIENCE, ...(emailVerified ? { emailVerified } : {}) },
     });
     services.push(service);
@@ -50,20 +39,15 @@ describe('security: unverified e-mails (27.8)', function () {
     call(service.url, 'GET', `/service/workspace/${appId}/${encodeURIComponent(VICTIM)}`, { headers: bearer(token) });
 
   before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-email');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [{}]);
     idp = await startIdentityProvider({
       // A stranger who signed up with the teacher's address, never confirmed.
       impostor: { email: VICTIM, emailVerified: false },
       teacher: { email: VICTIM },
     });
   });
-  after(async () => {
+  stack.cleanUp(async () => {
     for (const service of services) await service.close();
     await idp?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
   });
 
   it('by default refuses a token whose e-mail the provider says is unverified: 403, and writes nothing', async () => {
@@ -73,7 +57,7 @@ describe('security: unverified e-mails (27.8)', function () {
       assert.equal(answer.status, 403, answer.text);
       assert.deepEqual(answer.json, UNVERIFIED);
     }
-    assert.deepEqual(await resources.workspaces.list(), [], 'no workspace was made for the impostor');
+    assert.deepEqual(await stack.resources.workspaces.list(), [], 'no workspace was made for the impostor');
     const teacher = await listing(service, await idp.token('teacher'));
     assert.equal(teacher.status, 200, `the verified owner of the address passes: ${teacher.text}`);
   });

@@ -4,62 +4,40 @@
 // writing anything, and the operator refuses them in a Session made directly with kubectl.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import { cleanUpSuite, createSession, testOperator } from '../support/operator.js';
-import {
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  resourcesOf,
-  startTestService,
-  type TestService,
-} from '../support/service-harness.js';
+import { eventually } from '../support/kube.js';
+import { createSession } from '../support/operator.js';
+import { BASE_APP, SERVICE_AUTH_TOKEN, call } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const ADMIN_TOKEN_VALUE = 'installation-admin-token-77aa';
 const MARKED_VALUE = 'course-platform-token-19cd';
 
 describe('security: env sources marked for session use (1)', function () {
+  const stack = useStack('sec-env', {
+    apps: [BASE_APP],
+    setUp: async ({ core, namespace }) => {
+      const secret = (name: string, labels: Record<string, string>, data: Record<string, string>) =>
+        core.createNamespacedSecret({ namespace, body: { metadata: { name, labels }, stringData: data } });
+      await secret('course-token', { [SESSION_ENV_LABEL]: 'true' }, { PLATFORM_TOKEN: MARKED_VALUE });
+      await secret('unmarked', {}, { PLATFORM_TOKEN: ADMIN_TOKEN_VALUE });
+      // The chart's tokens, even if someone marked them: the installation's own objects are never given out.
+      await secret(
+        'rel-ide-cloud-tokens',
+        { 'app.kubernetes.io/name': 'ide-cloud', [SESSION_ENV_LABEL]: 'true' },
+        { 'admin-api-token': ADMIN_TOKEN_VALUE },
+      );
+      await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'plain' }, data: { A: 'b' } } });
+    },
+    operator: { eagerStart: false, sessionsPerUser: 5 },
+    operatorLogs: true,
+    service: { sessionsPerUser: 5 },
+  });
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-  let operator: RunningOperator;
-  let service: TestService;
-  const operatorLogs: string[] = [];
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-env');
-    resources = resourcesOf(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    await applyAppDefinitions(resources, [{}]);
-    const secret = (name: string, labels: Record<string, string>, data: Record<string, string>) =>
-      core.createNamespacedSecret({ namespace, body: { metadata: { name, labels }, stringData: data } });
-    await secret('course-token', { [SESSION_ENV_LABEL]: 'true' }, { PLATFORM_TOKEN: MARKED_VALUE });
-    await secret('unmarked', {}, { PLATFORM_TOKEN: ADMIN_TOKEN_VALUE });
-    // The chart's tokens, even if someone marked them: the installation's own objects are never given out.
-    await secret(
-      'rel-ide-cloud-tokens',
-      { 'app.kubernetes.io/name': 'ide-cloud', [SESSION_ENV_LABEL]: 'true' },
-      { 'admin-api-token': ADMIN_TOKEN_VALUE },
-    );
-    await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'plain' }, data: { A: 'b' } } });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 5 }, operatorLogs);
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 5 });
-  });
-  after(async () => {
-    await service?.close();
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
 
   const launch = (user: string, env: Record<string, string[]>) =>
-    call(service.url, 'POST', '/service', {
+    call(stack.service.url, 'POST', '/service', {
       body: { appId, user, appDefinition: 'python-latest', ephemeral: true, timeout: 1, env },
     });
 
@@ -76,37 +54,37 @@ describe('security: env sources marked for session use (1)', function () {
       assert.match((answer.json as { reason: string }).reason, reason);
       assert.ok(!answer.text.includes(ADMIN_TOKEN_VALUE));
     }
-    assert.deepEqual(await resources.sessions.list(), [], 'no session was written');
-    assert.deepEqual(await resources.workspaces.list(), [], 'no workspace was written');
+    assert.deepEqual(await stack.resources.sessions.list(), [], 'no session was written');
+    assert.deepEqual(await stack.resources.workspaces.list(), [], 'no workspace was written');
   });
 
   it('the operator fails a Session made directly that names the installation tokens, and mounts nothing', async () => {
-    await createSession(resources, 'direct-mallory', {
+    await createSession(stack.resources, 'direct-mallory', {
       user: 'mallory@example.com',
       appDefinition: 'python-latest',
       envVarsFromSecrets: ['course-token', 'rel-ide-cloud-tokens'],
     });
     const failed = await eventually(async () => {
-      const session = await resources.sessions.get('direct-mallory');
+      const session = await stack.resources.sessions.get('direct-mallory');
       assert.equal(session.status?.phase, 'Failed');
       return session;
     }, 30_000);
     assert.equal(failed.status?.error?.code, 400);
     assert.match(failed.status?.error?.reason ?? '', /secret rel-ide-cloud-tokens belongs to the installation/);
-    const deployments = await cluster.kc
+    const deployments = await stack.kc
       .makeApiClient(k8s.AppsV1Api)
-      .listNamespacedDeployment({ namespace, labelSelector: 'ide-cloud.io/session=direct-mallory' });
+      .listNamespacedDeployment({ namespace: stack.namespace, labelSelector: 'ide-cloud.io/session=direct-mallory' });
     assert.deepEqual(deployments.items, []);
-    assert.ok(!operatorLogs.join('').includes(ADMIN_TOKEN_VALUE));
+    assert.ok(!stack.operatorLogs.join('').includes(ADMIN_TOKEN_VALUE));
   });
 
   it('a marked secret is given to the session', async () => {
     const answer = await launch('student@example.com', { fromSecrets: ['course-token'] });
     assert.equal(answer.status, 200, answer.text);
-    const [session] = (await resources.sessions.list()).filter((s) => s.spec.user === 'student@example.com');
-    const deployment = await cluster.kc
+    const [session] = (await stack.resources.sessions.list()).filter((s) => s.spec.user === 'student@example.com');
+    const deployment = await stack.kc
       .makeApiClient(k8s.AppsV1Api)
-      .readNamespacedDeployment({ name: session!.metadata.name, namespace });
+      .readNamespacedDeployment({ name: session!.metadata.name, namespace: stack.namespace });
     const envFrom = deployment.spec?.template.spec?.containers.flatMap((c) => c.envFrom ?? []) ?? [];
     assert.ok(envFrom.some((e) => e.secretRef?.name === 'course-token'));
   });

@@ -6,53 +6,33 @@
 // answers it, so the user's next ephemeral launch at the limit adopts it (same values) or replaces
 // it (other values); one whose URL was answered, or which reported activity, is never taken.
 import assert from 'node:assert/strict';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
-import { userLabelValue } from '../../server/src/model/names.js';
+import { ANNOTATIONS } from '../../server/src/model/api-group.js';
 import { isSessionReady, type Session } from '../../server/src/model/session.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, ON_NODE_WITHOUT_KUBELET } from '../support/operator.js';
 import {
-  cleanUpSuite,
-  createAppDefinition,
-  ideCloudResources,
-  nodeWithoutKubelet,
-  ON_NODE_WITHOUT_KUBELET,
-  testOperator,
-} from '../support/operator.js';
-import { SERVICE_AUTH_TOKEN, call, type Answer } from '../support/service-harness.js';
-import { spawnService, type ServiceProcess } from '../support/service-process.js';
+  SERVICE_AUTH_TOKEN,
+  activeSessionsOf,
+  assertAnsweredAlone,
+  call,
+  type Answer,
+} from '../support/service-harness.js';
+import type { ServiceProcess } from '../support/service-process.js';
+import { useStack } from '../support/stack.js';
 
 describe('security: a session that became ready after its service was killed (27.10)', function () {
-  this.timeout(300_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let node: Awaited<ReturnType<typeof nodeWithoutKubelet>> | undefined;
-  let operator: RunningOperator | undefined;
-  let service: ServiceProcess | undefined;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-killed-slot');
-    r = ideCloudResources(cluster.kc, namespace);
-    node = await nodeWithoutKubelet(cluster.kc, namespace);
+  const stack = useStack('sec-killed-slot', {
+    nodeWithoutKubelet: true,
     // A start deadline far beyond the test's bounds: it cannot be what frees a user's slot.
-    await createAppDefinition(r, 'patient', { ...ON_NODE_WITHOUT_KUBELET, startDeadlineSeconds: 600 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionsPerUser: 1 });
+    apps: [appDefinitionSpec('patient', { ...ON_NODE_WITHOUT_KUBELET, startDeadlineSeconds: 600 })],
+    operator: { eagerStart: false, sessionsPerUser: 1 },
   });
-
-  after(async () => {
-    await service?.kill('SIGTERM');
-    await node?.remove();
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-  });
-
+  this.timeout(300_000);
+  let service: ServiceProcess | undefined;
   /** A fresh service process; the previous one (each test leaves one running) is stopped first. */
   const startService = async () => {
     await service?.kill('SIGTERM');
-    service = await spawnService(cluster.kubeconfig, namespace, { IDE_CLOUD_SESSIONS_PER_USER: '1' });
+    service = await stack.spawnService({ IDE_CLOUD_SESSIONS_PER_USER: '1' });
   };
 
   const launch = (user: string, course: string): Promise<Answer> =>
@@ -67,13 +47,10 @@ describe('security: a session that became ready after its service was killed (27
       },
     });
 
-  const activeSessionsOf = async (user: string): Promise<Session[]> =>
-    (await r.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter((s) => !s.metadata.deletionTimestamp);
-
   /** Waits until the operator reports `name` ready (the API server's word). */
   const readyAtServer = (name: string): Promise<Session> =>
     eventually(async () => {
-      const session = await r.sessions.get(name);
+      const session = await stack.resources.sessions.get(name);
       assert.ok(isSessionReady(session), `not ready yet: ${JSON.stringify(session.status)}`);
       return session;
     }, 60_000);
@@ -86,17 +63,17 @@ describe('security: a session that became ready after its service was killed (27
     await startService();
     const cut = launch(user, course).catch((error: Error) => error);
     const half = await eventually(async () => {
-      const [found, ...more] = await activeSessionsOf(user);
+      const [found, ...more] = await activeSessionsOf(stack.resources, user);
       assert.ok(found, 'the launch created its session');
       assert.equal(more.length, 0);
       return found;
     }, 60_000);
-    const pod = await node!.boundPod(half.metadata.name);
+    const pod = await stack.node.boundPod(half.metadata.name);
     const killed = service!;
     await killed.kill('SIGKILL');
     assert.equal(killed.child.signalCode, 'SIGKILL');
     assert.ok((await cut) instanceof Error, 'the cut launch got no answer');
-    await node!.kubeletStarts(pod);
+    await stack.node.kubeletStarts(pod);
     const ready = await readyAtServer(half.metadata.name);
     await startService();
     return ready;
@@ -109,7 +86,7 @@ describe('security: a session that became ready after its service was killed (27
     const answer = await launch(user, 'algorithms');
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${orphan.metadata.name}: ${answer.text}`);
     assert.equal(answer.text, orphan.status?.url);
-    const sessions = await activeSessionsOf(user);
+    const sessions = await activeSessionsOf(stack.resources, user);
     assert.deepEqual(
       sessions.map((s) => s.metadata.uid),
       [orphan.metadata.uid],
@@ -130,21 +107,15 @@ describe('security: a session that became ready after its service was killed (27
     void retry.finally(() => (settled = true));
     const fresh = await eventually(async () => {
       if (settled) return undefined;
-      const found = (await activeSessionsOf(user)).find((s) => s.metadata.uid !== orphan.metadata.uid);
+      const found = (await activeSessionsOf(stack.resources, user)).find((s) => s.metadata.uid !== orphan.metadata.uid);
       assert.ok(found, 'the retry created no session');
       return found;
     }, 60_000);
-    if (fresh) await node!.kubeletStarts(await node!.boundPod(fresh.metadata.name));
+    if (fresh) await stack.node.kubeletStarts(await stack.node.boundPod(fresh.metadata.name));
     const answer = await retry;
     assert.equal(answer.status, 200, `held at sessionsPerUser by ${orphan.metadata.name}: ${answer.text}`);
-    const sessions = await activeSessionsOf(user);
-    assert.deepEqual(
-      sessions.map((s) => s.metadata.uid),
-      [fresh!.metadata.uid],
-      'only the fresh session',
-    );
-    assert.equal(answer.text, sessions[0]!.status?.url);
-    assert.equal(sessions[0]!.spec.envVars?.COURSE, 'compilers');
+    const session = await assertAnsweredAlone(stack.resources, answer, fresh!, 'only the fresh session');
+    assert.equal(session.spec.envVars?.COURSE, 'compilers');
   });
 
   it('one that reported activity was opened by someone: never taken (553)', async () => {
@@ -154,12 +125,14 @@ describe('security: a session that became ready after its service was killed (27
       body: { appId: SERVICE_AUTH_TOKEN, sessionName: orphan.metadata.name },
     });
     assert.equal(activity.status, 200, activity.text);
-    await eventually(async () => assert.ok((await r.sessions.get(orphan.metadata.name)).status?.lastActivity));
+    await eventually(async () =>
+      assert.ok((await stack.resources.sessions.get(orphan.metadata.name)).status?.lastActivity),
+    );
 
     const other = await launch(user, 'compilers');
     assert.equal(other.status, 553, other.text);
     assert.deepEqual(
-      (await activeSessionsOf(user)).map((s) => s.metadata.uid),
+      (await activeSessionsOf(stack.resources, user)).map((s) => s.metadata.uid),
       [orphan.metadata.uid],
     );
   });

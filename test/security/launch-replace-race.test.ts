@@ -9,7 +9,7 @@ import { LABELS } from '../../server/src/model/api-group.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session } from '../../server/src/model/session.js';
 import { eventually } from '../support/kube.js';
-import { SERVICE_AUTH_TOKEN, call, serviceSeesSession, type Answer } from '../support/service-harness.js';
+import { serviceSeesSession, type Answer, launchEphemeral } from '../support/service-harness.js';
 import { useHeldService } from '../support/held-service.js';
 
 describe('security: the replace path of an ephemeral launch (27.10)', function () {
@@ -17,16 +17,7 @@ describe('security: the replace path of an ephemeral launch (27.10)', function (
   const held = useHeldService('sec-replace', { sessionsPerUser: 1 });
 
   const launch = (user: string, course: string, timeout: number): Promise<Answer> =>
-    call(held.service.url, 'POST', '/service', {
-      body: {
-        appId: SERVICE_AUTH_TOKEN,
-        user,
-        appDefinition: 'python-latest',
-        ephemeral: true,
-        timeout,
-        env: { fromMap: { COURSE: course } },
-      },
-    });
+    launchEphemeral(held.service.url, user, timeout, course);
 
   const sessionsOf = async (user: string): Promise<Session[]> =>
     held.r.sessions.list(`${LABELS.user}=${userLabelValue(user)}`);

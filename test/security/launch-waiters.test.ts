@@ -5,33 +5,21 @@
 import assert from 'node:assert/strict';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
 import { LAUNCH_WAITERS } from '../../server/src/model/limits.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
-import {
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  resourcesOf,
-  startTestService,
-  type Answer,
-  type TestService,
-} from '../support/service-harness.js';
+import { BASE_APP, SERVICE_AUTH_TOKEN, call, type Answer } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const TIMEOUT_MINUTES = 0.1; // 6 s: every admitted launch waits this long and answers 551
 
 describe('security: launches waiting at once (27.7)', function () {
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let service: TestService;
 
   /** Sends all launches at once; answers each with how long it took. */
   const launchAll = (bodies: Record<string, unknown>[]) =>
     Promise.all(
       bodies.map(async (body) => {
         const started = Date.now();
-        const answer = await call(service.url, 'POST', '/service', {
+        const answer = await call(stack.service.url, 'POST', '/service', {
           body: { appId, timeout: TIMEOUT_MINUTES, ...body },
         });
         return { ...answer, ms: Date.now() - started };
@@ -40,17 +28,8 @@ describe('security: launches waiting at once (27.7)', function () {
   const refused = (answers: (Answer & { ms: number })[]) =>
     answers.filter((a) => a.status === ErrorCode.tooManyWaiters);
 
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-waiters');
-    await applyAppDefinitions(resourcesOf(cluster.kc, namespace), [{}]);
-    // Room for many sessions per user: the waiters' cap, not the session limit, is what refuses here.
-    service = await startTestService(cluster.kc, namespace, { sessionsPerUser: 50 });
-  });
-  after(async () => {
-    await service?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
+  // Room for many sessions per user: the waiters' cap, not the session limit, is what refuses here.
+  const stack = useStack('sec-waiters', { apps: [BASE_APP], service: { sessionsPerUser: 50 } });
 
   it('refuses at once the launches for one workspace beyond the cap, while the admitted ones wait', async () => {
     const body = { user: 'stuck@example.com', appDefinition: 'python-latest', workspaceName: 'ws-stuck' };

@@ -4,20 +4,10 @@
 // created before the Deployment and referenced from the pod; `view` cannot read Secrets.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { ACTIVITY_TOKEN_ENV, activityToken } from '../../server/src/model/activity-token.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const GIT_TOKEN = 'git-credential-5f1e9a';
 const GIT_URI = `https://student:${GIT_TOKEN}@git.example.org/course/ex1.git`;
@@ -26,40 +16,31 @@ const SESSION_SECRET = 'cookie-secret-0b93e6d2a4c8f1e7';
 const SESSION = 'lazy-victim';
 
 describe('security: a lazy session keeps its values in a Secret it owns (7)', function () {
+  const stack = useStack('sec-lazy', {
+    apps: [appDefinitionSpec('python-latest')],
+    operator: { eagerStart: false },
+    operatorLogs: true,
+  });
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-  let apps: k8s.AppsV1Api;
-  let operator: RunningOperator;
-  const logs: string[] = [];
   const secrets = () => [GIT_TOKEN, PLATFORM_TOKEN, SESSION_SECRET, activityToken(SESSION_SECRET, SESSION)];
 
   before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-lazy');
-    r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    await createAppDefinition(r, 'python-latest');
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false }, logs);
-    await createSession(r, SESSION, {
+    await createSession(stack.resources, SESSION, {
       user: 'victim@example.com',
       appDefinition: 'python-latest',
       sessionSecret: SESSION_SECRET,
       envVars: { GIT_URI, PLATFORM_TOKEN, GIT_USER: 'victim' },
     });
-    await waitForSession(r, SESSION, running);
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
+    await waitForSession(stack.resources, SESSION, running);
   });
 
   it('the Deployment and its Pods carry no value in plain text', async () => {
-    const deployment = await apps.readNamespacedDeployment({ name: SESSION, namespace });
+    const deployment = await stack.apps.readNamespacedDeployment({ name: SESSION, namespace: stack.namespace });
     const pods = await eventually(async () => {
-      const list = await core.listNamespacedPod({ namespace, labelSelector: `ide-cloud.io/session=${SESSION}` });
+      const list = await stack.core.listNamespacedPod({
+        namespace: stack.namespace,
+        labelSelector: `ide-cloud.io/session=${SESSION}`,
+      });
       assert.ok(list.items.length > 0, 'the session has a pod');
       return list.items;
     });
@@ -82,8 +63,8 @@ describe('security: a lazy session keeps its values in a Secret it owns (7)', fu
   });
 
   it('the values are in a Secret owned by the Session, created before the Deployment', async () => {
-    const session = await r.sessions.get(SESSION);
-    const secret = await core.readNamespacedSecret({ name: `${SESSION}-env`, namespace });
+    const session = await stack.resources.sessions.get(SESSION);
+    const secret = await stack.core.readNamespacedSecret({ name: `${SESSION}-env`, namespace: stack.namespace });
     const decoded = Object.fromEntries(
       Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
     );
@@ -93,14 +74,14 @@ describe('security: a lazy session keeps its values in a Secret it owns (7)', fu
     const owner = secret.metadata?.ownerReferences?.find((o) => o.kind === 'Session');
     assert.equal(owner?.uid, session.metadata.uid);
     assert.equal(owner?.controller, true);
-    const deployment = await apps.readNamespacedDeployment({ name: SESSION, namespace });
+    const deployment = await stack.apps.readNamespacedDeployment({ name: SESSION, namespace: stack.namespace });
     assert.ok(secret.metadata!.creationTimestamp! <= deployment.metadata!.creationTimestamp!);
-    for (const value of secrets()) assert.ok(!logs.join('').includes(value), 'a value reached the logs');
+    for (const value of secrets()) assert.ok(!stack.operatorLogs.join('').includes(value), 'a value reached the logs');
   });
 
   it('the built-in view role reads the Deployment and Pods but not the Secret', async () => {
-    await cluster.kc.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
-      namespace,
+    await stack.kc.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
+      namespace: stack.namespace,
       body: {
         metadata: { name: 'viewer' },
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
@@ -109,8 +90,13 @@ describe('security: a lazy session keeps its values in a Secret it owns (7)', fu
     });
     const can = async (verb: string, group: string, resource: string) =>
       (
-        await cluster.kc.makeApiClient(k8s.AuthorizationV1Api).createSubjectAccessReview({
-          body: { spec: { user: 'viewer@example.com', resourceAttributes: { verb, group, resource, namespace } } },
+        await stack.kc.makeApiClient(k8s.AuthorizationV1Api).createSubjectAccessReview({
+          body: {
+            spec: {
+              user: 'viewer@example.com',
+              resourceAttributes: { verb, group, resource, namespace: stack.namespace },
+            },
+          },
         })
       ).status?.allowed ?? false;
     await eventually(async () => assert.equal(await can('get', 'apps', 'deployments'), true));
@@ -119,9 +105,9 @@ describe('security: a lazy session keeps its values in a Secret it owns (7)', fu
   });
 
   it('the Secret goes with the Session', async () => {
-    await r.sessions.delete(SESSION);
+    await stack.resources.sessions.delete(SESSION);
     await eventually(async () => {
-      const gone = await core.readNamespacedSecret({ name: `${SESSION}-env`, namespace }).then(
+      const gone = await stack.core.readNamespacedSecret({ name: `${SESSION}-env`, namespace: stack.namespace }).then(
         () => false,
         () => true,
       );

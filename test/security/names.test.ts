@@ -5,21 +5,11 @@
 // new workspace behind. Now a landing name is reserved for its user, session names are one-to-one,
 // and the 409 path removes what the call created.
 import assert from 'node:assert/strict';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { dnsLabel, landingWorkspaceName, sessionNameFor, userLabelValue } from '../../server/src/model/names.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
-import {
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  operatorFillsStatus,
-  resourcesOf,
-  startTestService,
-  type Answer,
-  type TestService,
-} from '../support/service-harness.js';
+import { eventually } from '../support/kube.js';
+import { BASE_APP, SERVICE_AUTH_TOKEN, call, operatorFillsStatus, type Answer } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const APP = 'python-latest';
@@ -29,26 +19,11 @@ const REPO = 'https://git.example.org/course/exercise-01.git';
 const oldSessionNameFor = (workspace: string) => dnsLabel(['session', workspace.replace(/^ws-/, '')]);
 
 describe('security: workspace and session names (10)', function () {
+  const stack = useStack('sec-names', { apps: [BASE_APP], service: {} });
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
-  let service: TestService;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-names');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [{}]);
-    service = await startTestService(cluster.kc, namespace);
-  });
-  after(async () => {
-    await service?.close();
-    if (namespace) await deleteTestNamespace(cluster.kc, namespace);
-  });
 
   const launch = (user: string, workspaceName: string, timeoutMinutes = 0.5) =>
-    call(service.url, 'POST', '/service', {
+    call(stack.service.url, 'POST', '/service', {
       body: { appId, user, appDefinition: APP, workspaceName, timeout: timeoutMinutes },
     });
 
@@ -59,7 +34,7 @@ describe('security: workspace and session names (10)', function () {
   async function launchRunning(user: string, workspaceName: string): Promise<Answer> {
     const answer = launch(user, workspaceName);
     const filled = operatorFillsStatus(
-      resources,
+      stack.resources,
       (_name, spec) => spec.user === user && spec.workspace === workspaceName,
       undefined,
       20_000,
@@ -68,7 +43,7 @@ describe('security: workspace and session names (10)', function () {
     return refused ?? answer;
   }
 
-  const workspaceOwner = async (name: string) => (await resources.workspaces.find(name))?.spec.user;
+  const workspaceOwner = async (name: string) => (await stack.resources.workspaces.find(name))?.spec.user;
 
   it('ws-x and x get different sessions: the second launch is not refused with 409', async () => {
     const mallory = 'mallory-1@example.com';
@@ -78,7 +53,7 @@ describe('security: workspace and session names (10)', function () {
     const second = await launchRunning(bob, 'ws-x');
     assert.equal(second.status, 200, second.text);
     assert.notEqual(first.text, second.text);
-    const bobs = (await resources.sessions.list()).filter((s) => s.spec.user === bob);
+    const bobs = (await stack.resources.sessions.list()).filter((s) => s.spec.user === bob);
     assert.deepEqual(
       bobs.map((s) => [s.metadata.name, s.spec.workspace]),
       [[sessionNameFor('ws-x'), 'ws-x']],
@@ -106,8 +81,8 @@ describe('security: workspace and session names (10)', function () {
     const squat = await launch(mallory, bobsName, 0.05);
     assert.equal(squat.status, 403, squat.text);
     assert.deepEqual(squat.json, { code: 403, reason: 'the workspace name is reserved for another user' });
-    assert.equal(await resources.workspaces.find(bobsName), undefined, 'no workspace was written');
-    assert.equal(await resources.sessions.find(sessionNameFor(bobsName)), undefined, 'no session was written');
+    assert.equal(await stack.resources.workspaces.find(bobsName), undefined, 'no workspace was written');
+    assert.equal(await stack.resources.sessions.find(sessionNameFor(bobsName)), undefined, 'no session was written');
 
     const own = await launchRunning(bob, bobsName);
     assert.equal(own.status, 200, own.text);
@@ -134,7 +109,7 @@ describe('security: workspace and session names (10)', function () {
     const workspace = 'ws-victim-workspace';
     // Someone else's session holds the name (made directly, as kubectl or an older release would).
     const mallory = 'mallory-4@example.com';
-    await resources.sessions.create({
+    await stack.resources.sessions.create({
       metadata: { name: sessionNameFor(workspace), labels: { [LABELS.user]: userLabelValue(mallory) } },
       spec: { user: mallory, appDefinition: APP, workspace: 'ws-elsewhere' },
     });
@@ -142,7 +117,7 @@ describe('security: workspace and session names (10)', function () {
     assert.equal(answer.status, 409, answer.text);
     assert.deepEqual(answer.json, { code: 409, reason: "the workspace's session name is held by another session" });
     await eventually(async () => {
-      const left = await resources.workspaces.find(workspace);
+      const left = await stack.resources.workspaces.find(workspace);
       assert.ok(!left || left.metadata.deletionTimestamp, 'the workspace the launch created is gone');
     }, 10_000);
   });

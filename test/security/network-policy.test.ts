@@ -13,19 +13,9 @@ import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import YAML from 'yaml';
 import { ensureBinaries } from '../../scripts/cluster/control-plane.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const run = promisify(execFile);
 const chart = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../charts/ide-cloud');
@@ -64,56 +54,56 @@ function selectorString(selector: k8s.V1LabelSelector): string {
 
 describe('security: every pod the operator makes is inside the NetworkPolicies (2)', function () {
   this.timeout(300_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-  let operator: RunningOperator;
   let helmBin: string;
+  const stack = useStack('sec-netpol', {
+    // A warm pool of one instance with a sidecar, and a lazy app (no data bridge) with a sidecar.
+    apps: [
+      appDefinitionSpec('pooled', {
+        minInstances: 1,
+        sidecars: [{ name: 'cache', image: 'redis:7', port: 6379, mountWorkspace: false }],
+      }),
+      appDefinitionSpec('lazy', {
+        options: {},
+        sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
+      }),
+    ],
+    setUp: async () => {
+      helmBin = path.join(await ensureBinaries('helm'), 'helm');
+    },
+    operator: { eagerStart: true, sessionsPerUser: 5 },
+  });
 
   const helm = async (...args: string[]) =>
-    (await run(helmBin, args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfig }, maxBuffer: 32 << 20 })).stdout;
+    (await run(helmBin, args, { env: { ...process.env, KUBECONFIG: stack.cluster.kubeconfig }, maxBuffer: 32 << 20 }))
+      .stdout;
   const policies = async (...args: string[]) =>
-    YAML.parseAllDocuments(await helm('template', RELEASE, chart, '--namespace', namespace, ...ISSUER, ...args))
+    YAML.parseAllDocuments(await helm('template', RELEASE, chart, '--namespace', stack.namespace, ...ISSUER, ...args))
       .map((doc) => doc.toJS() as Policy | null)
       .filter((doc): doc is Policy => doc?.kind === 'NetworkPolicy');
   /** Names of the pods of the namespace the API server finds with a policy's pod selector. */
   const selected = async (policy: Policy) =>
-    (await core.listNamespacedPod({ namespace, labelSelector: selectorString(policy.spec.podSelector) })).items
+    (
+      await stack.core.listNamespacedPod({
+        namespace: stack.namespace,
+        labelSelector: selectorString(policy.spec.podSelector),
+      })
+    ).items
       .map((p) => p.metadata!.name!)
       .sort();
 
   before(async () => {
-    [cluster, helmBin] = await Promise.all([
-      useCluster(),
-      ensureBinaries('helm').then((dir) => path.join(dir, 'helm')),
-    ]);
-    namespace = await createTestNamespace(cluster.kc, 'sec-netpol');
-    r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    // A warm pool of one instance with a sidecar, and a lazy app (no data bridge) with a sidecar.
-    await createAppDefinition(r, 'pooled', {
-      minInstances: 1,
-      sidecars: [{ name: 'cache', image: 'redis:7', port: 6379, mountWorkspace: false }],
-    });
-    await createAppDefinition(r, 'lazy', {
-      options: {},
-      sidecars: [{ name: 'db', image: 'postgres:16', port: 5432, mountWorkspace: false }],
-    });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: true, sessionsPerUser: 5 });
-    await createSession(r, 'lazy-1', { user: 'alice@example.com', appDefinition: 'lazy' });
-    const session = await waitForSession(r, 'lazy-1', running);
+    await createSession(stack.resources, 'lazy-1', { user: 'alice@example.com', appDefinition: 'lazy' });
+    const session = await waitForSession(stack.resources, 'lazy-1', running);
     assert.notEqual(session.status?.startStrategy, 'eager', 'a lazy pod (no data bridge)');
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
   });
 
   it('selects every pod of lazy sessions, warm instances and sidecars: default deny, then only the allowed ports', async () => {
     // The pods the operator's Deployments made: the lazy session's IDE and sidecar, the warm
     // instance's IDE and sidecar. The namespace holds nothing else.
     const pods = await eventually(async () => {
-      const items = (await core.listNamespacedPod({ namespace })).items.filter((p) => !p.metadata?.deletionTimestamp);
+      const items = (await stack.core.listNamespacedPod({ namespace: stack.namespace })).items.filter(
+        (p) => !p.metadata?.deletionTimestamp,
+      );
       const apps = items.map((p) => p.metadata!.labels!.app!).sort();
       assert.equal(items.length, 4, `pods: ${apps.join(' ')}`);
       assert.ok(apps.includes('pooled-pool-1') && apps.includes('pooled-pool-1-cache'), apps.join(' '));
@@ -187,7 +177,7 @@ describe('security: every pod the operator makes is inside the NetworkPolicies (
   });
 
   it('the rendered policies are accepted by the API server, and the chart lints with them on and off', async () => {
-    const objects = k8s.KubernetesObjectApi.makeApiClient(cluster.kc);
+    const objects = k8s.KubernetesObjectApi.makeApiClient(stack.kc);
     const custom = [
       '--set',
       'networkPolicy.apiServer.cidrs={10.0.0.1/32}',
@@ -206,7 +196,7 @@ describe('security: every pod the operator makes is inside the NetworkPolicies (
       for (const policy of rendered) {
         // Through the client's model (`from` becomes `_from`): sent as parsed, the peers would be dropped.
         const body = k8s.loadYaml<k8s.V1NetworkPolicy>(
-          YAML.stringify({ ...policy, metadata: { ...policy.metadata, namespace } }),
+          YAML.stringify({ ...policy, metadata: { ...policy.metadata, namespace: stack.namespace } }),
         );
         const accepted = (await objects.create(body, undefined, 'All').catch((error: unknown) => {
           throw new Error(`${policy.metadata?.name} refused: ${(error as k8s.ApiException<string>).body}`);

@@ -6,81 +6,65 @@
 // refused, as it should be there. The real-node suites show the IDE working under the profile.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
 import { sessionPodApp } from '../../server/src/operator/manifests.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  testOperator,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 describe('security: session pods meet the restricted Pod Security profile (27.2)', function () {
   this.timeout(300_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-  let apps: k8s.AppsV1Api;
-  let operator: RunningOperator;
 
   /** Why the namespace's ReplicaSets could not make their pods (the admission's refusals), for messages. */
   const refusals = async (labelSelector?: string) =>
-    (await apps.listNamespacedReplicaSet({ namespace, labelSelector })).items.flatMap((rs) =>
+    (await stack.apps.listNamespacedReplicaSet({ namespace: stack.namespace, labelSelector })).items.flatMap((rs) =>
       (rs.status?.conditions ?? [])
         .filter((c) => c.type === 'ReplicaFailure' && c.status === 'True')
         .map((c) => `${rs.metadata!.name}: ${c.message}`),
     );
 
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-podsec');
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    await core.patchNamespace(
-      {
-        name: namespace,
-        body: {
-          metadata: {
-            labels: {
-              'pod-security.kubernetes.io/enforce': 'restricted',
-              'pod-security.kubernetes.io/enforce-version': 'latest',
+  const stack = useStack('sec-podsec', {
+    // A warm pool of one with a sidecar; a lazy app whose sidecar mounts the workspace (an emptyDir
+    // without a claim); and an app whose IDE image must start as root, which says so.
+    apps: [
+      appDefinitionSpec('pooled', {
+        minInstances: 1,
+        sidecars: [{ name: 'cache', image: 'example/cache:1', port: 6379, mountWorkspace: false }],
+      }),
+      appDefinitionSpec('lazy', {
+        options: {},
+        sidecars: [{ name: 'db', image: 'example/db:1', port: 5432, mountWorkspace: true }],
+      }),
+      appDefinitionSpec('rooted', { options: {}, podSecurity: 'baseline' }),
+    ],
+    setUp: async ({ core, namespace }) => {
+      await core.patchNamespace(
+        {
+          name: namespace,
+          body: {
+            metadata: {
+              labels: {
+                'pod-security.kubernetes.io/enforce': 'restricted',
+                'pod-security.kubernetes.io/enforce-version': 'latest',
+              },
             },
           },
         },
-      },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
-    r = ideCloudResources(cluster.kc, namespace);
-    // A warm pool of one with a sidecar; a lazy app whose sidecar mounts the workspace (an emptyDir
-    // without a claim); and an app whose IDE image must start as root, which says so.
-    await createAppDefinition(r, 'pooled', {
-      minInstances: 1,
-      sidecars: [{ name: 'cache', image: 'example/cache:1', port: 6379, mountWorkspace: false }],
-    });
-    await createAppDefinition(r, 'lazy', {
-      options: {},
-      sidecars: [{ name: 'db', image: 'example/db:1', port: 5432, mountWorkspace: true }],
-    });
-    await createAppDefinition(r, 'rooted', { options: {}, podSecurity: 'baseline' });
-    operator = await testOperator(cluster.kc, namespace, {
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+    },
+    operator: {
       eagerStart: true,
       sessionsPerUser: 5,
       sessionIssuer: 'https://login.example.org/realms/ide-cloud',
-    });
-  });
-  after(async () => {
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
+    },
   });
 
   it('admits the pods of warm instances, lazy sessions, their proxies and sidecars', async () => {
-    await createSession(r, 'lazy-1', { user: 'alice@example.com', appDefinition: 'lazy' });
+    await createSession(stack.resources, 'lazy-1', { user: 'alice@example.com', appDefinition: 'lazy' });
     const pods = await eventually(async () => {
-      const items = (await core.listNamespacedPod({ namespace })).items.filter((p) => !p.metadata?.deletionTimestamp);
+      const items = (await stack.core.listNamespacedPod({ namespace: stack.namespace })).items.filter(
+        (p) => !p.metadata?.deletionTimestamp,
+      );
       const names = items.map((p) => p.metadata!.labels!.app!).sort();
       assert.equal(items.length, 4, `pods: ${names.join(' ')}; refused: ${(await refusals()).join('; ')}`);
       return items;
@@ -91,7 +75,10 @@ describe('security: session pods meet the restricted Pod Security profile (27.2)
   });
 
   it('refuses the pod of an app definition that opts out (podSecurity: baseline), naming the rule', async () => {
-    const session = await createSession(r, 'rooted-1', { user: 'bob@example.com', appDefinition: 'rooted' });
+    const session = await createSession(stack.resources, 'rooted-1', {
+      user: 'bob@example.com',
+      appDefinition: 'rooted',
+    });
     const refused = await eventually(async () => {
       const found = await refusals(`app=${sessionPodApp(session)}`);
       assert.equal(found.length, 1, 'the ReplicaSet of the session reports the refusal');

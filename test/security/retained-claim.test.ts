@@ -4,21 +4,12 @@
 // the claim; the owner's new workspace of the name gets the work back.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Workspace } from '../../server/src/model/workspace.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
-import {
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { eventually } from '../support/kube.js';
+import { appDefinitionSpec, createSession, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const APP = 'python-latest';
 const NAME = 'thesis';
@@ -26,16 +17,14 @@ const OWNER = 'alice@example.com';
 const OTHER = 'mallory@example.com';
 
 describe('security: a claim kept by reclaim policy Retain goes only to the same user', function () {
+  const stack = useStack('sec-retain', {
+    apps: [appDefinitionSpec(APP, { minInstances: 0, maxInstances: 10 })],
+    operator: { workspaceReclaimPolicy: 'Retain' },
+  });
   this.timeout(180_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
-  let core: k8s.CoreV1Api;
-  let apps: k8s.AppsV1Api;
 
   const createWorkspace = (user: string) =>
-    r.workspaces.create({
+    stack.resources.workspaces.create({
       metadata: { name: NAME, labels: { [LABELS.user]: userLabelValue(user) } },
       spec: { user, appDefinition: APP },
     });
@@ -53,43 +42,35 @@ describe('security: a claim kept by reclaim policy Retain goes only to the same 
     );
   const readyOf = (w: Workspace) => w.status?.conditions?.find((c) => c.type === 'Ready');
 
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-retain');
-    r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
-    await createAppDefinition(r, APP, { minInstances: 0, maxInstances: 10 });
-    operator = await testOperator(cluster.kc, namespace, { workspaceReclaimPolicy: 'Retain' });
-  });
-  after(async () => cleanUpSuite(cluster.kc, namespace, [operator]));
-
   it("refuses the kept claim to another user's workspace of the same name, and gives it back to its user", async () => {
     // The owner's workspace makes its claim; the workspace goes, the claim stays (Retain).
     await createWorkspace(OWNER);
-    await eventually(async () => assert.equal((await r.workspaces.get(NAME)).status?.claimName, NAME), 60_000);
-    const kept = await core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace });
-    await r.workspaces.delete(NAME);
-    await gone(() => r.workspaces.get(NAME));
+    await eventually(
+      async () => assert.equal((await stack.resources.workspaces.get(NAME)).status?.claimName, NAME),
+      60_000,
+    );
+    const kept = await stack.core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace: stack.namespace });
+    await stack.resources.workspaces.delete(NAME);
+    await gone(() => stack.resources.workspaces.get(NAME));
     assert.equal(
-      (await core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace })).metadata?.uid,
+      (await stack.core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace: stack.namespace })).metadata?.uid,
       kept.metadata?.uid,
     );
 
     // Another user takes the name and launches on it.
     await createWorkspace(OTHER);
-    await createSession(r, 'intruder', { user: OTHER, appDefinition: APP, workspace: NAME });
+    await createSession(stack.resources, 'intruder', { user: OTHER, appDefinition: APP, workspace: NAME });
     const refused = await eventually(async () => {
-      const w = await r.workspaces.get(NAME);
+      const w = await stack.resources.workspaces.get(NAME);
       assert.equal(readyOf(w)?.reason, 'ClaimOfAnotherUser', JSON.stringify(w.status));
       return w;
     }, 60_000);
     assert.equal(refused.status?.claimName, undefined, 'the workspace names no claim');
     assert.equal(readyOf(refused)?.status, 'False');
     assert.doesNotMatch(JSON.stringify(refused.status), /alice/, 'the refusal does not tell whose work it is');
-    const session = await waitForSession(r, 'intruder', (s) => s.status?.phase === 'Failed', 60_000);
+    const session = await waitForSession(stack.resources, 'intruder', (s) => s.status?.phase === 'Failed', 60_000);
     assert.equal(session.status?.error?.code, 403, JSON.stringify(session.status?.error));
-    const mounting = (await apps.listNamespacedDeployment({ namespace })).items.filter((d) =>
+    const mounting = (await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items.filter((d) =>
       d.spec?.template.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === NAME),
     );
     assert.deepEqual(
@@ -98,54 +79,60 @@ describe('security: a claim kept by reclaim policy Retain goes only to the same 
       'no pod of the other user mounts the kept claim',
     );
     assert.equal(
-      (await core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace })).metadata?.uid,
+      (await stack.core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace: stack.namespace })).metadata?.uid,
       kept.metadata?.uid,
     );
 
     // The other user's workspace goes; the owner's new one of the name gets the work back.
-    await r.sessions.delete('intruder');
-    await r.workspaces.delete(NAME);
-    await gone(() => r.workspaces.get(NAME));
+    await stack.resources.sessions.delete('intruder');
+    await stack.resources.workspaces.delete(NAME);
+    await gone(() => stack.resources.workspaces.get(NAME));
     await createWorkspace(OWNER);
     const back = await eventually(async () => {
-      const w = await r.workspaces.get(NAME);
+      const w = await stack.resources.workspaces.get(NAME);
       assert.equal(w.status?.phase, 'Bound', JSON.stringify(w.status));
       return w;
     }, 60_000);
     assert.equal(back.status?.claimName, NAME);
     assert.equal(
-      (await core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace })).metadata?.uid,
+      (await stack.core.readNamespacedPersistentVolumeClaim({ name: NAME, namespace: stack.namespace })).metadata?.uid,
       kept.metadata?.uid,
     );
   });
 
   it('labels a claim made before claims named their user, so that, kept, it goes back to that user', async () => {
     const legacy = 'legacy';
-    await r.workspaces.create({
+    await stack.resources.workspaces.create({
       metadata: { name: legacy, labels: { [LABELS.user]: userLabelValue(OWNER) } },
       spec: { user: OWNER, appDefinition: APP },
     });
-    await eventually(async () => assert.equal((await r.workspaces.get(legacy)).status?.claimName, legacy), 60_000);
+    await eventually(
+      async () => assert.equal((await stack.resources.workspaces.get(legacy)).status?.claimName, legacy),
+      60_000,
+    );
     // As an operator before the label made it: the user label removed by hand.
-    await core.patchNamespacedPersistentVolumeClaim(
-      { name: legacy, namespace, body: [{ op: 'remove', path: `/metadata/labels/${LABELS.user.replace('/', '~1')}` }] },
+    await stack.core.patchNamespacedPersistentVolumeClaim(
+      {
+        name: legacy,
+        namespace: stack.namespace,
+        body: [{ op: 'remove', path: `/metadata/labels/${LABELS.user.replace('/', '~1')}` }],
+      },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
     );
     // The upgraded operator starts: it visits every workspace.
-    await operator.stop();
-    operator = await testOperator(cluster.kc, namespace, { workspaceReclaimPolicy: 'Retain' });
+    await stack.restartOperator();
     await eventually(async () => {
-      const claim = await core.readNamespacedPersistentVolumeClaim({ name: legacy, namespace });
+      const claim = await stack.core.readNamespacedPersistentVolumeClaim({ name: legacy, namespace: stack.namespace });
       assert.equal(claim.metadata?.labels?.[LABELS.user], userLabelValue(OWNER));
     }, 60_000);
-    await r.workspaces.delete(legacy);
-    await gone(() => r.workspaces.get(legacy));
-    await r.workspaces.create({
+    await stack.resources.workspaces.delete(legacy);
+    await gone(() => stack.resources.workspaces.get(legacy));
+    await stack.resources.workspaces.create({
       metadata: { name: legacy, labels: { [LABELS.user]: userLabelValue(OWNER) } },
       spec: { user: OWNER, appDefinition: APP },
     });
     await eventually(async () => {
-      const w = await r.workspaces.get(legacy);
+      const w = await stack.resources.workspaces.get(legacy);
       assert.equal(w.status?.phase, 'Bound', JSON.stringify(w.status));
       assert.equal(w.status?.claimName, legacy);
     }, 60_000);

@@ -3,19 +3,10 @@
 // only later, and bearer tokens that are not meant for the service or never expire.
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
 import { AUDIENCE, startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
-import {
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  resourcesOf,
-  startTestService,
-  type TestService,
-} from '../support/service-harness.js';
+import { BASE_APP, SERVICE_AUTH_TOKEN, call, startTestService, type TestService } from '../support/service-harness.js';
 import { loadServiceConfig } from '../../server/src/service/config.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const READ_TIMEOUT_MS = 1500;
@@ -41,29 +32,14 @@ function slowClient(port: number, head: string, trickle: string, everyMs: number
 }
 
 describe('security: the service front door', function () {
+  const stack = useStack('sec-input', {
+    apps: [BASE_APP],
+    service: { requestReadTimeoutMs: READ_TIMEOUT_MS, headersTimeoutMs: READ_TIMEOUT_MS },
+  });
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
-  let service: TestService;
-
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-input');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [{}]);
-    service = await startTestService(cluster.kc, namespace, {
-      requestReadTimeoutMs: READ_TIMEOUT_MS,
-      headersTimeoutMs: READ_TIMEOUT_MS,
-    });
-  });
-  after(async () => {
-    await service?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
 
   describe('slow clients (6)', () => {
-    const port = () => Number(new URL(service.url).port);
+    const port = () => Number(new URL(stack.service.url).port);
 
     it('a body sent a byte at a time is cut off with 408 once the read timeout passes', async () => {
       const body = JSON.stringify({ appId, user: 'slow@example.com', appDefinition: 'python-latest' });
@@ -71,7 +47,7 @@ describe('security: the service front door', function () {
       const { statusLine, afterMs } = await slowClient(port(), head, body, 200);
       assert.match(statusLine, /^HTTP\/1\.1 408/);
       assert.ok(afterMs < READ_TIMEOUT_MS * 3, `${afterMs} ms`);
-      assert.deepEqual(await resources.workspaces.list(), [], 'nothing was written');
+      assert.deepEqual(await stack.resources.workspaces.list(), [], 'nothing was written');
     });
 
     it('headers sent a byte at a time are cut off the same way', async () => {
@@ -88,7 +64,7 @@ describe('security: the service front door', function () {
     it('a launch that waits longer than the read timeout still gets its answer', async () => {
       // No operator runs here: the launch waits its whole timeout (3 s) and answers 551, not 408.
       const started = Date.now();
-      const answer = await call(service.url, 'POST', '/service', {
+      const answer = await call(stack.service.url, 'POST', '/service', {
         body: { appId, user: 'patient@example.com', appDefinition: 'python-latest', ephemeral: true, timeout: 0.05 },
       });
       assert.equal(answer.status, 551, answer.text);
@@ -100,7 +76,7 @@ describe('security: the service front door', function () {
     it('a fromMap key that is no environment variable name answers 400 at once and writes nothing', async () => {
       // `.`, `..` and `..x` are environment variable names, but no Secret keys: the session's Secret.
       for (const key of ['BAD KEY', '1ST', 'A=B', 'ÜBER', '', '.', '..', '..x']) {
-        const answer = await call(service.url, 'POST', '/service', {
+        const answer = await call(stack.service.url, 'POST', '/service', {
           body: {
             appId,
             user: 'env@example.com',
@@ -115,7 +91,7 @@ describe('security: the service front door', function () {
       // Of this user: a timed-out launch before may leave its session being deleted (no operator here
       // removes the operator's finalizer, which the service sets).
       assert.deepEqual(
-        (await resources.sessions.list()).filter((x) => x.spec.user === 'env@example.com'),
+        (await stack.resources.sessions.list()).filter((x) => x.spec.user === 'env@example.com'),
         [],
         'no session was created',
       );
@@ -129,7 +105,7 @@ describe('security: the service front door', function () {
 
     before(async () => {
       idp = await startIdentityProvider({ alice: { email: 'alice@example.com' } });
-      identity = await startTestService(cluster.kc, namespace, {
+      identity = await startTestService(stack.kc, stack.namespace, {
         identityProvider: { issuer: idp.issuer, audience: AUDIENCE },
       });
     });

@@ -17,13 +17,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import type { Browser } from 'playwright-core';
 import YAML from 'yaml';
 import { MemoryLogger } from '../../extension/src/logger.js';
 import { MemorySecretStorage } from '../../extension/test/fakes.js';
 import { BridgeServer } from '../../extension/src/server.js';
 import { EnvironmentStore } from '../../extension/src/store.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import {
   AUTH_PROXY_ADMISSION_DIR,
@@ -31,7 +29,6 @@ import {
   AUTH_PROXY_USERS_DIR,
 } from '../../server/src/operator/auth-proxy.js';
 import { AUTH_PROXY_ADMISSION_TOKEN_KEY } from '../../server/src/model/data-bridge.js';
-import type { RunningOperator } from '../../server/src/operator/index.js';
 import { ensureBinaries, freePort } from '../../scripts/cluster/control-plane.js';
 import {
   startAuthProxy,
@@ -39,21 +36,12 @@ import {
   type AuthProxyProcess,
   type IngressStandIn,
 } from '../support/auth-proxy.js';
-import { isLoopback, launchBrowser, screenshot } from '../support/browser.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { isLoopback, screenshot } from '../support/browser.js';
+import { eventually } from '../support/kube.js';
 import { AUDIENCE, startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
-import {
-  bridgeToken,
-  cleanUpSuite,
-  createAppDefinition,
-  createSession,
-  ideCloudResources,
-  running,
-  testOperator,
-  waitForSession,
-} from '../support/operator.js';
+import { appDefinitionSpec, bridgeToken, createSession, running, waitForSession } from '../support/operator.js';
+import { useStack } from '../support/stack.js';
 
 const WARM_APP = 'warm-ide';
 const LAZY_APP = 'lazy-ide';
@@ -86,11 +74,6 @@ function refused(answer: Answer, why: string): void {
 
 describe('security: only its user opens a session URL (3)', function () {
   this.timeout(240_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-  let operator: RunningOperator;
   let idp: TestIdentityProvider;
   let ide: http.Server;
   let idePort: number;
@@ -139,44 +122,41 @@ describe('security: only its user opens a session URL (3)', function () {
     await new Promise<void>((resolve) => ide.listen(0, '127.0.0.1', resolve));
     idePort = (ide.address() as AddressInfo).port;
     idp = await startIdentityProvider({ owner: { email: OWNER }, other: { email: OTHER } });
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-url');
-    r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    await createAppDefinition(r, WARM_APP, { port: idePort, minInstances: 1, maxInstances: 2 });
-    await createAppDefinition(r, LAZY_APP, { port: idePort, minInstances: 0, maxInstances: 2 });
-    operator = await testOperator(cluster.kc, namespace, {
-      eagerStart: true,
-      sessionsPerUser: 5,
-      sessionIssuer: idp.issuer,
-      sessionAudience: AUDIENCE,
-    });
   });
-  after(async () => {
+  const stack = useStack('sec-url', {
+    apps: () => [
+      appDefinitionSpec(WARM_APP, { port: idePort, minInstances: 1, maxInstances: 2 }),
+      appDefinitionSpec(LAZY_APP, { port: idePort, minInstances: 0, maxInstances: 2 }),
+    ],
+    operator: () => ({ eagerStart: true, sessionsPerUser: 5, sessionIssuer: idp.issuer, sessionAudience: AUDIENCE }),
+  });
+  stack.cleanUp(async () => {
     bridge?.dispose();
     await Promise.all(proxies.map((p) => p.kill()));
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
     await idp?.close();
     ide?.close();
     await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
   });
 
   it("a lazy session's proxy admits its user; another signed-in user gets 403, nobody else the IDE", async () => {
-    const session = await createSession(r, 'lazy-ada', {
+    const session = await createSession(stack.resources, 'lazy-ada', {
       user: OWNER,
       appDefinition: LAZY_APP,
       sessionSecret: 's'.repeat(32),
     });
-    const ready = await waitForSession(r, 'lazy-ada', running);
+    const ready = await waitForSession(stack.resources, 'lazy-ada', running);
     assert.equal(ready.status?.startStrategy, 'lazy-fallback');
     const url = new URL(ready.status!.url!);
-    const deployment = await cluster.kc
+    const deployment = await stack.kc
       .makeApiClient(k8s.AppsV1Api)
-      .readNamespacedDeployment({ name: session.metadata.name, namespace });
+      .readNamespacedDeployment({ name: session.metadata.name, namespace: stack.namespace });
     const pod = deployment.spec!.template.spec!;
     // What the kubelet mounts: the user the session's Secret names for the proxy.
     const volume = pod.volumes!.find((v) => v.secret?.secretName === `${session.metadata.name}-env`)!;
-    const secret = await core.readNamespacedSecret({ name: volume.secret!.secretName!, namespace });
+    const secret = await stack.core.readNamespacedSecret({
+      name: volume.secret!.secretName!,
+      namespace: stack.namespace,
+    });
     const usersDir = await tempDir();
     const item = volume.secret!.items![0]!;
     await writeFile(path.join(usersDir, item.path), Buffer.from(secret.data![item.key]!, 'base64'));
@@ -207,7 +187,10 @@ describe('security: only its user opens a session URL (3)', function () {
     const instance = `${WARM_APP}-pool-1`;
     const pod = await eventually(
       async () => {
-        const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.poolInstance}=${instance}` });
+        const pods = await stack.core.listNamespacedPod({
+          namespace: stack.namespace,
+          labelSelector: `${LABELS.poolInstance}=${instance}`,
+        });
         const readyPod = pods.items.find(
           (p) => p.status?.podIP && (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
         );
@@ -230,7 +213,7 @@ describe('security: only its user opens a session URL (3)', function () {
     );
     const usersDir = await tempDir();
     const tokenDir = await tempDir();
-    const tokens = await core.readNamespacedSecret({ name: `${instance}-bridge`, namespace });
+    const tokens = await stack.core.readNamespacedSecret({ name: `${instance}-bridge`, namespace: stack.namespace });
     await writeFile(path.join(tokenDir, 'token'), Buffer.from(tokens.data![AUTH_PROXY_ADMISSION_TOKEN_KEY]!, 'base64'));
     const admissionPort = pod
       .spec!.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!
@@ -240,7 +223,7 @@ describe('security: only its user opens a session URL (3)', function () {
     bridge = new BridgeServer(new EnvironmentStore(new MemorySecretStorage(), logger), logger, {
       host: pod.status!.podIP!,
       port: 16281,
-      token: await bridgeToken(cluster.kc, namespace, instance),
+      token: await bridgeToken(stack.kc, stack.namespace, instance),
     });
 
     // Free, the instance admits nobody: its URL would open for no one.
@@ -250,19 +233,23 @@ describe('security: only its user opens a session URL (3)', function () {
 
     // Claimed while its bridge does not answer yet: the pod is Ready and routed, but its proxy admits
     // nobody, so the URL is not handed out (the student would meet a 403 there).
-    await createSession(r, 'warm-ada', { user: OWNER, appDefinition: WARM_APP, sessionSecret: 'w'.repeat(32) });
-    const waiting = await waitForSession(r, 'warm-ada', (s) =>
+    await createSession(stack.resources, 'warm-ada', {
+      user: OWNER,
+      appDefinition: WARM_APP,
+      sessionSecret: 'w'.repeat(32),
+    });
+    const waiting = await waitForSession(stack.resources, 'warm-ada', (s) =>
       (s.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.reason === 'UserNotAdmitted'),
     );
     assert.equal(waiting.status?.url, undefined, 'no URL while the proxy admits nobody');
     await bridge.listen();
-    const handedOut = await waitForSession(r, 'warm-ada', (s) => !!s.status?.url);
+    const handedOut = await waitForSession(stack.resources, 'warm-ada', (s) => !!s.status?.url);
     assert.ok(
       (handedOut.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
       `the status that carries the URL says the values are in and the user admitted: ${JSON.stringify(handedOut.status?.conditions)}`,
     );
     const ready = await waitForSession(
-      r,
+      stack.resources,
       'warm-ada',
       (s) => running(s) && (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
     );
@@ -288,15 +275,10 @@ describe('security: a student signs in on the session host and lands in their ow
   this.timeout(300_000);
   const SESSION_HOST = 'ide.sessions.test';
   const CHART = path.resolve(import.meta.dirname, '..', '..', 'charts', 'ide-cloud');
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let core: k8s.CoreV1Api;
-  let operator: RunningOperator;
   let login: LoginProvider;
   let ide: http.Server;
+  let helmBin: string;
   let ingress: IngressStandIn;
-  let browser: Browser;
   const backends = new Map<string, string>();
   const proxies: AuthProxyProcess[] = [];
   let usersDir: string;
@@ -305,25 +287,28 @@ describe('security: a student signs in on the session host and lands in their ow
     ide = http.createServer((_req, res) => res.end(IDE_PAGE));
     await new Promise<void>((resolve) => ide.listen(0, '127.0.0.1', resolve));
     login = await listenLoginProvider();
-    let helmBin: string;
-    [cluster, helmBin, browser] = await Promise.all([
-      useCluster(),
-      ensureBinaries('helm').then((dir) => path.join(dir, 'helm')),
-      launchBrowser(),
-    ]);
-    namespace = await createTestNamespace(cluster.kc, 'sec-sign-in');
-    r = ideCloudResources(cluster.kc, namespace);
-    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
-    const net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
-    await createAppDefinition(r, LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 });
-    operator = await testOperator(cluster.kc, namespace, {
+    helmBin = path.join(await ensureBinaries('helm'), 'helm');
+  });
+  const stack = useStack('sec-sign-in', {
+    apps: () => [appDefinitionSpec(LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 })],
+    operator: () => ({
       eagerStart: false,
       sessionHost: SESSION_HOST,
       sessionScheme: 'http',
       sessionIssuer: login.issuer,
       sessionAudience: AUDIENCE,
-    });
+    }),
+    browser: true,
+  });
+  stack.cleanUp(async () => {
+    await ingress?.close();
+    await Promise.all(proxies.map((p) => p.kill()));
+    await login?.close();
+    ide?.close();
+    if (usersDir) await rm(usersDir, { recursive: true, force: true });
+  });
 
+  before(async () => {
     // The chart's session sign-in and its Secret, as an installation with this provider renders them.
     const clientSecret = 'secret-of-the-session-host-client';
     const rendered = YAML.parseAllDocuments(
@@ -335,7 +320,7 @@ describe('security: a student signs in on the session host and lands in their ow
             'ide-cloud',
             CHART,
             '--namespace',
-            namespace,
+            stack.namespace,
             '--set',
             `identityProvider.issuer=${login.issuer}`,
             '--set',
@@ -354,8 +339,11 @@ describe('security: a student signs in on the session host and lands in their ow
     const find = <T>(kind: string, name: string) =>
       rendered.find((d) => d?.kind === kind && d.metadata?.name === name) as T;
     const secret = find<k8s.V1Secret>('Secret', 'ide-cloud-auth-proxy');
-    await core.createNamespacedSecret({ namespace, body: secret });
-    await net.createNamespacedIngress({ namespace, body: find<k8s.V1Ingress>('Ingress', 'ide-cloud-session-sign-in') });
+    await stack.core.createNamespacedSecret({ namespace: stack.namespace, body: secret });
+    await stack.net.createNamespacedIngress({
+      namespace: stack.namespace,
+      body: find<k8s.V1Ingress>('Ingress', 'ide-cloud-session-sign-in'),
+    });
     await login.start({
       clientId: 'ide-cloud-sessions',
       redirectUris: [`http://${SESSION_HOST}/oauth2/callback`],
@@ -375,12 +363,19 @@ describe('security: a student signs in on the session host and lands in their ow
     backends.set('ide-cloud-session-sign-in', signInProxy.origin);
 
     // A lazy session of ada; its proxy as the kubelet runs it, behind the route the operator wrote.
-    await createSession(r, 'ada-ide', { user: OWNER, appDefinition: LAZY_APP, sessionSecret: 'a'.repeat(32) });
-    await waitForSession(r, 'ada-ide', running);
-    const pod = (await cluster.kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: 'ada-ide', namespace }))
-      .spec!.template.spec!;
+    await createSession(stack.resources, 'ada-ide', {
+      user: OWNER,
+      appDefinition: LAZY_APP,
+      sessionSecret: 'a'.repeat(32),
+    });
+    await waitForSession(stack.resources, 'ada-ide', running);
+    const pod = (
+      await stack.kc
+        .makeApiClient(k8s.AppsV1Api)
+        .readNamespacedDeployment({ name: 'ada-ide', namespace: stack.namespace })
+    ).spec!.template.spec!;
     usersDir = await mkdtemp(path.join(os.tmpdir(), 'auth-proxy-'));
-    const users = await core.readNamespacedSecret({ name: 'ada-ide-env', namespace });
+    const users = await stack.core.readNamespacedSecret({ name: 'ada-ide-env', namespace: stack.namespace });
     await writeFile(path.join(usersDir, 'users'), Buffer.from(users.data!['.auth-proxy-users']!, 'base64'));
     const sessionProxy = await startAuthProxy({
       container: pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!,
@@ -390,22 +385,16 @@ describe('security: a student signs in on the session host and lands in their ow
     });
     proxies.push(sessionProxy);
     backends.set('ada-ide', sessionProxy.origin);
-    ingress = await startIngressStandIn(async () => (await net.listNamespacedIngress({ namespace })).items, backends);
-  });
-  after(async () => {
-    await browser?.close();
-    await ingress?.close();
-    await Promise.all(proxies.map((p) => p.kill()));
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
-    await login?.close();
-    ide?.close();
-    if (usersDir) await rm(usersDir, { recursive: true, force: true });
+    ingress = await startIngressStandIn(
+      async () => (await stack.net.listNamespacedIngress({ namespace: stack.namespace })).items,
+      backends,
+    );
   });
 
   /** Opens the session's URL in a fresh browser, signs in as `who`; resolves with what the page shows. */
   async function openAs(who: string): Promise<{ status: number | undefined; text: string; url: string }> {
-    const url = (await r.sessions.get('ada-ide')).status!.url!;
-    const context = await browser.newContext({ proxy: { server: ingress.proxyServer, bypass: '127.0.0.1' } });
+    const url = (await stack.resources.sessions.get('ada-ide')).status!.url!;
+    const context = await stack.browser.newContext({ proxy: { server: ingress.proxyServer, bypass: '127.0.0.1' } });
     const left: string[] = [];
     await context.route('**/*', (route) => {
       const target = route.request().url();
@@ -456,10 +445,6 @@ describe('security: a student signs in on the session host and lands in their ow
 describe('security: in anonymous mode the URL key is the credential, and only its path is routed (3)', function () {
   this.timeout(180_000);
   const SESSION_HOST = 'ide.anonymous.test';
-  let cluster: TestCluster;
-  let namespace: string;
-  let r: IdeCloudResources;
-  let operator: RunningOperator;
   let ide: http.Server;
   let ingress: IngressStandIn;
   let proxy: AuthProxyProcess;
@@ -468,18 +453,20 @@ describe('security: in anonymous mode the URL key is the credential, and only it
   before(async () => {
     ide = http.createServer((req, res) => res.end(`${IDE_PAGE} ${req.url}`));
     await new Promise<void>((resolve) => ide.listen(0, '127.0.0.1', resolve));
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-url-key');
-    r = ideCloudResources(cluster.kc, namespace);
-    await createAppDefinition(r, LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 });
-    operator = await testOperator(cluster.kc, namespace, { eagerStart: false, sessionHost: SESSION_HOST });
-    const net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
-    ingress = await startIngressStandIn(async () => (await net.listNamespacedIngress({ namespace })).items, backends);
   });
-  after(async () => {
+  const stack = useStack('sec-url-key', {
+    apps: () => [appDefinitionSpec(LAZY_APP, { port: (ide.address() as AddressInfo).port, minInstances: 0 })],
+    operator: { eagerStart: false, sessionHost: SESSION_HOST },
+  });
+  before(async () => {
+    ingress = await startIngressStandIn(
+      async () => (await stack.net.listNamespacedIngress({ namespace: stack.namespace })).items,
+      backends,
+    );
+  });
+  stack.cleanUp(async () => {
     await proxy?.kill();
     await ingress?.close();
-    await cleanUpSuite(cluster.kc, namespace, [operator]);
     ide?.close();
   });
 
@@ -500,13 +487,19 @@ describe('security: in anonymous mode the URL key is the credential, and only it
     });
 
   it('opens at the URL with its key; without the key, or with another, nothing is there', async () => {
-    await createSession(r, 'anon-ada', { user: OWNER, appDefinition: LAZY_APP, sessionSecret: 'k'.repeat(32) });
-    const session = await waitForSession(r, 'anon-ada', running);
+    await createSession(stack.resources, 'anon-ada', {
+      user: OWNER,
+      appDefinition: LAZY_APP,
+      sessionSecret: 'k'.repeat(32),
+    });
+    const session = await waitForSession(stack.resources, 'anon-ada', running);
     const url = session.status!.url!;
     const key = new URL(url).pathname.split('/')[2]!;
     assert.match(key, /^[0-9a-f]{32}$/, 'a key of 128 bits');
     const pod = (
-      await cluster.kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: 'anon-ada', namespace })
+      await stack.kc
+        .makeApiClient(k8s.AppsV1Api)
+        .readNamespacedDeployment({ name: 'anon-ada', namespace: stack.namespace })
     ).spec!.template.spec!;
     proxy = await startAuthProxy({
       container: pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!,
@@ -530,10 +523,14 @@ describe('security: in anonymous mode the URL key is the credential, and only it
       assert.ok(!answer.text.includes(IDE_PAGE));
     }
     // A new session of the same name (the next launch after a stop) gets another key.
-    await r.sessions.delete('anon-ada');
-    await eventually(async () => assert.equal((await r.sessions.list()).length, 0), 60_000);
-    await createSession(r, 'anon-ada', { user: OWNER, appDefinition: LAZY_APP, sessionSecret: 'n'.repeat(32) });
-    const next = await waitForSession(r, 'anon-ada', running);
+    await stack.resources.sessions.delete('anon-ada');
+    await eventually(async () => assert.equal((await stack.resources.sessions.list()).length, 0), 60_000);
+    await createSession(stack.resources, 'anon-ada', {
+      user: OWNER,
+      appDefinition: LAZY_APP,
+      sessionSecret: 'n'.repeat(32),
+    });
+    const next = await waitForSession(stack.resources, 'anon-ada', running);
     assert.notEqual(new URL(next.status!.url!).pathname.split('/')[2], key);
     assert.equal((await through(`${url}src/main.py`)).status, 404, 'the old URL opens nothing');
   });

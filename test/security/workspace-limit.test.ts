@@ -5,18 +5,9 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
-import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
-import {
-  SERVICE_AUTH_TOKEN,
-  applyAppDefinitions,
-  call,
-  operatorFillsStatus,
-  resourcesOf,
-  startTestService,
-  type TestService,
-} from '../support/service-harness.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { eventually } from '../support/kube.js';
+import { BASE_APP, SERVICE_AUTH_TOKEN, call, operatorFillsStatus } from '../support/service-harness.js';
+import { useStack } from '../support/stack.js';
 
 const appId = SERVICE_AUTH_TOKEN;
 const LIMIT = 3;
@@ -24,27 +15,13 @@ const AT_LIMIT = { code: 554, reason: `user is at the limit of ${LIMIT} workspac
 
 describe('security: workspaces per user (27.1)', function () {
   this.timeout(120_000);
-  let cluster: TestCluster;
-  let namespace: string;
-  let resources: IdeCloudResources;
-  let service: TestService;
 
   const create = (user: string) =>
-    call(service.url, 'POST', '/service/workspace', { body: { appId, user, appDefinition: 'python-latest' } });
+    call(stack.service.url, 'POST', '/service/workspace', { body: { appId, user, appDefinition: 'python-latest' } });
   const workspacesOf = async (user: string) =>
-    (await resources.workspaces.list()).filter((w) => w.spec.user === user && !w.metadata.deletionTimestamp);
+    (await stack.resources.workspaces.list()).filter((w) => w.spec.user === user && !w.metadata.deletionTimestamp);
 
-  before(async () => {
-    cluster = await useCluster();
-    namespace = await createTestNamespace(cluster.kc, 'sec-ws-limit');
-    resources = resourcesOf(cluster.kc, namespace);
-    await applyAppDefinitions(resources, [{}]);
-    service = await startTestService(cluster.kc, namespace, { workspacesPerUser: LIMIT });
-  });
-  after(async () => {
-    await service?.close();
-    await deleteTestNamespace(cluster.kc, namespace);
-  });
+  const stack = useStack('sec-ws-limit', { apps: [BASE_APP], service: { workspacesPerUser: LIMIT } });
 
   it('creates at most workspacesPerUser workspaces of one user, even when six are asked for at once', async () => {
     const answers = await Promise.all(Array.from({ length: 6 }, () => create('hoarder@example.com')));
@@ -58,7 +35,7 @@ describe('security: workspaces per user (27.1)', function () {
   });
 
   it('refuses a launch that would make one more workspace, before it writes anything', async () => {
-    const answer = await call(service.url, 'POST', '/service', {
+    const answer = await call(stack.service.url, 'POST', '/service', {
       body: {
         appId,
         user: 'hoarder@example.com',
@@ -69,13 +46,13 @@ describe('security: workspaces per user (27.1)', function () {
     });
     assert.equal(answer.status, 554, answer.text);
     assert.deepEqual(answer.json, AT_LIMIT);
-    assert.equal(await resources.workspaces.find('ws-one-more'), undefined);
-    assert.equal((await resources.sessions.list()).length, 0, 'no session was created');
+    assert.equal(await stack.resources.workspaces.find('ws-one-more'), undefined);
+    assert.equal((await stack.resources.sessions.list()).length, 0, 'no session was created');
   });
 
   it('admits a new workspace again once the user deletes one', async () => {
     const [first] = await workspacesOf('hoarder@example.com');
-    const deleted = await call(service.url, 'DELETE', '/service/workspace', {
+    const deleted = await call(stack.service.url, 'DELETE', '/service/workspace', {
       body: { appId, user: 'hoarder@example.com', workspaceName: first!.metadata.name },
     });
     assert.equal(deleted.status, 200, deleted.text);
@@ -89,11 +66,11 @@ describe('security: workspaces per user (27.1)', function () {
   describe('a workspace that a cancelled or failed launch created and that never served goes with it', () => {
     /** A launch of a new workspace that times out while its session waits at the operator's gate (kept). */
     const leaveQueued = async (user: string, workspaceName: string) => {
-      const launch = call(service.url, 'POST', '/service', {
+      const launch = call(stack.service.url, 'POST', '/service', {
         body: { appId, user, appDefinition: 'python-latest', workspaceName, timeout: 0.05 },
       });
       const sessionName = await operatorFillsStatus(
-        resources,
+        stack.resources,
         (_name, spec) => spec.workspace === workspaceName,
         () => ({
           phase: 'Pending',
@@ -111,19 +88,21 @@ describe('security: workspaces per user (27.1)', function () {
       const answer = await launch;
       assert.equal(answer.status, 551, answer.text);
       assert.match(answer.text, /keeps its place/);
-      assert.ok(await resources.workspaces.find(workspaceName), 'the queued launch keeps its workspace');
+      assert.ok(await stack.resources.workspaces.find(workspaceName), 'the queued launch keeps its workspace');
       return sessionName;
     };
     const gone = (workspaceName: string) =>
       eventually(async () => {
-        const workspace = await resources.workspaces.find(workspaceName);
+        const workspace = await stack.resources.workspaces.find(workspaceName);
         assert.ok(!workspace || workspace.metadata.deletionTimestamp, `${workspaceName} is still there`);
       }, 10_000);
 
     it('cancelled: stopping the session of a new workspace before it served removes the workspace too', async () => {
       const user = 'canceller@example.com';
       const sessionName = await leaveQueued(user, 'ws-cancelled');
-      const stopped = await call(service.url, 'DELETE', '/service/session', { body: { appId, user, sessionName } });
+      const stopped = await call(stack.service.url, 'DELETE', '/service/session', {
+        body: { appId, user, sessionName },
+      });
       assert.equal(stopped.status, 200, stopped.text);
       await gone('ws-cancelled');
     });
@@ -131,11 +110,11 @@ describe('security: workspaces per user (27.1)', function () {
     it('failed: a launch that adopted such a session and saw it fail removes the workspace too', async () => {
       const user = 'adopter@example.com';
       await leaveQueued(user, 'ws-failed');
-      const adopter = call(service.url, 'POST', '/service', {
+      const adopter = call(stack.service.url, 'POST', '/service', {
         body: { appId, user, appDefinition: 'python-latest', workspaceName: 'ws-failed', timeout: 0.2 },
       });
       await operatorFillsStatus(
-        resources,
+        stack.resources,
         (_name, spec) => spec.workspace === 'ws-failed',
         () => ({
           phase: 'Failed',
@@ -149,7 +128,7 @@ describe('security: workspaces per user (27.1)', function () {
 
     it('cancelled before its session exists: a launch whose caller is gone leaves no workspace and no session', async () => {
       const refusedLaunches = async () => {
-        const metrics = await call(service.url, 'GET', '/q/metrics');
+        const metrics = await call(stack.service.url, 'GET', '/q/metrics');
         const line = metrics.text
           .split('\n')
           .find((l) => l.startsWith('ide_cloud_launch_duration_seconds_count{') && l.includes('outcome="refused"'));
@@ -164,7 +143,7 @@ describe('security: workspaces per user (27.1)', function () {
         workspaceName: 'ws-gone-early',
         timeout: 1,
       });
-      const socket = net.connect(Number(new URL(service.url).port), '127.0.0.1');
+      const socket = net.connect(Number(new URL(stack.service.url).port), '127.0.0.1');
       socket.on('error', () => undefined);
       socket.write(
         `POST /service HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
@@ -172,9 +151,9 @@ describe('security: workspaces per user (27.1)', function () {
       );
       // The launch ends at once (not at its timeout of a minute), and what it made is gone or going.
       await eventually(async () => assert.equal(await refusedLaunches(), before + 1), 10_000);
-      const workspace = await resources.workspaces.find('ws-gone-early');
+      const workspace = await stack.resources.workspaces.find('ws-gone-early');
       assert.ok(!workspace || workspace.metadata.deletionTimestamp, 'no workspace left');
-      const sessions = (await resources.sessions.list()).filter((x) => x.spec.workspace === 'ws-gone-early');
+      const sessions = (await stack.resources.sessions.list()).filter((x) => x.spec.workspace === 'ws-gone-early');
       assert.ok(
         sessions.every((x) => x.metadata.deletionTimestamp),
         'no session left',
@@ -183,14 +162,16 @@ describe('security: workspaces per user (27.1)', function () {
 
     it('a workspace whose session served stays when the session is stopped', async () => {
       const user = 'student@example.com';
-      const launch = call(service.url, 'POST', '/service', {
+      const launch = call(stack.service.url, 'POST', '/service', {
         body: { appId, user, appDefinition: 'python-latest', workspaceName: 'ws-served', timeout: 0.2 },
       });
-      const sessionName = await operatorFillsStatus(resources, (_name, spec) => spec.workspace === 'ws-served');
+      const sessionName = await operatorFillsStatus(stack.resources, (_name, spec) => spec.workspace === 'ws-served');
       assert.equal((await launch).status, 200);
-      const stopped = await call(service.url, 'DELETE', '/service/session', { body: { appId, user, sessionName } });
+      const stopped = await call(stack.service.url, 'DELETE', '/service/session', {
+        body: { appId, user, sessionName },
+      });
       assert.equal(stopped.status, 200, stopped.text);
-      const workspace = await resources.workspaces.find('ws-served');
+      const workspace = await stack.resources.workspaces.find('ws-served');
       assert.ok(workspace && !workspace.metadata.deletionTimestamp, 'the served workspace keeps the work');
     });
   });

@@ -1,8 +1,9 @@
 // Helpers of the landing-page browser suites: the app list, a recorder of the page's screens and steps,
 // and a log sink.
 import { Writable } from 'node:stream';
-import type { Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { LandingApp } from '../../server/src/landing/params.js';
+import { loopbackContext } from './browser.js';
 
 export const LANDING_APPS: LandingApp[] = [
   { name: 'python-latest', label: 'Python', buildSystems: [] },
@@ -74,3 +75,8 @@ export function sessionUrlPattern(sessionName: string, origin = SESSION_ORIGIN):
   return new RegExp(`^${origin.replace(/[.]/g, '\\.')}/${sessionName}/[0-9a-f]{32}/$`);
 }
 export const SESSION_PAGE = '<!doctype html><title>IDE session</title><h1>IDE session</h1>';
+
+/** A loopback-only browser context in which the session host answers SESSION_PAGE (its visits into `visited`). */
+export function sessionHostContext(browser: Browser, visited: string[] = []) {
+  return loopbackContext(browser, { hosts: [SESSION_HOST], answer: SESSION_PAGE, visited });
+}

@@ -1,10 +1,13 @@
 // Starts the REST service the way main.ts does (startService with a typed config) on a loopback port,
 // against the real kube-apiserver, with its JSON logs captured for the secrets assertions.
+import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { AppDefinitionSpecInput } from '../../server/src/model/app-definition.js';
-import type { SessionStatus } from '../../server/src/model/session.js';
+import { LABELS } from '../../server/src/model/api-group.js';
+import { userLabelValue } from '../../server/src/model/names.js';
+import type { Session, SessionStatus } from '../../server/src/model/session.js';
 import { parseServiceConfig, startService, type ServiceConfig } from '../../server/src/service/index.js';
 import { eventually } from './kube.js';
 
@@ -74,6 +77,16 @@ export async function call(
   }
   return { status: response.status, text, json, headers: response.headers };
 }
+
+/** What the AppDefinition schema fills in for a spec that leaves them out. */
+export const APP_DEFINITION_DEFAULTS = {
+  requestsMemory: '500M',
+  requestsCpu: '200m',
+  limitsMemory: '2400M',
+  limitsCpu: '2',
+  minInstances: 0,
+  maxInstances: 1000,
+};
 
 export const BASE_APP: AppDefinitionSpecInput = {
   name: 'python-latest',
@@ -194,4 +207,42 @@ export async function readProgressStream(
     clearTimeout(timer);
     controller.abort();
   }
+}
+
+/** The sessions of `user` that are not being deleted. */
+export async function activeSessionsOf(resources: IdeCloudResources, user: string): Promise<Session[]> {
+  return (await resources.sessions.list(`${LABELS.user}=${userLabelValue(user)}`)).filter(
+    (s) => !s.metadata.deletionTimestamp,
+  );
+}
+
+/** Asserts that `expected` is the one session its user has left and that `answer` gave its URL; resolves with it. */
+export async function assertAnsweredAlone(
+  resources: IdeCloudResources,
+  answer: Answer,
+  expected: Session,
+  message: string,
+): Promise<Session> {
+  const sessions = await activeSessionsOf(resources, expected.spec.user);
+  assert.deepEqual(
+    sessions.map((s) => s.metadata.uid),
+    [expected.metadata.uid],
+    message,
+  );
+  assert.equal(answer.text, sessions[0]!.status?.url);
+  return sessions[0]!;
+}
+
+/** An ephemeral launch of python-latest for `user` with one value of a course (`COURSE`), as a course link sends it. */
+export function launchEphemeral(base: string, user: string, timeout: number, course: string): Promise<Answer> {
+  return call(base, 'POST', '/service', {
+    body: {
+      appId: SERVICE_AUTH_TOKEN,
+      user,
+      appDefinition: 'python-latest',
+      ephemeral: true,
+      timeout,
+      env: { fromMap: { COURSE: course } },
+    },
+  });
 }
