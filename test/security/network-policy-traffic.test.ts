@@ -5,8 +5,9 @@
 // authentication proxy's port `http`, the data bridge's port), the operator, a pod of the ingress
 // controller's namespace, and a stranger in another namespace. Every flow is first seen connected
 // without the policies, and a refused one's target is seen still serving the node, so a refusal is the
-// policies' doing, not a broken network or a dead pod; a try that fails to happen fails the test. Traffic from the node
-// itself (Traefik and the kubelet's probes run there) is allowed by kube-router, as by most plugins.
+// policies' doing, not a broken network or a dead pod; a try that fails to happen fails the test.
+// Traffic from the node itself (Traefik and the kubelet's probes run there) is allowed by kube-router,
+// as by most plugins.
 // The cloud's metadata service (issue 27, item 3) is a listener of this process on the link-local
 // address clouds give it, added to the node's bridge: pods reach it through their gateway, as they
 // would reach a real one, and kube-router filters that traffic by the pods' egress policies too.
@@ -227,7 +228,7 @@ describe('security: the chart NetworkPolicies, enforced on the real node by traf
 
   for (const [from, to, port, expected] of FLOWS) {
     it(`${from} → ${to} port ${port}: ${expected}`, async () => {
-      assert.equal(await settledOutcome(from, to, port, expected), expected);
+      assert.equal(await settledOutcome(from, to, port, expected), expected, `${from} → ${to}:${port}`);
       // From then on the flow stays as expected.
       assert.equal(await reach(from, to, port), expected);
       if (expected !== 'connected') await assertServes(to, port);
