@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import { Informer, type WatchEventType } from '../../server/src/kube/informer.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
+import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
 import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
 
 describe('informer on the real kube-apiserver', function () {
@@ -11,12 +12,19 @@ describe('informer on the real kube-apiserver', function () {
   let cluster: TestCluster;
   let namespace: string;
   let core: k8s.CoreV1Api;
+  /** Between the informers and the API server: it records their lists and watches of the collection. */
+  let proxy: KubeWriteProxy;
+  let proxied: k8s.KubeConfig;
   const informers: Informer[] = [];
+  const collection = () => `/api/v1/namespaces/${namespace}/configmaps`;
+  /** The watch requests the informers made so far (a list is the same GET without `watch=true`). */
+  const watches = () => proxy.writes.filter((r) => new URLSearchParams(r.query).get('watch') === 'true');
+  const lists = () => proxy.writes.filter((r) => !new URLSearchParams(r.query).has('watch'));
 
   const configMaps = (rewatchIntervalMs = 60_000, transform?: (c: k8s.V1ConfigMap) => k8s.V1ConfigMap) => {
-    const informer = new Informer<k8s.V1ConfigMap>(cluster.kc, {
+    const informer = new Informer<k8s.V1ConfigMap>(proxied, {
       transform,
-      path: `/api/v1/namespaces/${namespace}/configmaps`,
+      path: collection(),
       apiVersion: 'v1',
       kind: 'ConfigMap',
       namespace,
@@ -43,12 +51,18 @@ describe('informer on the real kube-apiserver', function () {
     cluster = await useCluster();
     namespace = await createTestNamespace(cluster.kc, 'informer');
     core = cluster.kc.makeApiClient(k8s.CoreV1Api);
+    proxy = await startKubeWriteProxy(cluster.kc, (method, path) => method === 'GET' && path === collection());
+    proxied = new k8s.KubeConfig();
+    proxied.loadFromFile(proxy.kubeconfig);
   });
   afterEach(async () => {
     await Promise.all(informers.splice(0).map((i) => i.stop()));
     await core.deleteCollectionNamespacedConfigMap({ namespace, labelSelector: 'informer-test=yes' });
   });
-  after(async () => deleteTestNamespace(cluster.kc, namespace));
+  after(async () => {
+    await proxy?.close();
+    await deleteTestNamespace(cluster.kc, namespace);
+  });
 
   it('fills its cache from the first list, then follows changes; managedFields are not kept', async () => {
     await create('a', '1');
@@ -76,17 +90,32 @@ describe('informer on the real kube-apiserver', function () {
   it('renews its watch without reporting unchanged objects again, and misses no change between renewals', async () => {
     await create('a', '1');
     const { informer, events } = configMaps(300);
+    const [listsBefore, watchesBefore] = [lists().length, watches().length];
     informer.start();
     await informer.waitForSync();
-    // Several renewals pass; a change made between two of them still arrives, once.
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    await update('a', '2');
+    // Renewals seen at the API server: a watch, then two more, each from the version the last one reached.
+    await eventually(
+      () => assert.ok(watches().length >= watchesBefore + 3, `${watches().length - watchesBefore} watches, not 3`),
+      10_000,
+    );
+    const written = await update('a', '2');
     await eventually(() => assert.equal(informer.get('a')?.data?.value, '2'));
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Two more renewals after the change: a renewed watch that reported it again would show here.
+    const watchesAtChange = watches().length;
+    await eventually(
+      () => assert.ok(watches().length >= watchesAtChange + 2, `${watches().length - watchesAtChange} renewals, not 2`),
+      10_000,
+    );
     assert.deepEqual(events, [
       ['ADDED', 'a', '1'],
       ['MODIFIED', 'a', '2'],
     ]);
+    assert.equal(lists().length, listsBefore + 1, 'renewals resume the watch, they do not list again');
+    const resumedFrom = new URLSearchParams(watches().at(-1)!.query).get('resourceVersion');
+    assert.ok(
+      BigInt(resumedFrom ?? '0') >= BigInt(written.metadata!.resourceVersion!),
+      `the last renewal resumed from ${resumedFrom}, not before the change (${written.metadata!.resourceVersion})`,
+    );
   });
 
   it('after a dropped connection lists again and reports what changed meanwhile, deletions included', async () => {

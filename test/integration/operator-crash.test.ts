@@ -4,7 +4,9 @@
 // then, for each write of that launch or stop, it is made again, the operator is SIGKILLed once that
 // write has reached the API server and before it got the answer, and a fresh operator process is
 // started: the session must end Running (or Failed with a reason) with nothing held twice, leaked or
-// left without an owner, and once deleted, everything it held must be cleaned up.
+// left without an owner, and once deleted, everything it held must be cleaned up. Every write that two
+// counts of the phase both made is a kill point that must run: one whose write never comes again fails
+// the run, named.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
@@ -445,6 +447,8 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     return `${write.method} ${p.split(launch.session).join('<session>')}`;
   }
 
+  const describePoint = (phase: Phase, point: KillPoint) => `${phase} write ${point.signature} #${point.occurrence}`;
+
   /** Each write counted, as the n-th write of its signature (a status is written twice). */
   function killPoints(writes: readonly WriteRecord[], launch: Launch): KillPoint[] {
     const seen = new Map<string, number>();
@@ -459,11 +463,15 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
    * Makes the phase again and kills the operator right after its write `point`, then starts a fresh
    * operator process. A launch must end Running with nothing leaked, and be cleaned up once deleted;
    * a stop must clean up everything. A write the phase does not always make (one more status write)
-   * may not come: the launch is then cleaned up and made again, a few times; the first write of each
-   * object that the API server took must come.
+   * may not come: the launch is then cleaned up and made again, a few times. Whether the kill ran is
+   * the answer: the run fails unless every kill point did (killEachPoint).
    */
-  async function crashAt(phase: Phase, point: KillPoint, makeLaunch: (attempt: number) => Promise<Launch>) {
-    const what = `${phase} write ${point.signature} #${point.occurrence}`;
+  async function crashAt(
+    phase: Phase,
+    point: KillPoint,
+    makeLaunch: (attempt: number) => Promise<Launch>,
+  ): Promise<boolean> {
+    const what = describePoint(phase, point);
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
       const launch = await makeLaunch(attempt);
       await poolsSettled();
@@ -512,12 +520,46 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
         await removeLaunch(launch);
       }
       await cleanedUp(launch);
-      return;
+      return true;
     }
-    // Left out only: a repeat of a write (a status written again, a config store applied again on a
-    // later pass: how many come depends on how many passes ran) and a write refused when counted (a
-    // 404 of two removing one route, which changed nothing).
-    assert.ok(point.occurrence > 1 || !point.applied, `${what} never came in ${ATTEMPTS} launches`);
+    return false;
+  }
+
+  /**
+   * Kills at each write of the counted phase in turn (crashAt), then fails naming every kill point
+   * whose write never came: a kill point left out is a crash the run did not test. The kill points
+   * are the writes of the count that a second count (`recount`) made too; a write made in one count
+   * only is not always made, which only a repeat (a status written again on a later pass) or a write
+   * the API server refused (a 404 of two removing one route) may be.
+   */
+  async function killEachPoint(
+    phase: Phase,
+    counted: { launch: Launch; writes: readonly WriteRecord[] },
+    makeLaunch: (suffix: string) => Promise<Launch>,
+  ): Promise<void> {
+    const recounted = await makeLaunch('recount');
+    const key = (p: KillPoint) => `${p.signature} #${p.occurrence}`;
+    const again = new Set(killPoints(await countWrites(phase, recounted), recounted).map(key));
+    const points: KillPoint[] = [];
+    for (const point of killPoints(counted.writes, counted.launch)) {
+      if (again.has(key(point))) {
+        points.push(point);
+        continue;
+      }
+      kills.push(`${counted.launch.session}: ${describePoint(phase, point)} not in the recount, no kill point`);
+      assert.ok(point.occurrence > 1 || !point.applied, `${describePoint(phase, point)} not made again by the recount`);
+    }
+    const missed: string[] = [];
+    for (const [i, point] of points.entries()) {
+      if (!(await crashAt(phase, point, (attempt) => makeLaunch(`${i + 1}-${attempt}`)))) {
+        missed.push(describePoint(phase, point));
+      }
+    }
+    assert.deepEqual(
+      missed,
+      [],
+      `${missed.length} of ${points.length} kill points never came in ${ATTEMPTS} launches:\n      ${missed.join('\n      ')}`,
+    );
   }
 
   before(async () => {
@@ -558,11 +600,9 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       log(`eager ${phase} writes`, writes);
       assert.ok(writes.length >= 4, `the ${phase}'s writes were counted: ${writes.length}`);
       if (phase === 'launch') assertWarmLaunchOrder(killPoints(writes, counted).map((p) => p.signature));
-      for (const [i, point] of killPoints(writes, counted).entries()) {
-        await crashAt(phase, point, async (attempt) =>
-          eagerLaunch(`eager-${phase}-${i + 1}-${attempt}`, await bridgeOnFreeInstance()),
-        );
-      }
+      await killEachPoint(phase, { launch: counted, writes }, async (suffix) =>
+        eagerLaunch(`eager-${phase}-${suffix}`, await bridgeOnFreeInstance()),
+      );
     });
 
     it(`eager ${phase} of a new workspace (the warm instance's claim taken over): SIGKILLed after each of its writes and restarted, no claim lost, given twice or leaked`, async () => {
@@ -570,11 +610,9 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       const writes = await countWrites(phase, counted);
       log(`eager ${phase} of a new workspace writes`, writes);
       assert.ok(writes.length >= 5, `the ${phase}'s writes were counted: ${writes.length}`);
-      for (const [i, point] of killPoints(writes, counted).entries()) {
-        await crashAt(phase, point, async (attempt) =>
-          eagerWorkspaceLaunch(`eager-ws-${phase}-${i + 1}-${attempt}`, await bridgeOnFreeInstance()),
-        );
-      }
+      await killEachPoint(phase, { launch: counted, writes }, async (suffix) =>
+        eagerWorkspaceLaunch(`eager-ws-${phase}-${suffix}`, await bridgeOnFreeInstance()),
+      );
     });
 
     it(`lazy ${phase} (workspace, config store, sidecar): SIGKILLed after each of its writes and restarted, nothing leaked or unowned`, async () => {
@@ -582,9 +620,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       const writes = await countWrites(phase, counted);
       log(`lazy ${phase} writes`, writes);
       assert.ok(writes.length >= 3, `the ${phase}'s writes were counted: ${writes.length}`);
-      for (const [i, point] of killPoints(writes, counted).entries()) {
-        await crashAt(phase, point, async (attempt) => lazyLaunch(`lazy-${phase}-${i + 1}-${attempt}`));
-      }
+      await killEachPoint(phase, { launch: counted, writes }, async (suffix) => lazyLaunch(`lazy-${phase}-${suffix}`));
     });
   }
 });

@@ -11,6 +11,7 @@ import { CachedResource } from '../../server/src/service/cache.js';
 import { ApiError, ServiceStopping } from '../../server/src/service/errors.js';
 import { waitForSessionGone, waitForSessionUrl } from '../../server/src/service/session-watch.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
+import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
 import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
 import {
   SERVICE_AUTH_TOKEN,
@@ -29,14 +30,24 @@ describe('waiting for a session on the session cache', function () {
   let namespace: string;
   let resources: IdeCloudResources;
   let cache: CachedResource<Session>;
+  /** Between the cache and the API server: it records the cache's watches of the sessions. */
+  let proxy: KubeWriteProxy;
   const errors: unknown[] = [];
+  const watches = () => proxy.writes.length;
 
   before(async () => {
     cluster = await useCluster();
     namespace = await createTestNamespace(cluster.kc, 'svc-watch');
     resources = resourcesOf(cluster.kc, namespace);
+    proxy = await startKubeWriteProxy(
+      cluster.kc,
+      (method, path, query) =>
+        method === 'GET' && path === resources.sessions.path && new URLSearchParams(query).get('watch') === 'true',
+    );
+    const proxied = new k8s.KubeConfig();
+    proxied.loadFromFile(proxy.kubeconfig);
     // A short renewal interval: the waits below outlive several watch connections.
-    cache = new CachedResource<Session>(cluster.kc, resources.sessions, {
+    cache = new CachedResource<Session>(proxied, resources.sessions, {
       rewatchIntervalMs: 500,
       onError: (error) => errors.push(error),
     });
@@ -45,6 +56,7 @@ describe('waiting for a session on the session cache', function () {
   });
   after(async () => {
     await cache?.stop();
+    await proxy?.close();
     await deleteTestNamespace(cluster.kc, namespace);
   });
 
@@ -64,8 +76,12 @@ describe('waiting for a session on the session cache', function () {
     const waiting = waitForSessionUrl(cache, session, Date.now() + 20_000);
     await resources.sessions.patchStatus('watched', { phase: 'Starting' });
     await inCache('watched', (s) => s?.status?.phase === 'Starting');
-    // Let the informer renew its watch at least twice while the wait goes on (a timed pause, not a poll).
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    // The informer renews its watch at least twice while the wait goes on, as the API server sees it.
+    const watchesBefore = watches();
+    await eventually(
+      () => assert.ok(watches() >= watchesBefore + 2, `${watches() - watchesBefore} renewals, not 2`),
+      10_000,
+    );
     await resources.sessions.patchStatus('watched', { phase: 'Running', url: 'https://ide.example.test/watched/' });
     assert.equal(await waiting, 'https://ide.example.test/watched/');
     assert.equal(cache.get('watched')?.status?.url, 'https://ide.example.test/watched/', 'the cache has it at once');

@@ -3,9 +3,11 @@
 // allow or deny (network-policy.test.ts checks what the API server can tell: which pods they select).
 // Stand-ins run the service image's Node with a few lines of HTTP: an IDE pod (the IDE's port, the
 // authentication proxy's port `http`, the data bridge's port), the operator, a pod of the ingress
-// controller's namespace, and a stranger in another namespace. Every flow is first seen open without
-// the policies, so a closed one is the policies' doing, not a broken network. Traffic from the node
-// itself (Traefik and the kubelet's probes run there) is allowed by kube-router, as by most plugins.
+// controller's namespace, and a stranger in another namespace. Every flow is first seen connected
+// without the policies, and a refused one's target is seen still serving the node, so a refusal is the
+// policies' doing, not a broken network or a dead pod; a try that fails to happen fails the test.
+// Traffic from the node itself (Traefik and the kubelet's probes run there) is allowed by kube-router,
+// as by most plugins.
 // The cloud's metadata service (issue 27, item 3) is a listener of this process on the link-local
 // address clouds give it, added to the node's bridge: pods reach it through their gateway, as they
 // would reach a real one, and kube-router filters that traffic by the pods' egress policies too.
@@ -35,8 +37,18 @@ const METADATA_ADDRESS = '169.254.169.254';
 
 /** Answers `open <port>` on each port, and runs until killed (a client too, with no port). */
 const SERVER = `for (const p of process.argv.slice(1)) require('http').createServer((q, s) => s.end('open ' + p)).listen(+p); setInterval(() => {}, 1 << 30);`;
-/** Prints `open <port>` when the URL answers within 2 s, `closed` otherwise. */
-const CLIENT = `fetch(process.argv[1], { signal: AbortSignal.timeout(2000) }).then((r) => r.text()).then(console.log, () => console.log('closed'));`;
+/**
+ * Prints what became of one try at the URL: `connected <body>`, `refused` (the connection was refused:
+ * kube-router rejects what a policy denies), `timed out` (no answer within 2 s), or `error <code>` for
+ * anything else (a bad address, an unreachable host), so a try that never happened reads as no outcome.
+ */
+const CLIENT = `fetch(process.argv[1], { signal: AbortSignal.timeout(2000) }).then((r) => r.text()).then(
+  (body) => console.log('connected ' + body),
+  (e) => console.log(e.name === 'TimeoutError' ? 'timed out' : e.cause?.code === 'ECONNREFUSED' ? 'refused' : 'error ' + (e.cause?.code ?? e.name)));`;
+
+/** What a try at a flow can come to: `error <code>` and anything unexpected are not outcomes but failures. */
+type Outcome = 'connected' | 'refused' | 'timed out';
+const OUTCOMES: readonly string[] = ['connected', 'refused', 'timed out'] satisfies Outcome[];
 
 describe('security: the chart NetworkPolicies, enforced on the real node by traffic', function () {
   this.timeout(30 * 60_000);
@@ -100,32 +112,46 @@ describe('security: the chart NetworkPolicies, enforced on the real node by traf
     });
   }
 
-  /** `open` or `closed`: what `from` (namespace/pod) sees of http://<to>:<port>/. */
-  async function reach(from: string, to: string, port: number): Promise<string> {
+  /**
+   * What `from` (namespace/pod) sees of http://<to>:<port>/: `connected` when the pod there answered, else
+   * the client's line. Throws when the exec fails (a crashed pod, a missing client) or the client could not
+   * try (`error <code>`), or something other than the pod there answered: none of these is a policy's doing.
+   */
+  async function reach(from: string, to: string, port: number): Promise<Outcome> {
     const [namespace, pod] = from.split('/') as [string, string];
-    const answer = await execInPod(kc, namespace, pod, 'main', ['node', '-e', CLIENT, `http://${ips[to]}:${port}/`]);
-    return answer.trim() === `open ${port}` ? 'open' : 'closed';
+    const answer = (
+      await execInPod(kc, namespace, pod, 'main', ['node', '-e', CLIENT, `http://${ips[to]}:${port}/`])
+    ).trim();
+    const outcome = answer === `connected open ${port}` ? 'connected' : answer;
+    assert.ok(OUTCOMES.includes(outcome), `${from} → ${to}:${port} gave ${JSON.stringify(answer)}`);
+    return outcome as Outcome;
   }
 
-  /** The flows each policy allows or denies: [from, to, port, expected with the policies]. */
-  const FLOWS: [string, string, number, 'open' | 'closed'][] = [
+  /** That `to` still serves `port` to this process (the node, which the policies let in): a refusal is theirs. */
+  async function assertServes(to: string, port: number): Promise<void> {
+    const body = await (await fetch(`http://${ips[to]}:${port}/`, { signal: AbortSignal.timeout(2000) })).text();
+    assert.equal(body, `open ${port}`, `${to}:${port} from the node`);
+  }
+
+  /** The flows each policy allows or denies: [from, to, port, outcome with the policies]. */
+  const FLOWS: [string, string, number, Outcome][] = [
     // Nobody outside reaches an IDE pod: not the IDE, not the proxy, not the bridge.
-    [`${OTHER_NAMESPACE}/stranger`, 'ide', PORTS.ide, 'closed'],
-    [`${OTHER_NAMESPACE}/stranger`, 'ide', PORTS.proxy, 'closed'],
-    [`${OTHER_NAMESPACE}/stranger`, 'ide', PORTS.bridge, 'closed'],
+    [`${OTHER_NAMESPACE}/stranger`, 'ide', PORTS.ide, 'refused'],
+    [`${OTHER_NAMESPACE}/stranger`, 'ide', PORTS.proxy, 'refused'],
+    [`${OTHER_NAMESPACE}/stranger`, 'ide', PORTS.bridge, 'refused'],
     // The ingress controller reaches the authentication proxy only.
-    [`${INGRESS_NAMESPACE}/ingress`, 'ide', PORTS.proxy, 'open'],
-    [`${INGRESS_NAMESPACE}/ingress`, 'ide', PORTS.ide, 'closed'],
-    [`${INGRESS_NAMESPACE}/ingress`, 'ide', PORTS.bridge, 'closed'],
+    [`${INGRESS_NAMESPACE}/ingress`, 'ide', PORTS.proxy, 'connected'],
+    [`${INGRESS_NAMESPACE}/ingress`, 'ide', PORTS.ide, 'refused'],
+    [`${INGRESS_NAMESPACE}/ingress`, 'ide', PORTS.bridge, 'refused'],
     // The operator reaches the data bridge only.
-    [`${IDE_NAMESPACE}/operator`, 'ide', PORTS.bridge, 'open'],
-    [`${IDE_NAMESPACE}/operator`, 'ide', PORTS.ide, 'closed'],
+    [`${IDE_NAMESPACE}/operator`, 'ide', PORTS.bridge, 'connected'],
+    [`${IDE_NAMESPACE}/operator`, 'ide', PORTS.ide, 'refused'],
     // A session goes out on the allowed ports only; the operator's egress is the API server's.
-    [`${IDE_NAMESPACE}/ide`, 'stranger', PORTS.egressAllowed, 'open'],
-    [`${IDE_NAMESPACE}/ide`, 'stranger', PORTS.ide, 'closed'],
+    [`${IDE_NAMESPACE}/ide`, 'stranger', PORTS.egressAllowed, 'connected'],
+    [`${IDE_NAMESPACE}/ide`, 'stranger', PORTS.ide, 'refused'],
     // Not to the cloud's metadata service, though it listens on an allowed port (issue 27, item 3).
-    [`${IDE_NAMESPACE}/ide`, 'metadata', PORTS.egressAllowed, 'closed'],
-    [`${IDE_NAMESPACE}/operator`, 'stranger', PORTS.egressAllowed, 'closed'],
+    [`${IDE_NAMESPACE}/ide`, 'metadata', PORTS.egressAllowed, 'refused'],
+    [`${IDE_NAMESPACE}/operator`, 'stranger', PORTS.egressAllowed, 'refused'],
   ];
 
   before(async () => {
@@ -173,7 +199,7 @@ describe('security: the chart NetworkPolicies, enforced on the real node by traf
     // Without policies every flow is open (each server answers once it listens).
     for (const [from, to, port] of FLOWS) {
       await eventually(
-        async () => assert.equal(await reach(from, to, port), 'open', `${from} → ${to}:${port}`),
+        async () => assert.equal(await reach(from, to, port), 'connected', `${from} → ${to}:${port}`),
         30_000,
       );
     }
@@ -189,11 +215,23 @@ describe('security: the chart NetworkPolicies, enforced on the real node by traf
     if (timings.length) console.log(`      network policy timings: ${timings.join(', ')}`);
   });
 
+  /** Tries a flow until it comes to `expected` or 60 s pass (kube-router applies a new policy within a sync). */
+  async function settledOutcome(from: string, to: string, port: number, expected: Outcome): Promise<Outcome> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      // A try that fails to happen throws here and ends the test at once.
+      const outcome = await reach(from, to, port);
+      if (outcome === expected || Date.now() > deadline) return outcome;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
   for (const [from, to, port, expected] of FLOWS) {
     it(`${from} → ${to} port ${port}: ${expected}`, async () => {
-      // kube-router applies a new policy within a sync; from then on the flow stays as expected.
-      await eventually(async () => assert.equal(await reach(from, to, port), expected), 60_000);
+      assert.equal(await settledOutcome(from, to, port, expected), expected, `${from} → ${to}:${port}`);
+      // From then on the flow stays as expected.
       assert.equal(await reach(from, to, port), expected);
+      if (expected !== 'connected') await assertServes(to, port);
     });
   }
 });

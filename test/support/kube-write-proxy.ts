@@ -16,6 +16,8 @@ export interface WriteRecord {
   method: string;
   /** The request path without its query (`/apis/apps/v1/namespaces/x/deployments/y`). */
   path: string;
+  /** The query without its `?` (a watch's `watch=true&resourceVersion=…`), empty when there is none. */
+  query: string;
   /** The API server's answer; undefined while none came (or the operator died first). */
   status?: number;
 }
@@ -53,10 +55,13 @@ export function isCountedWrite(method: string, requestPath: string): boolean {
   return !/\/leases(\/|$)/.test(requestPath) && !/\/events(\/|$)/.test(requestPath);
 }
 
-/** Starts the proxy on 127.0.0.1 in front of `kc`'s current cluster, with `kc`'s credentials. */
+/**
+ * Starts the proxy on 127.0.0.1 in front of `kc`'s current cluster, with `kc`'s credentials. `counts`
+ * picks the requests it records (reads too, if it picks them: a test can count a client's watches).
+ */
 export async function startKubeWriteProxy(
   kc: k8s.KubeConfig,
-  counts: (method: string, requestPath: string) => boolean = isCountedWrite,
+  counts: (method: string, requestPath: string, query: string) => boolean = isCountedWrite,
 ): Promise<KubeWriteProxy> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
@@ -75,13 +80,13 @@ export async function startKubeWriteProxy(
   let frozen = false;
 
   const server = http.createServer((req, res) => {
-    const requestPath = (req.url ?? '/').split('?')[0]!;
+    const [requestPath = '/', query = ''] = (req.url ?? '/').split('?');
     const method = req.method ?? 'GET';
     if (frozen) return void req.socket.destroy();
     let record: WriteRecord | undefined;
     let killHere: typeof armed;
-    if (counts(method, requestPath)) {
-      record = { index: writes.length + 1, method, path: requestPath };
+    if (counts(method, requestPath, query)) {
+      record = { index: writes.length + 1, method, path: requestPath, query };
       writes.push(record);
       if (armed?.at(record)) {
         killHere = armed;
