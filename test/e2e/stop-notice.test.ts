@@ -12,7 +12,14 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { createVSIX } from '@vscode/vsce';
 import { endProcess, spawnTracked } from '../support/processes.js';
-import { VscodeHost, freePort, installVscodeHost, waitFor, type VscodeHostInstall } from '../support/vscode-host.js';
+import {
+  VscodeHost,
+  bundleExtension,
+  freePort,
+  installVscodeHost,
+  waitFor,
+  type VscodeHostInstall,
+} from '../support/vscode-host.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TOKEN = `bridge-${randomUUID()}`;
@@ -27,16 +34,7 @@ async function packageBridgeExtension(dir: string): Promise<string> {
   for (const file of ['package.json', 'README.md', 'LICENSE', '.vscodeignore', 'media']) {
     await cp(path.join(ROOT, 'extension', file), path.join(staging, file), { recursive: true });
   }
-  await build({
-    entryPoints: [path.join(ROOT, 'extension/src/extension.ts')],
-    outfile: path.join(staging, 'dist', 'extension.cjs'),
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    external: ['vscode'],
-    logLevel: 'warning',
-  });
+  await bundleExtension(path.join(ROOT, 'extension/src/extension.ts'), staging);
   const vsix = path.join(dir, 'data-bridge.vsix');
   await createVSIX({ cwd: staging, packagePath: vsix, dependencies: false, allowMissingRepository: true });
   return vsix;

@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import * as k8s from '@kubernetes/client-node';
@@ -103,17 +104,11 @@ export function spawnOperator(
   );
   const logs: OperatorLogLine[] = [];
   const otherOutput: string[] = [];
-  let pending = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    pending += chunk.toString('utf8');
-    const lines = pending.split('\n');
-    pending = lines.pop() ?? '';
-    for (const line of lines) {
-      try {
-        logs.push(JSON.parse(line) as OperatorLogLine);
-      } catch {
-        otherOutput.push(line);
-      }
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    try {
+      logs.push(JSON.parse(line) as OperatorLogLine);
+    } catch {
+      otherOutput.push(line);
     }
   });
   child.stderr!.on('data', (chunk: Buffer) => otherOutput.push(chunk.toString('utf8')));

@@ -2,6 +2,7 @@
 // environment variables as in a pod), for restarts that are real kills.
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_API_TOKEN, SERVICE_AUTH_TOKEN } from './service-harness.js';
 import { eventually } from './kube.js';
@@ -50,21 +51,15 @@ export async function spawnService(
   const output: string[] = [];
   const logs: Record<string, unknown>[] = [];
   let port: number | undefined;
-  let pending = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    pending += chunk.toString('utf8');
-    const lines = pending.split('\n');
-    pending = lines.pop() ?? '';
-    for (const line of lines) {
-      output.push(line);
-      try {
-        const parsed = JSON.parse(line) as Record<string, unknown> | null;
-        if (parsed === null || typeof parsed !== 'object') continue;
-        logs.push(parsed);
-        if (parsed.msg === 'service listening') port = parsed.port as number;
-      } catch {
-        // not a log line
-      }
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    output.push(line);
+    try {
+      const parsed = JSON.parse(line) as Record<string, unknown> | null;
+      if (parsed === null || typeof parsed !== 'object') return;
+      logs.push(parsed);
+      if (parsed.msg === 'service listening') port = parsed.port as number;
+    } catch {
+      // not a log line
     }
   });
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));

@@ -30,23 +30,11 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 export const DATA_BRIDGE_VSIX = path.join(ROOT, 'extension', 'dist', 'data-bridge.vsix');
 
 /** Packages the data-bridge extension into DATA_BRIDGE_VSIX (outside coverage: a build, not a test). */
-export function packageDataBridge(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.NODE_V8_COVERAGE;
-    const child = spawnTracked('npm run package -w extension', 'npm', ['run', 'package', '-w', 'extension'], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`npm run package -w extension failed:\n${output}`)),
-    );
-  });
+export async function packageDataBridge(): Promise<void> {
+  const env = { ...process.env };
+  delete env.NODE_V8_COVERAGE;
+  const { code, output } = await runToEnd('npm', ['run', 'package', '-w', 'extension'], env, ROOT);
+  if (code !== 0) throw new Error(`npm run package -w extension failed:\n${output}`);
 }
 
 /** Chromium flags that keep a headless run quiet and offline. */
@@ -404,6 +392,20 @@ export class VscodeHost {
   }
 }
 
+/** Bundles an extension's entry as a .vsix expects it: `<staging>/dist/extension.cjs`, `vscode` external. */
+export async function bundleExtension(entry: string, staging: string): Promise<void> {
+  await build({
+    entryPoints: [entry],
+    outfile: path.join(staging, 'dist', 'extension.cjs'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external: ['vscode'],
+    logLevel: 'warning',
+  });
+}
+
 /**
  * Packages a small test extension: bundles `<dir>/<entry>` (TypeScript, `vscode` external) to
  * `dist/extension.cjs` next to a copy of `<dir>/package.json` (whose main must be `./dist/extension.cjs`)
@@ -415,16 +417,7 @@ export async function packageTestExtension(dir: string, out: string, entry = 'sr
     await cp(path.join(dir, 'package.json'), path.join(staging, 'package.json'));
     await writeFile(path.join(staging, 'README.md'), `# ${path.basename(dir)}\n\nAn extension used by tests only.\n`);
     await writeFile(path.join(staging, '.vscodeignore'), '**\n!dist/extension.cjs\n!package.json\n!README.md\n');
-    await build({
-      entryPoints: [path.join(dir, entry)],
-      outfile: path.join(staging, 'dist', 'extension.cjs'),
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      external: ['vscode'],
-      logLevel: 'warning',
-    });
+    await bundleExtension(path.join(dir, entry), staging);
     await mkdir(path.dirname(out), { recursive: true });
     await createVSIX({
       cwd: staging,
@@ -483,9 +476,15 @@ async function prepareFirstScreen(
 }
 
 /** Runs a command to its end, collecting its output. */
-function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+function runToEnd(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawnTracked(`${path.basename(command)} (vscode host set-up)`, command, args, {
+    const child = spawnTracked(`${path.basename(command)} ${args[0] ?? ''} (vscode host set-up)`, command, args, {
+      cwd,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
