@@ -3,7 +3,8 @@
 // buildah (scripts/images/build.sh), imported into the node's containerd and run as a real pod; an
 // Ingress of the class the operator and chart are given routed through Traefik (the node's ingress
 // controller) to that pod. Then `down`, and nothing of the node is left: processes, mounts, links,
-// iptables chains, directories.
+// iptables chains, directories, the volumes the provisioner made. A node of its own, not the one the
+// other real-node suites share: it checks `down`.
 // Root only (CI runs as root). Cold (packages, kubelet, Traefik, base images, the image): about 17 min;
 // warm: ~1 min.
 import assert from 'node:assert/strict';
@@ -25,7 +26,15 @@ import {
   REAL_NODE_PLACEMENT,
   type RealNodeState,
 } from '../../scripts/cluster/real-node.js';
-import { machineState, seconds, startRealNodeCluster, type MachineState } from '../support/real-node.js';
+import { volumesDir } from '../../scripts/cluster/storage.js';
+import {
+  classlessClaim,
+  machineState,
+  seconds,
+  shellPod,
+  startRealNodeCluster,
+  type MachineState,
+} from '../support/real-node.js';
 
 async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -264,6 +273,24 @@ describe('the real node', function () {
   });
 
   it('down stops kubelet, containerd, Traefik, kube-router, local-path-provisioner and the pods, and leaves nothing behind', async () => {
+    // A volume in use at `down`: the provisioner made it for a pod that wrote to it.
+    const namespace = 'volume-left';
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    await core.createNamespacedPersistentVolumeClaim({ namespace, body: classlessClaim('left') });
+    await core.createNamespacedPod({
+      namespace,
+      body: shellPod('left', 'left', 'echo left > /data/hello.txt', REAL_NODE_PLACEMENT),
+    });
+    await waitFor(
+      'the pod writing to its volume',
+      async () =>
+        (await core.readNamespacedPod({ name: 'left', namespace })).status?.phase === 'Succeeded' ? true : undefined,
+      120_000,
+    );
+    const volumes = volumesDir(node.root);
+    assert.ok(existsSync(volumes));
+    const storage = node.pids.storage;
+    assert.ok(isAlive(storage));
     const during = machineState();
     assert.ok(during.links.includes(REAL_NODE_BRIDGE));
     assert.ok(during.iptables.some((line) => line.includes(':KUBE-FIREWALL')));
@@ -283,6 +310,8 @@ describe('the real node', function () {
     const root = state!.realNode!;
     state = undefined;
     assert.deepEqual(pids.filter(isAlive), []);
+    assert.equal(isAlive(storage), false);
+    assert.equal(existsSync(volumes), false);
     assert.deepEqual(machineState(), initially);
     assert.equal(existsSync(dir), false);
     assert.equal(existsSync(root), false);
