@@ -264,6 +264,18 @@ declare -A helpers=([kubernetes]="kubernetes_ldflags" [kubelet]="resolve_kuberne
   [traefik]=upstream_module [local_path_provisioner]=upstream_module)
 # The kubelet resolves into the Kubernetes components' module, under their lock.
 declare -A module_of=([kubelet]=kubernetes)
+# The packages each family compiles: loading them downloads every module the compile needs, so the
+# downloads happen while the binaries before compile, not in the compile.
+declare -A packages=([etcd]=go.etcd.io/etcd/server/v3
+  [kubernetes]="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler"
+  [kubelet]=k8s.io/kubernetes/cmd/kubelet [kwok]=sigs.k8s.io/kwok/cmd/kwok [helm]=helm.sh/helm/v3/cmd/helm
+  [oauth2_proxy]=github.com/oauth2-proxy/oauth2-proxy/v7 [traefik]=github.com/traefik/traefik/v3/cmd/traefik
+  [kube_router]=github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  [local_path_provisioner]=github.com/rancher/local-path-provisioner)
+download() {
+  # shellcheck disable=SC2086 # a list of packages
+  (cd "$1" && go list -deps ${packages[$2]} >/dev/null)
+}
 
 go_toolchain=$(go version)
 hash16() { sha256sum | cut -c1-16; }
@@ -367,7 +379,7 @@ family_lock() { local m=${module_of[$1]:-$1}; echo "${m//_/-}"; }
 declare -A resolving
 for f in "${families[@]}"; do
   if family_pending "$f"; then
-    ( lock "$(family_lock "$f")"; "resolve_$f" "$(module_dir "$f")" ) &
+    ( lock "$(family_lock "$f")"; "resolve_$f" "$(module_dir "$f")"; download "$(module_dir "$f")" "$f" ) &
     resolving[$f]=$!
   fi
 done

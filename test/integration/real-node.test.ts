@@ -9,12 +9,20 @@
 // warm: ~1 min.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
-import { KWOK_NODE, stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
+import {
+  ensureBinaries,
+  KWOK_NODE,
+  stopControlPlane,
+  type ControlPlaneState,
+} from '../../scripts/cluster/control-plane.js';
 import { isAlive } from '../../scripts/cluster/processes.js';
 import {
   buildImage,
@@ -29,6 +37,7 @@ import {
 import { volumesDir } from '../../scripts/cluster/storage.js';
 import {
   classlessClaim,
+  execInPod,
   machineState,
   seconds,
   shellPod,
@@ -182,6 +191,13 @@ describe('the real node', function () {
     });
     assert.equal(status.status, 'Success');
     assert.match(out, /oauth2-proxy v7\.8\.1/);
+    // The image's proxy is the host's build (build.sh auth-proxy, the same key), not compiled again.
+    const hostProxy = await readFile(path.join(await ensureBinaries('auth-proxy'), 'oauth2-proxy'));
+    const inImage = await execInPod(kc, 'default', 'auth-proxy', 'auth-proxy', [
+      'sha256sum',
+      '/usr/local/bin/oauth2-proxy',
+    ]);
+    assert.equal(inImage.split(' ')[0], createHash('sha256').update(hostProxy).digest('hex'));
 
     // kubelet's KUBE-FIREWALL drops traffic to 127.0.0.0/8 from elsewhere: kwok's loopback pod
     // addresses (127.1.x.x), served and reached on this machine, still work.
