@@ -94,6 +94,10 @@ export const REAL_NODE_HOOK_TIMEOUT_MS = REAL_NODE_DEADLINES.buildsMs + REAL_NOD
  */
 export async function startRealNodeCluster(suite: string): Promise<RealNodeCluster> {
   await stopSharedRealNode();
+  return startRealNode(suite);
+}
+
+async function startRealNode(suite: string): Promise<RealNodeCluster> {
   // A kubelet, containerd and iptables need root, which CI has: without it this is a failure, not a skip.
   assert.ok(process.getuid?.() === 0, 'the real node needs root');
   const dir = path.join(await mkdtemp(path.join(os.tmpdir(), `ide-cloud-${suite}-`)), 'cluster');
@@ -186,18 +190,27 @@ let shared: Promise<RealNodeCluster> | undefined;
 export async function borrowSharedRealNode(): Promise<{ cluster: RealNodeCluster; giveBack(): Promise<void> }> {
   if (!shared) {
     // Only one real node runs per machine: a suite's own is stopped by that suite before this starts.
-    shared = startRealNodeCluster('shared');
+    shared = startRealNode('shared');
     shared.catch(() => (shared = undefined));
   }
   const cluster = await shared;
   const found = await clusterScoped(cluster.kc);
-  return { cluster, giveBack: () => giveBack(cluster, found) };
+  return {
+    cluster,
+    // A node not given back clean is no node for the next suite: it is stopped, the next starts another.
+    giveBack: () =>
+      giveBack(cluster, found).catch(async (error: unknown) => {
+        await stopSharedRealNode();
+        throw error;
+      }),
+  };
 }
 
 /** Stops the shared real node, if this process started one (the global teardown, and before a node of a suite's own). */
 export async function stopSharedRealNode(): Promise<void> {
-  const cluster = await shared?.catch(() => undefined);
+  const starting = shared;
   shared = undefined;
+  const cluster = await starting?.catch(() => undefined);
   if (!cluster) return;
   await stopControlPlane(cluster.state.dir);
   await rm(path.dirname(cluster.state.dir), { recursive: true, force: true });
