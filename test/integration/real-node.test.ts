@@ -42,6 +42,7 @@ import {
   seconds,
   shellPod,
   startRealNodeCluster,
+  stopSharedRealNode,
   type MachineState,
 } from '../support/real-node.js';
 
@@ -113,6 +114,8 @@ describe('the real node', function () {
   const timings: string[] = [];
 
   before(async () => {
+    // The machine without the node the other suites share, as `down` must leave it.
+    await stopSharedRealNode();
     // ipset and iptables come with the node's packages: installed first, so `initially` can list them.
     await installRealNodePackages();
     initially = machineState();
