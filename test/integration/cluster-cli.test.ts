@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -94,5 +94,6 @@ describe('a cluster start past its deadline', function () {
         assert.match(error.message, new RegExp(`\n {2}logs/${component}\\.log \\(last \\d+ lines\\):`));
     assert.deepEqual(processesNaming(dir), []);
     assert.equal(existsSync(dir), false);
+    await rm(path.dirname(dir), { recursive: true, force: true });
   });
 });
