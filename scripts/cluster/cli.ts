@@ -1,4 +1,4 @@
-// npm run cluster -- <up [--fake-pods]|down|status|build [target]|image <image>>
+// npm run cluster -- <up [--fake-pods]|down|status|build [target...]|image <image>>
 // `up` starts a local control plane in .cluster/ and prints KUBECONFIG=<path> as its last line. Beside
 // the kwok node (fake pods) it runs a real node (kubelet, containerd, Traefik as its ingress, kube-router
 // for network policies, local-path-provisioner for volumes: real-node.ts) where the machine allows it;
@@ -22,7 +22,7 @@ import { buildImage, decideNodes, importImage, imageTarget, runningRealNode } fr
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const dir = process.env.IDE_CLOUD_CLUSTER_DIR ?? path.join(root, '.cluster', 'local');
 
-const USAGE = `usage: npm run cluster -- <up [--fake-pods]|down|status|build [${BUILD_TARGETS.join('|')}]|image <image>>`;
+const USAGE = `usage: npm run cluster -- <up [--fake-pods]|down|status|build [${BUILD_TARGETS.join('|')}]...|image <image>>`;
 
 async function main(command: string | undefined): Promise<number> {
   switch (command) {
@@ -47,12 +47,12 @@ async function main(command: string | undefined): Promise<number> {
       for (const line of await describeControlPlane(dir)) console.log(line);
       return 0;
     case 'build': {
-      const target = process.argv[3] ?? 'k8s';
-      if (!(BUILD_TARGETS as readonly string[]).includes(target)) {
+      const targets = process.argv.slice(3);
+      if (targets.some((target) => !(BUILD_TARGETS as readonly string[]).includes(target))) {
         console.error(`build targets: ${BUILD_TARGETS.join(', ')}`);
         return 2;
       }
-      console.log(await ensureBinaries(target as BuildTarget));
+      console.log(await ensureBinaries(...(targets as BuildTarget[])));
       return 0;
     }
     case 'image': {

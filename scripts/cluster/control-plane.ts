@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { installCrds } from '../../server/src/kube/crds.js';
 import { isAlive, runScript, startDetached, waitFor } from './processes.js';
-import { readNodeState, REAL_NODE, startRealNode, stopRealNode } from './real-node.js';
+import { prepareRealNode, readNodeState, REAL_NODE, startRealNode, stopRealNode } from './real-node.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -40,19 +40,24 @@ export const BUILD_TARGETS = ['k8s', 'helm', 'auth-proxy', 'kubelet', 'traefik',
 export type BuildTarget = (typeof BUILD_TARGETS)[number];
 
 const builds = new Map<BuildTarget, Promise<string>>();
-/** Builds (or finds in the cache) the binaries, once per process; returns their directory. */
-export function ensureBinaries(what: BuildTarget = 'k8s'): Promise<string> {
-  let build = builds.get(what);
-  if (!build) {
-    build = runBuild(what);
-    builds.set(what, build);
-    build.catch(() => builds.delete(what));
+/**
+ * Builds (or finds in the cache) the binaries of `targets`, each once per process; returns their
+ * directory. The targets not asked for yet go to one build, which downloads their modules while it
+ * compiles (build.sh).
+ */
+export async function ensureBinaries(...targets: BuildTarget[]): Promise<string> {
+  if (targets.length === 0) targets = ['k8s'];
+  const missing = targets.filter((target) => !builds.has(target));
+  if (missing.length) {
+    const build = runBuild(missing);
+    for (const target of missing) builds.set(target, build);
+    build.catch(() => missing.forEach((target) => builds.delete(target)));
   }
-  return build;
+  return (await Promise.all(targets.map((target) => builds.get(target)!)))[0]!;
 }
 
-async function runBuild(what: BuildTarget): Promise<string> {
-  return (await runScript(path.join(here, 'build.sh'), [what])).pop()!;
+async function runBuild(targets: BuildTarget[]): Promise<string> {
+  return (await runScript(path.join(here, 'build.sh'), targets)).pop()!;
 }
 
 /** A TCP port free on `host` (default 127.0.0.1) right now; the one copy, for scripts and tests. */
@@ -158,6 +163,8 @@ export interface ControlPlaneOptions {
   ingressPort?: number;
   /** With the real node: enforce NetworkPolicies there (kube-router). Default on; npm start applies none. */
   networkPolicies?: boolean;
+  /** Told each step of the start as it begins (a hung start's diagnostics name it). */
+  onStep?: (step: string) => void;
 }
 
 /**
@@ -196,9 +203,16 @@ export function realNodeBuilds(options: Pick<ControlPlaneOptions, 'networkPolici
 
 /** Starts every component in `dir` (created fresh) and returns once the API server is ready with CRDs installed. */
 export async function startControlPlane(dir: string, options: ControlPlaneOptions = {}): Promise<ControlPlaneState> {
-  // The binaries one after another: Go builds compete for the cores.
-  const bin = await ensureBinaries('k8s');
-  if (options.realNode) for (const target of realNodeBuilds(options)) await ensureBinaries(target);
+  const step = (message: string): void => {
+    log(message);
+    options.onStep?.(message);
+  };
+  // The real node's packages and images (Debian's downloads, debootstrap) overlap the Go compiles.
+  options.onStep?.(options.realNode ? "building the binaries and the node's images" : 'building the binaries');
+  const [bin, prepared] = await Promise.all([
+    ensureBinaries('k8s', ...(options.realNode ? realNodeBuilds(options) : [])),
+    options.realNode ? prepareRealNode() : undefined,
+  ]);
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.join(dir, 'logs'), { recursive: true });
   if (options.tiedToThisProcess) startWatchdog(dir);
@@ -217,7 +231,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
     await writeFile(saPub, publicKey.export({ type: 'spki', format: 'pem' }));
     await writeFile(path.join(dir, 'certs', 'tokens.csv'), `${token},admin,admin,system:masters\n`, { mode: 0o600 });
 
-    log('starting etcd');
+    step('starting etcd');
     state.pids.etcd = startProcess(dir, 'etcd', bin, [
       '--name=local',
       `--data-dir=${path.join(dir, 'etcd')}`,
@@ -237,7 +251,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       state.pids.etcd,
     );
 
-    log('starting kube-apiserver');
+    step('starting kube-apiserver');
     const certDir = path.join(dir, 'certs', 'apiserver');
     state.server = `https://127.0.0.1:${apiPort}`;
     const auditArgs: string[] = [];
@@ -286,7 +300,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
     const caFile = path.join(certDir, 'apiserver.crt');
     await writeFile(state.kubeconfig, kubeconfigYaml(state.server, caFile, token), { mode: 0o600 });
 
-    log('starting kube-controller-manager, kube-scheduler and kwok');
+    step('starting kube-controller-manager, kube-scheduler and kwok');
     const common = [`--kubeconfig=${state.kubeconfig}`, '--leader-elect=false', '--bind-address=127.0.0.1'];
     const allowPaths = '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics';
     state.pids['kube-controller-manager'] = startProcess(dir, 'kube-controller-manager', bin, [
@@ -337,7 +351,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(state.kubeconfig);
     await registerKwokNode(kc);
-    log('installing CRDs');
+    step('installing CRDs');
     await installCrds(kc);
     await waitForNodeReady(kc, 60_000);
     // The TaintNodesByCondition admission gives every new node a not-ready taint, which only the
@@ -349,7 +363,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       );
     if (options.realNode) {
-      log(`starting the real node ${REAL_NODE}`);
+      step(`starting the real node ${REAL_NODE}`);
       state.realNode = path.join(dir, 'node');
       await saveState();
       const [kubelet, kubeletHealthz, ingress, ingressPing, networkPolicyHealth] = await Promise.all(
@@ -359,6 +373,8 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
         kubeconfig: state.kubeconfig,
         bin,
         networkPolicies: options.networkPolicies !== false,
+        onStep: options.onStep,
+        prepared,
         ports: {
           kubelet: kubelet!,
           kubeletHealthz: kubeletHealthz!,

@@ -377,15 +377,34 @@ export interface StartRealNodeOptions {
   networkPolicies: boolean;
   /** Free ports: kubelet's server and health endpoint, Traefik's HTTP entry point and its ping, kube-router's health. */
   ports: { kubelet: number; kubeletHealthz: number; ingress: number; ingressPing: number; networkPolicyHealth: number };
+  /** Told each step of the start as it begins. */
+  onStep?: (step: string) => void;
+  /** What prepareRealNode gave, when the caller ran it already (beside its other builds). */
+  prepared?: PreparedRealNode;
+}
+
+/** The OCI archives of the images a real node starts with. */
+export interface PreparedRealNode {
+  pause: string;
+  volumeHelper: string;
+}
+
+/** Installs the node's Debian packages (once) and builds (or finds cached) the images it starts with. */
+export async function prepareRealNode(): Promise<PreparedRealNode> {
+  await installRealNodePackages();
+  return { pause: await buildImage('pause'), volumeHelper: await buildImage('local-path-helper') };
 }
 
 /** Starts containerd and kubelet under `root` and returns once the node is Ready and schedulable. */
 export async function startRealNode(root: string, options: StartRealNodeOptions): Promise<RealNodeState> {
   if (process.getuid?.() !== 0) throw new Error('the real node needs root (kubelet, containerd, mounts)');
   const started = Date.now();
-  await installRealNodePackages();
-  const pauseArchive = await buildImage('pause');
-  const helperArchive = await buildImage('local-path-helper');
+  const step = (message: string): void => {
+    log(message);
+    options.onStep?.(message);
+  };
+  options.onStep?.("building the node's packages and images");
+  const { pause: pauseArchive, volumeHelper: helperArchive } = options.prepared ?? (await prepareRealNode());
   await mkdir(root, { recursive: true });
   await takeLock(root);
   const socket = path.join(root, 'containerd.sock');
@@ -414,7 +433,7 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
     await mkdir(path.join(root, 'cni', 'net.d'), { recursive: true });
     await writeFile(path.join(root, 'cni', 'net.d', '10-ide-cloud.conflist'), cniConfig(root));
     await writeFile(path.join(root, 'containerd.toml'), containerdConfig(root, socket, pauseImage));
-    log('starting containerd');
+    step('starting containerd');
     node.pids.containerd = startProcess(root, 'containerd', 'containerd', [
       '--config',
       path.join(root, 'containerd.toml'),
@@ -426,10 +445,11 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
       30_000,
       node.pids.containerd,
     );
+    step('importing the pause and volume helper images');
     await importImage(node, pauseArchive);
     await importImage(node, helperArchive);
 
-    log('starting kubelet');
+    step('starting kubelet');
     const kubeletRoot = path.join(root, 'kubelet');
     await mkdir(kubeletRoot, { recursive: true });
     await writeFile(
@@ -451,6 +471,7 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(options.kubeconfig);
     const core = kc.makeApiClient(k8s.CoreV1Api);
+    step(`waiting for ${REAL_NODE} to be Ready`);
     await waitFor(
       `node ${REAL_NODE}`,
       async () =>
@@ -468,7 +489,7 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
     );
     await startIngress(node, options, kc);
     if (options.networkPolicies) {
-      log('starting kube-router (network policies)');
+      step('starting kube-router (network policies)');
       node.pids.networkPolicy = await startNetworkPolicyController(root, {
         bin: options.bin,
         kubeconfig: options.kubeconfig,
@@ -477,7 +498,7 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
       });
       await save();
     }
-    log('starting local-path-provisioner (volumes)');
+    step('starting local-path-provisioner (volumes)');
     node.pids.storage = await startStorageProvisioner(root, {
       bin: options.bin,
       kubeconfig: options.kubeconfig,
@@ -534,7 +555,7 @@ export async function startRealNode(root: string, options: StartRealNodeOptions)
     await kc.makeApiClient(k8s.NetworkingV1Api).createIngressClass({
       body: { metadata: { name: REAL_NODE_INGRESS_CLASS }, spec: { controller: TRAEFIK_CONTROLLER } },
     });
-    log('starting traefik');
+    step('starting traefik');
     await writeFile(path.join(n.root, 'traefik.json'), traefikConfig(o.ports.ingress, o.ports.ingressPing));
     n.pids.traefik = startDetached(
       path.join(n.root, 'traefik.log'),

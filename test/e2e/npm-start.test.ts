@@ -28,7 +28,7 @@ import {
 } from '../../scripts/cluster/real-node.js';
 import { errorPagesOn, explorerNames, launchBrowser, screenshot } from '../support/browser.js';
 import { eventually } from '../support/kube.js';
-import { machineState, type MachineState } from '../support/real-node.js';
+import { machineState, stopSharedRealNode, type MachineState } from '../support/real-node.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -164,6 +164,8 @@ describe('npm start', function () {
 
     it('prints its URLs with a filled warm pool on the real node', async function () {
       assert.ok(process.getuid?.() === 0, 'the real node needs root');
+      // The machine's one real node is npm start's here.
+      await stopSharedRealNode();
       // ipset and iptables come with the node's packages: installed first, so `before` can list them.
       await installRealNodePackages();
       before = machineState();

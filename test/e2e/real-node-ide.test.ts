@@ -59,7 +59,7 @@ import {
   startCourse,
   type Course,
 } from '../support/real-node-course.js';
-import { execInPod, seconds } from '../support/real-node.js';
+import { execInPod, REAL_NODE_HOOK_TIMEOUT_MS, seconds } from '../support/real-node.js';
 import { startTestService, type TestService } from '../support/service-harness.js';
 
 /** Warm: a pool of two prewarmed instances, one for each warm run (a claimed instance is not replaced). */
@@ -87,9 +87,10 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
 
   before(async function () {
     // From cold caches this builds kubelet, Traefik and the images first (see above).
-    this.timeout(90 * 60_000);
+    this.timeout(REAL_NODE_HOOK_TIMEOUT_MS);
     course = await startCourse({
       suite: 'real-ide',
+      sharedNode: true,
       apps: [
         { name: WARM_APP, label: 'JavaScript', minInstances: 2, maxInstances: 3 },
         { name: LAZY_APP, label: 'JavaScript (lazy)', minInstances: 0, maxInstances: 3 },
@@ -112,7 +113,9 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
   });
 
   after(async () => {
+    const since = Date.now();
     await course?.stop();
+    timings.push(`course stopped ${seconds(since)}`);
     if (timings.length) console.log(`      real node IDE timings: ${timings.join(', ')}`);
     if (failed) console.log(`      diagnostics in ${path.join(ARTIFACTS, 'real-node-ide')}`);
   });

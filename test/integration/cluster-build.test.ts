@@ -1,10 +1,11 @@
 // The local control plane's builds as a newcomer meets them: two at once into an empty cache both
-// succeed, and `npm start` killed in the middle of its build leaves no process behind. The Go caches
-// are warm here (the test command builds the control plane first), so each build is a short link.
+// succeed, a binary is built again when its version or recipe changes and found otherwise, and `npm
+// start` killed in the middle of its build leaves no process behind. The Go caches are warm here (the
+// test command builds the control plane first), so each build is a short link.
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { access, copyFile, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,32 @@ import { eventually } from '../support/kube.js';
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const buildScript = path.join(root, 'scripts', 'cluster', 'build.sh');
+
+/** `build.sh keys` of the script in `dir`: each tool's cache key. */
+async function cacheKeys(script: string): Promise<Record<string, string>> {
+  const { stdout } = await run('bash', [script, 'keys']);
+  return Object.fromEntries(
+    stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' ') as [string, string]),
+  );
+}
+
+/** A copy of scripts/cluster's build script beside it, in `dir`, with `edit` applied to `file`'s text. */
+async function editedScripts(dir: string, file: 'build.sh' | 'versions.env', edit: (text: string) => string) {
+  for (const name of ['build.sh', 'versions.env', 'end-with-caller.sh'])
+    await copyFile(path.join(root, 'scripts', 'cluster', name), path.join(dir, name));
+  const text = await readFile(path.join(dir, file), 'utf8');
+  const edited = edit(text);
+  assert.notEqual(edited, text, `the edit of ${file} changed nothing`);
+  await writeFile(path.join(dir, file), edited);
+  return path.join(dir, 'build.sh');
+}
+
+/** Keys that differ between two `cacheKeys` answers. */
+const changed = (a: Record<string, string>, b: Record<string, string>): string[] =>
+  Object.keys(a).filter((tool) => a[tool] !== b[tool]);
 
 /** `npm start` in its own process group (as a terminal gives it), its processes marked in their environment. */
 function npmStart(env: Record<string, string>): { start: ChildProcess; marker: string; output: () => string } {
@@ -81,6 +108,55 @@ describe('local control plane builds', function () {
     const logs = first.stderr + second.stderr;
     assert.equal((logs.match(/kwok: built in/g) ?? []).length, 1, logs);
     assert.equal((logs.match(/kwok: cached/g) ?? []).length, 1, logs);
+  });
+
+  it("a version bump in versions.env changes that tool's cache key only", async () => {
+    const keys = await cacheKeys(buildScript);
+    assert.deepEqual(await cacheKeys(buildScript), keys, 'keys are stable');
+    const bumps: [string, string[]][] = [
+      ['TRAEFIK_VERSION', ['traefik']],
+      ['HELM_VERSION', ['helm']],
+      ['OAUTH2_PROXY_VERSION', ['oauth2-proxy']],
+      ['KUBE_ROUTER_VERSION', ['kube-router']],
+      ['LOCAL_PATH_PROVISIONER_VERSION', ['local-path-provisioner']],
+      ['ETCD_VERSION', ['etcd']],
+      ['KWOK_VERSION', ['kwok']],
+      ['K8S_VERSION', ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet']],
+    ];
+    for (const [variable, tools] of bumps) {
+      const dir = await mkdtemp(path.join(cache, 'bump-'));
+      const script = await editedScripts(dir, 'versions.env', (text) =>
+        text.replace(new RegExp(`^${variable}=(.*)$`, 'm'), `${variable}=$1.1`),
+      );
+      assert.deepEqual(changed(keys, await cacheKeys(script)), tools, variable);
+    }
+  });
+
+  it('a binary is built again when its recipe changes, and found in the cache while it does not', async () => {
+    const env = { ...process.env, IDE_CLOUD_CACHE: cache };
+    const build = async (script: string) => {
+      const { stdout, stderr } = await run('bash', [script, 'kwok'], { env });
+      const bin = stdout.trim().split('\n').pop()!;
+      return { bin, kwok: await realpath(path.join(bin, 'kwok')), log: stderr };
+    };
+    const first = await build(buildScript);
+    assert.match(first.log, /kwok: built in/);
+    const again = await build(buildScript);
+    assert.match(again.log, /kwok: cached/);
+    assert.doesNotMatch(again.log, /kwok: (resolving|built in)/);
+    assert.deepEqual([again.bin, again.kwok], [first.bin, first.kwok]);
+
+    // Another link flag for kwok: the same version, another recipe.
+    const script = await editedScripts(await mkdtemp(path.join(cache, 'recipe-')), 'build.sh', (text) =>
+      text.replace(/^(make_kwok\(\) \{ build_one kwok "\$1" [^\s;]+)/m, '$1 "-s -w -X main.recipe=changed"'),
+    );
+    const changedRecipe = await build(script);
+    assert.match(changedRecipe.log, /kwok: built in/);
+    assert.notEqual(changedRecipe.kwok, first.kwok);
+    assert.notEqual(changedRecipe.bin, first.bin, 'each recipe has its own directory of binaries');
+    // The first recipe's binary stays for its checkout.
+    assert.equal(await realpath(path.join(first.bin, 'kwok')), first.kwok);
+    assert.match((await build(buildScript)).log, /kwok: cached/);
   });
 
   it('npm start killed during its build leaves no process of it behind', async () => {

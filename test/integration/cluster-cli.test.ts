@@ -1,13 +1,17 @@
-// `npm run cluster -- up|status|down` as a user runs it: a second, independent control plane.
+// `npm run cluster -- up|status|down` as a user runs it: a second, independent control plane. And a
+// start that hangs past its deadline (the real-node suites' start, test/support/real-node.ts): it
+// fails with the step it was in and its logs' tails, and leaves nothing running.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import type { ControlPlaneState } from '../../scripts/cluster/control-plane.js';
+import { startControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
 import { isAlive } from '../../scripts/cluster/processes.js';
+import { startWithDeadlines } from '../support/real-node.js';
 
 const run = promisify(execFile);
 
@@ -40,5 +44,56 @@ describe('npm run cluster', function () {
     }
     assert.deepEqual(pids.filter(isAlive), []);
     await assert.rejects(readFile(path.join(dir, 'state.json')));
+  });
+});
+
+/** Processes whose command line names `text`. */
+function processesNaming(text: string): string[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      } catch {
+        return '';
+      }
+    })
+    .filter((command) => command.includes(text));
+}
+
+describe('a cluster start past its deadline', function () {
+  this.timeout(5 * 60_000);
+
+  it('stops what it started and fails with the step it was in and the tails of its logs', async () => {
+    const dir = path.join(await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-hung-')), 'cluster');
+    const steps: string[] = [];
+    const hung = startWithDeadlines(dir, { buildsMs: 10 * 60_000, startMs: 30_000 }, async (onStep) => {
+      const record = (step: string) => {
+        steps.push(step);
+        onStep(step);
+      };
+      await startControlPlane(dir, { onStep: record });
+      record('waiting for what never comes');
+      return new Promise<never>(() => undefined);
+    });
+    const error = await hung.then(
+      () => assert.fail('the start resolved'),
+      (e: Error) => e,
+    );
+    assert.ok(steps.length > 1, `steps: ${steps.join(', ')}`);
+    assert.equal(steps[0], 'building the binaries');
+    assert.ok(
+      error.message.startsWith(`the cluster's start in ${dir} did not finish within 30 s; it was `),
+      error.message,
+    );
+    assert.ok(error.message.includes(`it was ${steps.at(-1)}.\n`), error.message);
+    // The control plane's logs, as far as it came (etcd's always: it starts first).
+    assert.match(error.message, /\n {2}logs\/etcd\.log \(last \d+ lines\):\n {4}\S/);
+    if (steps.includes('waiting for what never comes'))
+      for (const component of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'])
+        assert.match(error.message, new RegExp(`\n {2}logs/${component}\\.log \\(last \\d+ lines\\):`));
+    assert.deepEqual(processesNaming(dir), []);
+    assert.equal(existsSync(dir), false);
+    await rm(path.dirname(dir), { recursive: true, force: true });
   });
 });

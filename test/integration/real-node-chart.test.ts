@@ -3,7 +3,9 @@
 // Helm post-renderer (scripts/cluster/real-node-placement.mjs) as a platform would place it on its
 // nodes. The service, the operator and the landing page run as real pods; the test reaches them only
 // through the ingress controller (Traefik) with the Ingress a platform would add in front of them.
-// Root only (CI runs as root). Cold, after the other real-node suites built the images: about 1 min.
+// On the real node the suites share (test/support/real-node.ts), given back without the release's
+// namespace. Root only (CI runs as root). Cold, after the other real-node suites built the images:
+// about 1 min.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import http from 'node:http';
@@ -11,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import { ensureBinaries, stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
+import { ensureBinaries, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
 import {
   buildImage,
   importImage,
@@ -21,7 +23,7 @@ import {
   type RealNodeState,
 } from '../../scripts/cluster/real-node.js';
 import { eventually } from '../support/kube.js';
-import { seconds, startRealNodeCluster } from '../support/real-node.js';
+import { borrowSharedRealNode, REAL_NODE_HOOK_TIMEOUT_MS, seconds } from '../support/real-node.js';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -37,12 +39,16 @@ describe('the chart on the real node', function () {
   let kc: k8s.KubeConfig;
   let core: k8s.CoreV1Api;
   let helmBin: string;
+  let giveBack: (() => Promise<void>) | undefined;
   const timings: string[] = [];
 
-  before(async () => {
+  before(async function () {
+    this.timeout(REAL_NODE_HOOK_TIMEOUT_MS);
     let since = Date.now();
-    ({ state, node, kc, core } = await startRealNodeCluster('real-chart'));
-    timings.push(`control plane with the real node ${seconds(since)}`);
+    const borrowed = await borrowSharedRealNode();
+    giveBack = borrowed.giveBack;
+    ({ state, node, kc, core } = borrowed.cluster);
+    timings.push(`control plane with the real node (shared) ${seconds(since)}`);
     helmBin = path.join(await ensureBinaries('helm'), 'helm');
     since = Date.now();
     for (const target of ['service', 'operator', 'landing-page'] as const) {
@@ -52,7 +58,9 @@ describe('the chart on the real node', function () {
   });
 
   after(async () => {
-    if (state) await stopControlPlane(state.dir);
+    const since = Date.now();
+    await giveBack?.();
+    timings.push(`given back ${seconds(since)}`);
     if (timings.length) console.log(`      real node chart timings: ${timings.join(', ')}`);
   });
 

@@ -7,9 +7,9 @@
 // Root only (CI runs as root). Cold, after real-node.test.ts has built the node: about 10 min on 2 busy
 // cores (Node stand-ins 1.5 min, server images 3 min, session base with code-server 5.5 min); warm:
 // about 2 min (the server images rebuild in seconds when server/ changed; imports take the rest).
+// On the real node the suites share (test/support/real-node.ts), given back without its namespace.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import { stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
 import {
   REAL_NODE,
   REAL_NODE_PLACEMENT,
@@ -19,7 +19,13 @@ import {
 import { ideCloudResources } from '../../server/src/kube/resources.js';
 import { eventually } from '../support/kube.js';
 import { createAppDefinition } from '../support/operator.js';
-import { execInPod, seconds, shipImage, startRealNodeCluster } from '../support/real-node.js';
+import {
+  borrowSharedRealNode,
+  execInPod,
+  REAL_NODE_HOOK_TIMEOUT_MS,
+  seconds,
+  shipImage,
+} from '../support/real-node.js';
 
 const NAMESPACE = 'ide-cloud';
 const SERVICE_ACCOUNT = 'ide-cloud-images';
@@ -43,16 +49,19 @@ async function fetchText(url: string, init: RequestInit = {}): Promise<{ status:
 
 describe('the images the project ships, on the real node', function () {
   this.timeout(60 * 60_000);
-  let state: ControlPlaneState | undefined;
   let node: RealNodeState;
   let kc: k8s.KubeConfig;
   let core: k8s.CoreV1Api;
+  let giveBack: (() => Promise<void>) | undefined;
   const timings: string[] = [];
 
-  before(async () => {
+  before(async function () {
+    this.timeout(REAL_NODE_HOOK_TIMEOUT_MS);
     const since = Date.now();
-    ({ state, node, kc, core } = await startRealNodeCluster('real-images'));
-    timings.push(`control plane with the real node ${seconds(since)}`);
+    const borrowed = await borrowSharedRealNode();
+    giveBack = borrowed.giveBack;
+    ({ node, kc, core } = borrowed.cluster);
+    timings.push(`control plane with the real node (shared) ${seconds(since)}`);
     await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
     // What the service and operator may do is the chart's concern (its Roles); here, only that the
     // images run and reach the API server in-cluster.
@@ -78,7 +87,9 @@ describe('the images the project ships, on the real node', function () {
   });
 
   after(async () => {
-    if (state) await stopControlPlane(state.dir);
+    const since = Date.now();
+    await giveBack?.();
+    timings.push(`given back ${seconds(since)}`);
     if (timings.length) console.log(`      real node image timings: ${timings.join(', ')}`);
   });
 

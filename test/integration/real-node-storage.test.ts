@@ -5,82 +5,55 @@
 // node's volumes directory, a second pod on the claim reads it, and deleting the claim (reclaim Delete)
 // removes the directory. On the kwok node of the same control plane (the scheduler's volume plugins are
 // on with the real node), a pod whose claim is unbound stays unschedulable, and one whose claim a
-// hand-made PersistentVolume is pre-bound to (test/support provideVolume) still runs. `down` ends the
-// provisioner and removes the volumes left.
+// hand-made PersistentVolume is pre-bound to (test/support provideVolume) still runs. On the real node
+// the suites share (test/support/real-node.ts), given back without its namespace and volumes; that
+// `down` ends the provisioner and removes the volumes left is real-node.test.ts's.
 // Root only (CI runs as root). Cold: the real node's builds first (15 minutes or more); warm: about 1 min.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { KWOK_NODE, stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
-import { isAlive } from '../../scripts/cluster/processes.js';
+import { KWOK_NODE } from '../../scripts/cluster/control-plane.js';
 import { REAL_NODE, REAL_NODE_PLACEMENT, type RealNodeState } from '../../scripts/cluster/real-node.js';
-import {
-  STORAGE_CLASS,
-  STORAGE_HELPER_IMAGE,
-  STORAGE_NAMESPACE,
-  STORAGE_PROVISIONER,
-  volumesDir,
-} from '../../scripts/cluster/storage.js';
+import { STORAGE_CLASS, STORAGE_NAMESPACE, STORAGE_PROVISIONER, volumesDir } from '../../scripts/cluster/storage.js';
 import { eventually } from '../support/kube.js';
 import { provideVolume } from '../support/operator.js';
-import { seconds, startRealNodeCluster } from '../support/real-node.js';
+import {
+  borrowSharedRealNode,
+  classlessClaim as claim,
+  REAL_NODE_HOOK_TIMEOUT_MS,
+  seconds,
+  shellPod,
+} from '../support/real-node.js';
 
 const NAMESPACE = 'storage';
 const FILE = 'hello.txt';
 const CONTENT = 'written on the real node';
 
-/** The helper image has /bin/sh, mkdir, chmod and rm: enough to write and read a file with the shell's builtins. */
-function shellPod(name: string, claimName: string, script: string, placement: Partial<k8s.V1PodSpec>): k8s.V1Pod {
-  return {
-    metadata: { name },
-    spec: {
-      ...placement,
-      restartPolicy: 'Never',
-      terminationGracePeriodSeconds: 1,
-      // As a session's IDE runs (USER 10001:10001 in images/session-base/Dockerfile, no fsGroup).
-      securityContext: { runAsUser: 10001, runAsGroup: 10001, runAsNonRoot: true },
-      containers: [
-        {
-          name: 'shell',
-          image: STORAGE_HELPER_IMAGE,
-          imagePullPolicy: 'Never',
-          command: ['/bin/sh', '-c', script],
-          volumeMounts: [{ name: 'data', mountPath: '/data' }],
-        },
-      ],
-      volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }],
-    },
-  };
-}
-
-/** A claim as the operator makes one when no class is configured: no storageClassName at all. */
-function claim(name: string): k8s.V1PersistentVolumeClaim {
-  return {
-    metadata: { name },
-    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '64Mi' } } },
-  };
-}
-
 describe('volumes on the real node', function () {
   this.timeout(60 * 60_000);
-  let state: ControlPlaneState | undefined;
+  let giveBack: (() => Promise<void>) | undefined;
   let node: RealNodeState;
   let kc: k8s.KubeConfig;
   let core: k8s.CoreV1Api;
   let storage: k8s.StorageV1Api;
   const timings: string[] = [];
 
-  before(async () => {
+  before(async function () {
+    this.timeout(REAL_NODE_HOOK_TIMEOUT_MS);
     const since = Date.now();
-    ({ state, node, kc, core } = await startRealNodeCluster('real-storage'));
-    timings.push(`control plane with the real node ${seconds(since)}`);
+    const borrowed = await borrowSharedRealNode();
+    giveBack = borrowed.giveBack;
+    ({ node, kc, core } = borrowed.cluster);
+    timings.push(`control plane with the real node (shared) ${seconds(since)}`);
     storage = kc.makeApiClient(k8s.StorageV1Api);
     await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
   });
 
   after(async () => {
-    if (state) await stopControlPlane(state.dir);
+    const since = Date.now();
+    await giveBack?.();
+    timings.push(`given back ${seconds(since)}`);
     if (timings.length) console.log(`      real node storage timings: ${timings.join(', ')}`);
   });
 
@@ -239,26 +212,5 @@ describe('volumes on the real node', function () {
     const prebound = await core.readNamespacedPersistentVolumeClaim({ name: 'kwok-prebound', namespace: NAMESPACE });
     assert.equal(prebound.status?.phase, 'Bound');
     assert.equal(prebound.spec?.volumeName, `${NAMESPACE}-kwok-prebound`);
-  });
-
-  it('down ends the provisioner and removes the volumes it made', async () => {
-    // A volume in use at `down`.
-    await core.createNamespacedPersistentVolumeClaim({ namespace: NAMESPACE, body: claim('left') });
-    await core.createNamespacedPod({
-      namespace: NAMESPACE,
-      body: shellPod('left', 'left', `echo left > /data/${FILE}`, REAL_NODE_PLACEMENT),
-    });
-    await podPhase('left', ['Succeeded']);
-    const volumes = volumesDir(node.root);
-    assert.ok(existsSync(volumes));
-    const pid = node.pids.storage;
-    assert.ok(isAlive(pid));
-    const since = Date.now();
-    await stopControlPlane(state!.dir);
-    timings.push(`down ${seconds(since)}`);
-    state = undefined;
-    assert.equal(isAlive(pid), false);
-    assert.equal(existsSync(volumes), false);
-    assert.equal(existsSync(node.root), false);
   });
 });

@@ -3,17 +3,26 @@
 // buildah (scripts/images/build.sh), imported into the node's containerd and run as a real pod; an
 // Ingress of the class the operator and chart are given routed through Traefik (the node's ingress
 // controller) to that pod. Then `down`, and nothing of the node is left: processes, mounts, links,
-// iptables chains, directories.
+// iptables chains, directories, the volumes the provisioner made. A node of its own, not the one the
+// other real-node suites share: it checks `down`.
 // Root only (CI runs as root). Cold (packages, kubelet, Traefik, base images, the image): about 17 min;
 // warm: ~1 min.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
-import { KWOK_NODE, stopControlPlane, type ControlPlaneState } from '../../scripts/cluster/control-plane.js';
+import {
+  ensureBinaries,
+  KWOK_NODE,
+  stopControlPlane,
+  type ControlPlaneState,
+} from '../../scripts/cluster/control-plane.js';
 import { isAlive } from '../../scripts/cluster/processes.js';
 import {
   buildImage,
@@ -25,7 +34,17 @@ import {
   REAL_NODE_PLACEMENT,
   type RealNodeState,
 } from '../../scripts/cluster/real-node.js';
-import { machineState, seconds, startRealNodeCluster, type MachineState } from '../support/real-node.js';
+import { volumesDir } from '../../scripts/cluster/storage.js';
+import {
+  classlessClaim,
+  execInPod,
+  machineState,
+  seconds,
+  shellPod,
+  startRealNodeCluster,
+  stopSharedRealNode,
+  type MachineState,
+} from '../support/real-node.js';
 
 async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -95,6 +114,8 @@ describe('the real node', function () {
   const timings: string[] = [];
 
   before(async () => {
+    // The machine without the node the other suites share, as `down` must leave it.
+    await stopSharedRealNode();
     // ipset and iptables come with the node's packages: installed first, so `initially` can list them.
     await installRealNodePackages();
     initially = machineState();
@@ -173,6 +194,13 @@ describe('the real node', function () {
     });
     assert.equal(status.status, 'Success');
     assert.match(out, /oauth2-proxy v7\.8\.1/);
+    // The image's proxy is the host's build (build.sh auth-proxy, the same key), not compiled again.
+    const hostProxy = await readFile(path.join(await ensureBinaries('auth-proxy'), 'oauth2-proxy'));
+    const inImage = await execInPod(kc, 'default', 'auth-proxy', 'auth-proxy', [
+      'sha256sum',
+      '/usr/local/bin/oauth2-proxy',
+    ]);
+    assert.equal(inImage.split(' ')[0], createHash('sha256').update(hostProxy).digest('hex'));
 
     // kubelet's KUBE-FIREWALL drops traffic to 127.0.0.0/8 from elsewhere: kwok's loopback pod
     // addresses (127.1.x.x), served and reached on this machine, still work.
@@ -264,6 +292,24 @@ describe('the real node', function () {
   });
 
   it('down stops kubelet, containerd, Traefik, kube-router, local-path-provisioner and the pods, and leaves nothing behind', async () => {
+    // A volume in use at `down`: the provisioner made it for a pod that wrote to it.
+    const namespace = 'volume-left';
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    await core.createNamespacedPersistentVolumeClaim({ namespace, body: classlessClaim('left') });
+    await core.createNamespacedPod({
+      namespace,
+      body: shellPod('left', 'left', 'echo left > /data/hello.txt', REAL_NODE_PLACEMENT),
+    });
+    await waitFor(
+      'the pod writing to its volume',
+      async () =>
+        (await core.readNamespacedPod({ name: 'left', namespace })).status?.phase === 'Succeeded' ? true : undefined,
+      120_000,
+    );
+    const volumes = volumesDir(node.root);
+    assert.ok(existsSync(volumes));
+    const storage = node.pids.storage;
+    assert.ok(isAlive(storage));
     const during = machineState();
     assert.ok(during.links.includes(REAL_NODE_BRIDGE));
     assert.ok(during.iptables.some((line) => line.includes(':KUBE-FIREWALL')));
@@ -283,6 +329,8 @@ describe('the real node', function () {
     const root = state!.realNode!;
     state = undefined;
     assert.deepEqual(pids.filter(isAlive), []);
+    assert.equal(isAlive(storage), false);
+    assert.equal(existsSync(volumes), false);
     assert.deepEqual(machineState(), initially);
     assert.equal(existsSync(dir), false);
     assert.equal(existsSync(root), false);

@@ -1,10 +1,12 @@
-// Loaded by mocha with --require: stops the shared control plane once every suite has run, then
-// fails the run if any process a suite started is still alive (killing it).
+// Loaded by mocha with --require: stops the shared control plane and the shared real node once every
+// suite has run, then fails the run if any process a suite started is still alive (killing it).
 import { stopTestCluster } from './cluster.js';
 import { describeLeftovers, killLeftoverProcesses } from './processes.js';
+import { stopSharedRealNode } from './real-node.js';
 
 export async function mochaGlobalTeardown(): Promise<void> {
   await stopTestCluster();
+  await stopSharedRealNode();
   const left = await killLeftoverProcesses();
   if (left.length === 0) return;
   console.error(`\nThe suites left ${left.length} process(es) running (killed now):\n${describeLeftovers(left)}\n`);

@@ -44,7 +44,7 @@ import { startLearningPlatform, type LearningPlatform } from './learning-platfor
 import { AUDIENCE } from './oidc.js';
 import { listenLoginProvider, type LoginProvider } from './oidc-login.js';
 import { createAppDefinition, ideCloudResources } from './operator.js';
-import { seconds, shipImage, startRealNodeCluster } from './real-node.js';
+import { borrowSharedRealNode, seconds, shipImage, startRealNodeCluster } from './real-node.js';
 import { SERVICE_AUTH_TOKEN } from './service-harness.js';
 
 export const COURSE_NAMESPACE = 'ide-cloud';
@@ -75,6 +75,11 @@ export type CourseOperatorSettings = Partial<OperatorConfigInput>;
 export interface CourseOptions {
   /** Names the temporary directory. */
   suite: string;
+  /**
+   * On the real node the suites share (borrowSharedRealNode), given back at `stop` without the course's
+   * namespace; otherwise a node of its own (the benchmark's), stopped at `stop`.
+   */
+  sharedNode?: boolean;
   apps: CourseApp[];
   /** Starts the service against the course's control plane with the course's identity provider. */
   startService(
@@ -140,15 +145,26 @@ export async function startCourse(options: CourseOptions): Promise<Course> {
     throw error;
   }
 
+  async function borrowedNode() {
+    const { cluster, giveBack } = await borrowSharedRealNode();
+    cleanups.push(giveBack);
+    return cluster;
+  }
+
+  async function ownNode() {
+    const cluster = await startRealNodeCluster(options.suite);
+    cleanups.push(async () => {
+      await stopControlPlane(cluster.state.dir);
+      // The course's directory: the control plane's was in it, and the workspaces' volumes.
+      await rm(path.dirname(cluster.state.dir), { recursive: true, force: true });
+    });
+    return cluster;
+  }
+
   async function start(): Promise<Course> {
     let since = Date.now();
-    const { state, node, kc, core } = await startRealNodeCluster(options.suite);
-    cleanups.push(async () => {
-      await stopControlPlane(state.dir);
-      // The course's directory: the control plane's was in it, and the workspaces' volumes.
-      await rm(path.dirname(state.dir), { recursive: true, force: true });
-    });
-    timings.push(`control plane with the real node ${seconds(since)}`);
+    const { state, node, kc, core } = await (options.sharedNode ? borrowedNode() : ownNode());
+    timings.push(`control plane with the real node${options.sharedNode ? ' (shared)' : ''} ${seconds(since)}`);
     for (const target of ['auth-proxy', 'session-javascript'] as const) await shipImage(node, target, timings);
     since = Date.now();
     await core.createNamespace({ body: { metadata: { name: COURSE_NAMESPACE } } });
