@@ -28,8 +28,8 @@ function ownedBy(object: { metadata: { labels?: Record<string, string> }; spec: 
  * writes are reflected in the caches before it answers.
  */
 export class WorkspaceService {
-  /** Creates in flight per user, not yet in the cache: counted, so concurrent creates cannot pass the limit together. */
-  private readonly creating = new Map<string, number>();
+  /** Names of the creates in flight per user; those not in the cache yet count, so concurrent creates cannot pass the limit together. */
+  private readonly creating = new Map<string, Set<string>>();
 
   constructor(
     private readonly resources: ServiceResources,
@@ -94,15 +94,20 @@ export class WorkspaceService {
   }): Promise<Workspace | undefined> {
     if (input.name !== undefined) this.checkNameFor(input.user, input.name);
     const name = input.name ?? generatedWorkspaceName(input.appDefinition ?? 'workspace', input.user, randomUUID());
-    const pending = this.creating.get(input.user) ?? 0;
+    const workspaces = this.caches.workspaces.list();
+    const inFlight = this.creating.get(input.user) ?? new Set<string>();
+    // A create whose watch event came before its answer is in the cache already: count it once.
+    const cached = new Set(workspaces.map((w) => w.metadata.name));
+    const pending = [...inFlight].filter((n) => !cached.has(n)).length;
     const refusal = checkWorkspaceLimit({
       user: input.user,
-      workspaces: this.caches.workspaces.list(),
+      workspaces,
       workspacesPerUser: this.workspacesPerUser,
       pending,
     });
     if (refusal) throw new ApiError(refusal.code, refusal.reason);
-    this.creating.set(input.user, pending + 1);
+    inFlight.add(name);
+    this.creating.set(input.user, inFlight);
     try {
       const created = await this.resources.workspaces.create({
         metadata: {
@@ -125,9 +130,8 @@ export class WorkspaceService {
       if (error instanceof Conflict) return undefined;
       throw error;
     } finally {
-      const left = (this.creating.get(input.user) ?? 1) - 1;
-      if (left > 0) this.creating.set(input.user, left);
-      else this.creating.delete(input.user);
+      inFlight.delete(name);
+      if (inFlight.size === 0) this.creating.delete(input.user);
     }
   }
 
