@@ -38,10 +38,7 @@ describe('service process killed during a blocking launch, the real operator ser
   let service: ServiceProcess | undefined;
 
   /** A fresh service process; the previous one (each test leaves one running) is stopped first. */
-  const startService = async () => {
-    await service?.kill('SIGTERM');
-    service = await stack.spawnService({ IDE_CLOUD_SESSIONS_PER_USER: '1' });
-  };
+  const startService = async () => (service = await stack.replaceService({ IDE_CLOUD_SESSIONS_PER_USER: '1' }));
 
   const launch = (body: Record<string, unknown>): Promise<Answer> =>
     call(service!.url, 'POST', '/service', {

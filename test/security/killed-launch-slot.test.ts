@@ -30,10 +30,7 @@ describe('security: a session that became ready after its service was killed (27
   this.timeout(300_000);
   let service: ServiceProcess | undefined;
   /** A fresh service process; the previous one (each test leaves one running) is stopped first. */
-  const startService = async () => {
-    await service?.kill('SIGTERM');
-    service = await stack.spawnService({ IDE_CLOUD_SESSIONS_PER_USER: '1' });
-  };
+  const startService = async () => (service = await stack.replaceService({ IDE_CLOUD_SESSIONS_PER_USER: '1' }));
 
   const launch = (user: string, course: string): Promise<Answer> =>
     call(service!.url, 'POST', '/service', {

@@ -70,6 +70,8 @@ export interface Stack extends Readonly<StackParts> {
   startOperator(overrides?: Partial<OperatorConfigInput>, kubeConfig?: k8s.KubeConfig): Promise<RunningOperator>;
   /** Starts the service as its own process (main.ts) on the suite's namespace; the clean-up stops it (SIGTERM, so it writes its coverage). */
   spawnService(env?: Record<string, string>): Promise<ServiceProcess>;
+  /** Stops the service `spawnService` or this started last (SIGTERM), then starts a fresh one. */
+  replaceService(env?: Record<string, string>): Promise<ServiceProcess>;
   /** Stops the operator and starts it again with the suite's settings and `overrides` (a restart, an upgrade). */
   restartOperator(overrides?: Partial<OperatorConfigInput>): Promise<RunningOperator>;
   /**
@@ -103,6 +105,7 @@ const resolve = <T>(setting: Setting<T>, stack: Stack): T =>
 export function useStack(namespace: string, options: StackOptions = {}): Stack {
   const started: Partial<StackParts> = {};
   const steps: (() => Promise<unknown> | unknown)[] = [];
+  let lastSpawned: ServiceProcess | undefined;
   const lastSteps: (() => Promise<unknown> | unknown)[] = [];
   /** Operators the suite started besides `stack.operator`. */
   const others: RunningOperator[] = [];
@@ -128,7 +131,12 @@ export function useStack(namespace: string, options: StackOptions = {}): Stack {
     async spawnService(env?: Record<string, string>) {
       const service = await spawnService(part('cluster').kubeconfig, part('namespace'), env);
       steps.push(() => service.kill('SIGTERM'));
+      lastSpawned = service;
       return service;
+    },
+    async replaceService(env?: Record<string, string>) {
+      await lastSpawned?.kill('SIGTERM');
+      return stack.spawnService(env);
     },
     async restartOperator(overrides?: Partial<OperatorConfigInput>) {
       await part('operator').stop();
