@@ -6,7 +6,7 @@ import { finalizeSession, type FinalizeDeps } from './finalize.js';
 import { releaseFailedSession, type ReleaseDeps } from './release.js';
 import { Pass, writeStatus, type StatusWriterDeps } from './status.js';
 import type { GuardedStep, SessionStepDeps, StepContext } from './steps/context.js';
-import { chooseStrategy, writeMetadata } from './steps/decision.js';
+import { chooseStrategy, ensureFinalizer } from './steps/decision.js';
 import { recordEnvironment, startInjection } from './steps/environment.js';
 import { guards } from './steps/guards.js';
 import { admitsThroughBridge, readiness } from './steps/readiness.js';
@@ -24,12 +24,12 @@ export type SessionReconcilerDeps = SessionStepDeps &
 
 /**
  * Reconciles a Session into a running IDE: fetch → gone? → deleting? finalize → guards (app
- * definition, workspace, limits) → 1 start strategy (reserve a warm instance, or lazy) and what the
- * session's metadata must carry before anything exists (a missing finalizer, a lazy decision) → 2
- * config store → 3 resources (lazy) or attached instance (eager) → 4 environment → 5 route → 6
- * readiness and URL (or a failed start: session/start-failure.ts). Status is gathered in memory and
- * written once, then the pass's Events (each step told when its condition changes), then 7 a warm
- * decision's annotations, off the path to the URL; what the steps throw is mapped by the outcome
+ * definition, workspace, limits) → 1 start strategy (reserve a warm instance, or lazy), and the
+ * finalizer if the session came without it → 2 config store → 3 resources (lazy) or attached instance
+ * (eager) → 4 environment → 5 route → 6 readiness and URL (or a failed start:
+ * session/start-failure.ts). Status is gathered in memory and written once (the decision, the story
+ * of the launch and its URL), then the pass's Events, which a launch that goes well does not have:
+ * failures, warnings and a lost pod's return only. What the steps throw is mapped by the outcome
  * policy. A Failed session's passes release what it still holds (session/release.ts).
  */
 export class SessionReconciler {
@@ -89,8 +89,6 @@ export class SessionReconciler {
       // After the status, in the background: the write carrying the URL never waits for an Event.
       // A status write that failed takes the pass's Events with it; the next pass tells them again.
       for (const [type, reason, message] of pass.events) deps.events.record(session, type, reason, message);
-      // 7. After the status: a decision not annotated yet (a warm launch's), off the path to its URL.
-      await writeMetadata({ deps, session, pass }, 'afterStatus');
     }
   }
 
@@ -98,10 +96,9 @@ export class SessionReconciler {
     const context: StepContext = { deps: this.deps, session: pass.session, pass };
     const step: GuardedStep = { ...context, ...(await guards(context)) };
     pass.ingressName = step.appDefinition.spec.ingressname;
-    // 1. Start strategy; the finalizer if the session came without it, and a lazy decision, before
-    // anything is created (a warm launch's annotations go after its status: reconcile).
+    // 1. Start strategy, and the finalizer if the session came without it, before anything is created.
     await chooseStrategy(step);
-    await writeMetadata(step, 'beforeResources');
+    await ensureFinalizer(step);
     // 2. Config store.
     await applyConfigStore(step);
     // 3. Resources.
