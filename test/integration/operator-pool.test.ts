@@ -127,17 +127,13 @@ describe('operator: warm pool and eager start', function () {
       envVarsFromConfigMaps: ['course'],
       envVarsFromSecrets: ['token'],
     });
-    // The decision's annotations come after the status that carries the URL.
-    const session = await waitForSession(
-      stack.resources,
-      'eager-1',
-      (s) => running(s) && !!s.metadata.annotations?.[ANNOTATIONS.instanceId],
-    );
+    // The decision is in the status that carries the URL, and only there.
+    const session = await waitForSession(stack.resources, 'eager-1', (s) => running(s) && !!s.status?.instanceId);
     assert.equal(session.status?.startStrategy, 'eager');
-    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'eager');
-    const id = session.metadata.annotations?.[ANNOTATIONS.instanceId];
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], undefined, 'not annotated too');
+    const id = session.status?.instanceId;
     assert.ok(id === '1' || id === '2');
-    assert.equal(session.status?.instanceId, id);
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.instanceId], undefined, 'not annotated too');
     assert.match(session.status!.url!, sessionUrlPattern('eager-1'));
 
     const instance = await stack.apps.readNamespacedDeployment({
@@ -336,7 +332,7 @@ describe('operator: warm pool and eager start', function () {
     const strategies = sessions.map((s) => s.status?.startStrategy).sort();
     assert.deepEqual(strategies, ['eager', 'eager', 'lazy-fallback']);
     const lazy = sessions.find((s) => s.status?.startStrategy === 'lazy-fallback')!;
-    assert.equal(lazy.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy-fallback');
+    assert.equal(lazy.metadata.annotations?.[ANNOTATIONS.startStrategy], undefined, 'the decision in the status only');
     await stack.apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace: stack.namespace });
     // No bridge answers on these instances: injection gives up after the attempts, the session stays Running.
     const eager = sessions.find((x) => x.status?.startStrategy === 'eager')!;

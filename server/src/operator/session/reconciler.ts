@@ -1,7 +1,7 @@
 import { isSessionFailed, SessionCondition, SessionReadyReason } from '../../model/session.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
-import { settle, type Outcome, type Reconciled } from '../runtime/outcome.js';
+import { Delay, settle, type Outcome, type Reconciled } from '../runtime/outcome.js';
 import { finalizeSession, type FinalizeDeps } from './finalize.js';
 import { releaseFailedSession, type ReleaseDeps } from './release.js';
 import { Pass, writeStatus, type StatusWriterDeps } from './status.js';
@@ -12,6 +12,11 @@ import { guards } from './steps/guards.js';
 import { admitsThroughBridge, readiness } from './steps/readiness.js';
 import { route } from './steps/route.js';
 import { applyConfigStore, provision } from './steps/workload.js';
+
+/** Settles Delay.injectionGrace from now, keeping no process alive for it. */
+function graceAfterRoute(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Delay.injectionGrace).unref());
+}
 
 export type SessionReconcilerDeps = SessionStepDeps &
   FinalizeDeps &
@@ -104,13 +109,17 @@ export class SessionReconciler {
     // 3. Resources.
     const served = { ...step, workload: await provision(step) };
     // 4. Environment: into a ready warm instance, its first try beside the route's write; when it
-    // ends first the values' arrival goes in the status that carries the URL, else in a later one.
-    // The URL waits for the bridge only where the proxy admits the user through it (6.).
+    // ends by then (or shortly after: Delay.injectionGrace) the values' arrival goes in the status
+    // that carries the URL, else in a later one. The URL waits for the bridge only where the proxy
+    // admits the user through it (6.).
     const injecting = startInjection(served);
     // 5. Route.
     const routed = route(served);
     const waitForBridge = admitsThroughBridge(this.deps.config, served.workload);
-    await Promise.all([routed, injecting && (waitForBridge ? injecting : Promise.race([injecting, routed]))]);
+    await Promise.all([
+      routed,
+      injecting && (waitForBridge ? injecting : Promise.race([injecting, routed.then(() => graceAfterRoute())])),
+    ]);
     recordEnvironment(served, injecting !== undefined);
     // 6. Readiness and URL.
     await readiness(served);
