@@ -72,7 +72,9 @@ describe('the API writes of a launch, Events included', function () {
       .sort();
   }
 
+  /** Launches one at a time: the window of the launch before ends where this one's begins. */
   async function launch(user: string, appDefinition: string): Promise<string> {
+    for (const l of launches.values()) l.to ??= proxy.writes.length;
     const answer = await call(service!.url, 'POST', '/service', {
       body: { appId: SERVICE_AUTH_TOKEN, user, appDefinition, ephemeral: true, env: { fromMap: { K: user } } },
     });
@@ -137,7 +139,13 @@ describe('the API writes of a launch, Events included', function () {
     assert.equal(session.status?.startStrategy, 'eager');
     // The values reached the bridge before the URL went out: their arrival is in the URL's status write.
     assert.equal(findCondition(session.status?.conditions, SessionCondition.envInjected)?.status, 'True');
-    assert.deepEqual(bridge.received, [{ environment: { K: 'wendy@example.com' }, user: 'wendy@example.com' }]);
+    assert.deepEqual(
+      (bridge.received as { environment: Record<string, string>; user: string }[]).map((b) => [
+        b.environment.K,
+        b.user,
+      ]),
+      [['wendy@example.com', 'wendy@example.com']],
+    );
     await eventually(() => assert.deepEqual(writesOf(name), expected), 10_000, 100);
   });
 
