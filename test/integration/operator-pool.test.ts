@@ -168,24 +168,15 @@ describe('operator: warm pool and eager start', function () {
       'the operator sent the token and the reservation',
     );
     assert.ok(!JSON.stringify(injected.status).includes('tok-123'));
-    // A warm launch tells its steps, each once, as Normal Events (the injection's may come before or
-    // after Ready): what `kubectl describe session` shows.
-    const events = await eventually(async () => {
-      const list = await stack.core.listNamespacedEvent({
-        namespace: stack.namespace,
-        fieldSelector: 'involvedObject.kind=Session,involvedObject.name=eager-1',
-      });
-      assert.deepEqual(list.items.map((e) => [e.reason, e.type, e.count]).sort(), [
-        ['Injected', 'Normal', 1],
-        ['Ready', 'Normal', 1],
-        ['Reserved', 'Normal', 1],
-        ['Routed', 'Normal', 1],
-      ]);
-      return list;
+    // A warm launch that goes well records no Event (even one whose values took a second post): its
+    // conditions tell its steps, in the status writes it makes anyway.
+    const events = await stack.core.listNamespacedEvent({
+      namespace: stack.namespace,
+      fieldSelector: 'involvedObject.kind=Session,involvedObject.name=eager-1',
     });
-    assert.equal(
-      events.items.find((e) => e.reason === 'Injected')?.message,
-      'values delivered to the data bridge (posts 2)',
+    assert.deepEqual(
+      events.items.map((e) => [e.reason, e.type, e.count]),
+      [],
     );
     assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('tok-123'));
     assert.ok(stack.operatorLogs.length > 0, 'the operator logged');
