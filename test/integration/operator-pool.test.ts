@@ -100,7 +100,7 @@ describe('operator: warm pool and eager start', function () {
     }
   });
 
-  it('reserves a free instance: annotations, ownership, route, URL, and injects the environment into the bridge', async () => {
+  it('reserves a free instance: the decision in its status, ownership, route, URL, and injects the environment into the bridge', async () => {
     for (const d of await instances()) {
       const ip = await readyPodIp(stack.kc, stack.namespace, `${LABELS.poolInstance}=${d.metadata!.name}`);
       const token = await bridgeToken(stack.kc, stack.namespace, d.metadata!.name!);
