@@ -72,15 +72,29 @@ describe('the API writes of a launch, Events included', function () {
       .sort();
   }
 
-  /** Launches one at a time: the window of the launch before ends where this one's begins. */
-  async function launch(user: string, appDefinition: string): Promise<string> {
+  /**
+   * Launches one at a time (the window of the launch before ends where this one's begins) and keeps
+   * the writes it must make: `expected` sees the launch's writes so far (which verb made the route).
+   */
+  async function launch(
+    user: string,
+    appDefinition: string,
+    expected: (writes: readonly WriteRecord[]) => string[],
+  ): Promise<string> {
     for (const l of launches.values()) l.to ??= proxy.writes.length;
+    const from = proxy.writes.length;
     const answer = await call(service!.url, 'POST', '/service', {
       body: { appId: SERVICE_AUTH_TOKEN, user, appDefinition, ephemeral: true, env: { fromMap: { K: user } } },
     });
     assert.equal(answer.status, 200, answer.text);
-    return new URL(answer.text).pathname.split('/')[1]!;
+    const name = new URL(answer.text).pathname.split('/')[1]!;
+    launches.set(name, { from, expected: expected(proxy.writes.slice(from)).sort() });
+    return name;
   }
+
+  /** The launch's writes are the ones it must make, once its late ones had time to come. */
+  const countedAsExpected = (name: string) =>
+    eventually(() => assert.deepEqual(writesOf(name), launches.get(name)!.expected), 10_000, 100);
 
   before(async () => {
     cluster = await useCluster();
@@ -124,16 +138,14 @@ describe('the API writes of a launch, Events included', function () {
       200,
     );
     bridge = await startBridge(ip, BRIDGE_PORT, { token: await bridgeToken(cluster.kc, namespace, INSTANCE) });
-    const from = proxy.writes.length;
-    const name = await launch('wendy@example.com', WARM);
-    const expected = [
-      'PATCH sessions',
-      'PATCH sessions/status',
+    const name = await launch('wendy@example.com', WARM, (writes) => [
       'POST sessions',
       'PUT deployments',
-      `${proxy.writes.slice(from).find((w) => w.path.includes('/ingresses'))?.method ?? 'PATCH'} ingresses`,
-    ].sort();
-    launches.set(name, { from, expected });
+      // The first route creates the Ingress; a later one is a patch of it.
+      `${writes.find((w) => w.path.includes('/ingresses'))?.method ?? 'PATCH'} ingresses`,
+      'PATCH sessions/status',
+      'PATCH sessions',
+    ]);
     const session = await r.sessions.get(name);
     assert.ok(running(session));
     assert.equal(session.status?.startStrategy, 'eager');
@@ -146,25 +158,22 @@ describe('the API writes of a launch, Events included', function () {
       ]),
       [['wendy@example.com', 'wendy@example.com']],
     );
-    await eventually(() => assert.deepEqual(writesOf(name), expected), 10_000, 100);
+    await countedAsExpected(name);
   });
 
   it('a lazy launch: session, Secret, Deployment, Service, route, two status writes, answered mark: 8 writes, no Event', async () => {
-    const from = proxy.writes.length;
-    const name = await launch('larry@example.com', LAZY);
-    const expected = [
-      'PATCH deployments',
-      'PATCH ingresses',
-      'PATCH secrets',
-      'PATCH services',
-      'PATCH sessions',
-      'PATCH sessions/status',
-      'PATCH sessions/status',
+    const name = await launch('larry@example.com', LAZY, () => [
       'POST sessions',
-    ].sort();
-    launches.set(name, { from, expected });
+      'PATCH secrets',
+      'PATCH deployments',
+      'PATCH services',
+      'PATCH ingresses',
+      'PATCH sessions/status',
+      'PATCH sessions/status',
+      'PATCH sessions',
+    ]);
     assert.equal((await r.sessions.get(name)).status?.startStrategy, 'lazy-fallback');
-    await eventually(() => assert.deepEqual(writesOf(name), expected), 10_000, 100);
+    await countedAsExpected(name);
   });
 
   it('no launch wrote more later: each count holds once a stop of the warm session has gone through', async () => {
