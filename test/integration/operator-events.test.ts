@@ -78,6 +78,17 @@ describe('operator: Events tell the story of a launch', function () {
     return list.items.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
   }
 
+  /**
+   * Returns once every Event the operator recorded so far is written: one writer sends them in order,
+   * so a refused session's Failed Event, seen, comes after them all.
+   */
+  async function eventsWritten(): Promise<void> {
+    const barrier = `barrier-${Date.now().toString(36)}`;
+    await createSession(r, barrier, { user: 'barry@example.com', appDefinition: 'no-such-app' });
+    await eventually(async () => assert.ok((await eventsOf(barrier)).some((e) => e.reason === 'Failed')));
+    await r.sessions.delete(barrier);
+  }
+
   before(async () => {
     cluster = await useCluster();
     namespace = await createTestNamespace(cluster.kc, 'op-events');
@@ -117,8 +128,10 @@ describe('operator: Events tell the story of a launch', function () {
     assert.equal(conditions.Ready?.message, 'the IDE pod is ready (eager start)');
     assert.ok(conditions.Ready?.lastTransitionTime, 'the time the session began to serve');
     // The pass that wrote the URL is over once its status is read back: it sent no Event.
-    assert.equal(events.waiting(), 0, 'no Event write sent');
+    const sent = events.waiting();
     events.release();
+    assert.equal(sent, 0, 'no Event write sent');
+    await eventsWritten();
     assert.deepEqual(await eventsOf('warm-1'), []);
   });
 
@@ -138,6 +151,7 @@ describe('operator: Events tell the story of a launch', function () {
         ['Ready', 'True', 'the IDE pod is ready (lazy-fallback start)'],
       ],
     );
+    await eventsWritten();
     assert.deepEqual(await eventsOf('lazy-1'), []);
     assert.ok(!JSON.stringify(session.status).includes('value-never-in-an-event'));
   });
