@@ -2,13 +2,14 @@
 // on one proxy in front of the real kube-apiserver (test/support/kube-write-proxy.ts), which records
 // each mutating request but the leader's Lease renewals. A warm launch (an ephemeral session on a
 // free warm instance, as a course link makes it) writes the session, the claim, the route, the status
-// that carries the URL (with the values' arrival) and the service's answered mark: 5. A lazy launch
+// that carries the URL (with the values' arrival) and the service's answered mark, which carries the
+// decision's annotations the spec asks for: 5. A lazy launch
 // writes the session, its Secret, Deployment and Service, the route, two status writes (starting,
 // then the URL) and the mark: 8. A launch that goes well records no Event.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
-import { LABELS } from '../../server/src/model/api-group.js';
+import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import { findCondition } from '../../server/src/model/conditions.js';
 import { SessionCondition } from '../../server/src/model/session.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
@@ -149,6 +150,9 @@ describe('the API writes of a launch, Events included', function () {
     const session = await r.sessions.get(name);
     assert.ok(running(session));
     assert.equal(session.status?.startStrategy, 'eager');
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'eager');
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.instanceId], session.status?.instanceId);
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.unanswered], undefined);
     // The values reached the bridge before the URL went out: their arrival is in the URL's status write.
     assert.equal(findCondition(session.status?.conditions, SessionCondition.envInjected)?.status, 'True');
     assert.deepEqual(
@@ -172,7 +176,9 @@ describe('the API writes of a launch, Events included', function () {
       'PATCH sessions/status',
       'PATCH sessions',
     ]);
-    assert.equal((await r.sessions.get(name)).status?.startStrategy, 'lazy-fallback');
+    const session = await r.sessions.get(name);
+    assert.equal(session.status?.startStrategy, 'lazy-fallback');
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy-fallback');
     await countedAsExpected(name);
   });
 

@@ -627,8 +627,8 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
 
 /**
  * A warm launch of a session created with the finalizer: the claim, the route and the status that
- * carries the URL, and nothing else: no write of the session's metadata (its decision is in the
- * status only), nothing of the lazy path. (The pool's counts in the app definition's status may come between.)
+ * carries the URL, and only after that status the session's metadata (its decision's annotations),
+ * once; nothing of the lazy path. (The pool's counts in the app definition's status may come between.)
  */
 function assertWarmLaunchOrder(signatures: readonly string[]): void {
   const own = signatures.filter((s) => !s.includes('/appdefinitions/'));
@@ -642,11 +642,16 @@ function assertWarmLaunchOrder(signatures: readonly string[]): void {
   const metadata = own.indexOf(`PATCH /apis/${API_VERSION}/namespaces/<namespace>/sessions/<session>`);
   const order = own.join('\n      ');
   assert.ok(claim >= 0 && route > claim && status > route, `claim, route, then status:\n      ${order}`);
-  assert.equal(metadata, -1, `no write of the session's metadata:\n      ${order}`);
+  assert.ok(metadata > status, `the session's metadata after its first status write:\n      ${order}`);
+  assert.equal(
+    own.filter((s) => s === own[metadata]).length,
+    1,
+    `the session's metadata written once:\n      ${order}`,
+  );
   assert.equal(
     own.length,
-    own.filter((s) => s === own[status]).length + 2,
-    `claim, route and status only:\n      ${order}`,
+    own.filter((s) => s === own[status]).length + 3,
+    `claim, route, metadata and status only:\n      ${order}`,
   );
 }
 

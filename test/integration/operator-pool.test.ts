@@ -100,7 +100,7 @@ describe('operator: warm pool and eager start', function () {
     }
   });
 
-  it('reserves a free instance: the decision in its status, ownership, route, URL, and injects the environment into the bridge', async () => {
+  it('reserves a free instance: annotations, ownership, route, URL, and injects the environment into the bridge', async () => {
     for (const d of await instances()) {
       const ip = await readyPodIp(stack.kc, stack.namespace, `${LABELS.poolInstance}=${d.metadata!.name}`);
       const token = await bridgeToken(stack.kc, stack.namespace, d.metadata!.name!);
@@ -127,13 +127,17 @@ describe('operator: warm pool and eager start', function () {
       envVarsFromConfigMaps: ['course'],
       envVarsFromSecrets: ['token'],
     });
-    // The decision is in the status that carries the URL, and only there.
-    const session = await waitForSession(stack.resources, 'eager-1', (s) => running(s) && !!s.status?.instanceId);
+    // The decision's annotations come after the status that carries the URL.
+    const session = await waitForSession(
+      stack.resources,
+      'eager-1',
+      (s) => running(s) && !!s.metadata.annotations?.[ANNOTATIONS.instanceId],
+    );
     assert.equal(session.status?.startStrategy, 'eager');
-    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], undefined, 'not annotated too');
-    const id = session.status?.instanceId;
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'eager');
+    const id = session.metadata.annotations?.[ANNOTATIONS.instanceId];
     assert.ok(id === '1' || id === '2');
-    assert.equal(session.metadata.annotations?.[ANNOTATIONS.instanceId], undefined, 'not annotated too');
+    assert.equal(session.status?.instanceId, id);
     assert.match(session.status!.url!, sessionUrlPattern('eager-1'));
 
     const instance = await stack.apps.readNamespacedDeployment({
@@ -273,11 +277,14 @@ describe('operator: warm pool and eager start', function () {
       assert.notEqual(claimOf(back), claim, 'a fresh claim');
       return claimOf(back);
     }, 30_000);
-    const next = await stack.core.readNamespacedPersistentVolumeClaim({ name: fresh, namespace: stack.namespace });
-    assert.deepEqual(
-      next.metadata?.ownerReferences?.map((o) => [o.kind, o.name]),
-      [['Deployment', name]],
-    );
+    // The fresh claim is created right after the Deployment that names it (it is owned by it).
+    await eventually(async () => {
+      const next = await stack.core.readNamespacedPersistentVolumeClaim({ name: fresh, namespace: stack.namespace });
+      assert.deepEqual(
+        next.metadata?.ownerReferences?.map((o) => [o.kind, o.name]),
+        [['Deployment', name]],
+      );
+    }, 30_000);
     // The workspace keeps its claim.
     await stack.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: stack.namespace });
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
@@ -323,7 +330,11 @@ describe('operator: warm pool and eager start', function () {
     const strategies = sessions.map((s) => s.status?.startStrategy).sort();
     assert.deepEqual(strategies, ['eager', 'eager', 'lazy-fallback']);
     const lazy = sessions.find((s) => s.status?.startStrategy === 'lazy-fallback')!;
-    assert.equal(lazy.metadata.annotations?.[ANNOTATIONS.startStrategy], undefined, 'the decision in the status only');
+    await waitForSession(
+      stack.resources,
+      lazy.metadata.name,
+      (s) => s.metadata.annotations?.[ANNOTATIONS.startStrategy] === 'lazy-fallback',
+    );
     await stack.apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace: stack.namespace });
     // No bridge answers on these instances: injection gives up after the attempts, the session stays Running.
     const eager = sessions.find((x) => x.status?.startStrategy === 'eager')!;

@@ -1,7 +1,7 @@
-// The writes of a launch: the service's finalizer spares the operator a metadata write, the decision
-// is in the status only (never annotated), a decision whose status was never written is taken up from
-// the world, a route is found for clean-up without an annotation, and a ready bridge's values arrive
-// in the status that carries the URL.
+// The writes of a launch: the service's finalizer spares the operator a metadata write before the
+// URL, the decision's annotations come after the status (or with the service's answered mark), a
+// decision whose status was never written is taken up from the world, a route is found for clean-up
+// without an annotation, and a ready bridge's values arrive in the status that carries the URL.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,7 +18,7 @@ import { removeSessionRoute } from '../../src/operator/session/finalize.js';
 import { DataInjector } from '../../src/operator/session/injection.js';
 import { Pass } from '../../src/operator/session/status.js';
 import type { SessionStepDeps } from '../../src/operator/session/steps/context.js';
-import { ensureFinalizer } from '../../src/operator/session/steps/decision.js';
+import { annotateDecision, ensureFinalizer } from '../../src/operator/session/steps/decision.js';
 import { guards } from '../../src/operator/session/steps/guards.js';
 
 const NAMESPACE = 'ns';
@@ -90,8 +90,8 @@ function decided(s: Session, strategy: 'eager' | 'lazy-fallback', instanceId?: s
   return pass;
 }
 
-describe('a launch writes no session metadata: its decision is in the status only', () => {
-  it('a session created with the finalizer: no write of its metadata, eager or lazy', async () => {
+describe("a launch's session metadata: the finalizer before anything, the decision's annotations after the status", () => {
+  it('a session created with the finalizer: nothing written before its resources, eager or lazy', async () => {
     for (const [name, strategy] of [
       ['warm-1', 'eager'],
       ['lazy-1', 'lazy-fallback'],
@@ -107,7 +107,63 @@ describe('a launch writes no session metadata: its decision is in the status onl
       });
       assert.deepEqual(patches, [], `${strategy}: nothing written`);
       assert.ok(d.limitsPassed.has(name), 'the limits still count it until its status is cached');
-      assert.equal(s.metadata.annotations, undefined, 'no annotation');
+      assert.equal(s.metadata.annotations, undefined, 'no annotation before the status');
+    }
+  });
+
+  it("after the status: one write of the decision's annotations on the session read, none once they are there", async () => {
+    for (const [name, strategy, instanceId] of [
+      ['warm-4', 'eager', '2'],
+      ['lazy-4', 'lazy-fallback', undefined],
+    ] as const) {
+      const s = session(name, 'wendy@example.com', { finalizers: [SESSION_FINALIZER] });
+      const { api, patches } = sessionsApi(s);
+      const d = deps({ sessionsApi: api } as Partial<SessionStepDeps>);
+      await annotateDecision({ deps: d, session: s, pass: decided(s, strategy, instanceId) });
+      assert.deepEqual(patches, [
+        {
+          metadata: {
+            uid: `uid-${name}`,
+            annotations: {
+              [ANNOTATIONS.startStrategy]: strategy,
+              ...(instanceId ? { [ANNOTATIONS.instanceId]: instanceId } : {}),
+            },
+          },
+        },
+      ]);
+      const annotated = session(name, 'wendy@example.com', {
+        finalizers: [SESSION_FINALIZER],
+        annotations: patches[0]!.metadata.annotations as Record<string, string>,
+      });
+      await annotateDecision({ deps: d, session: annotated, pass: decided(annotated, strategy, instanceId) });
+      assert.equal(patches.length, 1, `${strategy}: annotated once`);
+    }
+  });
+
+  it("an ephemeral launch's session not answered yet: the operator leaves the annotations to the service's answer", async () => {
+    const s = session('warm-5', 'wendy@example.com', {
+      finalizers: [SESSION_FINALIZER],
+      annotations: { [ANNOTATIONS.unanswered]: 'true' },
+    });
+    const { api, patches } = sessionsApi(s);
+    await annotateDecision({
+      deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>),
+      session: s,
+      pass: decided(s, 'eager', '3'),
+    });
+    assert.deepEqual(patches, []);
+  });
+
+  it('the annotations after the status leave a session gone or replaced under the same name alone', async () => {
+    for (const code of [404, 409]) {
+      const s = session('warm-6', 'wendy@example.com', { finalizers: [SESSION_FINALIZER] });
+      const error = Object.assign(new Error('precondition'), { code });
+      const api = { mergePatch: async () => Promise.reject(error) };
+      await annotateDecision({
+        deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>),
+        session: s,
+        pass: decided(s, 'eager', '1'),
+      });
     }
   });
 

@@ -6,7 +6,7 @@ import { finalizeSession, type FinalizeDeps } from './finalize.js';
 import { releaseFailedSession, type ReleaseDeps } from './release.js';
 import { Pass, writeStatus, type StatusWriterDeps } from './status.js';
 import type { GuardedStep, SessionStepDeps, StepContext } from './steps/context.js';
-import { chooseStrategy, ensureFinalizer } from './steps/decision.js';
+import { annotateDecision, chooseStrategy, ensureFinalizer } from './steps/decision.js';
 import { recordEnvironment, startInjection } from './steps/environment.js';
 import { guards } from './steps/guards.js';
 import { admitsThroughBridge, readiness } from './steps/readiness.js';
@@ -34,7 +34,8 @@ export type SessionReconcilerDeps = SessionStepDeps &
  * (eager) → 4 environment → 5 route → 6 readiness and URL (or a failed start:
  * session/start-failure.ts). Status is gathered in memory and written once (the decision, the story
  * of the launch and its URL), then the pass's Events, which a launch that goes well does not have:
- * failures, warnings and a lost pod's return only. What the steps throw is mapped by the outcome
+ * failures, warnings and a lost pod's return only, then 7 the decision's annotations (unless the
+ * service writes them with its answer: steps/decision.ts). What the steps throw is mapped by the outcome
  * policy. A Failed session's passes release what it still holds (session/release.ts).
  */
 export class SessionReconciler {
@@ -94,6 +95,8 @@ export class SessionReconciler {
       // After the status, in the background: the write carrying the URL never waits for an Event.
       // A status write that failed takes the pass's Events with it; the next pass tells them again.
       for (const [type, reason, message] of pass.events) deps.events.record(session, type, reason, message);
+      // 7. After the status, off the path to the URL: the decision's annotations the spec asks for.
+      await annotateDecision({ deps, session, pass });
     }
   }
 

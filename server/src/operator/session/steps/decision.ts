@@ -2,11 +2,17 @@
  * 1. The start strategy: a warm instance or a lazy start, told as the Reserved condition and in the
  * status only; a decision a crashed pass made is taken up; the finalizer of a session created without it.
  */
-import { isConflict } from '../../../kube/client.js';
+import { isConflict, isNotFound } from '../../../kube/client.js';
 import { ANNOTATIONS, SESSION_FINALIZER } from '../../../model/api-group.js';
 import { effectiveMinInstances, type AppDefinition } from '../../../model/app-definition.js';
 import { findCondition } from '../../../model/conditions.js';
-import { decidedStartStrategy, SessionCondition, SessionReservedReason } from '../../../model/session.js';
+import {
+  decidedStartStrategy,
+  decisionAnnotatedByService,
+  missingDecisionAnnotations,
+  SessionCondition,
+  SessionReservedReason,
+} from '../../../model/session.js';
 import type { PoolInstance } from '../../pool/instances.js';
 import { finalizersOf } from '../../runtime/objects.js';
 import { Delay, RetryLater } from '../../runtime/outcome.js';
@@ -123,8 +129,8 @@ function tellStrategy(pass: Pass, workspaceHoldsWork: boolean): void {
 /**
  * The finalizer, when the session came without it (the service sets it; kubectl does not): one write
  * before anything the session cleans up exists, against the version read so no one's finalizer is
- * lost, and only on the session read (its uid). The decision itself goes into the status alone:
- * annotating it too would write it twice (a crashed pass's decision is taken up from the world).
+ * lost, and only on the session read (its uid). The decision's annotations come after the status
+ * (`annotateDecision`): a crashed pass's decision is taken up from the world.
  */
 export async function ensureFinalizer({ deps, session }: StepContext): Promise<void> {
   const finalizers = finalizersOf(session);
@@ -141,6 +147,27 @@ export async function ensureFinalizer({ deps, session }: StepContext): Promise<v
     session.metadata = { ...session.metadata, ...updated.metadata };
   } catch (error) {
     if (isConflict(error)) throw new RetryLater('session changed while its finalizer was written', Delay.conflict);
+    throw error;
+  }
+}
+
+/**
+ * After the pass's status: the decision's annotations the spec asks for (`missingDecisionAnnotations`),
+ * one write off the path to the URL, when the session lacks them and the service does not write them
+ * with its answer (an ephemeral launch not answered yet). Only on the session read (its uid); a session
+ * gone or replaced meanwhile is left alone.
+ */
+export async function annotateDecision({ deps, session, pass }: StepContext): Promise<void> {
+  if (decisionAnnotatedByService(session.metadata)) return;
+  const annotations = missingDecisionAnnotations(session.metadata, pass.status);
+  if (Object.keys(annotations).length === 0) return;
+  try {
+    const updated = await deps.sessionsApi.mergePatch(session.metadata.name, {
+      metadata: { uid: session.metadata.uid, annotations },
+    });
+    deps.sessions.observe(updated);
+  } catch (error) {
+    if (isNotFound(error) || isConflict(error)) return;
     throw error;
   }
 }
