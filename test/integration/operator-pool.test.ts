@@ -172,24 +172,15 @@ describe('operator: warm pool and eager start', function () {
       'the operator sent the token and the reservation',
     );
     assert.ok(!JSON.stringify(injected.status).includes('tok-123'));
-    // A warm launch tells its steps, each once, as Normal Events (the injection's may come before or
-    // after Ready): what `kubectl describe session` shows.
-    const events = await eventually(async () => {
-      const list = await stack.core.listNamespacedEvent({
-        namespace: stack.namespace,
-        fieldSelector: 'involvedObject.kind=Session,involvedObject.name=eager-1',
-      });
-      assert.deepEqual(list.items.map((e) => [e.reason, e.type, e.count]).sort(), [
-        ['Injected', 'Normal', 1],
-        ['Ready', 'Normal', 1],
-        ['Reserved', 'Normal', 1],
-        ['Routed', 'Normal', 1],
-      ]);
-      return list;
+    // A warm launch that goes well records no Event (even one whose values took a second post): its
+    // conditions tell its steps, in the status writes it makes anyway.
+    const events = await stack.core.listNamespacedEvent({
+      namespace: stack.namespace,
+      fieldSelector: 'involvedObject.kind=Session,involvedObject.name=eager-1',
     });
-    assert.equal(
-      events.items.find((e) => e.reason === 'Injected')?.message,
-      'values delivered to the data bridge (posts 2)',
+    assert.deepEqual(
+      events.items.map((e) => [e.reason, e.type, e.count]),
+      [],
     );
     assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('tok-123'));
     assert.ok(stack.operatorLogs.length > 0, 'the operator logged');
@@ -286,11 +277,14 @@ describe('operator: warm pool and eager start', function () {
       assert.notEqual(claimOf(back), claim, 'a fresh claim');
       return claimOf(back);
     }, 30_000);
-    const next = await stack.core.readNamespacedPersistentVolumeClaim({ name: fresh, namespace: stack.namespace });
-    assert.deepEqual(
-      next.metadata?.ownerReferences?.map((o) => [o.kind, o.name]),
-      [['Deployment', name]],
-    );
+    // The fresh claim is created right after the Deployment that names it (it is owned by it).
+    await eventually(async () => {
+      const next = await stack.core.readNamespacedPersistentVolumeClaim({ name: fresh, namespace: stack.namespace });
+      assert.deepEqual(
+        next.metadata?.ownerReferences?.map((o) => [o.kind, o.name]),
+        [['Deployment', name]],
+      );
+    }, 30_000);
     // The workspace keeps its claim.
     await stack.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: stack.namespace });
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
@@ -336,7 +330,11 @@ describe('operator: warm pool and eager start', function () {
     const strategies = sessions.map((s) => s.status?.startStrategy).sort();
     assert.deepEqual(strategies, ['eager', 'eager', 'lazy-fallback']);
     const lazy = sessions.find((s) => s.status?.startStrategy === 'lazy-fallback')!;
-    assert.equal(lazy.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy-fallback');
+    await waitForSession(
+      stack.resources,
+      lazy.metadata.name,
+      (s) => s.metadata.annotations?.[ANNOTATIONS.startStrategy] === 'lazy-fallback',
+    );
     await stack.apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace: stack.namespace });
     // No bridge answers on these instances: injection gives up after the attempts, the session stays Running.
     const eager = sessions.find((x) => x.status?.startStrategy === 'eager')!;

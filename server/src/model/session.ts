@@ -237,6 +237,34 @@ export function isActiveSession(session: Pick<Session, 'status' | 'metadata'>): 
 }
 
 /**
+ * The annotations the spec asks of a decided session (`ide-cloud.io/session-start-strategy` and, on a
+ * warm instance, `ide-cloud.io/instance-id`) that its metadata does not carry yet, from the decision in
+ * `status`. Written by whoever writes the session's metadata next on a launch: the service with its
+ * answered mark (an ephemeral launch), else the operator after the status (`decisionAnnotatedByService`).
+ */
+export function missingDecisionAnnotations(
+  metadata: Pick<Session['metadata'], 'annotations'>,
+  status: Pick<SessionStatus, 'startStrategy' | 'instanceId'> | undefined,
+): Record<string, string> {
+  const wanted: Record<string, string | undefined> = {
+    [ANNOTATIONS.startStrategy]: status?.startStrategy,
+    [ANNOTATIONS.instanceId]: status?.instanceId,
+  };
+  const annotations = metadata.annotations ?? {};
+  return Object.fromEntries(
+    Object.entries(wanted).filter((e): e is [string, string] => !!e[1] && annotations[e[0]] !== e[1]),
+  );
+}
+
+/**
+ * Whether the service writes the session's decision annotations: an ephemeral launch's session still
+ * unanswered gets them in the one write that clears its mark, so the operator leaves them alone.
+ */
+export function decisionAnnotatedByService(metadata: Pick<Session['metadata'], 'annotations'>): boolean {
+  return metadata.annotations?.[ANNOTATIONS.unanswered] === 'true';
+}
+
+/**
  * Whether someone may hold the session's URL: it has one, and its launch did not leave it
  * unanswered (`ANNOTATIONS.unanswered`: the service was killed between the URL and the answer).
  * Sessions of a service before that mark count as handed out once they have a URL.

@@ -113,7 +113,7 @@ class Controllers {
     // Pool counts change with every reservation: one app definition pass per burst, not per launch.
     const poolChanged = (name: string) => appQueue.addAfter(name, Delay.poolStatusBatch);
     // The injector wakes the session's reconciler when an injection ends.
-    this.injector = new DataInjector(clients.core, config, (name) => sessionQueue.add(name), log);
+    this.injector = new DataInjector(clients.core, config, (name) => sessionQueue.add(name), log, cache.pods);
     const shared: Shared = { clients, config, cache, events, log, ...poolAndRoutes(clients, config, cache) };
     // Lazy starts at a rate, first come first served; a gate's wake-up is a pass of that session.
     const admission =

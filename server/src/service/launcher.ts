@@ -8,7 +8,14 @@ import { ErrorCode } from '../model/error-codes.js';
 import { checkSessionLimits, LAUNCH_WAITERS } from '../model/limits.js';
 import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
 import type { EnvironmentVars } from '../model/requests.js';
-import { isActiveSession, isSessionFailed, isSessionReady, urlHandedOut, type Session } from '../model/session.js';
+import {
+  isActiveSession,
+  isSessionFailed,
+  isSessionReady,
+  missingDecisionAnnotations,
+  urlHandedOut,
+  type Session,
+} from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
 import type { CachedResource } from './cache.js';
 import type { AppDefinitionCatalog } from './catalog.js';
@@ -522,9 +529,9 @@ export class Launcher {
   /**
    * Clears the unanswered mark of an ephemeral session before its URL goes out: from then on it may
    * be in someone's hands, and no launch at a limit takes it (`isHalfStartedEphemeral`). Written on
-   * that session (its uid: another of the name is refused, 422), with no resourceVersion: the
-   * operator writes the session's annotations right after its URL, and a conflict there would cost a
-   * read and a second write on the path to the answer. This write changes the resourceVersion, so a
+   * that session (its uid: another of the name is refused, 422), with the decision's annotations the
+   * spec asks for (the operator leaves them to this write: one write fewer per launch), with no
+   * resourceVersion: a conflict would cost a read and a second write on the path to the answer. This write changes the resourceVersion, so a
    * replacing launch's delete (preconditions as read) and it cannot both win: a session whose delete
    * came first shows its deletionTimestamp in the answer and answers 474, never a URL that is going
    * away. Written before the answer: a kill between the two leaves a session nobody holds but nobody
@@ -534,7 +541,12 @@ export class Launcher {
     if (session.metadata.annotations?.[ANNOTATIONS.unanswered] !== 'true') return;
     const { name, uid } = session.metadata;
     try {
-      const body = { metadata: { uid, annotations: { [ANNOTATIONS.unanswered]: null } } };
+      // The same write carries the decision's annotations, which the operator leaves to it.
+      const annotations = {
+        [ANNOTATIONS.unanswered]: null,
+        ...missingDecisionAnnotations(session.metadata, session.status),
+      };
+      const body = { metadata: { uid, annotations } };
       const marked = await this.deps.resources.sessions.mergePatch(
         name,
         body,

@@ -151,9 +151,9 @@ describe('operator events: the recorder', () => {
     const fake = fakeApi();
     const recorder = new EventRecorder(fake.api, 'test', silent);
     fake.hold();
-    recorder.record(session, 'Normal', 'Reserved', 'warm instance 1 reserved');
-    recorder.record(session, 'Normal', 'Routed', 'route added');
-    recorder.record(session, 'Normal', 'Routed', 'route added');
+    recorder.record(session, 'Normal', 'StopWarning', 'warm instance 1 reserved');
+    recorder.record(session, 'Warning', 'NotReady', 'route added');
+    recorder.record(session, 'Warning', 'NotReady', 'route added');
     recorder.record(session, 'Normal', 'Ready', 'ready');
     assert.equal(fake.heldCount(), 1, 'one write at a time');
     fake.release();

@@ -1,7 +1,7 @@
-// The writes of a warm launch: the service's finalizer spares the operator a metadata write before the
-// URL, the decision is annotated after the status, a decision whose status was never written is taken
-// up from the world, a route is found for clean-up without its annotation, and a ready bridge's values
-// arrive in the status that carries the URL.
+// The writes of a launch: the service's finalizer spares the operator a metadata write before the
+// URL, the decision's annotations come after the status (or with the service's answered mark), a
+// decision whose status was never written is taken up from the world, a route is found for clean-up
+// without an annotation, and a ready bridge's values arrive in the status that carries the URL.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,11 +14,11 @@ import { routePath } from '../../src/operator/manifests.js';
 import type { PoolInstance } from '../../src/operator/pool/instances.js';
 import type { RouteEntry } from '../../src/operator/routes/ingress.js';
 import { createLogger } from '../../src/operator/runtime/logger.js';
-import { ROUTE_ANNOTATION, removeSessionRoute } from '../../src/operator/session/finalize.js';
+import { removeSessionRoute } from '../../src/operator/session/finalize.js';
 import { DataInjector } from '../../src/operator/session/injection.js';
 import { Pass } from '../../src/operator/session/status.js';
 import type { SessionStepDeps } from '../../src/operator/session/steps/context.js';
-import { writeMetadata } from '../../src/operator/session/steps/decision.js';
+import { annotateDecision, ensureFinalizer } from '../../src/operator/session/steps/decision.js';
 import { guards } from '../../src/operator/session/steps/guards.js';
 
 const NAMESPACE = 'ns';
@@ -90,68 +90,111 @@ function decided(s: Session, strategy: 'eager' | 'lazy-fallback', instanceId?: s
   return pass;
 }
 
-describe('a warm launch: its session metadata off the path to the URL', () => {
-  it('a session created with the finalizer: a warm decision waits for the status, then one write of the annotations on that session', async () => {
-    const s = session('warm-1', 'wendy@example.com', { finalizers: [SESSION_FINALIZER] });
-    const { api, patches } = sessionsApi(s);
-    const d = deps({ sessionsApi: api } as Partial<SessionStepDeps>);
-    d.limitsPassed.add('warm-1');
-    const pass = decided(s, 'eager', '2');
-    await writeMetadata({ deps: d, session: s, pass }, 'beforeResources');
-    assert.deepEqual(patches, [], 'nothing before the route and the status');
-    assert.ok(d.limitsPassed.has('warm-1'), 'the limits still count it: its decision is in no cache yet');
-    await writeMetadata({ deps: d, session: s, pass }, 'afterStatus');
-    assert.deepEqual(patches, [
-      {
-        metadata: {
-          uid: 'uid-warm-1',
-          annotations: {
-            [ANNOTATIONS.startStrategy]: 'eager',
-            [ROUTE_ANNOTATION]: INGRESS,
-            [ANNOTATIONS.instanceId]: '2',
-          },
-        },
-      },
-    ]);
-    assert.equal(s.metadata.annotations?.[ANNOTATIONS.instanceId], '2');
-    assert.ok(!d.limitsPassed.has('warm-1'));
-    await writeMetadata({ deps: d, session: s, pass }, 'afterStatus');
-    assert.equal(patches.length, 1, 'annotated once');
+describe("a launch's session metadata: the finalizer before anything, the decision's annotations after the status", () => {
+  it('a session created with the finalizer: nothing written before its resources, eager or lazy', async () => {
+    for (const [name, strategy] of [
+      ['warm-1', 'eager'],
+      ['lazy-1', 'lazy-fallback'],
+    ] as const) {
+      const s = session(name, 'wendy@example.com', { finalizers: [SESSION_FINALIZER] });
+      const { api, patches } = sessionsApi(s);
+      const d = deps({ sessionsApi: api } as Partial<SessionStepDeps>);
+      d.limitsPassed.add(name);
+      await ensureFinalizer({
+        deps: d,
+        session: s,
+        pass: decided(s, strategy, strategy === 'eager' ? '2' : undefined),
+      });
+      assert.deepEqual(patches, [], `${strategy}: nothing written`);
+      assert.ok(d.limitsPassed.has(name), 'the limits still count it until its status is cached');
+      assert.equal(s.metadata.annotations, undefined, 'no annotation before the status');
+    }
   });
 
-  it('a session created without the finalizer (kubectl) gets it, with the decision, before its route', async () => {
+  it("after the status: one write of the decision's annotations on the session read, none once they are there", async () => {
+    for (const [name, strategy, instanceId] of [
+      ['warm-4', 'eager', '2'],
+      ['lazy-4', 'lazy-fallback', undefined],
+    ] as const) {
+      const s = session(name, 'wendy@example.com', { finalizers: [SESSION_FINALIZER] });
+      const { api, patches } = sessionsApi(s);
+      const d = deps({ sessionsApi: api } as Partial<SessionStepDeps>);
+      await annotateDecision({ deps: d, session: s, pass: decided(s, strategy, instanceId) });
+      assert.deepEqual(patches, [
+        {
+          metadata: {
+            uid: `uid-${name}`,
+            annotations: {
+              [ANNOTATIONS.startStrategy]: strategy,
+              ...(instanceId ? { [ANNOTATIONS.instanceId]: instanceId } : {}),
+            },
+          },
+        },
+      ]);
+      const annotated = session(name, 'wendy@example.com', {
+        finalizers: [SESSION_FINALIZER],
+        annotations: patches[0]!.metadata.annotations as Record<string, string>,
+      });
+      await annotateDecision({ deps: d, session: annotated, pass: decided(annotated, strategy, instanceId) });
+      assert.equal(patches.length, 1, `${strategy}: annotated once`);
+    }
+  });
+
+  it("an ephemeral launch's session not answered yet: the operator leaves the annotations to the service's answer", async () => {
+    const s = session('warm-5', 'wendy@example.com', {
+      finalizers: [SESSION_FINALIZER],
+      annotations: { [ANNOTATIONS.unanswered]: 'true' },
+    });
+    const { api, patches } = sessionsApi(s);
+    await annotateDecision({
+      deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>),
+      session: s,
+      pass: decided(s, 'eager', '3'),
+    });
+    assert.deepEqual(patches, []);
+  });
+
+  it('the annotations after the status leave a session gone or replaced under the same name alone', async () => {
+    for (const code of [404, 409]) {
+      const s = session('warm-6', 'wendy@example.com', { finalizers: [SESSION_FINALIZER] });
+      const error = Object.assign(new Error('precondition'), { code });
+      const api = { mergePatch: async () => Promise.reject(error) };
+      await annotateDecision({
+        deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>),
+        session: s,
+        pass: decided(s, 'eager', '1'),
+      });
+    }
+  });
+
+  it('a session created without the finalizer (kubectl) gets it, alone, before its route', async () => {
     const s = session('warm-2', 'wendy@example.com');
     const { api, patches } = sessionsApi(s);
-    await writeMetadata(
-      { deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>), session: s, pass: decided(s, 'eager', '1') },
-      'beforeResources',
-    );
+    await ensureFinalizer({
+      deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>),
+      session: s,
+      pass: decided(s, 'eager', '1'),
+    });
     assert.equal(patches.length, 1);
     const metadata = patches[0]!.metadata as Record<string, unknown>;
     assert.deepEqual(metadata.finalizers, [SESSION_FINALIZER]);
     assert.equal(metadata.resourceVersion, '7', 'the finalizer list is replaced against the version read');
-    assert.equal((metadata.annotations as Record<string, string>)[ANNOTATIONS.startStrategy], 'eager');
+    assert.equal(metadata.uid, 'uid-warm-2', 'on the session read');
+    assert.equal(metadata.annotations, undefined, 'the decision is not written twice');
+    assert.deepEqual(s.metadata.finalizers, [SESSION_FINALIZER]);
   });
 
-  it('a lazy decision is annotated before anything of the session is created', async () => {
-    const s = session('lazy-1', 'lou@example.com', { finalizers: [SESSION_FINALIZER] });
-    const { api, patches } = sessionsApi(s);
-    await writeMetadata(
-      { deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>), session: s, pass: decided(s, 'lazy-fallback') },
-      'beforeResources',
-    );
-    assert.equal(patches.length, 1);
-    const annotations = (patches[0]!.metadata as { annotations: Record<string, string> }).annotations;
-    assert.equal(annotations[ANNOTATIONS.startStrategy], 'lazy-fallback');
-  });
-
-  it('the annotations after the status leave a session replaced under the same name alone', async () => {
-    const s = session('warm-3', 'wendy@example.com', { finalizers: [SESSION_FINALIZER] });
-    const conflict = Object.assign(new Error('uid precondition'), { code: 409 });
+  it('a session changed while its finalizer is written: tried again later, not failed', async () => {
+    const s = session('warm-3', 'wendy@example.com');
+    const conflict = Object.assign(new Error('resourceVersion precondition'), { code: 409 });
     const api = { mergePatch: async () => Promise.reject(conflict) };
-    await writeMetadata(
-      { deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>), session: s, pass: decided(s, 'eager', '1') },
-      'afterStatus',
+    await assert.rejects(
+      ensureFinalizer({
+        deps: deps({ sessionsApi: api } as Partial<SessionStepDeps>),
+        session: s,
+        pass: decided(s, 'eager', '1'),
+      }),
+      { name: 'RetryLater' },
     );
   });
 });

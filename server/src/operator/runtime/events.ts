@@ -11,15 +11,12 @@ import {
 import type { Logger } from './logger.js';
 
 /**
- * Why an Event was recorded. The steps of a launch (Normal, each told when its condition changes):
- * Reserved, LazyStart, Routed, Injected, Ready; what went wrong (Warning): NotReady, InjectionFailed,
- * Failed, or a start that failed under its machine reason (ImagePullFailed, CrashLooping, …); Stopped.
+ * Why an Event was recorded. A launch that goes well records none (its conditions tell its story, in
+ * the status write it makes anyway); what went wrong (Warning): NotReady, InjectionFailed, Failed, or
+ * a start that failed under its machine reason (ImagePullFailed, CrashLooping, …); a lost pod back
+ * (Ready); the end: StopWarning, WorkSaved, WorkNotSaved, Stopped.
  */
 export type EventReason =
-  | 'Reserved'
-  | 'LazyStart'
-  | 'Routed'
-  | 'Injected'
   | 'Ready'
   | 'NotReady'
   | 'InjectionFailed'

@@ -32,6 +32,12 @@ export const Delay = {
   imagePullBound: 30_000,
   /** A lazy start waits at the gate behind a session whose start strategy is not decided yet (its first pass). */
   admissionUndecided: 200,
+  /**
+   * How long past its route a warm launch's URL waits for the injection's first try: a bridge that
+   * takes the values at once (the usual case) puts their arrival in the status with the URL, one
+   * status write instead of two; a slow one never holds the URL longer.
+   */
+  injectionGrace: 200,
   /** Pool counts change with every reservation: launches within this delay share one status write. */
   poolStatusBatch: 2000,
   /** A starting session whose pod is Ready asks the ingress again whether it serves its route. */

@@ -11,7 +11,8 @@ import type { Session } from '../../model/session.js';
 import type { OperatorConfig } from '../config.js';
 import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
 import type { Logger } from '../runtime/logger.js';
-import { readBridgeToken, readCappedText, readyPodAddress } from './session-bridge.js';
+import type { Informer } from '../../kube/informer.js';
+import { readBridgeSecret, readCappedText, readyPodAddress, readyPodOf } from './session-bridge.js';
 
 export interface InjectionTarget {
   /** Label selector of the pods of the instance. */
@@ -41,6 +42,8 @@ type Delivery = { phase: 'Injected'; keys: number; lastError?: undefined } | { p
 
 type Run = {
   state: InjectionState;
+  /** The instance's bridge Secret, read once per injection: the bridge's and the admission's token. */
+  tokens?: Promise<Record<string, string> | undefined>;
   cancelled: boolean;
   /** Settles once the first try is over: the injection ended, or it waits to try again. */
   tried: Promise<void>;
@@ -69,6 +72,8 @@ export class DataInjector {
     private readonly config: OperatorConfig,
     private readonly onChange: (sessionName: string) => void,
     private readonly log: Logger,
+    /** The operator's pods cache: where the instance's ready pod is found (without it, one list per attempt). */
+    private readonly pods?: Pick<Informer<k8s.V1Pod>, 'list'>,
   ) {}
 
   state(uid: string): InjectionState | undefined {
@@ -163,11 +168,18 @@ export class DataInjector {
     };
   }
 
-  /** The instance's data-bridge token, read by name from its Secret (the operator's own, not an env source). */
-  private async bridgeToken(target: InjectionTarget, namespace: string): Promise<string> {
-    const token = await readBridgeToken(this.core, namespace, { name: target.tokenSecret, key: DATA_BRIDGE_TOKEN_KEY });
-    if (token === undefined) throw new Error(`data bridge token ${target.tokenSecret} not found`);
+  /** A token of the instance's bridge Secret, read by name once per injection (the operator's own, not an env source). */
+  private async instanceToken(run: Run, target: InjectionTarget, namespace: string, key: string): Promise<string> {
+    run.tokens ??= readBridgeSecret(this.core, namespace, target.tokenSecret);
+    const token = (await run.tokens)?.[key];
+    if (token === undefined) throw new Error(`${key} of ${target.tokenSecret} not found`);
     return token;
+  }
+
+  /** The address of the instance's ready pod: from the pods cache when the operator has one. */
+  private async podAddress(namespace: string, podSelector: string): Promise<string | undefined> {
+    if (this.pods) return readyPodOf(this.pods.list(), namespace, podSelector)?.status?.podIP;
+    return readyPodAddress(this.core, namespace, podSelector);
   }
 
   /**
@@ -201,22 +213,18 @@ export class DataInjector {
     namespace: string,
     run: Run,
   ): Promise<string | undefined> {
-    let token: string | undefined;
+    let token: string;
     try {
-      token = await readBridgeToken(this.core, namespace, {
-        name: target.tokenSecret,
-        key: AUTH_PROXY_ADMISSION_TOKEN_KEY,
-      });
+      token = await this.instanceToken(run, target, namespace, AUTH_PROXY_ADMISSION_TOKEN_KEY);
     } catch (e) {
       return `admission token: ${describe(e)}`;
     }
-    if (token === undefined) return `admission token ${target.tokenSecret} not found`;
     const body = JSON.stringify({ user: session.spec.user });
     for (let attempt = 1; ; attempt++) {
       if (run.cancelled) return 'cancelled';
       let error: string;
       try {
-        const address = await readyPodAddress(this.core, namespace, target.podSelector);
+        const address = await this.podAddress(namespace, target.podSelector);
         if (!address) error = 'no ready pod';
         else {
           const response = await fetch(`http://${address}:${target.admissionPort}/users`, {
@@ -251,7 +259,7 @@ export class DataInjector {
       let error: string | undefined;
       let address: string | undefined;
       try {
-        address = await readyPodAddress(this.core, namespace, target.podSelector);
+        address = await this.podAddress(namespace, target.podSelector);
         if (!address) error = 'no ready pod';
         else {
           const response = await fetch(`http://${address}:${target.port}/health`, {
@@ -288,7 +296,7 @@ export class DataInjector {
       body = JSON.stringify(
         target.admissionPort === undefined ? { environment, user: session.spec.user } : { environment },
       );
-      token = await this.bridgeToken(target, namespace);
+      token = await this.instanceToken(run, target, namespace, DATA_BRIDGE_TOKEN_KEY);
     } catch (e) {
       return { phase: 'Failed', lastError: describe(e) };
     }

@@ -1,17 +1,22 @@
 import { isSessionFailed, SessionCondition, SessionReadyReason } from '../../model/session.js';
 import type { EventSink } from '../runtime/events.js';
 import type { Logger } from '../runtime/logger.js';
-import { settle, type Outcome, type Reconciled } from '../runtime/outcome.js';
+import { Delay, settle, type Outcome, type Reconciled } from '../runtime/outcome.js';
 import { finalizeSession, type FinalizeDeps } from './finalize.js';
 import { releaseFailedSession, type ReleaseDeps } from './release.js';
 import { Pass, writeStatus, type StatusWriterDeps } from './status.js';
 import type { GuardedStep, SessionStepDeps, StepContext } from './steps/context.js';
-import { chooseStrategy, writeMetadata } from './steps/decision.js';
+import { annotateDecision, chooseStrategy, ensureFinalizer } from './steps/decision.js';
 import { recordEnvironment, startInjection } from './steps/environment.js';
 import { guards } from './steps/guards.js';
 import { admitsThroughBridge, readiness } from './steps/readiness.js';
 import { route } from './steps/route.js';
 import { applyConfigStore, provision } from './steps/workload.js';
+
+/** Settles Delay.injectionGrace from now, keeping no process alive for it. */
+function graceAfterRoute(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Delay.injectionGrace).unref());
+}
 
 export type SessionReconcilerDeps = SessionStepDeps &
   FinalizeDeps &
@@ -24,12 +29,13 @@ export type SessionReconcilerDeps = SessionStepDeps &
 
 /**
  * Reconciles a Session into a running IDE: fetch → gone? → deleting? finalize → guards (app
- * definition, workspace, limits) → 1 start strategy (reserve a warm instance, or lazy) and what the
- * session's metadata must carry before anything exists (a missing finalizer, a lazy decision) → 2
- * config store → 3 resources (lazy) or attached instance (eager) → 4 environment → 5 route → 6
- * readiness and URL (or a failed start: session/start-failure.ts). Status is gathered in memory and
- * written once, then the pass's Events (each step told when its condition changes), then 7 a warm
- * decision's annotations, off the path to the URL; what the steps throw is mapped by the outcome
+ * definition, workspace, limits) → 1 start strategy (reserve a warm instance, or lazy), and the
+ * finalizer if the session came without it → 2 config store → 3 resources (lazy) or attached instance
+ * (eager) → 4 environment → 5 route → 6 readiness and URL (or a failed start:
+ * session/start-failure.ts). Status is gathered in memory and written once (the decision, the story
+ * of the launch and its URL), then the pass's Events, which a launch that goes well does not have:
+ * failures, warnings and a lost pod's return only, then 7 the decision's annotations (unless the
+ * service writes them with its answer: steps/decision.ts). What the steps throw is mapped by the outcome
  * policy. A Failed session's passes release what it still holds (session/release.ts).
  */
 export class SessionReconciler {
@@ -89,8 +95,8 @@ export class SessionReconciler {
       // After the status, in the background: the write carrying the URL never waits for an Event.
       // A status write that failed takes the pass's Events with it; the next pass tells them again.
       for (const [type, reason, message] of pass.events) deps.events.record(session, type, reason, message);
-      // 7. After the status: a decision not annotated yet (a warm launch's), off the path to its URL.
-      await writeMetadata({ deps, session, pass }, 'afterStatus');
+      // 7. After the status, off the path to the URL: the decision's annotations the spec asks for.
+      await annotateDecision({ deps, session, pass });
     }
   }
 
@@ -98,22 +104,25 @@ export class SessionReconciler {
     const context: StepContext = { deps: this.deps, session: pass.session, pass };
     const step: GuardedStep = { ...context, ...(await guards(context)) };
     pass.ingressName = step.appDefinition.spec.ingressname;
-    // 1. Start strategy; the finalizer if the session came without it, and a lazy decision, before
-    // anything is created (a warm launch's annotations go after its status: reconcile).
+    // 1. Start strategy, and the finalizer if the session came without it, before anything is created.
     await chooseStrategy(step);
-    await writeMetadata(step, 'beforeResources');
+    await ensureFinalizer(step);
     // 2. Config store.
     await applyConfigStore(step);
     // 3. Resources.
     const served = { ...step, workload: await provision(step) };
     // 4. Environment: into a ready warm instance, its first try beside the route's write; when it
-    // ends first the values' arrival goes in the status that carries the URL, else in a later one.
-    // The URL waits for the bridge only where the proxy admits the user through it (6.).
+    // ends by then (or shortly after: Delay.injectionGrace) the values' arrival goes in the status
+    // that carries the URL, else in a later one. The URL waits for the bridge only where the proxy
+    // admits the user through it (6.).
     const injecting = startInjection(served);
     // 5. Route.
     const routed = route(served);
     const waitForBridge = admitsThroughBridge(this.deps.config, served.workload);
-    await Promise.all([routed, injecting && (waitForBridge ? injecting : Promise.race([injecting, routed]))]);
+    await Promise.all([
+      routed,
+      injecting && (waitForBridge ? injecting : Promise.race([injecting, routed.then(() => graceAfterRoute())])),
+    ]);
     recordEnvironment(served, injecting !== undefined);
     // 6. Readiness and URL.
     await readiness(served);

@@ -240,7 +240,7 @@ function matches(pod: k8s.V1Pod, selector: string): boolean {
 }
 
 /** A ready pod of `pods` in the namespace that the selector matches, not being deleted. */
-function readyPodOf(pods: readonly k8s.V1Pod[], namespace: string, podSelector: string): k8s.V1Pod | undefined {
+export function readyPodOf(pods: readonly k8s.V1Pod[], namespace: string, podSelector: string): k8s.V1Pod | undefined {
   return firstReady(pods.filter((p) => (p.metadata?.namespace ?? namespace) === namespace && matches(p, podSelector)));
 }
 
@@ -269,13 +269,22 @@ export async function readBridgeToken(
   namespace: string,
   token: SecretKey,
 ): Promise<string | undefined> {
+  return (await readBridgeSecret(core, namespace, token.name))?.[token.key];
+}
+
+/** Every key of one of the operator's bridge Secrets, decoded; undefined when the Secret is missing. */
+export async function readBridgeSecret(
+  core: Pick<k8s.CoreV1Api, 'readNamespacedSecret'>,
+  namespace: string,
+  name: string,
+): Promise<Record<string, string> | undefined> {
   let secret: k8s.V1Secret;
   try {
-    secret = await core.readNamespacedSecret({ name: token.name, namespace });
+    secret = await core.readNamespacedSecret({ name, namespace });
   } catch (error) {
     if (isNotFound(error)) return undefined;
     throw error;
   }
-  const encoded = secret.data?.[token.key];
-  return encoded ? Buffer.from(encoded, 'base64').toString('utf8') : undefined;
+  const decoded = Object.entries(secret.data ?? {}).filter(([, v]) => !!v);
+  return Object.fromEntries(decoded.map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }

@@ -55,15 +55,12 @@ export function recordEnvironment(step: ServedStep, injecting: boolean): void {
       message: 'the reserved instance is not ready yet',
     });
   else
-    pass.condition(
-      {
-        type: SessionCondition.envInjected,
-        status: 'True',
-        reason: SessionEnvInjectedReason.podEnvironment,
-        message: "values in the session's Secret, referenced from the pod",
-      },
-      { reason: 'Injected', message: "values in the session's Secret, referenced from the pod" },
-    );
+    pass.condition({
+      type: SessionCondition.envInjected,
+      status: 'True',
+      reason: SessionEnvInjectedReason.podEnvironment,
+      message: "values in the session's Secret, referenced from the pod",
+    });
 }
 
 /** The injection's state as the EnvInjected condition; counts only in final states, so waiting writes nothing. */
@@ -74,15 +71,12 @@ function recordInjection(deps: SessionStepDeps, session: Session, pass: Pass): v
   const max = deps.config.bridgeHealthAttempts;
   const detail = `health checks ${state.attempts}/${max}, posts ${state.postAttempts}${state.lastError ? `, last error: ${state.lastError}` : ''}`;
   if (state.phase === 'Injected') {
-    pass.condition(
-      {
-        type: SessionCondition.envInjected,
-        status: 'True',
-        reason: SessionEnvInjectedReason.injected,
-        message: detail,
-      },
-      { reason: 'Injected', message: `values delivered to the data bridge (posts ${state.postAttempts})` },
-    );
+    pass.condition({
+      type: SessionCondition.envInjected,
+      status: 'True',
+      reason: SessionEnvInjectedReason.injected,
+      message: detail,
+    });
   } else if (state.phase === 'Failed') {
     pass.condition({
       type: SessionCondition.envInjected,

@@ -48,14 +48,16 @@ export async function readiness(step: ServedStep): Promise<void> {
       throw new RetryLater('waiting for the ingress to serve the route', Delay.routeServed);
     }
     pass.status.url = sessionUrl(deps.config, session);
+    // A launch's Ready tells its strategy, its time in lastTransitionTime: the launch records no
+    // Event. A pod back after a loss (NotReady) is told as an Event, as the loss was.
     pass.condition(
       {
         type: SessionCondition.ready,
         status: 'True',
         reason: SessionReadyReason.podReady,
-        message: 'the IDE pod is ready',
+        message: `the IDE pod is ready (${pass.status.startStrategy ?? 'unknown'} start)`,
       },
-      { reason: 'Ready', message: 'the IDE pod is ready: the session serves its URL' },
+      starting ? undefined : { reason: 'Ready', message: 'the IDE pod is ready: the session serves its URL' },
     );
     return;
   }

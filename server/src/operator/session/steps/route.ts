@@ -7,14 +7,10 @@ export async function route({ deps, session, pass, appDefinition, workload }: Se
   const ingressName = appDefinition.spec.ingressname;
   const path = routePath(session);
   await deps.routes.set(ingressName, { host: deps.config.sessionHost, path, serviceName: workload.backend }, true);
-  pass.condition(
-    {
-      type: SessionCondition.routed,
-      status: 'True',
-      reason: SessionRoutedReason.routeAdded,
-      message: `path ${path} in ingress ${ingressName}`,
-    },
-    // The path carries the session's key: the Event names the Ingress only.
-    { reason: 'Routed', message: `route added to ingress ${ingressName}` },
-  );
+  pass.condition({
+    type: SessionCondition.routed,
+    status: 'True',
+    reason: SessionRoutedReason.routeAdded,
+    message: `path ${path} in ingress ${ingressName}`,
+  });
 }

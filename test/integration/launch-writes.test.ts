@@ -1,0 +1,205 @@
+// Every API write a launch costs, Events included, pinned: the service and the operator run in-process
+// on one proxy in front of the real kube-apiserver (test/support/kube-write-proxy.ts), which records
+// each mutating request but the leader's Lease renewals. A warm launch (an ephemeral session on a
+// free warm instance, as a course link makes it) writes the session, the claim, the route, the status
+// that carries the URL (with the values' arrival) and the service's answered mark, which carries the
+// decision's annotations the spec asks for: 5. A lazy launch
+// writes the session, its Secret, Deployment and Service, the route, two status writes (starting,
+// then the URL) and the mark: 8. A launch that goes well records no Event.
+import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
+import type { IdeCloudResources } from '../../server/src/kube/resources.js';
+import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
+import { findCondition } from '../../server/src/model/conditions.js';
+import { SessionCondition } from '../../server/src/model/session.js';
+import type { RunningOperator } from '../../server/src/operator/index.js';
+import { poolInstanceName } from '../../server/src/operator/manifests.js';
+import { useCluster, type TestCluster } from '../support/cluster.js';
+import { startKubeWriteProxy, type KubeWriteProxy, type WriteRecord } from '../support/kube-write-proxy.js';
+import { createTestNamespace, eventually } from '../support/kube.js';
+import {
+  bridgeToken,
+  cleanUpSuite,
+  createAppDefinition,
+  ideCloudResources,
+  running,
+  startBridge,
+  testOperator,
+  type Bridge,
+} from '../support/operator.js';
+import { call, SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
+
+const WARM = 'warm-app';
+const LAZY = 'lazy-app';
+const INSTANCE = poolInstanceName(WARM, 1);
+// A port no other suite's bridge stand-ins use (kwok pod IPs are shared loopback addresses).
+const BRIDGE_PORT = 16393;
+
+/** Every mutating request but Lease renewals (time-driven, whatever the launches do): Events count. */
+const countsEveryWrite = (method: string, requestPath: string) =>
+  ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) && !/\/leases(\/|$)/.test(requestPath);
+
+describe('the API writes of a launch, Events included', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let namespace: string;
+  let r: IdeCloudResources;
+  let proxy: KubeWriteProxy;
+  let operator: RunningOperator | undefined;
+  let service: TestService | undefined;
+  let bridge: Bridge | undefined;
+  /** Each launch's writes: from its POST to the end of the suite's barrier (see the last test). */
+  const launches = new Map<string, { from: number; to?: number; expected: string[] }>();
+
+  /** A write as `METHOD resource[/subresource]`, names taken out. */
+  function signature(w: WriteRecord): string {
+    const parts = w.path.split('/');
+    const at = parts.indexOf('namespaces');
+    const resource = parts[at + 2] ?? '?';
+    const sub = parts[at + 4];
+    return `${w.method} ${resource}${sub ? `/${sub}` : ''}`;
+  }
+
+  /**
+   * The launch's writes, but the pool's counts in the app definition's status: one write per burst of
+   * reservations (Delay.poolStatusBatch), not per launch.
+   */
+  function writesOf(name: string): string[] {
+    const launch = launches.get(name)!;
+    return proxy.writes
+      .slice(launch.from, launch.to)
+      .filter((w) => !w.path.includes('/appdefinitions/'))
+      .map(signature)
+      .sort();
+  }
+
+  /**
+   * Launches one at a time (the window of the launch before ends where this one's begins) and keeps
+   * the writes it must make: `expected` sees the launch's writes so far (which verb made the route).
+   */
+  async function launch(
+    user: string,
+    appDefinition: string,
+    expected: (writes: readonly WriteRecord[]) => string[],
+  ): Promise<string> {
+    for (const l of launches.values()) l.to ??= proxy.writes.length;
+    const from = proxy.writes.length;
+    const answer = await call(service!.url, 'POST', '/service', {
+      body: { appId: SERVICE_AUTH_TOKEN, user, appDefinition, ephemeral: true, env: { fromMap: { K: user } } },
+    });
+    assert.equal(answer.status, 200, answer.text);
+    const name = new URL(answer.text).pathname.split('/')[1]!;
+    launches.set(name, { from, expected: expected(proxy.writes.slice(from)).sort() });
+    return name;
+  }
+
+  /** The launch's writes are the ones it must make, once its late ones had time to come. */
+  const countedAsExpected = (name: string) =>
+    eventually(() => assert.deepEqual(writesOf(name), launches.get(name)!.expected), 10_000, 100);
+
+  before(async () => {
+    cluster = await useCluster();
+    namespace = await createTestNamespace(cluster.kc, 'launch-writes');
+    r = ideCloudResources(cluster.kc, namespace);
+    await createAppDefinition(r, WARM, {
+      minInstances: 1,
+      maxInstances: null,
+      options: { dataBridgeEnabled: 'true', dataBridgePort: String(BRIDGE_PORT) },
+    });
+    // No warm pool: the lazy path.
+    await createAppDefinition(r, LAZY, { minInstances: 0, maxInstances: null, options: {} });
+    proxy = await startKubeWriteProxy(cluster.kc, countsEveryWrite);
+    const proxied = new k8s.KubeConfig();
+    proxied.loadFromFile(proxy.kubeconfig);
+    operator = await testOperator(proxied, namespace, { eagerStart: true, sessionsPerUser: 1 });
+    service = await startTestService(proxied, namespace, { sessionsPerUser: 1 });
+  });
+  after(async () => {
+    await service?.close();
+    await cleanUpSuite(cluster.kc, namespace, [operator]);
+    await bridge?.close();
+    await proxy?.close();
+  });
+
+  it('a warm launch: session, claim, route, status with the URL, answered mark: 5 writes, no Event', async () => {
+    const ip = await eventually(
+      async () => {
+        assert.deepEqual((await r.appDefinitions.get(WARM)).status?.pool, { desired: 1, ready: 1, reserved: 0 });
+        const pods = await cluster.kc.makeApiClient(k8s.CoreV1Api).listNamespacedPod({
+          namespace,
+          labelSelector: `${LABELS.poolInstance}=${INSTANCE}`,
+        });
+        const ready = pods.items.find((p) =>
+          p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        );
+        assert.ok(ready?.status?.podIP, 'the instance pod is ready');
+        return ready.status.podIP;
+      },
+      60_000,
+      200,
+    );
+    bridge = await startBridge(ip, BRIDGE_PORT, { token: await bridgeToken(cluster.kc, namespace, INSTANCE) });
+    const name = await launch('wendy@example.com', WARM, (writes) => [
+      'POST sessions',
+      'PUT deployments',
+      // The first route creates the Ingress; a later one is a patch of it.
+      `${writes.find((w) => w.path.includes('/ingresses'))?.method ?? 'PATCH'} ingresses`,
+      'PATCH sessions/status',
+      'PATCH sessions',
+    ]);
+    const session = await r.sessions.get(name);
+    assert.ok(running(session));
+    assert.equal(session.status?.startStrategy, 'eager');
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'eager');
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.instanceId], session.status?.instanceId);
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.unanswered], undefined);
+    // The values reached the bridge before the URL went out: their arrival is in the URL's status write.
+    assert.equal(findCondition(session.status?.conditions, SessionCondition.envInjected)?.status, 'True');
+    assert.deepEqual(
+      (bridge.received as { environment: Record<string, string>; user: string }[]).map((b) => [
+        b.environment.K,
+        b.user,
+      ]),
+      [['wendy@example.com', 'wendy@example.com']],
+    );
+    await countedAsExpected(name);
+  });
+
+  it('a lazy launch: session, Secret, Deployment, Service, route, two status writes, answered mark: 8 writes, no Event', async () => {
+    const name = await launch('larry@example.com', LAZY, () => [
+      'POST sessions',
+      'PATCH secrets',
+      'PATCH deployments',
+      'PATCH services',
+      'PATCH ingresses',
+      'PATCH sessions/status',
+      'PATCH sessions/status',
+      'PATCH sessions',
+    ]);
+    const session = await r.sessions.get(name);
+    assert.equal(session.status?.startStrategy, 'lazy-fallback');
+    assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy-fallback');
+    await countedAsExpected(name);
+  });
+
+  it('no launch wrote more later: each count holds once a stop of the warm session has gone through', async () => {
+    const warm = [...launches.keys()][0]!;
+    const to = proxy.writes.length;
+    for (const l of launches.values()) l.to ??= to;
+    // The stop's writes come after a round of the operator's queue: a late write of either launch
+    // (an Event, a second status) would have been sent by the time it is over.
+    await r.sessions.delete(warm);
+    await eventually(async () => assert.equal(await r.sessions.find(warm), undefined), 60_000, 200);
+    for (const [name, l] of launches) {
+      const late = proxy.writes.slice(to).filter((w) => w.path.includes(name) && !w.path.includes(warm));
+      assert.deepEqual(late.map(signature), [], `${name}: no write after its count`);
+      assert.deepEqual(writesOf(name), l.expected, `${name}'s writes`);
+    }
+    const events = proxy.writes.filter((w) => /\/events(\/|$)/.test(w.path) && w.index <= to);
+    assert.deepEqual(
+      events.map((w) => w.path),
+      [],
+      'no Event written by the launches',
+    );
+  });
+});
