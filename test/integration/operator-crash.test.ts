@@ -1,6 +1,7 @@
 // Crashes that are real kills: the operator runs as its own process (its image's bundle) behind a
-// proxy that counts its writes (test/support/kube-write-proxy.ts). One undisturbed eager launch (a warm instance claimed)
-// and one lazy launch (workspace, config store, sidecar) are counted first, and the stop of each;
+// proxy that counts its writes (test/support/kube-write-proxy.ts). One undisturbed eager launch (a
+// warm instance claimed) and one lazy launch (workspace, config store, sidecar) are counted first,
+// and the stop of each;
 // then, for each write of that launch or stop, it is made again, the operator is SIGKILLed once that
 // write has reached the API server and before it got the answer, and a fresh operator process is
 // started: the session must end Running (or Failed with a reason) with nothing held twice, leaked or
