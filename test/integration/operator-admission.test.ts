@@ -160,11 +160,17 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
     });
   });
 
-  describe('at one lazy start every 10 seconds', () => {
-    const config = { eagerStart: false, sessionsPerUser: 1, lazyStartsPerSecond: 0.1, lazyStartBurst: 1 };
+  describe('at one lazy start every 7 seconds', () => {
+    const perSecond = 0.15;
+    /**
+     * Shorter than the last queued session's wait below (a restarted operator admits one at once, the
+     * next a period later), longer than a start takes.
+     */
+    const startDeadlineSeconds = 5;
+    const config = { eagerStart: false, sessionsPerUser: 1, lazyStartsPerSecond: perSecond, lazyStartBurst: 1 };
     const stack = useStack('admission-slow', {
       // Shorter than some waits in the queue below: the start deadline counts from the admission.
-      apps: [appDefinitionSpec('python-latest', { startDeadlineSeconds: 9 })],
+      apps: [appDefinitionSpec('python-latest', { startDeadlineSeconds })],
       operator: config,
       service: {},
     });
@@ -182,7 +188,7 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
     };
 
     it('a launch still queued at its timeout answers 551 saying so; its session keeps its place and a relaunch gets the URL', async () => {
-      // The first takes the one token; the launch behind it waits about 10 s for the next.
+      // The first takes the one token; the launch behind it waits about 7 s for the next.
       await createSession(stack.resources, 'session-first', {
         user: 'first@example.com',
         appDefinition: 'python-latest',
@@ -193,19 +199,19 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
       const stream = followProgress(stack.service, user, workspace);
       try {
         await stream.opened;
-        const answer = await launch(user, workspace, 0.08);
+        const answer = await launch(user, workspace, 0.04);
         assert.equal(answer.status, ErrorCode.launchTimeout, answer.text);
         assert.deepEqual(answer.json, {
           code: 551,
           reason:
-            'the session is still queued for a start (position 1, about 10 s); it keeps its place: launch again to wait for it',
+            'the session is still queued for a start (position 1, about 7 s); it keeps its place: launch again to wait for it',
         });
         // Kept: the session, still queued (the operator's start deadline does not run in the queue), and its workspace.
         const kept = await stack.resources.sessions.get(sessionNameFor(workspace));
         assert.equal(kept.metadata.deletionTimestamp, undefined);
         assert.equal(admission(kept)?.reason, SessionAdmittedReason.queued);
         await stack.resources.workspaces.get(workspace);
-        assert.deepEqual(stream.places().at(-1), { position: 1, estimatedWaitSeconds: 10 });
+        assert.deepEqual(stream.places().at(-1), { position: 1, estimatedWaitSeconds: Math.ceil(1 / perSecond) });
 
         const again = await launch(user, workspace, 1);
         assert.equal(again.status, 200, again.text);
@@ -278,7 +284,7 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
         assert.ok(admittedAt(a!) <= admittedAt(c!), 'admitted out of creation order after the restart');
         // The last one waited longer than its app definition's start deadline, and still started.
         const waited = admittedAt(c!) - Date.parse(String(c!.metadata.creationTimestamp));
-        assert.ok(waited > 9000);
+        assert.ok(waited > startDeadlineSeconds * 1000);
         // And its wait cost two writes whatever its length (its finalizer and start strategy, then
         // Queued), across two operators: none while the queue moved or the leader changed.
         assert.equal(writesWhileWaiting.length, 2, `${writesWhileWaiting.length} writes in ${waited} ms of waiting`);
@@ -310,7 +316,7 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
         await queuedCondition(name);
         // The rate the service's estimate reads, in the status written with the condition.
         assert.deepEqual((await stack.resources.sessions.get(name)).status?.lazyStartRate, {
-          perSecond: 0.1,
+          perSecond,
           burst: 1,
         });
       }

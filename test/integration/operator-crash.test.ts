@@ -1,6 +1,7 @@
-// Crashes that are real kills: the operator runs as its own process behind a proxy that counts its
-// writes (test/support/kube-write-proxy.ts). One undisturbed eager launch (a warm instance claimed)
-// and one lazy launch (workspace, config store, sidecar) are counted first, and the stop of each;
+// Crashes that are real kills: the operator runs as its own process (its image's bundle) behind a
+// proxy that counts its writes (test/support/kube-write-proxy.ts). One undisturbed eager launch (a
+// warm instance claimed) and one lazy launch (workspace, config store, sidecar) are counted first,
+// and the stop of each;
 // then, for each write of that launch or stop, it is made again, the operator is SIGKILLed once that
 // write has reached the API server and before it got the answer, and a fresh operator process is
 // started: the session must end Running (or Failed with a reason) with nothing held twice, leaked or
@@ -21,6 +22,7 @@ import { startKubeWriteProxy, type KubeWriteProxy, type WriteRecord } from '../s
 import { createTestNamespace, eventually } from '../support/kube.js';
 import {
   bridgeToken,
+  bundledOperator,
   cleanUpSuite,
   createAppDefinition,
   createSession,
@@ -29,6 +31,7 @@ import {
   spawnOperator,
   startBridge,
   type Bridge,
+  type OperatorCommand,
   type OperatorProcess,
 } from '../support/operator.js';
 
@@ -83,6 +86,8 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
   let operator: ProxiedOperator | undefined;
   const started: ProxiedOperator[] = [];
   let bridge: Bridge | undefined;
+  /** The operator as its image runs it: each kill point restarts it, and tsx's start-up would dominate the run. */
+  let command: OperatorCommand;
   /** Where each kill hit (or which write did not come), printed at the end: the run's coverage. */
   const kills: string[] = [];
 
@@ -98,7 +103,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
 
   async function startProxiedOperator(): Promise<ProxiedOperator> {
     const proxy = await startKubeWriteProxy(cluster.kc);
-    const process = spawnOperator(proxy.kubeconfig, namespace, IDENTITY, SETTINGS);
+    const process = spawnOperator(proxy.kubeconfig, namespace, IDENTITY, SETTINGS, command);
     const proxied = { proxy, process };
     started.push(proxied);
     operator = proxied;
@@ -563,7 +568,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
   }
 
   before(async () => {
-    cluster = await useCluster();
+    [cluster, command] = await Promise.all([useCluster(), bundledOperator()]);
     namespace = await createTestNamespace(cluster.kc, 'op-crash');
     r = ideCloudResources(cluster.kc, namespace);
     apps = cluster.kc.makeApiClient(k8s.AppsV1Api);

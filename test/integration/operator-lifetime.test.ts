@@ -1,8 +1,8 @@
 // The maximum lifetime of an app definition's sessions (issue 17): counted from creation, however
 // active the session is, the stop reason in status (Ready False, Stopping, the reason as its message,
 // written before the delete), a Stopped Event and the stop-reason annotation. Another
-// app definition's session of the same age goes on. Real API server and operator; the lifetime is
-// one minute, the smallest the field takes, so the test waits about that long.
+// app definition's session of the same age goes on. Real API server and operator; the lifetime is a
+// quarter of a minute, so the test waits about that long.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import { ANNOTATIONS, API_VERSION } from '../../server/src/model/api-group.js';
@@ -11,10 +11,15 @@ import { eventually } from '../support/kube.js';
 import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
 
+/** Long enough for both sessions to run and the watch to start before it ends. */
+const LIFETIME_MINUTES = 0.25;
+/** The reason a lifetime stop gives, as a pattern. */
+const LIFETIME_REASON = `MaxLifetime: running for more than ${String(LIFETIME_MINUTES).replaceAll('.', '\\.')} minute`;
+
 describe("operator: an app definition's maximum lifetime stops its sessions however active", function () {
   const stack = useStack('op-lifetime', {
     apps: [
-      appDefinitionSpec('timed', { timeout: 30, maxLifetimeMinutes: 1 }),
+      appDefinitionSpec('timed', { timeout: 30, maxLifetimeMinutes: LIFETIME_MINUTES }),
       appDefinitionSpec('untimed', { timeout: 30 }),
     ],
     operator: { eagerStart: false, activityIntervalMs: 500 },
@@ -44,7 +49,7 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
           assert.ok(!session || session.metadata.deletionTimestamp, 'timed-1 still running');
         },
         120_000,
-        1000,
+        500,
       );
       await eventually(() => {
         const stopping = seen.find((s) =>
@@ -53,7 +58,7 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
         assert.ok(stopping, 'no Stopping status seen yet');
         assert.equal(stopping.status?.phase, 'Stopping');
         const ready = stopping.status?.conditions?.find((c) => c.type === 'Ready');
-        assert.match(ready?.message ?? '', /^stopped: MaxLifetime: running for more than 1 minute/);
+        assert.match(ready?.message ?? '', new RegExp(`^stopped: ${LIFETIME_REASON}`));
         // Active until it is being deleted (a Stopping status before would release its instance early):
         // the finalizer writes the reason the stop left on the session.
         assert.ok(stopping.metadata.deletionTimestamp, 'Stopping only once the session is being deleted');
@@ -71,7 +76,7 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
     const stopped = events.items.find((e) => e.reason === 'Stopped');
     assert.ok(stopped, 'a Stopped Event');
     assert.equal(stopped.involvedObject.uid, timed.metadata.uid);
-    assert.match(stopped.message ?? '', /^session stopped: MaxLifetime: running for more than 1 minute/);
+    assert.match(stopped.message ?? '', new RegExp(`^session stopped: ${LIFETIME_REASON}`));
     const untimed = await stack.resources.sessions.get('untimed-1');
     assert.ok(running(untimed) && !untimed.metadata.deletionTimestamp, 'the other app definition has no lifetime');
   });

@@ -44,8 +44,14 @@ const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PLATFORM_TOKEN = 'stop-lms-token-5d2e91';
 const PARTICIPATION_TOKEN = 'stop-vcs-token-a7c403';
-const IDLE_WINDOW = 20;
-const SAVE_WINDOW = 5;
+/** The idle timeout of the idle app definition (fractions allowed): the test waits about two thirds of it. */
+const IDLE_MINUTES = 0.35;
+/** The timed app definition's lifetime: the lifetime test waits about that long. */
+const LIFETIME_MINUTES = 0.2;
+const IDLE_WINDOW = 10;
+const SAVE_WINDOW = 2;
+/** A number of minutes as it appears in a stop reason, as a pattern. */
+const minutesPattern = (minutes: number) => String(minutes).replaceAll('.', '\\.');
 
 interface Notice {
   id: number;
@@ -260,14 +266,14 @@ describe('operator: a warning before any stop, activity keeps the session, then 
     const bridgeOptions = (app: string) => ({ dataBridgeEnabled: 'true', dataBridgePort: String(ports[app]) });
     await createAppDefinition(r, 'idle', {
       minInstances: 2,
-      timeout: 1,
+      timeout: IDLE_MINUTES,
       stopWarningSeconds: IDLE_WINDOW,
       options: bridgeOptions('idle'),
     });
     await createAppDefinition(r, 'timed', {
       minInstances: 1,
       timeout: 30,
-      maxLifetimeMinutes: 1,
+      maxLifetimeMinutes: LIFETIME_MINUTES,
       stopWarningSeconds: IDLE_WINDOW,
       options: bridgeOptions('timed'),
     });
@@ -306,8 +312,8 @@ describe('operator: a warning before any stop, activity keeps the session, then 
     await createSession(r, 'idle-quiet', { user: 'quiet@example.com', appDefinition: 'idle', envVars: values });
     await createSession(r, 'idle-busy', { user: 'busy@example.com', appDefinition: 'idle', envVars: values });
     const [quiet, busy] = await Promise.all(['idle-quiet', 'idle-busy'].map((n) => waitForSession(r, n, running)));
-    // Both were last active 50 s ago (timeout 1 minute, window 20 s): the window is open.
-    const idleSince = new Date(Date.now() - 50_000).toISOString();
+    // Idle long enough that their stop is due in half a window: the window is open.
+    const idleSince = new Date(Date.now() - IDLE_MINUTES * 60_000 + (IDLE_WINDOW * 1000) / 2).toISOString();
     for (const n of ['idle-quiet', 'idle-busy']) await r.sessions.patchStatus(n, { lastActivity: idleSince });
 
     const notices = await Promise.all(
@@ -344,7 +350,10 @@ describe('operator: a warning before any stop, activity keeps the session, then 
 
     await gone('idle-quiet');
     const stopped = (await eventsOf('idle-quiet')).find((e) => e.reason === 'Stopped');
-    assert.match(stopped?.message ?? '', /^session stopped: Idle: no activity for more than 1 minute/);
+    assert.match(
+      stopped?.message ?? '',
+      new RegExp(`^session stopped: Idle: no activity for more than ${minutesPattern(IDLE_MINUTES)} minute`),
+    );
     // Not before the window had run out after the warning (Event times are whole seconds).
     const stoppedAt = new Date(stopped!.firstTimestamp!).getTime();
     assert.ok(stoppedAt >= warned + IDLE_WINDOW * 1000 - 1000, `stopped ${stoppedAt - warned} ms after the warning`);
@@ -376,7 +385,7 @@ describe('operator: a warning before any stop, activity keeps the session, then 
   });
 
   it('a lifetime stop warns too, and activity does not keep the session', async () => {
-    // The lifetime (one minute, the field's smallest) runs from creation, so this waits about that long.
+    // The lifetime runs from creation, so this waits about that long.
     await createSession(r, 'timed-1', { user: 'tim@example.com', appDefinition: 'timed' });
     const session = await waitForSession(r, 'timed-1', running);
     const bridge = bridgeOf(session);
@@ -394,7 +403,10 @@ describe('operator: a warning before any stop, activity keeps the session, then 
     await reportActivity(bridge);
     await gone('timed-1');
     const stopped = (await eventsOf('timed-1')).find((e) => e.reason === 'Stopped');
-    assert.match(stopped?.message ?? '', /^session stopped: MaxLifetime: running for more than 1 minute/);
+    assert.match(
+      stopped?.message ?? '',
+      new RegExp(`^session stopped: MaxLifetime: running for more than ${minutesPattern(LIFETIME_MINUTES)} minute`),
+    );
     assert.ok((await eventsOf('timed-1')).some((e) => e.reason === 'StopWarning'));
   });
 

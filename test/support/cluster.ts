@@ -10,6 +10,7 @@ import {
   stopControlPlane,
   type ControlPlaneState,
 } from '../../scripts/cluster/control-plane.js';
+import { onGlobalTeardown } from './teardown.js';
 
 export interface TestCluster {
   kubeconfig: string;
@@ -51,3 +52,5 @@ export async function stopTestCluster(): Promise<void> {
   state = undefined;
   starting = undefined;
 }
+
+onGlobalTeardown(stopTestCluster);

@@ -1,13 +1,15 @@
-// Loaded by mocha with --require: stops the shared control plane and the shared real node once every
-// suite has run, then fails the run if any process a suite started is still alive (killing it).
-import { stopTestCluster } from './cluster.js';
+// Loaded by mocha with --require: stops the shared control plane and the shared real node, if a suite
+// started them (teardown.ts), once every suite has run, then fails the run if any process a suite
+// started is still alive (killing it).
 import { describeLeftovers, killLeftoverProcesses } from './processes.js';
-import { stopSharedRealNode } from './real-node.js';
+import { runGlobalTeardowns } from './teardown.js';
+
+/** How long processes may take to end once the suites are done (a stop may still be under way). */
+const graceMs = Number(process.env.IDE_CLOUD_TEST_LEFTOVER_GRACE_MS ?? 5000);
 
 export async function mochaGlobalTeardown(): Promise<void> {
-  await stopTestCluster();
-  await stopSharedRealNode();
-  const left = await killLeftoverProcesses();
+  await runGlobalTeardowns();
+  const left = await killLeftoverProcesses(graceMs);
   if (left.length === 0) return;
   console.error(`\nThe suites left ${left.length} process(es) running (killed now):\n${describeLeftovers(left)}\n`);
   // Mocha ignores a teardown's error and sets the exit code itself after this returns (from an

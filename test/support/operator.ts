@@ -2,7 +2,9 @@
 // settings, and a data-bridge stand-in served on a pod's own (loopback) address.
 import type { ChildProcess } from 'node:child_process';
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -14,9 +16,10 @@ import type { AppDefinitionSpecInput } from '../../server/src/model/app-definiti
 import { DATA_BRIDGE_RESERVATION_HEADER, DATA_BRIDGE_TOKEN_KEY } from '../../server/src/model/data-bridge.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session, SessionSpec } from '../../server/src/model/session.js';
-import { OPERATOR_ENV } from '../../server/src/operator/config.js';
 import { startOperator, type OperatorConfigInput, type RunningOperator } from '../../server/src/operator/index.js';
 import { bridgeTokenSecretName } from '../../server/src/operator/manifests.js';
+import { bundlePath, bundleServer } from '../../server/src/build/bundle.js';
+import { imageCommand, NODE_ENV, operatorEnv } from '../../scripts/bench/harness.js';
 import { eventually } from './kube.js';
 import { endProcess, spawnTracked } from './processes.js';
 
@@ -71,37 +74,63 @@ export interface OperatorProcess {
 }
 
 const MAIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../server/src/operator/main.ts');
+const SERVER_DIR = path.dirname(path.dirname(path.dirname(MAIN)));
 
-/** Starts main.ts in a child process with the FAST settings (as environment variables), logging at debug level. */
+/** How an operator process runs: node's arguments before the environment is added. */
+export interface OperatorCommand {
+  args: string[];
+  /** Runs the project's sources (its coverage counts), not a bundle of them. */
+  sources: boolean;
+  env: Record<string, string>;
+}
+
+/** main.ts under tsx: the sources as they are, counted by coverage. */
+const TSX_OPERATOR: OperatorCommand = { args: ['--import', 'tsx', MAIN], sources: true, env: {} };
+
+let bundled: Promise<OperatorCommand> | undefined;
+
+/**
+ * The operator as its image runs it (images/server/Dockerfile's command and NODE_ENV): the bundle of
+ * this checkout's server/src, built once per run into a temporary directory. It starts in a fraction
+ * of tsx's time (which compiles and loads hundreds of modules per start), for suites that restart it
+ * many times. Not counted by coverage: its code is the bundle's, not server/src's.
+ */
+export function bundledOperator(): Promise<OperatorCommand> {
+  bundled ??= (async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ide-cloud-operator-bundle-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    await bundleServer(dir);
+    const { nodeFlags } = imageCommand(path.dirname(SERVER_DIR), 'operator');
+    return { args: [...nodeFlags, bundlePath(dir, 'operator')], sources: false, env: { NODE_ENV } };
+  })();
+  return bundled;
+}
+
+/**
+ * Starts the operator in a child process (main.ts under tsx, or `command`) with the FAST settings
+ * (as environment variables), logging at debug level.
+ */
 export function spawnOperator(
   kubeconfig: string,
   namespace: string,
   identity: string,
   overrides: Partial<OperatorConfigInput> = {},
+  command: OperatorCommand = TSX_OPERATOR,
 ): OperatorProcess {
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
     KUBECONFIG: kubeconfig,
     IDE_CLOUD_LOG_LEVEL: 'debug',
+    ...command.env,
+    ...operatorEnv({ namespace, identity, ...FAST, ...overrides }),
   };
-  const settings: Partial<OperatorConfigInput> = { namespace, identity, ...FAST, ...overrides };
-  for (const [key, value] of Object.entries(settings)) {
-    if (value !== undefined)
-      env[OPERATOR_ENV[key as keyof typeof OPERATOR_ENV]] =
-        typeof value === 'object' ? JSON.stringify(value) : String(value);
-  }
-  const child = spawnTracked(
-    `operator ${identity} (namespace ${namespace})`,
-    process.execPath,
-    ['--import', 'tsx', MAIN],
-    {
-      cwd: path.dirname(path.dirname(path.dirname(MAIN))),
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      coverage: true,
-    },
-  );
+  const child = spawnTracked(`operator ${identity} (namespace ${namespace})`, process.execPath, command.args, {
+    cwd: SERVER_DIR,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    coverage: command.sources,
+  });
   const logs: OperatorLogLine[] = [];
   const otherOutput: string[] = [];
   createInterface({ input: child.stdout! }).on('line', (line) => {

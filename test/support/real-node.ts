@@ -23,6 +23,7 @@ import { STORAGE_HELPER_IMAGE } from '../../scripts/cluster/storage.js';
 import { GROUP, VERSION } from '../../server/src/model/api-group.js';
 import { ARTIFACTS } from './browser.js';
 import { eventually } from './kube.js';
+import { onGlobalTeardown } from './teardown.js';
 
 /** The machine paths a real node writes to (and removes when they were absent before). */
 const MACHINE_PATHS = [
@@ -382,3 +383,5 @@ export async function execInPod(
   assert.equal(status.status, 'Success', `${command.join(' ')}: ${JSON.stringify(status)}`);
   return out;
 }
+
+onGlobalTeardown(stopSharedRealNode);

@@ -98,19 +98,18 @@ export const AppDefinitionSpecSchema = z
       ),
     ingressname: z.string().min(1).describe('name of the shared route the session routes are added to'),
     options: AppDefinitionOptionsSchema.optional(),
+    // Fractions of a minute are allowed, as for a launch's timeout: a course's short exercise, a test.
     timeout: z
       .number()
-      .int()
       .min(0)
       .optional()
-      .describe('minutes of inactivity before an idle session stops; 0 or unset: never'),
+      .describe('minutes of inactivity before an idle session stops (fractions allowed); 0 or unset: never'),
     maxLifetimeMinutes: z
       .number()
-      .int()
       .min(0)
       .optional()
       .describe(
-        "minutes from a session's creation after which it stops, active or not; unset: the operator's IDE_CLOUD_MAX_SESSION_LIFETIME_MINUTES (0: none)",
+        "minutes from a session's creation after which it stops, active or not (fractions allowed); unset: the operator's IDE_CLOUD_MAX_SESSION_LIFETIME_MINUTES (0: none)",
       ),
     startDeadlineSeconds: z
       .number()
