@@ -6,7 +6,13 @@
 import { installVscodeHost } from '../vscode-host/install.js';
 import { binariesStep, runLanes, type BuildStep } from './build-lanes.js';
 import { realNodeBuilds, type BuildTarget } from './control-plane.js';
-import { buildImage, decideNodes, type ImageTarget } from './real-node.js';
+import {
+  buildImage,
+  installRealNodePackages,
+  realNodeUnavailable,
+  thisMachine,
+  type ImageTarget,
+} from './real-node.js';
 
 /** The images the suites build on a real node (npm start's, the real-node suites' and the chart's). */
 const SUITE_IMAGES: ImageTarget[] = [
@@ -30,7 +36,13 @@ function lanes(realNode: boolean): BuildStep[][] {
       run: installVscodeHost,
     },
   ];
-  if (realNode)
+  if (realNode) {
+    downloads.unshift({
+      what: "the real node's Debian packages (containerd, buildah, debootstrap, …)",
+      why: 'the real node and its image builds',
+      firstTimeMinutes: 1,
+      run: installRealNodePackages,
+    });
     for (const target of SUITE_IMAGES)
       downloads.push({
         what: `image ide-cloud/${target}`,
@@ -38,12 +50,16 @@ function lanes(realNode: boolean): BuildStep[][] {
         firstTimeMinutes: target === 'session-javascript' ? 5 : 1,
         run: () => buildImage(target),
       });
+  }
   return [[binariesStep(targets)], downloads];
 }
 
-/** Builds (or finds in the cache) what the suites need; the real node's parts where the machine runs one. */
+/**
+ * Builds (or finds in the cache) what the suites need; the real node's parts where the machine can run
+ * one, also while one runs now (the suites wait for it to go).
+ */
 export async function buildWhatTheSuitesNeed(say: (line: string) => void): Promise<void> {
-  const { realNode, notice } = await decideNodes([]);
-  if (notice) say(notice);
-  await runLanes(lanes(realNode), say);
+  const why = realNodeUnavailable({ ...thisMachine(), runningNode: undefined });
+  if (why) say(`Building for fake pods only (${why}).`);
+  await runLanes(lanes(!why), say);
 }
