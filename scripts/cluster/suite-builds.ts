@@ -12,6 +12,7 @@ import {
   realNodeUnavailable,
   thisMachine,
   type ImageTarget,
+  type MachineFacts,
 } from './real-node.js';
 
 /** The images the suites build on a real node (npm start's, the real-node suites' and the chart's). */
@@ -26,8 +27,25 @@ const SUITE_IMAGES: ImageTarget[] = [
   'auth-proxy',
 ];
 
-function lanes(realNode: boolean): BuildStep[][] {
-  const targets: BuildTarget[] = ['k8s', 'helm', 'auth-proxy', ...(realNode ? realNodeBuilds({}) : [])];
+export interface SuiteBuilds {
+  binaries: BuildTarget[];
+  /** Empty where the machine cannot run a real node. */
+  images: ImageTarget[];
+  /** Why the real node's parts are left out, if they are. */
+  withoutRealNode?: string;
+}
+
+/**
+ * What the suites build on `machine`: the real node's parts where it can run a real node, also while
+ * one runs now (its suites wait for that one to go).
+ */
+export function suiteBuilds(machine: MachineFacts = thisMachine()): SuiteBuilds {
+  const withoutRealNode = realNodeUnavailable({ ...machine, runningNode: undefined });
+  if (withoutRealNode) return { binaries: ['k8s', 'helm', 'auth-proxy'], images: [], withoutRealNode };
+  return { binaries: ['k8s', 'helm', 'auth-proxy', ...realNodeBuilds({})], images: SUITE_IMAGES };
+}
+
+function lanes({ binaries, images }: SuiteBuilds): BuildStep[][] {
   const downloads: BuildStep[] = [
     {
       what: 'VS Code host (Node 24 and code-server from npm)',
@@ -36,30 +54,26 @@ function lanes(realNode: boolean): BuildStep[][] {
       run: installVscodeHost,
     },
   ];
-  if (realNode) {
+  if (images.length)
     downloads.unshift({
       what: "the real node's Debian packages (containerd, buildah, debootstrap, …)",
       why: 'the real node and its image builds',
       firstTimeMinutes: 1,
       run: installRealNodePackages,
     });
-    for (const target of SUITE_IMAGES)
-      downloads.push({
-        what: `image ide-cloud/${target}`,
-        why: 'the real-node suites',
-        firstTimeMinutes: target === 'session-javascript' ? 5 : 1,
-        run: () => buildImage(target),
-      });
-  }
-  return [[binariesStep(targets)], downloads];
+  for (const target of images)
+    downloads.push({
+      what: `image ide-cloud/${target}`,
+      why: 'the real-node suites',
+      firstTimeMinutes: target === 'session-javascript' ? 5 : 1,
+      run: () => buildImage(target),
+    });
+  return [[binariesStep(binaries)], downloads];
 }
 
-/**
- * Builds (or finds in the cache) what the suites need; the real node's parts where the machine can run
- * one, also while one runs now (the suites wait for it to go).
- */
+/** Builds (or finds in the cache) what the suites need on this machine. */
 export async function buildWhatTheSuitesNeed(say: (line: string) => void): Promise<void> {
-  const why = realNodeUnavailable({ ...thisMachine(), runningNode: undefined });
-  if (why) say(`Building for fake pods only (${why}).`);
-  await runLanes(lanes(!why), say);
+  const builds = suiteBuilds();
+  if (builds.withoutRealNode) say(`Building without the real node's parts (${builds.withoutRealNode}).`);
+  await runLanes(lanes(builds), say);
 }
