@@ -6,7 +6,7 @@ import { ensureBinaries, type BuildTarget } from './control-plane.js';
 
 export interface BuildStep {
   what: string;
-  /** Why it is needed. */
+  /** Why it is needed (of a step for several parts, theirs in the same order). */
   why: string;
   /** Minutes the first build took on 2 cores with empty caches, beside the other lanes. */
   firstTimeMinutes: number;
@@ -38,7 +38,7 @@ export function binariesStep(targets: BuildTarget[]): BuildStep {
   const parts = targets.map((target) => BINARIES[target]);
   return {
     what: parts.map((part) => part.what).join(', '),
-    why: parts.map((part) => `${part.what.split(' (')[0]} ${part.why}`).join('; '),
+    why: parts.map((part) => part.why).join('; '),
     firstTimeMinutes: parts.reduce((sum, part) => sum + part.firstTimeMinutes, 0),
     run: () => ensureBinaries(...targets),
   };
