@@ -9,13 +9,7 @@ import { suiteBuilds } from '../../scripts/cluster/suite-builds.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 
-const capable: MachineFacts = {
-  platform: 'linux',
-  uid: 0,
-  cgroups: true,
-  onPath: () => true,
-  runningNode: undefined,
-};
+const capable: MachineFacts = { platform: 'linux', uid: 0, cgroups: true, onPath: () => true, runningNode: undefined };
 
 describe("the suite's prebuild", () => {
   it('is the first step of npm test', async () => {
@@ -29,16 +23,10 @@ describe("the suite's prebuild", () => {
     for (const machine of [capable, { ...capable, runningNode: '/tmp/x/node' }]) {
       const builds = suiteBuilds(machine);
       assert.deepEqual([...builds.binaries].sort(), [...BUILD_TARGETS].sort());
-      // npm start's (scripts/start/main.ts), the node's own (prepareRealNode) and the chart's images.
-      for (const image of [
-        'auth-proxy',
-        'session-javascript',
-        'pause',
-        'local-path-helper',
-        'service',
-        'operator',
-        'landing-page',
-      ])
+      const npmStartImages = ['auth-proxy', 'session-javascript']; // scripts/start/main.ts
+      const nodeImages = ['pause', 'local-path-helper']; // prepareRealNode
+      const chartImages = ['service', 'operator', 'landing-page']; // real-node-chart, real-node-images
+      for (const image of [...npmStartImages, ...nodeImages, ...chartImages])
         assert.ok(builds.images.includes(image as (typeof builds.images)[number]), image);
       assert.equal(builds.withoutRealNode, undefined);
     }
