@@ -75,8 +75,10 @@ fresh_module() {
 }
 
 # compile <module dir> <package> <ldflags> <output>: the compile itself, as every key names it.
+# -dwarf=false: the compiler skips the debug information that -ldflags -w drops at link time anyway
+# (about a tenth less compile time, the same machine code).
 compile() {
-  (cd "$1" && go build -trimpath -ldflags "$3" -o "$4" "$2")
+  (cd "$1" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "$3" -o "$4" "$2")
 }
 
 # ---- The recipes. Each family's resolve_* prepares its wrapper module (downloads); its make_* compiles.

@@ -1,8 +1,9 @@
-// npm run cluster -- <up [--fake-pods]|down|status|build [target...]|image <image>>
+// npm run cluster -- <up [--fake-pods]|down|status|build [target...]|prebuild|image <image>>
 // `up` starts a local control plane in .cluster/ and prints KUBECONFIG=<path> as its last line. Beside
 // the kwok node (fake pods) it runs a real node (kubelet, containerd, Traefik as its ingress, kube-router
 // for network policies, local-path-provisioner for volumes: real-node.ts) where the machine allows it;
 // otherwise one line says what is missing. --fake-pods: the kwok node only, on purpose.
+// `prebuild` builds what `npm test`'s suites need, before they run (suite-builds.ts).
 // `image` builds one of the project's images (scripts/images/build.sh) and loads it into the real node
 // running on this machine (npm start's or up's): `npm run cluster -- image ide-cloud/session-c:latest`.
 import path from 'node:path';
@@ -18,11 +19,12 @@ import {
 } from './control-plane.js';
 import { isAlive } from './processes.js';
 import { buildImage, decideNodes, importImage, imageTarget, runningRealNode } from './real-node.js';
+import { buildWhatTheSuitesNeed } from './suite-builds.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const dir = process.env.IDE_CLOUD_CLUSTER_DIR ?? path.join(root, '.cluster', 'local');
 
-const USAGE = `usage: npm run cluster -- <up [--fake-pods]|down|status|build [${BUILD_TARGETS.join('|')}]...|image <image>>`;
+const USAGE = `usage: npm run cluster -- <up [--fake-pods]|down|status|build [${BUILD_TARGETS.join('|')}]...|prebuild|image <image>>`;
 
 async function main(command: string | undefined): Promise<number> {
   switch (command) {
@@ -55,6 +57,9 @@ async function main(command: string | undefined): Promise<number> {
       console.log(await ensureBinaries(...(targets as BuildTarget[])));
       return 0;
     }
+    case 'prebuild':
+      await buildWhatTheSuitesNeed((line) => console.log(line));
+      return 0;
     case 'image': {
       const image = process.argv[3];
       const node = await runningRealNode();

@@ -265,7 +265,7 @@ export interface MachineFacts {
   runningNode: string | undefined;
 }
 
-function thisMachine(): MachineFacts {
+export function thisMachine(): MachineFacts {
   return {
     platform: process.platform,
     uid: process.getuid?.(),
