@@ -23,7 +23,10 @@ async function start(): Promise<TestCluster> {
   let kubeconfig = process.env.IDE_CLOUD_TEST_KUBECONFIG;
   if (!kubeconfig) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-test-cluster-'));
-    state = await startControlPlane(dir);
+    // Lanes side by side (scripts/test/lanes.ts) each have a control plane: their pod IPs must differ,
+    // since tests serve a pod's port on its IP.
+    const lane = Number(process.env.IDE_CLOUD_TEST_LANE ?? 0);
+    state = await startControlPlane(dir, { podCidr: `127.${1 + lane}.0.1/16` });
     const started = state;
     process.once('exit', () => killControlPlaneSync(started));
     // A cancelled run (SIGINT/SIGTERM) skips 'exit' handlers: the detached processes must go too.

@@ -1,8 +1,16 @@
-// Loaded by mocha with --require: stops the shared control plane and the shared real node once every
-// suite has run, then fails the run if any process a suite started is still alive (killing it).
+// Loaded by mocha with --require: records each test file's wall time (suite-times.ts); stops the
+// shared control plane and the shared real node once every suite has run, then fails the run if any
+// process a suite started is still alive (killing it).
+import type Mocha from 'mocha';
 import { stopTestCluster } from './cluster.js';
 import { describeLeftovers, killLeftoverProcesses } from './processes.js';
 import { stopSharedRealNode } from './real-node.js';
+import { recordSuiteTimes } from './suite-times.js';
+
+// Mocha calls a global setup with the runner as `this`.
+export function mochaGlobalSetup(this: Mocha.Runner): void {
+  recordSuiteTimes(this);
+}
 
 export async function mochaGlobalTeardown(): Promise<void> {
   await stopTestCluster();
