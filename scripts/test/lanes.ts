@@ -1,21 +1,29 @@
 // `npm test`'s mocha run, in lanes side by side: each lane is a mocha run of its own with the settings
 // of .mocharc.json (its global fixture, so its own control plane and its own leftover-process check)
-// on a share of the spec files. The suites that start a real node all run in lane 0, one after the
-// other: one real node at a time on a machine. The other files go to the lane with the least work so
-// far, by the wall times the last run recorded (test-artifacts/suite-times-*.json, suite-times.ts;
+// on a share of the spec files. Files that share something of the machine (TOGETHER: the real node,
+// the builds into the repository) run in one lane, one after the other. Each file, or group of such
+// files, goes to the lane with the least work so far, by the wall times the last run recorded (test-artifacts/suite-times-*.json, suite-times.ts;
 // on a fresh clone, those of a measured run kept in scripts/test/suite-times.json), slowest first. The run fails if any lane fails. IDE_CLOUD_TEST_LANES sets the number of lanes (2).
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { suiteTimesFile, SUITE_TIMES_DIR, type SuiteTimes } from '../../test/support/suite-times.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MOCHA = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
-/** A file that imports the real node's support or scripts starts (or borrows) a real node. */
-const REAL_NODE_IMPORT = /^import [^;]*from '[./]+(?:support|scripts\/cluster)\/real-node[\w-]*\.js';/m;
+/**
+ * Files that must run one after the other, in one lane, because they share something of the machine:
+ * the real node (one per machine: a file importing its support or scripts starts or borrows it), and
+ * the builds written into the repository (extension/dist, agent/dist: one lane's build would rewrite
+ * what another's VS Code host is installing).
+ */
+const TOGETHER = [
+  /^import [^;]*from '[./]+(?:support|scripts\/cluster)\/real-node[\w-]*\.js';/m,
+  /\b(?:packageDataBridge|buildAgent)\(/,
+];
 /** A file no run has timed yet counts as this many ms. */
 const UNTIMED_MS = 10_000;
 
@@ -56,14 +64,16 @@ function lastTimes(): Map<string, number> {
 
 /** The spec files of each lane, each lane's in the configuration's order. */
 export function planLanes(files: readonly string[], lanes: number, times: Map<string, number>): string[][] {
-  const weight = (file: string) => times.get(file) ?? UNTIMED_MS;
-  const realNode = new Set(files.filter((f) => REAL_NODE_IMPORT.test(readFileSync(path.join(ROOT, f), 'utf8'))));
-  const assigned = Array.from({ length: lanes }, (_, lane) => (lane === 0 ? [...realNode] : []));
-  const load = assigned.map((lane) => lane.reduce((sum, file) => sum + weight(file), 0));
-  for (const file of files.filter((f) => !realNode.has(f)).sort((a, b) => weight(b) - weight(a))) {
+  const weight = (group: string[]) => group.reduce((sum, file) => sum + (times.get(file) ?? UNTIMED_MS), 0);
+  const texts = new Map(files.map((f) => [f, readFileSync(path.join(ROOT, f), 'utf8')]));
+  const together = TOGETHER.map((pattern) => files.filter((f) => pattern.test(texts.get(f)!)));
+  const alone = files.filter((f) => !together.some((group) => group.includes(f))).map((f) => [f]);
+  const assigned: string[][] = Array.from({ length: lanes }, () => []);
+  const load = assigned.map(() => 0);
+  for (const group of [...together, ...alone].sort((a, b) => weight(b) - weight(a))) {
     const lightest = load.indexOf(Math.min(...load));
-    assigned[lightest]!.push(file);
-    load[lightest]! += weight(file);
+    assigned[lightest]!.push(...group);
+    load[lightest]! += weight(group);
   }
   return assigned.map((lane) => files.filter((f) => lane.includes(f)));
 }
@@ -76,7 +86,8 @@ function runLane(lane: number, files: string[], settings: Record<string, unknown
   const child = spawn(process.execPath, [MOCHA, '--config', config, ...process.argv.slice(2)], {
     cwd: ROOT,
     env: { ...process.env, IDE_CLOUD_TEST_LANE: String(lane) },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // The lane ends when this process does, however (global-fixture.ts): its stdin closes.
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   for (const [from, to] of [
     [child.stdout, process.stdout],
@@ -142,4 +153,4 @@ async function main(): Promise<void> {
   process.exitCode = Math.max(...codes);
 }
 
-await main();
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -10,6 +10,13 @@ import { recordSuiteTimes } from './suite-times.js';
 // Mocha calls a global setup with the runner as `this`.
 export function mochaGlobalSetup(this: Mocha.Runner): void {
   recordSuiteTimes(this);
+  // A lane of scripts/test/lanes.ts exits (its exit handlers kill its control plane and processes) once the
+  // lane runner is gone, killed or not: the pipe it holds as this process's stdin closes.
+  if (process.env.IDE_CLOUD_TEST_LANE !== undefined && !process.stdin.isTTY) {
+    process.stdin.once('end', () => process.exit(130));
+    process.stdin.resume();
+    process.stdin.unref();
+  }
 }
 
 export async function mochaGlobalTeardown(): Promise<void> {
