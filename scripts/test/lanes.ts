@@ -20,7 +20,7 @@ const MOCHA = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
  * the builds written into the repository (extension/dist, agent/dist: one lane's build would rewrite
  * what another's VS Code host is installing).
  */
-const TOGETHER = [
+export const TOGETHER = [
   /^import [^;]*from '[./]+(?:support|scripts\/cluster)\/real-node[\w-]*\.js';/m,
   /\b(?:packageDataBridge|buildAgent)\(/,
 ];
@@ -28,7 +28,7 @@ const TOGETHER = [
 const UNTIMED_MS = 10_000;
 
 /** The files of each `<dir>/**\/*.test.ts` pattern of the mocha configuration, in mocha's order. */
-function specFiles(patterns: readonly string[]): string[] {
+export function specFiles(patterns: readonly string[]): string[] {
   const walk = (dir: string): string[] =>
     readdirSync(path.join(ROOT, dir), { withFileTypes: true })
       .sort((a, b) => a.name.localeCompare(b.name))
