@@ -16,12 +16,13 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const MOCHA = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
 /**
  * Files that must run one after the other, in one lane, because they share something of the machine:
- * the real node (one per machine: a file importing its support or scripts starts or borrows it), and
+ * the real node (one per machine: a file importing its support or scripts starts or borrows it, and
+ * `npm start` starts one where none runs yet), and
  * the builds written into the repository (extension/dist, agent/dist: one lane's build would rewrite
  * what another's VS Code host is installing).
  */
 export const TOGETHER = [
-  /^import [^;]*from '[./]+(?:support|scripts\/cluster)\/real-node[\w-]*\.js';/m,
+  /^import [^;]*from '[./]+(?:support|scripts\/cluster)\/real-node[\w-]*\.js';|spawn\('npm', \['start'/m,
   /\b(?:packageDataBridge|buildAgent)\(/,
 ];
 /** A file no run has timed yet counts as this many ms. */
