@@ -144,10 +144,11 @@ async function main(): Promise<void> {
   const { recorded, lines } = laneTimes(lanes);
   console.log(lines.join('\n'));
   console.log(`\nlanes ended in ${(totalMs / 1000).toFixed(0)} s with exit codes ${codes.join(', ')}`);
-  // Only a whole run's figures plan the next one: a --grep or --dry-run would skew them.
-  if (process.argv.length === 2 && recorded.length === lanes) {
+  // Only a whole run's figures plan the next one (a --grep or --dry-run would skew them); a file a lane
+  // did not reach (it crashed) keeps its earlier figure.
+  if (process.argv.length === 2) {
     const files = Object.fromEntries(
-      recorded.flatMap((times) => Object.entries(times.files)).sort((a, b) => b[1] - a[1]),
+      [...times, ...recorded.flatMap((lane) => Object.entries(lane.files))].sort((a, b) => b[1] - a[1]),
     );
     writeFileSync(LAST_RUN, `${JSON.stringify({ totalMs, lanes: recorded, files } satisfies RunTimes, null, 2)}\n`);
   }

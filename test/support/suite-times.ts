@@ -1,5 +1,5 @@
 // Where a mocha run's wall time goes, per test file, hooks included: from the start of a file's first
-// top-level suite to the end of its last. Written at the end of the run to
+// top-level suite to the end of its last. Written as each file ends to
 // test-artifacts/suite-times-<lane>.json (the lane runner, scripts/test/lanes.ts, names the lane), so
 // every run leaves the figures the next one balances its lanes by.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -33,14 +33,18 @@ export function recordSuiteTimes(runner: Mocha.Runner, lane = process.env.IDE_CL
     const now = Date.now();
     spans.set(file, { start: spans.get(file)?.start ?? now, end: now });
   });
-  runner.on('suite end', (suite) => {
-    const span = topLevel(suite) ? spans.get(path.relative(ROOT, suite.file!)) : undefined;
-    if (span) span.end = Date.now();
-  });
-  runner.once('end', () => {
+  // Written again as each file ends, so that a run killed midway still leaves the figures so far.
+  const write = () => {
     const files = [...spans].map(([file, { start, end }]) => [file, end - start] as const).sort((a, b) => b[1] - a[1]);
     const times: SuiteTimes = { lane, totalMs: Date.now() - started, files: Object.fromEntries(files) };
     mkdirSync(SUITE_TIMES_DIR, { recursive: true });
     writeFileSync(suiteTimesFile(lane), `${JSON.stringify(times, null, 2)}\n`);
+  };
+  runner.on('suite end', (suite) => {
+    const span = topLevel(suite) ? spans.get(path.relative(ROOT, suite.file!)) : undefined;
+    if (!span) return;
+    span.end = Date.now();
+    write();
   });
+  runner.once('end', write);
 }
