@@ -147,9 +147,8 @@ async function main(): Promise<void> {
   // Only a whole run's figures plan the next one (a --grep or --dry-run would skew them); a file a lane
   // did not reach (it crashed) keeps its earlier figure.
   if (process.argv.length === 2) {
-    const files = Object.fromEntries(
-      [...times, ...recorded.flatMap((lane) => Object.entries(lane.files))].sort((a, b) => b[1] - a[1]),
-    );
+    const merged = new Map([...times, ...recorded.flatMap((lane) => Object.entries(lane.files))]);
+    const files = Object.fromEntries([...merged].sort((a, b) => b[1] - a[1]));
     writeFileSync(LAST_RUN, `${JSON.stringify({ totalMs, lanes: recorded, files } satisfies RunTimes, null, 2)}\n`);
   }
   process.exitCode = Math.max(...codes);
