@@ -23,7 +23,7 @@ export function suiteTimesFile(lane: string): string {
 }
 
 /** Records `runner`'s per-file wall times and writes them when it ends. */
-export function recordSuiteTimes(runner: Mocha.Runner, lane = process.env.IDE_CLOUD_TEST_LANE ?? 'mocha'): void {
+export function recordSuiteTimes(runner: Mocha.Runner, lane = 'mocha'): void {
   const started = Date.now();
   const spans = new Map<string, { start: number; end: number }>();
   const topLevel = (suite: Mocha.Suite) => suite.file !== undefined && suite.parent?.root === true;
