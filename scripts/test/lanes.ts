@@ -2,8 +2,10 @@
 // of .mocharc.json (its global fixture, so its own control plane and its own leftover-process check)
 // on a share of the spec files. Files that share something of the machine (TOGETHER: the real node,
 // the builds into the repository) run in one lane, one after the other. Each file, or group of such
-// files, goes to the lane with the least work so far, by the wall times the last run recorded (test-artifacts/suite-times-*.json, suite-times.ts;
-// on a fresh clone, those of a measured run kept in scripts/test/suite-times.json), slowest first. The run fails if any lane fails. IDE_CLOUD_TEST_LANES sets the number of lanes (2).
+// files, goes to the lane with the least work so far, slowest first, by the wall times the last whole
+// run recorded (test-artifacts/suite-times.json, from suite-times.ts; on a fresh clone, those of a
+// measured run kept in scripts/test/suite-times.json). The run fails if any lane fails.
+// IDE_CLOUD_TEST_LANES sets the number of lanes (2).
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
