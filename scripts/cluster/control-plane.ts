@@ -159,6 +159,8 @@ export interface ControlPlaneOptions {
    * images (15 minutes or more); later starts take seconds. `stopControlPlane` removes it all.
    */
   realNode?: boolean;
+  /** kwok's pod IPs, in the loopback range; default 127.1.0.1/16. Control planes side by side need their own. */
+  podCidr?: string;
   /** The real node's ingress (Traefik) port on loopback; default: a free one. */
   ingressPort?: number;
   /** With the real node: enforce NetworkPolicies there (kube-router). Default on; npm start applies none. */
@@ -343,7 +345,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       `--server-address=127.0.0.1:${kwokPort}`,
       // Pod IPs from the loopback range: a test can serve a pod's port (e.g. the data bridge) on the
       // pod's own IP, and nothing ever sends traffic to an address off this machine.
-      '--cidr=127.1.0.1/16',
+      `--cidr=${options.podCidr ?? '127.1.0.1/16'}`,
       '--node-ip=127.0.0.1',
     ]);
     await saveState();

@@ -109,10 +109,22 @@ describe('security: workspaces per user (27.1)', function () {
 
     it('failed: a launch that adopted such a session and saw it fail removes the workspace too', async () => {
       const user = 'adopter@example.com';
-      await leaveQueued(user, 'ws-failed');
+      const sessionName = await leaveQueued(user, 'ws-failed');
       const adopter = call(stack.service.url, 'POST', '/service', {
         body: { appId, user, appDefinition: 'python-latest', workspaceName: 'ws-failed', timeout: 0.2 },
       });
+      // Failed only once adopted: a launch that finds it failed already replaces it instead (and, with
+      // nobody here to remove it, answers 551), as a loaded machine showed.
+      await eventually(
+        () =>
+          assert.ok(
+            stack.service.logs.some(
+              (line) => line.includes('adopting a session still starting') && line.includes(sessionName),
+            ),
+            'the launch adopted the queued session',
+          ),
+        10_000,
+      );
       await operatorFillsStatus(
         stack.resources,
         (_name, spec) => spec.workspace === 'ws-failed',

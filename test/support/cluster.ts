@@ -17,6 +17,9 @@ export interface TestCluster {
   kc: k8s.KubeConfig;
 }
 
+/** The lane of scripts/test/lanes.ts this run is (read at import: global-fixture.ts then removes it). */
+const LANE = Number(process.env.IDE_CLOUD_TEST_LANE ?? 0);
+
 let starting: Promise<TestCluster> | undefined;
 let state: ControlPlaneState | undefined;
 
@@ -24,7 +27,9 @@ async function start(): Promise<TestCluster> {
   let kubeconfig = process.env.IDE_CLOUD_TEST_KUBECONFIG;
   if (!kubeconfig) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-test-cluster-'));
-    state = await startControlPlane(dir);
+    // Lanes side by side (scripts/test/lanes.ts) each have a control plane: their pod IPs must differ,
+    // since tests serve a pod's port on its IP.
+    state = await startControlPlane(dir, { podCidr: `127.${1 + LANE}.0.1/16` });
     const started = state;
     process.once('exit', () => killControlPlaneSync(started));
     // A cancelled run (SIGINT/SIGTERM) skips 'exit' handlers: the detached processes must go too.
