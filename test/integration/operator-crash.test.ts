@@ -554,10 +554,16 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       kills.push(`${counted.launch.session}: ${describePoint(phase, point)} not in the recount, no kill point`);
       assert.ok(point.occurrence > 1 || !point.applied, `${describePoint(phase, point)} not made again by the recount`);
     }
+    // A write made again after the API server refused the one before it (a 409 of a race with another
+    // write) comes only when that race does: it is tried, but need not come.
+    const countedPoints = new Map(killPoints(counted.writes, counted.launch).map((p) => [key(p), p]));
+    const retryAfterRefusal = (p: KillPoint) =>
+      p.occurrence > 1 && countedPoints.get(`${p.signature} #${p.occurrence - 1}`)?.applied === false;
     const missed: string[] = [];
     for (const [i, point] of points.entries()) {
       if (!(await crashAt(phase, point, (attempt) => makeLaunch(`${i + 1}-${attempt}`)))) {
-        missed.push(describePoint(phase, point));
+        if (retryAfterRefusal(point)) kills.push(`${describePoint(phase, point)}: its race did not recur, no kill`);
+        else missed.push(describePoint(phase, point));
       }
     }
     assert.deepEqual(

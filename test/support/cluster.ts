@@ -10,6 +10,7 @@ import {
   stopControlPlane,
   type ControlPlaneState,
 } from '../../scripts/cluster/control-plane.js';
+import { lane, processWide } from './process-wide.js';
 import { onGlobalTeardown } from './teardown.js';
 
 export interface TestCluster {
@@ -17,11 +18,11 @@ export interface TestCluster {
   kc: k8s.KubeConfig;
 }
 
-/** The lane of scripts/test/lanes.ts this run is (read at import: global-fixture.ts then removes it). */
-const LANE = Number(process.env.IDE_CLOUD_TEST_LANE ?? 0);
+/** The lane of scripts/test/lanes.ts this run is. */
+const LANE = Number(lane ?? 0);
 
-let starting: Promise<TestCluster> | undefined;
-let state: ControlPlaneState | undefined;
+/** One control plane per process, however many times mocha loads this module (process-wide.ts). */
+const cluster = processWide('cluster', () => ({}) as { starting?: Promise<TestCluster>; state?: ControlPlaneState });
 
 async function start(): Promise<TestCluster> {
   let kubeconfig = process.env.IDE_CLOUD_TEST_KUBECONFIG;
@@ -29,8 +30,8 @@ async function start(): Promise<TestCluster> {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-test-cluster-'));
     // Lanes side by side (scripts/test/lanes.ts) each have a control plane: their pod IPs must differ,
     // since tests serve a pod's port on its IP.
-    state = await startControlPlane(dir, { podCidr: `127.${1 + LANE}.0.1/16` });
-    const started = state;
+    const started = await startControlPlane(dir, { podCidr: `127.${1 + LANE}.0.1/16` });
+    cluster.state = started;
     process.once('exit', () => killControlPlaneSync(started));
     // A cancelled run (SIGINT/SIGTERM) skips 'exit' handlers: the detached processes must go too.
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -39,7 +40,7 @@ async function start(): Promise<TestCluster> {
         process.exit(130);
       });
     }
-    kubeconfig = state.kubeconfig;
+    kubeconfig = started.kubeconfig;
   }
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfig);
@@ -48,14 +49,14 @@ async function start(): Promise<TestCluster> {
 
 /** The shared control plane; the first caller starts it (allow a few minutes the very first time). */
 export function useCluster(): Promise<TestCluster> {
-  starting ??= start();
-  return starting;
+  cluster.starting ??= start();
+  return cluster.starting;
 }
 
 export async function stopTestCluster(): Promise<void> {
-  if (state) await stopControlPlane(state.dir);
-  state = undefined;
-  starting = undefined;
+  if (cluster.state) await stopControlPlane(cluster.state.dir);
+  cluster.state = undefined;
+  cluster.starting = undefined;
 }
 
 onGlobalTeardown(stopTestCluster);

@@ -4,15 +4,12 @@
 import { Socket } from 'node:net';
 import type Mocha from 'mocha';
 import { describeLeftovers, killLeftoverProcesses } from './processes.js';
+import { lane } from './process-wide.js';
 import { recordSuiteTimes } from './suite-times.js';
 import { runGlobalTeardowns } from './teardown.js';
 
 /** How long processes may take to end once the suites are done (a stop may still be under way). */
 const graceMs = Number(process.env.IDE_CLOUD_TEST_LEFTOVER_GRACE_MS ?? 5000);
-
-/** This run's lane of scripts/test/lanes.ts, if it is one; a mocha run that a test starts is none. */
-const lane = process.env.IDE_CLOUD_TEST_LANE;
-delete process.env.IDE_CLOUD_TEST_LANE;
 
 // Mocha calls a global setup with the runner as `this`.
 export function mochaGlobalSetup(this: Mocha.Runner): void {

@@ -23,6 +23,7 @@ import { STORAGE_HELPER_IMAGE } from '../../scripts/cluster/storage.js';
 import { GROUP, VERSION } from '../../server/src/model/api-group.js';
 import { ARTIFACTS } from './browser.js';
 import { eventually } from './kube.js';
+import { processWide } from './process-wide.js';
 import { onGlobalTeardown } from './teardown.js';
 
 /** The machine paths a real node writes to (and removes when they were absent before). */
@@ -181,7 +182,8 @@ async function saveLogs(dir: string): Promise<string> {
   return [`logs (whole in ${kept}):`, ...(tails.length ? tails : ['  none yet'])].join('\n');
 }
 
-let shared: Promise<RealNodeCluster> | undefined;
+/** One shared node per process, however many times mocha loads this module (process-wide.ts). */
+const sharing = processWide('sharedRealNode', () => ({}) as { node?: Promise<RealNodeCluster> });
 
 /**
  * The real node the suites share, started by the first that asks. The borrower gives it back with
@@ -189,12 +191,14 @@ let shared: Promise<RealNodeCluster> | undefined;
  * it and waits until they are gone, so the next suite finds the node as this one did.
  */
 export async function borrowSharedRealNode(): Promise<{ cluster: RealNodeCluster; giveBack(): Promise<void> }> {
-  if (!shared) {
+  if (!sharing.node) {
     // Only one real node runs per machine: a suite's own is stopped by that suite before this starts.
-    shared = startRealNode('shared');
-    shared.catch(() => (shared = undefined));
+    const starting = (sharing.node = startRealNode('shared'));
+    starting.catch(() => {
+      if (sharing.node === starting) sharing.node = undefined;
+    });
   }
-  const cluster = await shared;
+  const cluster = await sharing.node;
   const found = await clusterScoped(cluster.kc);
   return {
     cluster,
@@ -209,8 +213,8 @@ export async function borrowSharedRealNode(): Promise<{ cluster: RealNodeCluster
 
 /** Stops the shared real node, if this process started one (the global teardown, and before a node of a suite's own). */
 export async function stopSharedRealNode(): Promise<void> {
-  const starting = shared;
-  shared = undefined;
+  const starting = sharing.node;
+  sharing.node = undefined;
   const cluster = await starting?.catch(() => undefined);
   if (!cluster) return;
   await stopControlPlane(cluster.state.dir);

@@ -2,7 +2,9 @@
 // started (the control plane, the real node) register their stop here when their module loads. The
 // fixture imports only this and processes.ts, so a run that never uses them does not load them (the
 // Kubernetes client alone takes seconds to load on a busy machine, in every nested mocha run).
-const stops: (() => Promise<void>)[] = [];
+import { processWide } from './process-wide.js';
+
+const stops = processWide('teardowns', (): (() => Promise<void>)[] => []);
 
 /** Registers `stop` to run at the end of the run (in registration order). */
 export function onGlobalTeardown(stop: () => Promise<void>): void {

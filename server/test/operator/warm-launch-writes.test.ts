@@ -167,7 +167,7 @@ describe("a launch's session metadata: the finalizer before anything, the decisi
     }
   });
 
-  it('a session created without the finalizer (kubectl) gets it, alone, before its route', async () => {
+  it('a session created without the finalizer (kubectl) gets it before its route, its decision along in the one write', async () => {
     const s = session('warm-2', 'wendy@example.com');
     const { api, patches } = sessionsApi(s);
     await ensureFinalizer({
@@ -180,7 +180,7 @@ describe("a launch's session metadata: the finalizer before anything, the decisi
     assert.deepEqual(metadata.finalizers, [SESSION_FINALIZER]);
     assert.equal(metadata.resourceVersion, '7', 'the finalizer list is replaced against the version read');
     assert.equal(metadata.uid, 'uid-warm-2', 'on the session read');
-    assert.equal(metadata.annotations, undefined, 'the decision is not written twice');
+    assert.deepEqual(metadata.annotations, { [ANNOTATIONS.startStrategy]: 'eager', [ANNOTATIONS.instanceId]: '1' });
     assert.deepEqual(s.metadata.finalizers, [SESSION_FINALIZER]);
   });
 

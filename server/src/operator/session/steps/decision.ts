@@ -129,18 +129,23 @@ function tellStrategy(pass: Pass, workspaceHoldsWork: boolean): void {
 /**
  * The finalizer, when the session came without it (the service sets it; kubectl does not): one write
  * before anything the session cleans up exists, against the version read so no one's finalizer is
- * lost, and only on the session read (its uid). The decision's annotations come after the status
- * (`annotateDecision`): a crashed pass's decision is taken up from the world.
+ * lost, and only on the session read (its uid). The decision, made by then, rides along as its
+ * annotations (else they come after the status, `annotateDecision`): one write, however long the
+ * session then waits in the queue.
  */
-export async function ensureFinalizer({ deps, session }: StepContext): Promise<void> {
+export async function ensureFinalizer({ deps, session, pass }: StepContext): Promise<void> {
   const finalizers = finalizersOf(session);
   if (finalizers.includes(SESSION_FINALIZER)) return;
+  const annotations = decisionAnnotatedByService(session.metadata)
+    ? {}
+    : missingDecisionAnnotations(session.metadata, pass.status);
   try {
     const updated = await deps.sessionsApi.mergePatch(session.metadata.name, {
       metadata: {
         uid: session.metadata.uid,
         finalizers: [...finalizers, SESSION_FINALIZER],
         resourceVersion: session.metadata.resourceVersion,
+        ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
       },
     });
     deps.sessions.observe(updated);
