@@ -22,6 +22,7 @@ import { API_SERVER_RETRY_AFTER_SECONDS } from '../../server/src/service/errors.
 import { createTestNamespace, eventually } from '../support/kube.js';
 import { sessionUrlPattern } from '../support/landing.js';
 import { testOperator } from '../support/operator.js';
+import { stopSharedRealNode } from '../support/real-node.js';
 import {
   SERVICE_AUTH_TOKEN,
   applyAppDefinitions,
@@ -83,6 +84,10 @@ describe('Kubernetes API calls with a deadline: the API server paused', function
   };
 
   before(async () => {
+    // A real node's packet rules change how a connection to a stopped API server fails (no deadline
+    // passes): the shared one goes first, and importing its module keeps this suite in the real-node
+    // lane (scripts/test/lanes.ts), never beside one.
+    await stopSharedRealNode();
     dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-test-deadline-'));
     state = await startControlPlane(path.join(dir, 'cluster'));
     process.once('exit', killOnExit);
