@@ -55,6 +55,15 @@ function kubeConfigOf(file: string): k8s.KubeConfig {
   return kc;
 }
 
+/** What may be shown of an error: its name, type, code and the start of its message. */
+const describeErrors = (errors: unknown[]) =>
+  JSON.stringify(
+    errors.slice(0, 3).map((e) => {
+      const x = e as { name?: string; type?: string; code?: string; message?: string };
+      return [x.name, x.type, x.code, x.message?.slice(0, 120)];
+    }),
+  );
+
 describe('Kubernetes API calls with a deadline: the API server paused', function () {
   this.timeout(300_000);
   let dir: string;
@@ -207,7 +216,14 @@ describe('Kubernetes API calls with a deadline: the API server paused', function
       });
       informer.start();
       try {
-        await eventually(() => assert.ok(errors.some((e) => isApiUnavailable(e) === 'timeout')), ANSWER_WITHIN_MS);
+        await eventually(
+          () =>
+            assert.ok(
+              errors.some((e) => isApiUnavailable(e) === 'timeout'),
+              `the informer's errors: ${describeErrors(errors)}`,
+            ),
+          ANSWER_WITHIN_MS,
+        );
         // The operator's calls end too: its Lease renewals fail with the deadline, logged, not hung.
         await eventually(
           () =>
