@@ -545,8 +545,9 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     const recounted = await makeLaunch('recount');
     const key = (p: KillPoint) => `${p.signature} #${p.occurrence}`;
     const again = new Set(killPoints(await countWrites(phase, recounted), recounted).map(key));
+    const countedPoints = killPoints(counted.writes, counted.launch);
     const points: KillPoint[] = [];
-    for (const point of killPoints(counted.writes, counted.launch)) {
+    for (const point of countedPoints) {
       if (again.has(key(point))) {
         points.push(point);
         continue;
@@ -556,9 +557,9 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     }
     // A write made again after the API server refused the one before it (a 409 of a race with another
     // write) comes only when that race does: it is tried, but need not come.
-    const countedPoints = new Map(killPoints(counted.writes, counted.launch).map((p) => [key(p), p]));
+    const byKey = new Map(countedPoints.map((p) => [key(p), p]));
     const retryAfterRefusal = (p: KillPoint) =>
-      p.occurrence > 1 && countedPoints.get(`${p.signature} #${p.occurrence - 1}`)?.applied === false;
+      p.occurrence > 1 && byKey.get(`${p.signature} #${p.occurrence - 1}`)?.applied === false;
     const missed: string[] = [];
     for (const [i, point] of points.entries()) {
       if (!(await crashAt(phase, point, (attempt) => makeLaunch(`${i + 1}-${attempt}`)))) {
