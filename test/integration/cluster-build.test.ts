@@ -44,10 +44,13 @@ const changed = (a: Record<string, string>, b: Record<string, string>): string[]
   Object.keys(a).filter((tool) => a[tool] !== b[tool]);
 
 /** `npm start` in its own process group (as a terminal gives it), its processes marked in their environment. */
-function npmStart(env: Record<string, string>): { start: ChildProcess; marker: string; output: () => string } {
+function npmStart(
+  env: Record<string, string>,
+  args: string[] = [],
+): { start: ChildProcess; marker: string; output: () => string } {
   const marker = `IDE_CLOUD_TEST_MARK=${randomBytes(8).toString('hex')}`;
   const [name, value] = marker.split('=') as [string, string];
-  const start = spawn('npm', ['start'], {
+  const start = spawn('npm', ['start', ...(args.length ? ['--', ...args] : [])], {
     cwd: root,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -178,13 +181,17 @@ describe('local control plane builds', function () {
     }
   });
 
+  // On fake pods: the control plane is what this is about; npm-start.test.ts kills the real mode.
   it('npm start killed once it runs leaves no process of it behind, its control plane included', async () => {
     const [port, landingPort] = [await freePort(), await freePort()];
-    const { start, marker, output } = npmStart({
-      IDE_CLOUD_CLUSTER_DIR: path.join(cache, 'cluster'),
-      PORT: String(port),
-      LANDING_PORT: String(landingPort),
-    });
+    const { start, marker, output } = npmStart(
+      {
+        IDE_CLOUD_CLUSTER_DIR: path.join(cache, 'cluster'),
+        PORT: String(port),
+        LANDING_PORT: String(landingPort),
+      },
+      ['--fake-pods'],
+    );
     try {
       await printed(start, output, /Ctrl-C stops everything/);
       const running = await processesMarked(marker);
