@@ -98,7 +98,7 @@ export const AppDefinitionSpecSchema = z
       ),
     ingressname: z.string().min(1).describe('name of the shared route the session routes are added to'),
     options: AppDefinitionOptionsSchema.optional(),
-    // Fractions of a minute are allowed, as for a launch's timeout: a course's short exercise, a test.
+    // Fractions of a minute are allowed, as for a launch's timeout: a course's short exercise.
     timeout: z
       .number()
       .min(0)

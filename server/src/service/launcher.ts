@@ -531,10 +531,10 @@ export class Launcher {
    * be in someone's hands, and no launch at a limit takes it (`isHalfStartedEphemeral`). Written on
    * that session (its uid: another of the name is refused, 422), with the decision's annotations the
    * spec asks for (the operator leaves them to this write: one write fewer per launch), with no
-   * resourceVersion: a conflict would cost a read and a second write on the path to the answer. This write changes the resourceVersion, so a
-   * replacing launch's delete (preconditions as read) and it cannot both win: a session whose delete
-   * came first shows its deletionTimestamp in the answer and answers 474, never a URL that is going
-   * away. Written before the answer: a kill between the two leaves a session nobody holds but nobody
+   * resourceVersion: a conflict would cost a read and a second write on the path to the answer. This
+   * write changes the resourceVersion, so a replacing launch's delete (preconditions as read) and it
+   * cannot both win: a session whose delete came first shows its deletionTimestamp in the answer and
+   * answers 474, never a URL that is going away. Written before the answer: a kill between the two leaves a session nobody holds but nobody
    * takes either (held until its idle stop, as before the mark). A failed write fails the launch.
    */
   private async markAnswered(session: Session): Promise<void> {
