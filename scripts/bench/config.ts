@@ -64,6 +64,8 @@ export function sizes(scale: number) {
     scaleLevels: [100, 250, 500, 1000, 2000].map((x) => n(x, 10)),
     /** The step the targets on memory, listing and cost growth read (1000 sessions in the full run). */
     scaleTargetLevel: n(1000, 10),
+    /** The step of the second memory target (2000 sessions in the full run). */
+    scaleUpperTargetLevel: n(2000, 10),
     scaleLaunches: n(5),
     scaleListCalls: n(100),
     scaleProbes: n(5),
