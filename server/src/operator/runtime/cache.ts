@@ -22,7 +22,10 @@ export interface OperatorCache {
   configStores: Informer<k8s.V1ConfigMap>;
   /** The shared session Ingresses. */
   ingresses: Informer<k8s.V1Ingress>;
-  /** Services IDE Cloud manages (a lazy session's is applied again only when it is gone). */
+  /**
+   * Services IDE Cloud manages, metadata only: a lazy session's is applied again only when it is gone,
+   * and a failed session's are found by their labels (session/release.ts).
+   */
   services: Informer<k8s.V1Service>;
   /**
    * Pods IDE Cloud manages, only what tells their start (labels, scheduling, container states): a
@@ -72,7 +75,13 @@ export function createCache(
       managed,
       withoutTemplateUnlessPoolInstance,
     ),
-    services: informer<k8s.V1Service>(`/api/v1/namespaces/${namespace}/services`, 'v1', 'Service', managed),
+    services: informer<k8s.V1Service>(
+      `/api/v1/namespaces/${namespace}/services`,
+      'v1',
+      'Service',
+      managed,
+      metadataOnly,
+    ),
     pods: informer<k8s.V1Pod>(`/api/v1/namespaces/${namespace}/pods`, 'v1', 'Pod', managed, startStateOnly),
     claims: informer<k8s.V1PersistentVolumeClaim>(
       `/api/v1/namespaces/${namespace}/persistentvolumeclaims`,
