@@ -19,12 +19,15 @@ const MOCHA = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
 /**
  * Files that must run one after the other, in one lane, because they share something of the machine:
  * the real node (one per machine: a file importing its support or scripts starts or borrows it, and
- * `npm start` starts one where none runs yet), and
+ * `npm start` starts one where none runs yet) and the browsers (Chromium drops a page load with
+ * ERR_NETWORK_CHANGED when a network interface comes or goes, as one does for each of the real
+ * node's pods), and
  * the builds written into the repository (extension/dist, agent/dist: one lane's build would rewrite
  * what another's VS Code host is installing).
+ * Groups that share a file are one group (`togetherGroups`).
  */
 export const TOGETHER = [
-  /^import [^;]*from '[./]+(?:support|scripts\/cluster)\/real-node[\w-]*\.js';|spawn\('npm', \['start'/m,
+  /^import [^;]*from '[./]+(?:support|scripts\/cluster)\/real-node[\w-]*\.js';|spawn\('npm', \['start'|^import [^;]*from '[./]+support\/(?:browser|vscode-host)\.js';|\bbrowser: true\b/m,
   /\b(?:packageDataBridge|buildAgent)\(/,
 ];
 /** A file no run has timed yet counts as this many ms. */
@@ -65,11 +68,25 @@ function lastTimes(): Map<string, number> {
   return new Map(Object.entries(recorded.files));
 }
 
+/** The files of each TOGETHER pattern, groups that share a file joined into one. */
+export function togetherGroups(files: readonly string[], text: (file: string) => string): string[][] {
+  const groups: string[][] = [];
+  for (const pattern of TOGETHER) {
+    let group = files.filter((f) => pattern.test(text(f)));
+    for (const other of groups.filter((g) => g.some((f) => group.includes(f)))) {
+      groups.splice(groups.indexOf(other), 1);
+      group = files.filter((f) => group.includes(f) || other.includes(f));
+    }
+    groups.push(group);
+  }
+  return groups;
+}
+
 /** The spec files of each lane, each lane's in the configuration's order. */
 export function planLanes(files: readonly string[], lanes: number, times: Map<string, number>): string[][] {
   const weight = (group: string[]) => group.reduce((sum, file) => sum + (times.get(file) ?? UNTIMED_MS), 0);
   const texts = new Map(files.map((f) => [f, readFileSync(path.join(ROOT, f), 'utf8')]));
-  const together = TOGETHER.map((pattern) => files.filter((f) => pattern.test(texts.get(f)!)));
+  const together = togetherGroups(files, (f) => texts.get(f)!);
   const alone = files.filter((f) => !together.some((group) => group.includes(f))).map((f) => [f]);
   const assigned: string[][] = Array.from({ length: lanes }, () => []);
   const load = assigned.map(() => 0);
