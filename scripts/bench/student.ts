@@ -22,7 +22,10 @@ export const CLICK_STEPS = [
   ['launchAnsweredMs', 'launch answered'],
   ['firstSessionRequestMs', 'first request to the session host'],
   ['workbenchFirstByteMs', "workbench's first byte"],
+  ['workbenchScriptMs', 'workbench.js downloaded'],
   ['workbenchFirstPaintMs', "workbench's first paint"],
+  ['workbenchStartedMs', 'workbench started (its mark)'],
+  ['explorerResolvedMs', 'explorer resolved (its mark)'],
   ['cloneDoneMs', 'clone done (agent)'],
   ['filesShownMs', 'files shown'],
 ] as const;
@@ -45,6 +48,12 @@ export interface ClickTimeline {
   workbenchFirstByteMs?: number;
   /** The workbench's first contentful paint. */
   workbenchFirstPaintMs?: number;
+  /** workbench.js downloaded (its resource timing's responseEnd). */
+  workbenchScriptMs?: number;
+  /** The workbench's own mark `code/didStartWorkbench`: its script ran, its parts are created. */
+  workbenchStartedMs?: number;
+  /** The workbench's own mark `code/didResolveExplorer`: the work folder's listing came back. */
+  explorerResolvedMs?: number;
   /** The explorer shows the repository's top level. */
   filesShownMs?: number;
   /** The agent's line saying the clone was done (or found already there), from the session's log. */
@@ -137,6 +146,24 @@ export function firstPaint(page: Page): Promise<number | undefined> {
   return page.evaluate(() => {
     const [paint] = performance.getEntriesByName('first-contentful-paint');
     return paint ? performance.timeOrigin + paint.startTime : undefined;
+  });
+}
+
+/** The workbench's own load, as ms since the epoch: workbench.js downloaded, the workbench started, the explorer resolved. */
+export function workbenchMarks(
+  page: Page,
+): Promise<{ workbenchScript?: number; workbenchStarted?: number; explorerResolved?: number }> {
+  // No function declared inside: the page gets the source as written (tsx would name one with a helper).
+  return page.evaluate(() => {
+    const script = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/workbench/workbench.js')) as
+      PerformanceResourceTiming | undefined;
+    const [started] = performance.getEntriesByName('code/didStartWorkbench');
+    const [resolved] = performance.getEntriesByName('code/didResolveExplorer');
+    return {
+      workbenchScript: script ? performance.timeOrigin + script.responseEnd : undefined,
+      workbenchStarted: started ? performance.timeOrigin + started.startTime : undefined,
+      explorerResolved: resolved ? performance.timeOrigin + resolved.startTime : undefined,
+    };
   });
 }
 

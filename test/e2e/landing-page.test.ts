@@ -117,6 +117,29 @@ describe('landing page in a real browser (anonymous mode, real service and opera
     await screenshot(page, 'landing-session-reached');
   });
 
+  it('runs its script inline, the one script its policy admits', async () => {
+    const response = await fetch(`${stack.landing.url}/`);
+    const policy = response.headers.get('content-security-policy') ?? '';
+    const scriptSrc = policy
+      .split(';')
+      .map((d) => d.trim())
+      .find((d) => d.startsWith('script-src'));
+    assert.match(scriptSrc ?? '', /^script-src 'sha256-[A-Za-z0-9+/]+=*'$/, policy);
+    assert.match(await response.text(), /<script>[^<]/);
+    assert.equal((await fetch(`${stack.landing.url}/app.js`)).status, 404);
+    // In the browser: the page runs (it shows its launch screen) and the policy refused nothing.
+    const page = await context.newPage();
+    await page.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (e) => {
+        (window as unknown as { violations: string[] }).violations ??= [];
+        (window as unknown as { violations: string[] }).violations.push(e.violatedDirective);
+      });
+    });
+    await page.goto(deepLink({ appDef: 'python-latest', gitUri: withCredentials(gitPassword) }));
+    await page.waitForSelector('#screen-launch:not([hidden])', { timeout: 30_000 });
+    assert.deepEqual(await page.evaluate(() => (window as unknown as { violations?: string[] }).violations ?? []), []);
+  });
+
   it('the same link twice, and a link with a new token in gitUri, land in the same workspace', async () => {
     const user = 'alice@example.com';
     const { workspaceName, sessionName } = launchTarget('python-latest', user, repo);

@@ -42,6 +42,7 @@ import {
   CLICK_STEPS,
   cloneDoneAt,
   firstPaint,
+  workbenchMarks,
   followPage,
   waitForFiles,
   type CaseName,
@@ -295,6 +296,10 @@ async function measure(
     if (url) timeline.urlWrittenMs = url - follow.clickedAt();
     const paint = await firstPaint(page);
     if (paint) timeline.workbenchFirstPaintMs = paint - follow.clickedAt();
+    const marks = await workbenchMarks(page);
+    if (marks.workbenchScript) timeline.workbenchScriptMs = marks.workbenchScript - follow.clickedAt();
+    if (marks.workbenchStarted) timeline.workbenchStartedMs = marks.workbenchStarted - follow.clickedAt();
+    if (marks.explorerResolved) timeline.explorerResolvedMs = marks.explorerResolved - follow.clickedAt();
     const served = await course.r.sessions.get(session);
     const log = await sessionLog(course, served);
     const cloned = log ? cloneDoneAt(log) : undefined;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { PROGRESS_STEPS } from './messages.js';
 import type { LaunchParameters } from './params.js';
 
@@ -40,11 +41,24 @@ progress{width:100%;height:1rem;accent-color:var(--accent)}
 `;
 
 /**
- * The page: four screens (loading, launch, progress, error), filled in by app.js. Its configuration
- * (config.json's content, with the provider's discovery document when the server has it) and the
- * parameters that came by form POST are embedded for the script (never in the address).
+ * The page's script inline: a student who clicks a deep link loads the page twice (before and after
+ * the provider's sign-in round trip), and a script of its own would be one more request each time.
+ * Refuses a script that could end its element early; the page's policy admits it by its hash.
  */
-export function renderPage(input: { posted?: LaunchParameters; config?: unknown }): string {
+export function inlineScript(script: string): { element: string; hash: string } {
+  if (/<\/script|<!--/i.test(script)) throw new Error('the page script holds </script or <!--: it cannot be inlined');
+  return {
+    element: `<script>${script}</script>`,
+    hash: `'sha256-${createHash('sha256').update(script, 'utf8').digest('base64')}'`,
+  };
+}
+
+/**
+ * The page: four screens (loading, launch, progress, error), filled in by its script (`inlineScript`).
+ * Its configuration (config.json's content, with the provider's discovery document when the server
+ * has it) and the parameters that came by form POST are embedded for the script (never in the address).
+ */
+export function renderPage(input: { posted?: LaunchParameters; config?: unknown; script?: string }): string {
   const steps = PROGRESS_STEPS.map((s) => `<li data-step="${s.id}" data-state="pending">${s.label}</li>`).join('');
   const config =
     input.config === undefined
@@ -93,7 +107,7 @@ export function renderPage(input: { posted?: LaunchParameters; config?: unknown 
 </main>
 ${config}
 ${posted}
-<script src="app.js"></script>
+${input.script ?? ''}
 </body>
 </html>`;
 }

@@ -13,7 +13,7 @@ import { listen, type Listening } from '../http/listen.js';
 import { capRefusal, OpenCounts } from '../http/open-counts.js';
 import { buildClientBundle } from './bundle.js';
 import type { LandingConfig } from './config.js';
-import { renderPage } from './page.js';
+import { inlineScript, renderPage } from './page.js';
 import { ProviderMetadata } from './provider-metadata.js';
 import { launchEnvironment, readLaunchParameters, templateFor, type LaunchParameters } from './params.js';
 import { launchTarget, ServiceClient, type Forwarded } from './service-client.js';
@@ -57,7 +57,7 @@ class LandingError extends Error {
 }
 
 /**
- * The landing page's web server: the page and its script, its configuration, an HTML form POST of the
+ * The landing page's web server: the page (its script inline), its configuration, an HTML form POST of the
  * launch parameters, and three API calls the page makes (launch, progress, cancel) that it forwards
  * to the REST service with the service auth token added. Holds no state.
  */
@@ -86,8 +86,10 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
   return app;
 }
 
-/** The page (by GET, or by a form POST of the launch parameters), its script, its configuration and the health check. */
+/** The page (by GET, or by a form POST of the launch parameters), its configuration and the health check. */
 function servePage(app: Express, config: LandingConfig, script: string): void {
+  const inline = inlineScript(script);
+  const policy = contentSecurityPolicy(config, inline.hash);
   const identityProvider = config.identityProvider !== undefined;
   const metadata = config.identityProvider ? new ProviderMetadata(config.identityProvider.issuer) : undefined;
   void metadata?.refresh();
@@ -108,11 +110,12 @@ function servePage(app: Express, config: LandingConfig, script: string): void {
     const providerMetadata = metadata?.current();
     res
       .status(200)
-      .set({ 'Cache-Control': 'no-store', 'Content-Security-Policy': contentSecurityPolicy(config) })
+      .set({ 'Cache-Control': 'no-store', 'Content-Security-Policy': policy })
       .type('html')
       .send(
         renderPage({
           posted,
+          script: inline.element,
           config:
             embedded.identityProvider && providerMetadata
               ? { ...embedded, identityProvider: { ...embedded.identityProvider, metadata: providerMetadata } }
@@ -129,9 +132,6 @@ function servePage(app: Express, config: LandingConfig, script: string): void {
     page(req, res, readLaunchParameters(form, { identityProvider }));
   });
 
-  app.get('/app.js', (_req, res) => {
-    res.set('Cache-Control', 'no-cache').type('text/javascript').send(script);
-  });
   app.get('/config.json', (_req, res) => {
     res.set('Cache-Control', 'no-cache').json(pageConfig());
   });
@@ -262,11 +262,12 @@ function send(res: Response, answer: Forwarded): void {
     .json({ code: answer.status, reason: answer.status < 400 ? 'ok' : 'the service refused the request' });
 }
 
-function contentSecurityPolicy(config: LandingConfig): string {
+/** The page's policy: its one inline script, by `scriptHash`, and nothing else runs. */
+function contentSecurityPolicy(config: LandingConfig, scriptHash: string): string {
   const issuer = config.identityProvider ? new URL(config.identityProvider.issuer).origin : '';
   return [
     "default-src 'self'",
-    "script-src 'self'",
+    `script-src ${scriptHash}`,
     "style-src 'self' 'unsafe-inline'",
     `connect-src 'self'${issuer ? ` ${issuer}` : ''}`,
     "img-src 'self' data:",

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LandingConfigError, loadLandingConfig } from '../../src/landing/config.js';
 import { messageFor, PROGRESS_STEPS, stepIndex, stepOf } from '../../src/landing/messages.js';
-import { renderPage, scriptJson } from '../../src/landing/page.js';
+import { buildClientBundle } from '../../src/landing/bundle.js';
+import { inlineScript, renderPage, scriptJson } from '../../src/landing/page.js';
 import { launchTarget } from '../../src/landing/service-client.js';
 
 describe('landing page: human messages', () => {
@@ -109,5 +111,23 @@ describe('landing page: configuration', () => {
       /LANDING_PAGE_APPS_FILE/,
     );
     assert.throws(() => loadLandingConfig({ ...base, SERVICE_URL: 'not a url' }), /SERVICE_URL/);
+  });
+});
+
+describe('landing page: its script inline', () => {
+  it('carries the bundle in the page, admitted by its hash alone', async () => {
+    const script = await buildClientBundle();
+    const inline = inlineScript(script);
+    const html = renderPage({ script: inline.element });
+    assert.ok(html.includes(`<script>${script}</script>`));
+    assert.ok(!html.includes('src="app.js"'));
+    const digest = createHash('sha256').update(script).digest('base64');
+    assert.equal(inline.hash, `'sha256-${digest}'`);
+  });
+
+  it('refuses a script that would end its element early', () => {
+    assert.throws(() => inlineScript('let a = "</SCRIPT><script>alert(1)";'), /cannot be inlined/);
+    assert.throws(() => inlineScript('let a = "<!--";'), /cannot be inlined/);
+    assert.doesNotThrow(() => inlineScript('let a = 1 < 2;'));
   });
 });

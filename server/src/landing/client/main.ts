@@ -1,5 +1,5 @@
 /// <reference lib="dom" />
-// The landing page's script (bundled by esbuild into app.js). It reads the launch parameters, removes
+// The landing page's script (bundled by esbuild, carried inline by the page). It reads the launch parameters, removes
 // them from the address bar at once, signs in when an identity provider is configured, then either
 // launches right away or shows the launch screen. Secret values are never logged or shown.
 import { UserManager, WebStorageStateStore, type User } from 'oidc-client-ts';
