@@ -18,6 +18,8 @@ export const CLICK_STEPS = [
   ['landingLoadedMs', 'landing page loaded'],
   ['launchSentMs', 'signed in: launch sent'],
   ['sessionCreatedMs', 'Session created (watch)'],
+  ['firstStatusMs', "the operator's first status (watch)"],
+  ['routeWrittenMs', 'path in the Ingress (watch)'],
   ['urlWrittenMs', 'URL in its status (watch)'],
   ['launchAnsweredMs', 'launch answered'],
   ['firstSessionRequestMs', 'first request to the session host'],
@@ -38,6 +40,10 @@ export interface ClickTimeline {
   launchSentMs?: number;
   /** The service's Session create, as the bench's watch first saw it: the service's part before the operator's. */
   sessionCreatedMs?: number;
+  /** The operator's first status write (conditions), as the bench's watch first saw it: the URL's, or one before it. */
+  firstStatusMs?: number;
+  /** The session's path in an Ingress, as the bench's watch first saw it: the operator's route write. */
+  routeWrittenMs?: number;
   /** The operator's status write carrying the URL, as the bench's watch first saw it. */
   urlWrittenMs?: number;
   /** The landing page's POST api/launch answered (or the platform's POST /service, without a landing page). */

@@ -21,7 +21,7 @@ import type { Session } from '../../../server/src/model/session.js';
 import { launchTarget } from '../../../server/src/landing/index.js';
 import { Informer } from '../../../server/src/kube/informer.js';
 import { deploymentReady } from '../../../server/src/operator/index.js';
-import { COMPONENT, poolInstanceName } from '../../../server/src/operator/manifests.js';
+import { COMPONENT, poolInstanceName, routePath } from '../../../server/src/operator/manifests.js';
 import {
   COURSE_NAMESPACE,
   EXERCISE_FILES,
@@ -151,6 +151,7 @@ interface CourseCaches {
   freeInstances: Informer<k8s.V1Deployment>;
   standbyClaims: Informer<k8s.V1PersistentVolumeClaim>;
   sessions: Informer<Session>;
+  ingresses: Informer<k8s.V1Ingress>;
   synced: Promise<unknown>;
   stop(): Promise<unknown>;
 }
@@ -178,12 +179,19 @@ function watchCourse(course: Course): CourseCaches {
     apiVersion: 'ide.cloud/v1beta10',
     kind: 'Session',
   });
-  const all = [freeInstances, standbyClaims, sessions] as Informer[];
+  const ingresses = new Informer<k8s.V1Ingress>(course.kc, {
+    ...watch,
+    path: `/apis/networking.k8s.io/v1/namespaces/${COURSE_NAMESPACE}/ingresses`,
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+  });
+  const all = [freeInstances, standbyClaims, sessions, ingresses] as Informer[];
   for (const informer of all) informer.start();
   return {
     freeInstances,
     standbyClaims,
     sessions,
+    ingresses,
     synced: Promise.all(all.map((i) => i.waitForSync())),
     stop: () => Promise.all(all.map((i) => i.stop())),
   };
@@ -238,14 +246,26 @@ async function measure(
     return student;
   };
 
-  // When the bench's session watch first saw each session and its URL (ms since the epoch).
-  const seen = new Map<string, { created?: number; url?: number }>();
+  // When the bench's watches first saw each session, its first status, its path in an Ingress and its
+  // URL (ms since the epoch).
+  const seen = new Map<string, { created?: number; status?: number; routed?: number; url?: number }>();
+  const routes = new Map<string, string>();
   caches.sessions.on((type, s) => {
     if (type === 'DELETED' || s.metadata.deletionTimestamp) return;
     const times = seen.get(s.metadata.name) ?? {};
     times.created ??= Date.now();
+    if (s.status?.conditions?.length) times.status ??= Date.now();
     if (s.status?.url) times.url ??= Date.now();
     seen.set(s.metadata.name, times);
+    if (!routes.has(s.metadata.name)) routes.set(s.metadata.name, routePath(s));
+  });
+  caches.ingresses.on((type, ingress) => {
+    if (type === 'DELETED') return;
+    const paths = new Set((ingress.spec?.rules ?? []).flatMap((r) => (r.http?.paths ?? []).map((p) => p.path)));
+    for (const [name, path] of routes) {
+      const times = seen.get(name);
+      if (times && !times.routed && paths.has(path)) times.routed = Date.now();
+    }
   });
 
   /** One click, followed to the files in the explorer; the session stopped afterwards unless kept. */
@@ -291,8 +311,10 @@ async function measure(
     }
     follow.filesShown();
     const timeline = follow.timeline();
-    const { created, url } = seen.get(session) ?? {};
+    const { created, status, routed, url } = seen.get(session) ?? {};
     if (created) timeline.sessionCreatedMs = created - follow.clickedAt();
+    if (status) timeline.firstStatusMs = status - follow.clickedAt();
+    if (routed) timeline.routeWrittenMs = routed - follow.clickedAt();
     if (url) timeline.urlWrittenMs = url - follow.clickedAt();
     const paint = await firstPaint(page);
     if (paint) timeline.workbenchFirstPaintMs = paint - follow.clickedAt();

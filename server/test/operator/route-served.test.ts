@@ -63,11 +63,14 @@ describe('the route served by the ingress before the URL is handed out', () => {
 
   it('the readiness step hands out the URL only once the route is served, asking again shortly', async () => {
     let answer = false;
+    let asked = 0;
     const deps = {
       config: parseOperatorConfig({ namespace: 'ns', sessionHost: 'ide.example.org' }),
       routes: {
-        served: async (host: string, path: string) =>
-          answer && host === 'ide.example.org' && path === routePath(session),
+        served: async (host: string, path: string) => {
+          asked++;
+          return answer && host === 'ide.example.org' && path === routePath(session);
+        },
       },
       pods: { list: () => [] },
     } as unknown as SessionStepDeps;
@@ -75,11 +78,18 @@ describe('the route served by the ingress before the URL is handed out', () => {
     const workload = { eager: true, backend: 'js-pool-1', deployment: ready };
 
     const waiting = new Pass(session);
+    const started = Date.now();
     await assert.rejects(readiness({ deps, session, pass: waiting, ...guarded, workload }), (error: unknown) => {
       assert.ok(error instanceof RetryLater);
       assert.equal(error.afterMs, Delay.routeServed);
       return true;
     });
+    // The pass asked for the whole grace, every few milliseconds, before it gave up.
+    assert.ok(
+      Date.now() - started >= Delay.routeGrace - Delay.routeCheckEvery,
+      `gave up after ${Date.now() - started} ms`,
+    );
+    assert.ok(asked > 3, `asked ${asked} times`);
     assert.equal(waiting.status.url, undefined);
     const condition = findCondition(waiting.status.conditions, SessionCondition.ready);
     assert.equal(condition?.reason, SessionReadyReason.routeNotServed);
@@ -89,5 +99,25 @@ describe('the route served by the ingress before the URL is handed out', () => {
     await readiness({ deps, session, pass: serving, ...guarded, workload });
     assert.equal(serving.status.url, `http://ide.example.org${routePath(session)}`);
     assert.equal(findCondition(serving.status.conditions, SessionCondition.ready)?.status, 'True');
+  });
+
+  it('a route the ingress takes up within the grace: the URL in the same pass, no "not served" status before it', async () => {
+    const takenUpAt = Date.now() + 60;
+    const deps = {
+      config: parseOperatorConfig({ namespace: 'ns', sessionHost: 'ide.example.org' }),
+      routes: { served: async () => Date.now() >= takenUpAt },
+      pods: { list: () => [] },
+    } as unknown as SessionStepDeps;
+    const guarded = { appDefinition: { spec: { timeout: 30 } } as unknown as AppDefinition } as Guarded;
+    const pass = new Pass(session);
+    await readiness({
+      deps,
+      session,
+      pass,
+      ...guarded,
+      workload: { eager: true, backend: 'js-pool-1', deployment: ready },
+    });
+    assert.equal(pass.status.url, `http://ide.example.org${routePath(session)}`);
+    assert.equal(findCondition(pass.status.conditions, SessionCondition.ready)?.reason, SessionReadyReason.podReady);
   });
 });

@@ -40,7 +40,14 @@ export const Delay = {
   injectionGrace: 200,
   /** Pool counts change with every reservation: launches within this delay share one status write. */
   poolStatusBatch: 2000,
-  /** A starting session whose pod is Ready asks the ingress again whether it serves its route. */
+  /**
+   * How long a starting session's pass waits for the ingress to take its route up (asking every
+   * routeCheckEvery): an ingress that reloads within it (Traefik's provider throttle, when short)
+   * puts the URL in the pass's one status write, without a status that says "not served" first.
+   */
+  routeGrace: 250,
+  routeCheckEvery: 10,
+  /** A starting session whose route was not served within routeGrace asks the ingress again after this. */
   routeServed: 50,
   /** Upper bound of the random wait between two read-modify-write attempts of a shared Ingress. */
   routeRetryMax: 500,

@@ -22,7 +22,8 @@ import { injectionEnded } from './environment.js';
  * sooner at a pull error's bound. Every change of the pods or the Deployment wakes the session
  * before that (session/watches.ts). Once the pod is Ready, a starting session's URL waits for the ingress to
  * serve its route (routes/served.ts, when configured): the ingress has no event to wait for, so the
- * pass asks it again shortly, a few times at most.
+ * pass asks it every few milliseconds for a moment (Delay.routeGrace), then, if it still does not
+ * serve it, the session is visited again shortly.
  */
 export async function readiness(step: ServedStep): Promise<void> {
   const { deps, session, pass, appDefinition, workload } = step;
@@ -38,7 +39,7 @@ export async function readiness(step: ServedStep): Promise<void> {
       // The injection's end wakes the session (session/injection.ts): this bound is a fallback only.
       throw new RetryLater("waiting for the proxy to admit the session's user", Delay.podStarting);
     }
-    if (starting && !(await deps.routes.served(deps.config.sessionHost, routePath(session)))) {
+    if (starting && !(await servedWithinGrace(deps, routePath(session)))) {
       pass.condition({
         type: SessionCondition.ready,
         status: 'False',
@@ -81,6 +82,16 @@ export async function readiness(step: ServedStep): Promise<void> {
   const next = Math.min(deadline ?? Infinity, verdict.recheckAtMs ?? Infinity);
   const afterMs = Number.isFinite(next) ? Math.max(next - now, Delay.conflict) : Delay.podStarting;
   throw new RetryLater('waiting for the IDE pod', afterMs);
+}
+
+/** Whether the ingress serves `path` now or within Delay.routeGrace, asked every Delay.routeCheckEvery. */
+async function servedWithinGrace(deps: SessionStepDeps, path: string): Promise<boolean> {
+  const deadline = Date.now() + Delay.routeGrace;
+  for (;;) {
+    if (await deps.routes.served(deps.config.sessionHost, path)) return true;
+    if (Date.now() + Delay.routeCheckEvery > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, Delay.routeCheckEvery));
+  }
 }
 
 /**
