@@ -10,7 +10,9 @@ export const USAGE = `npm run bench [-- options]
   --only <a,b>  run only these scenarios, with what they need first (BENCH_ONLY), e.g. floor or eager-launch
   --out <dir>   write BENCHMARKS.json and BENCHMARKS.md there (BENCH_OUT); by default the repository root
                 for a full run, a temporary directory for a reduced or partial one
-  --help`;
+  --help
+The variable BENCH_CPU_PROFILE_DIR=<dir> runs the operator and the service with V8's CPU profiler
+(node --cpu-prof): <dir>/operator and <dir>/service get a .cpuprofile each when they stop.`;
 
 export interface Options {
   scale: number;

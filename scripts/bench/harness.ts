@@ -157,7 +157,10 @@ export function spawnServerPart(
   const { nodeFlags, entry } = imageCommand(root, name);
   const fd = openSync(logFile, 'a');
   const { NODE_OPTIONS: _ignored, ...inherited } = process.env;
-  const child = spawn(process.execPath, [...nodeFlags, entry], {
+  // Where a burst's time goes inside the process (USAGE): the profile is written when it stops.
+  const profileDir = process.env.BENCH_CPU_PROFILE_DIR;
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, name)}`] : [];
+  const child = spawn(process.execPath, [...nodeFlags, ...profile, entry], {
     cwd: root,
     env: { ...inherited, NODE_ENV, ...env },
     stdio: ['ignore', fd, fd],
