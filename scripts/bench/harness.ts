@@ -159,7 +159,7 @@ export function spawnServerPart(
   const { NODE_OPTIONS: _ignored, ...inherited } = process.env;
   // Where a burst's time goes inside the process (USAGE): the profile is written when it stops.
   const profileDir = process.env.BENCH_CPU_PROFILE_DIR;
-  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, name)}`] : [];
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir, name)}`] : [];
   const child = spawn(process.execPath, [...nodeFlags, ...profile, entry], {
     cwd: root,
     env: { ...inherited, NODE_ENV, ...env },

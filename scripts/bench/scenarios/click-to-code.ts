@@ -21,7 +21,7 @@ import type { Session } from '../../../server/src/model/session.js';
 import { launchTarget } from '../../../server/src/landing/index.js';
 import { Informer } from '../../../server/src/kube/informer.js';
 import { deploymentReady } from '../../../server/src/operator/index.js';
-import { COMPONENT, poolInstanceName, routePath } from '../../../server/src/operator/manifests.js';
+import { COMPONENT, poolInstanceName } from '../../../server/src/operator/manifests.js';
 import {
   COURSE_NAMESPACE,
   EXERCISE_FILES,
@@ -246,26 +246,24 @@ async function measure(
     return student;
   };
 
-  // When the bench's watches first saw each session, its first status, its path in an Ingress and its
-  // URL (ms since the epoch).
+  // When the bench's watches first saw each session, its first status, its path in an Ingress (the
+  // session's name is the path's first segment) and its URL (ms since the epoch).
   const seen = new Map<string, { created?: number; status?: number; routed?: number; url?: number }>();
-  const routes = new Map<string, string>();
+  const times = (name: string) => seen.get(name) ?? seen.set(name, {}).get(name)!;
   caches.sessions.on((type, s) => {
     if (type === 'DELETED' || s.metadata.deletionTimestamp) return;
-    const times = seen.get(s.metadata.name) ?? {};
-    times.created ??= Date.now();
-    if (s.status?.conditions?.length) times.status ??= Date.now();
-    if (s.status?.url) times.url ??= Date.now();
-    seen.set(s.metadata.name, times);
-    if (!routes.has(s.metadata.name)) routes.set(s.metadata.name, routePath(s));
+    const t = times(s.metadata.name);
+    t.created ??= Date.now();
+    if (s.status?.conditions?.length) t.status ??= Date.now();
+    if (s.status?.url) t.url ??= Date.now();
   });
   caches.ingresses.on((type, ingress) => {
     if (type === 'DELETED') return;
-    const paths = new Set((ingress.spec?.rules ?? []).flatMap((r) => (r.http?.paths ?? []).map((p) => p.path)));
-    for (const [name, path] of routes) {
-      const times = seen.get(name);
-      if (times && !times.routed && paths.has(path)) times.routed = Date.now();
-    }
+    for (const rule of ingress.spec?.rules ?? [])
+      for (const p of rule.http?.paths ?? []) {
+        const name = p.path?.split('/')[1];
+        if (name) times(name).routed ??= Date.now();
+      }
   });
 
   /** One click, followed to the files in the explorer; the session stopped afterwards unless kept. */

@@ -43,10 +43,12 @@ progress{width:100%;height:1rem;accent-color:var(--accent)}
 /**
  * The page's script inline: a student who clicks a deep link loads the page twice (before and after
  * the provider's sign-in round trip), and a script of its own would be one more request each time.
- * Refuses a script that could end its element early; the page's policy admits it by its hash.
+ * Refuses a script the HTML parser would end early or change; the page's policy admits it by its hash.
  */
 export function inlineScript(script: string): { element: string; hash: string } {
-  if (/<\/script|<!--/i.test(script)) throw new Error('the page script holds </script or <!--: it cannot be inlined');
+  // The HTML parser would end the element early at these, or change \r and NUL (and so the hash).
+  if (/<\/script|<!--|[\r\0]/i.test(script))
+    throw new Error('the page script holds </script, <!--, a CR or a NUL: it cannot be inlined');
   return {
     element: `<script>${script}</script>`,
     hash: `'sha256-${createHash('sha256').update(script, 'utf8').digest('base64')}'`,

@@ -3,10 +3,13 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pino } from 'pino';
 import { LandingConfigError, loadLandingConfig } from '../../src/landing/config.js';
 import { messageFor, PROGRESS_STEPS, stepIndex, stepOf } from '../../src/landing/messages.js';
 import { buildClientBundle } from '../../src/landing/bundle.js';
 import { inlineScript, renderPage, scriptJson } from '../../src/landing/page.js';
+import { createLandingApp } from '../../src/landing/server.js';
+import { listen } from '../../src/http/listen.js';
 import { launchTarget } from '../../src/landing/service-client.js';
 
 describe('landing page: human messages', () => {
@@ -115,19 +118,36 @@ describe('landing page: configuration', () => {
 });
 
 describe('landing page: its script inline', () => {
-  it('carries the bundle in the page, admitted by its hash alone', async () => {
+  it('serves the bundle in the page, and a policy that admits exactly the bytes served', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'landing-inline-'));
+    const apps = path.join(dir, 'apps.json');
+    writeFileSync(apps, JSON.stringify([{ name: 'python-latest', label: 'Python' }]));
+    const config = loadLandingConfig({
+      SERVICE_URL: 'http://127.0.0.1:9/',
+      SERVICE_AUTH_TOKEN: 'a-service-token',
+      LANDING_PAGE_APPS_FILE: apps,
+      IDENTITY_PROVIDER_ISSUER: 'disabled',
+    });
     const script = await buildClientBundle();
-    const inline = inlineScript(script);
-    const html = renderPage({ script: inline.element });
-    assert.ok(html.includes(`<script>${script}</script>`));
-    assert.ok(!html.includes('src="app.js"'));
-    const digest = createHash('sha256').update(script).digest('base64');
-    assert.equal(inline.hash, `'sha256-${digest}'`);
+    const app = createLandingApp(config, pino({ level: 'silent' }), script);
+    const running = await listen(app, 0, '127.0.0.1');
+    try {
+      const response = await fetch(`${running.url}/`);
+      const html = await response.text();
+      const served = /<script>([^]*?)<\/script>/.exec(html)?.[1];
+      assert.equal(served, script);
+      const digest = createHash('sha256').update(served!, 'utf8').digest('base64');
+      const policy = response.headers.get('content-security-policy') ?? '';
+      assert.ok(policy.split('; ').includes(`script-src 'sha256-${digest}'`), policy);
+      assert.equal((await fetch(`${running.url}/app.js`)).status, 404);
+    } finally {
+      await running.close();
+    }
   });
 
-  it('refuses a script that would end its element early', () => {
-    assert.throws(() => inlineScript('let a = "</SCRIPT><script>alert(1)";'), /cannot be inlined/);
-    assert.throws(() => inlineScript('let a = "<!--";'), /cannot be inlined/);
-    assert.doesNotThrow(() => inlineScript('let a = 1 < 2;'));
+  it('refuses a script that would end its element early or that the HTML parser would change', () => {
+    for (const bad of ['let a = "</SCRIPT><script>alert(1)";', 'let a = "<!--";', 'let a = 1;\r\n', 'let a = "\0";'])
+      assert.throws(() => inlineScript(bad), /cannot be inlined/, JSON.stringify(bad));
+    assert.doesNotThrow(() => inlineScript('let a = 1 < 2;\n'));
   });
 });

@@ -94,6 +94,17 @@ describe('the route served by the ingress before the URL is handed out', () => {
     const condition = findCondition(waiting.status.conditions, SessionCondition.ready);
     assert.equal(condition?.reason, SessionReadyReason.routeNotServed);
 
+    // The next pass, its grace spent (the status says so), asks once and lets the worker go.
+    const waited = { ...session, status: { conditions: waiting.status.conditions } } as Session;
+    asked = 0;
+    const again = Date.now();
+    await assert.rejects(
+      readiness({ deps, session: waited, pass: new Pass(waited), ...guarded, workload }),
+      RetryLater,
+    );
+    assert.equal(asked, 1);
+    assert.ok(Date.now() - again < Delay.routeGrace, 'no second grace');
+
     answer = true;
     const serving = new Pass(session);
     await readiness({ deps, session, pass: serving, ...guarded, workload });

@@ -15,8 +15,11 @@ export interface RouteTable {
   set(ingressName: string, entry: RouteEntry, present: boolean): Promise<void>;
   /** The shared Ingresses (cache) whose rule of `host` holds `path`: where a route is, whatever recorded it. */
   holding(host: string, path: string): string[];
-  /** Whether the ingress serves `path` of `host` now (routes/served.ts); true when nothing is there to ask. */
-  served(host: string, path: string): Promise<boolean>;
+  /**
+   * Whether the ingress serves `path` of `host` now (routes/served.ts), unanswered within `timeoutMs`
+   * (at most ROUTE_CHECK_TIMEOUT_MS) counting as not; true when nothing is there to ask.
+   */
+  served(host: string, path: string, timeoutMs?: number): Promise<boolean>;
 }
 
 export interface RoutesDeps {
@@ -112,9 +115,10 @@ export class Routes implements RouteTable {
       .map((i) => i.metadata?.name ?? '');
   }
 
-  served(host: string, path: string): Promise<boolean> {
+  served(host: string, path: string, timeoutMs = ROUTE_CHECK_TIMEOUT_MS): Promise<boolean> {
     const { checkUrl } = this.deps;
-    return checkUrl ? ingressServes(checkUrl, host, path, ROUTE_CHECK_TIMEOUT_MS) : Promise.resolve(true);
+    const timeout = Math.min(timeoutMs, ROUTE_CHECK_TIMEOUT_MS);
+    return checkUrl ? ingressServes(checkUrl, host, path, timeout) : Promise.resolve(true);
   }
 
   async set(ingressName: string, entry: RouteEntry, present: boolean): Promise<void> {

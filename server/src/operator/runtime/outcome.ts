@@ -46,6 +46,7 @@ export const Delay = {
    * puts the URL in the pass's one status write, without a status that says "not served" first.
    */
   routeGrace: 250,
+  /** Within routeGrace, the ingress is asked again after this: a reload lands between two checks. */
   routeCheckEvery: 10,
   /** A starting session whose route was not served within routeGrace asks the ingress again after this. */
   routeServed: 50,

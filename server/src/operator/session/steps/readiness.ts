@@ -2,8 +2,10 @@
  * 6. Readiness and URL: the URL once the IDE pod is ready, the route served and the user admitted; a
  * start that cannot succeed fails (session/start-failure.ts).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../../../model/api-group.js';
+import { findCondition } from '../../../model/conditions.js';
 import { startDeadlineSeconds } from '../../../model/app-definition.js';
 import { SessionCondition, SessionReadyReason, type Session } from '../../../model/session.js';
 import { checksIdentity } from '../../auth-proxy.js';
@@ -39,7 +41,7 @@ export async function readiness(step: ServedStep): Promise<void> {
       // The injection's end wakes the session (session/injection.ts): this bound is a fallback only.
       throw new RetryLater("waiting for the proxy to admit the session's user", Delay.podStarting);
     }
-    if (starting && !(await servedWithinGrace(deps, routePath(session)))) {
+    if (starting && !(await routeServed(deps, session))) {
       pass.condition({
         type: SessionCondition.ready,
         status: 'False',
@@ -84,13 +86,23 @@ export async function readiness(step: ServedStep): Promise<void> {
   throw new RetryLater('waiting for the IDE pod', afterMs);
 }
 
-/** Whether the ingress serves `path` now or within Delay.routeGrace, asked every Delay.routeCheckEvery. */
-async function servedWithinGrace(deps: SessionStepDeps, path: string): Promise<boolean> {
+/**
+ * Whether the ingress serves the session's route. The pass that first finds the pod Ready asks every
+ * Delay.routeCheckEvery for up to Delay.routeGrace, each check bounded by the time left; a pass after
+ * a grace that ran out asks once, so a route the ingress does not take up never keeps a worker busy.
+ * Real time: the waits in between are real.
+ */
+async function routeServed(deps: SessionStepDeps, session: Session): Promise<boolean> {
+  const path = routePath(session);
+  const graceSpent =
+    findCondition(session.status?.conditions, SessionCondition.ready)?.reason === SessionReadyReason.routeNotServed;
+  if (graceSpent) return deps.routes.served(deps.config.sessionHost, path);
   const deadline = Date.now() + Delay.routeGrace;
   for (;;) {
-    if (await deps.routes.served(deps.config.sessionHost, path)) return true;
-    if (Date.now() + Delay.routeCheckEvery > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, Delay.routeCheckEvery));
+    const left = Math.max(deadline - Date.now(), Delay.routeCheckEvery);
+    if (await deps.routes.served(deps.config.sessionHost, path, left)) return true;
+    if (deadline - Date.now() < Delay.routeCheckEvery) return false;
+    await sleep(Delay.routeCheckEvery);
   }
 }
 
