@@ -70,14 +70,12 @@ function lastTimes(): Map<string, number> {
 
 /** The files of each TOGETHER pattern, groups that share a file joined into one. */
 export function togetherGroups(files: readonly string[], text: (file: string) => string): string[][] {
-  const groups: string[][] = [];
+  let groups: string[][] = [];
   for (const pattern of TOGETHER) {
-    let group = files.filter((f) => pattern.test(text(f)));
-    for (const other of groups.filter((g) => g.some((f) => group.includes(f)))) {
-      groups.splice(groups.indexOf(other), 1);
-      group = files.filter((f) => group.includes(f) || other.includes(f));
-    }
-    groups.push(group);
+    const matched = files.filter((f) => pattern.test(text(f)));
+    const joined = groups.filter((g) => g.some((f) => matched.includes(f)));
+    const members = new Set([...matched, ...joined.flat()]);
+    groups = [...groups.filter((g) => !joined.includes(g)), files.filter((f) => members.has(f))];
   }
   return groups;
 }
