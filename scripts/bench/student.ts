@@ -15,6 +15,8 @@ export const CASES: Record<CaseName, string> = {
 
 /** The steps of a timeline, in order, as ms after the click. */
 export const CLICK_STEPS = [
+  ['providerAskedMs', 'the provider asked (sign-in)'],
+  ['signInReturnedMs', 'back at the landing page, signed in'],
   ['landingLoadedMs', 'landing page loaded'],
   ['launchSentMs', 'signed in: launch sent'],
   ['sessionCreatedMs', 'Session created (watch)'],
@@ -34,6 +36,10 @@ export const CLICK_STEPS = [
 
 /** One launch, as the student's browser lived it (ms after the click; absent: not reached). */
 export interface ClickTimeline {
+  /** The landing page sent the browser to the provider: its sign-in round trip begins. */
+  providerAskedMs?: number;
+  /** The landing page asked again with the provider's answer (its `code`): the round trip's end. */
+  signInReturnedMs?: number;
   /** The landing page's first load (before its sign-in round trip to the provider). */
   landingLoadedMs?: number;
   /** The landing page's POST api/launch sent: the student is signed in (the landing page's round trip done). */
@@ -70,6 +76,12 @@ export interface ClickTimeline {
   sessionRedirects: number;
   /** Pages of the identity provider after the hand-over (a sign-in; more than one is a loop). */
   signInPagesAfterHandOver: number;
+  /**
+   * Origins asked besides the course's hosts (session, landing page, provider), once each: the
+   * student's context intercepts nothing, as a student's browser does not. The IDE asks its extension
+   * gallery; its webviews' resource origins (vscode-cdn.net) are answered inside the browser.
+   */
+  otherOrigins: string[];
   /** Why the explorer never showed the files, for a launch that failed. */
   failure?: string;
 }
@@ -84,13 +96,24 @@ export function followPage(
 ): { click(): void; filesShown(): void; timeline(): ClickTimeline; clickedAt(): number } {
   let clicked = 0;
   const at = () => Date.now() - clicked;
-  const t: ClickTimeline = { errorPages: [], sessionRedirects: 0, signInPagesAfterHandOver: 0 };
+  const t: ClickTimeline = { errorPages: [], sessionRedirects: 0, signInPagesAfterHandOver: 0, otherOrigins: [] };
   page.on('request', (request) => {
     if (!clicked) return;
     const url = new URL(request.url());
     if (request.method() === 'POST' && url.hostname === hosts.landing && url.pathname.endsWith('/api/launch'))
       t.launchSentMs ??= at();
+    if (request.isNavigationRequest() && url.host === hosts.provider && t.firstSessionRequestMs === undefined)
+      t.providerAskedMs ??= at();
+    if (request.isNavigationRequest() && url.hostname === hosts.landing && url.searchParams.has('code'))
+      t.signInReturnedMs ??= at();
     if (url.hostname === hosts.session) t.firstSessionRequestMs ??= at();
+    else if (
+      /^https?:$/.test(url.protocol) &&
+      url.hostname !== hosts.landing &&
+      url.host !== hosts.provider &&
+      !t.otherOrigins.includes(url.origin)
+    )
+      t.otherOrigins.push(url.origin);
   });
   page.on('response', (response) => {
     if (!clicked) return;

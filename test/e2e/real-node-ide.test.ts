@@ -384,6 +384,11 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       const served = await course.r.sessions.get(sessionName);
       const pod = await sessionPod(served);
       assert.equal(pod.spec?.nodeName, REAL_NODE);
+      assert.doesNotMatch(
+        await inPod(pod, 'ls /usr/local/lib/node_modules/code-server/lib/vscode/extensions'),
+        /^copilot$/m,
+        'the AI chat extension is not in the image',
+      );
       const ide = pod.spec!.containers[0]!;
       const plain = (ide.env ?? []).filter((e) => e.value !== undefined).map((e) => e.name);
       assert.ok(!plain.includes('GIT_URI') && !plain.includes('PLATFORM_TOKEN'), 'no value in plain text in the pod');

@@ -281,6 +281,11 @@ describe('the real node', function () {
     assert.match(logs, /GET - "\/ping" HTTP\/1\.1 "(?!kube-probe)[^"]*" 200/);
     assert.equal((await get(`${node.ingressUrl}/oauth2/sign_in`, host)).status, 404);
     assert.equal((await get(`${node.ingressUrl}/ping`, { Host: 'elsewhere.example' })).status, 404);
+    // Its default TLS certificate comes from the file provider: without one Traefik makes an RSA key at
+    // every reload, and a new session's route waits for it (real-node.ts, traefikDynamicConfig).
+    const traefikLog = await readFile(path.join(node.root, 'traefik.log'), 'utf8');
+    assert.match(traefikLog, /Starting provider \*file\.Provider/);
+    assert.doesNotMatch(traefikLog, /ERR.*(certificate|X509|key pair|file provider)/i);
 
     // The pod gone, its route answers 404 (Traefik follows the EndpointSlices).
     await core.deleteNamespacedPod({ name: 'routed', namespace: 'default', gracePeriodSeconds: 0 });

@@ -240,7 +240,9 @@ async function measure(
       email: `${kind}-${tag}@example.org`,
       gitUser: `Student ${tag}`,
       gitMail: `${tag}@students.example.org`,
-      context: (await course.studentContext()).context,
+      // No request interception (the suites' guard pauses every request in Node): a student's browser
+      // has none. What it would ask beyond the course is recorded instead (followPage: otherOrigins).
+      context: await course.browser.newContext({ viewport: { width: 1280, height: 800 } }),
     };
     await signIn(course, student);
     return student;
@@ -544,6 +546,7 @@ function summarizeCase(launches: Launch[]) {
     ),
     steps,
     errorPages: launches.flatMap((l) => l.timeline.errorPages),
+    otherOrigins: [...new Set(launches.flatMap((l) => l.timeline.otherOrigins))],
     failures: launches.flatMap((l) => (l.timeline.failure ? [l.timeline.failure] : [])),
     sessionRedirects: launches.reduce((a, l) => a + l.timeline.sessionRedirects, 0),
     signInPagesAfterHandOver: launches.reduce((a, l) => a + l.timeline.signInPagesAfterHandOver, 0),
