@@ -16,7 +16,7 @@ export const CASES: Record<CaseName, string> = {
 /** The steps of a timeline, in order, as ms after the click. */
 export const CLICK_STEPS = [
   ['providerAskedMs', 'the provider asked (sign-in)'],
-  ['signInReturnedMs', 'back at the landing page, signed in'],
+  ['signInReturnedMs', "back at the landing page with the provider's code"],
   ['landingLoadedMs', 'landing page loaded'],
   ['launchSentMs', 'signed in: launch sent'],
   ['sessionCreatedMs', 'Session created (watch)'],
@@ -40,7 +40,7 @@ export interface ClickTimeline {
   providerAskedMs?: number;
   /** The landing page asked again with the provider's answer (its `code`): the round trip's end. */
   signInReturnedMs?: number;
-  /** The landing page's first load (before its sign-in round trip to the provider). */
+  /** The landing page's load after the sign-in round trip (the first page leaves for the provider before its load). */
   landingLoadedMs?: number;
   /** The landing page's POST api/launch sent: the student is signed in (the landing page's round trip done). */
   launchSentMs?: number;

@@ -220,7 +220,8 @@ function traefikConfig(ingressPort: number, adminPort: number, dynamicFile: stri
       providers: {
         providersThrottleDuration: '50ms',
         kubernetesIngress: { ingressClass: REAL_NODE_INGRESS_CLASS },
-        file: { filename: dynamicFile },
+        // Written once before Traefik starts: no watch on the node's directory, where logs are written.
+        file: { filename: dynamicFile, watch: false },
       },
       log: { level: 'INFO' },
     },

@@ -285,7 +285,7 @@ describe('the real node', function () {
     // every reload, and a new session's route waits for it (real-node.ts, traefikDynamicConfig).
     const traefikLog = await readFile(path.join(node.root, 'traefik.log'), 'utf8');
     assert.match(traefikLog, /Starting provider \*file\.Provider/);
-    assert.doesNotMatch(traefikLog, /ERR.*(certificate|X509|key pair|file provider)/i);
+    assert.doesNotMatch(traefikLog, /ERR.*(certificate|X509|key pair|file\.Provider|providerName=file)/);
 
     // The pod gone, its route answers 404 (Traefik follows the EndpointSlices).
     await core.deleteNamespacedPod({ name: 'routed', namespace: 'default', gracePeriodSeconds: 0 });
