@@ -18,6 +18,7 @@ import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session } from '../../server/src/model/session.js';
 import { OPERATOR_ENV, type OperatorConfigInput } from '../../server/src/operator/config.js';
 import { deploymentReady } from '../../server/src/operator/index.js';
+import { sessionOfRoutePath } from '../../server/src/operator/manifests.js';
 import { Informer } from '../../server/src/kube/informer.js';
 import {
   freePort,
@@ -415,7 +416,7 @@ export class Bench {
     if (type !== 'DELETED') {
       for (const rule of i.spec?.rules ?? []) {
         for (const p of rule.http?.paths ?? []) {
-          const session = p.path?.split('/')[1];
+          const session = sessionOfRoutePath(p.path ?? '');
           if (session) sessions.add(session);
         }
       }
@@ -477,8 +478,7 @@ export class Bench {
     const text = await response.text();
     const ms = performance.now() - t0;
     if (response.status !== 200) throw new Error(`launch for ${user}: HTTP ${response.status} ${text.slice(0, 300)}`);
-    // The URL is https://<host>/<session>/<key>/.
-    const session = new URL(text).pathname.split('/')[1] ?? '';
+    const session = sessionOfRoutePath(new URL(text).pathname) ?? '';
     return { ms, url: text, sentAt, answeredAt: sentAt + ms, session };
   }
 

@@ -57,6 +57,8 @@ export const EXERCISE_FILES = {
   'README.md': '# Exercise 1\n\nMake `npm test` pass.\n',
   'src/index.js': 'console.log("hello");\n',
 };
+/** The size of a student's browser window (the screenshots of the first screen). */
+export const STUDENT_VIEWPORT = { width: 1280, height: 800 };
 /** The repository's top level, as the explorer shows it. */
 export const TOP_LEVEL = ['README.md', 'src'];
 const CHART = path.resolve(import.meta.dirname, '..', '..', 'charts', 'ide-cloud');
@@ -304,7 +306,7 @@ export async function startCourse(options: CourseOptions): Promise<Course> {
         })}`,
       viaIngress,
       async studentContext(hold = {}) {
-        const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+        const context = await browser.newContext({ viewport: STUDENT_VIEWPORT });
         const blocked: string[] = [];
         await allowOnly(context, blocked, hold.sessionUrls);
         return { context, blocked };

@@ -21,12 +21,13 @@ import type { Session } from '../../../server/src/model/session.js';
 import { launchTarget } from '../../../server/src/landing/index.js';
 import { Informer } from '../../../server/src/kube/informer.js';
 import { deploymentReady } from '../../../server/src/operator/index.js';
-import { COMPONENT, poolInstanceName } from '../../../server/src/operator/manifests.js';
+import { COMPONENT, poolInstanceName, sessionOfRoutePath } from '../../../server/src/operator/manifests.js';
 import {
   COURSE_NAMESPACE,
   EXERCISE_FILES,
   SESSION_HOST,
   LANDING_HOST,
+  STUDENT_VIEWPORT,
   TOP_LEVEL,
   startCourse,
   type Course,
@@ -242,14 +243,14 @@ async function measure(
       gitMail: `${tag}@students.example.org`,
       // No request interception (the suites' guard pauses every request in Node): a student's browser
       // has none. What it would ask beyond the course is recorded instead (followPage: otherOrigins).
-      context: await course.browser.newContext({ viewport: { width: 1280, height: 800 } }),
+      context: await course.browser.newContext({ viewport: STUDENT_VIEWPORT }),
     };
     await signIn(course, student);
     return student;
   };
 
-  // When the bench's watches first saw each session, its first status, its path in an Ingress (the
-  // session's name is the path's first segment) and its URL (ms since the epoch).
+  // When the bench's watches first saw each session, its first status, its path in an Ingress and its
+  // URL (ms since the epoch).
   const seen = new Map<string, { created?: number; status?: number; routed?: number; url?: number }>();
   const times = (name: string) => seen.get(name) ?? seen.set(name, {}).get(name)!;
   caches.sessions.on((type, s) => {
@@ -263,7 +264,7 @@ async function measure(
     if (type === 'DELETED') return;
     for (const rule of ingress.spec?.rules ?? [])
       for (const p of rule.http?.paths ?? []) {
-        const name = p.path?.split('/')[1];
+        const name = sessionOfRoutePath(p.path ?? '');
         if (name) times(name).routed ??= Date.now();
       }
   });
@@ -288,7 +289,7 @@ async function measure(
       follow.click();
       const url = await platformLaunch(serviceUrl, course, student, token);
       follow.timeline().launchAnsweredMs = Date.now() - follow.clickedAt();
-      session = new URL(url).pathname.split('/')[1]!;
+      session = sessionOfRoutePath(new URL(url).pathname)!;
       await page.goto(url, { waitUntil: 'commit' });
     }
     const failure = await waitForFiles(page, TOP_LEVEL, LAUNCH_DEADLINE_MS).then(
@@ -506,7 +507,7 @@ async function hostFloor(course: Course, n: number) {
     }
     const loads: number[] = [];
     for (let i = 0; i < n; i++) {
-      const context = await course.browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const context = await course.browser.newContext({ viewport: STUDENT_VIEWPORT });
       const page = await context.newPage();
       let firstByte = 0;
       page.on('response', (r) => {

@@ -79,6 +79,11 @@ export function routePath(session: Routed): string {
   return `/${session.metadata.name}/${sessionUrlKey(session)}/`;
 }
 
+/** The session a route's path (or its URL's path) belongs to: routePath's first segment. */
+export function sessionOfRoutePath(path: string): string | undefined {
+  return path.split('/')[1] || undefined;
+}
+
 export function sessionUrl(
   config: Pick<OperatorConfig, 'sessionScheme' | 'sessionHost' | 'sessionPort'>,
   session: Routed,

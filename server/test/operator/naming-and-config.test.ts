@@ -3,7 +3,14 @@ import { isDnsLabel } from '../../src/model/names.js';
 import { lifetimeMinutes, stopReason } from '../../src/operator/session/activity.js';
 import { loadOperatorConfig } from '../../src/operator/config.js';
 import { withRoute } from '../../src/operator/routes/ingress.js';
-import { poolInstanceName, routePath, sessionPodApp, sessionUrl, sidecarName } from '../../src/operator/manifests.js';
+import {
+  poolInstanceName,
+  routePath,
+  sessionOfRoutePath,
+  sessionPodApp,
+  sessionUrl,
+  sidecarName,
+} from '../../src/operator/manifests.js';
 
 describe('operator names, routes, configuration and stop reasons', () => {
   it('pool instance, pod app label and sidecar names are DNS labels, cut with a hash', () => {
@@ -38,6 +45,8 @@ describe('operator names, routes, configuration and stop reasons', () => {
     assert.notEqual(routePath(session('s-1', 'secret-2')), path);
     assert.notEqual(routePath(session('s-2', 'secret-1')), path);
     assert.match(routePath(session('s-1')), /^\/s-1\/[0-9a-f]{32}\/$/, 'without a secret, from the uid');
+    assert.equal(sessionOfRoutePath(path), 's-1', "the route's session, read back from its path");
+    assert.equal(sessionOfRoutePath('/'), undefined);
   });
 
   it('adds and removes one path per session without touching the others', () => {
