@@ -61,9 +61,12 @@ node "${WARM_UP_SCRIPT:-/opt/ide-cloud/warm-up.mjs}" "$IDE_PORT" >/dev/null 2>&1
 # trusted (above); any other folder (a link with another ?folder=, a clone elsewhere) opens restricted,
 # its tasks and settings held back until the student trusts it. The session's own extensions (agent,
 # data bridge) declare that they work in an untrusted workspace.
+# No folder here: the page opens the work folder itself (first-screen.mjs), where code-server would
+# redirect every first request to `?folder=`; nor the folder last opened, so the session URL always
+# opens the work folder.
 exec code-server \
   --bind-addr "0.0.0.0:${IDE_PORT}" \
   --auth none \
   --disable-telemetry \
   --disable-update-check \
-  "$WORKSPACE_DIR"
+  --ignore-last-opened

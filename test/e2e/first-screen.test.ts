@@ -92,7 +92,14 @@ describe("the student's first screen in a session IDE (real VS Code host)", func
   const show = (screen: FirstScreen) => JSON.stringify(screen);
 
   it('opens the work folder trusted, without a Welcome page or a chat, before the repository is there', async () => {
-    const page = await host.openWorkbench();
+    // The server's root, as a session's URL: no folder named, and no redirect to one.
+    const page = await host.openWorkbench(undefined, null);
+    await page.waitForSelector('.explorer-folders-view', { timeout: 60_000 });
+    const opened = await page.evaluate(() => ({
+      search: location.search,
+      redirects: (performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).redirectCount,
+    }));
+    assert.deepEqual(opened, { search: `?folder=${host.workspaceDir}`, redirects: 0 });
     const screen = await firstScreen(page);
     assert.equal(screen.restricted, false, show(screen));
     assert.equal(screen.welcome, false, show(screen));

@@ -79,8 +79,10 @@ describe('session entrypoint', () => {
     assert.ok(lines.includes(`ide-cloud-agent bootstrap --dir ${workspace}`), lines.join('\n'));
     assert.match(
       lines.find((l) => l.startsWith('code-server'))!,
-      /^code-server --bind-addr 0\.0\.0\.0:3100 --auth none .* \S+\/workspace$/,
+      /^code-server --bind-addr 0\.0\.0\.0:3100 --auth none .* --ignore-last-opened$/,
     );
+    // No folder of its own: the page opens the work folder without code-server's redirect (first-screen.mjs).
+    assert.ok(!lines.find((l) => l.startsWith('code-server'))!.includes(workspace), lines.join('\n'));
   });
 
   it('with the data bridge strategy but no bridge, leaves the clone to the agent extension inside the IDE', async () => {

@@ -56,9 +56,14 @@ describe('the first-screen script of the session image', () => {
     assert.match(body, /const WORK_FOLDER = "\/home\/ide\/workspace";/);
     assert.match(body, /indexedDB\.open\('vscode-web-state-db-global-shared'\)/);
     assert.match(body, /'content\.trust\.model\.key'/);
-    // The seeding is awaited before the workbench is imported, and the folder never comes from the URL.
+    // The seeding is awaited before the workbench is imported, and the trusted folder never comes from the URL.
     assert.ok(body.indexOf('await Promise.race([trustWorkFolder()') < body.indexOf('await import('));
-    assert.doesNotMatch(body, /location\.(search|href)|URLSearchParams/);
+    const seeding = body.slice(body.indexOf('async function trustWorkFolder()'), body.indexOf('await Promise.race('));
+    assert.match(seeding, /path: WORK_FOLDER/);
+    assert.doesNotMatch(seeding, /location\.(search|href|pathname)|URLSearchParams|query/);
+    // The address gets the work folder, unless it names a folder, a workspace or the empty window, before the import.
+    assert.match(body, /if \(!\['folder', 'workspace', 'ew'\]\.some\(\(name\) => query\.has\(name\)\)\)/);
+    assert.ok(body.indexOf('history.replaceState(') < body.indexOf('await import('));
     // Everything else of the page as it was.
     assert.equal(
       html.replace(/<!-- ide-cloud: trust the work folder -->[\s\S]*<!-- \/ide-cloud -->/, WORKBENCH_TAG),

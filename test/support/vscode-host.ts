@@ -286,10 +286,10 @@ export class VscodeHost {
   }
 
   /**
-   * Opens the workbench on `folder` (default the run's workspace folder) in headless Chromium, in a
-   * fresh browser context; extensions start with it.
+   * Opens the workbench on `folder` (default the run's workspace folder; null: the server's root, as a
+   * session's URL names no folder) in headless Chromium, in a fresh browser context; extensions start with it.
    */
-  async openWorkbench(timeoutMs = 90_000, folder = this.workspaceDir): Promise<Page> {
+  async openWorkbench(timeoutMs = 90_000, folder: string | null = this.workspaceDir): Promise<Page> {
     this.browser ??= await chromium.launch({
       executablePath: this.install.chromium,
       headless: true,
@@ -306,7 +306,7 @@ export class VscodeHost {
     const page = await context.newPage();
     this.currentPage = page;
     const started = Date.now();
-    await page.goto(this.folderUrl(folder), { timeout: timeoutMs });
+    await page.goto(folder === null ? `${this.url}/` : this.folderUrl(folder), { timeout: timeoutMs });
     await page.waitForSelector('.monaco-workbench', { timeout: timeoutMs });
     this.log(`workbench open in ${Date.now() - started} ms`);
     return page;
