@@ -156,4 +156,26 @@ describe("the student's first screen in a session IDE (real VS Code host)", func
     assert.equal(back.restricted, false, show(back));
     assert.equal(back.welcome, false, show(back));
   });
+
+  it("starts the JavaScript debugger of the image's trimmed built-ins: a JavaScript Debug Terminal opens", async () => {
+    // Its activation registers every launch type of its manifest (builtin-extensions.mjs keeps them all).
+    const page = host.page;
+    await page.keyboard.press('F1');
+    await page.keyboard.type('>Debug: JavaScript Debug Terminal');
+    await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 30_000 });
+    await page.keyboard.press('Enter');
+    await waitFor(
+      'a JavaScript Debug Terminal',
+      () =>
+        page.evaluate(() =>
+          Array.from(document.querySelectorAll('.terminal-tabs-entry, .single-terminal-tab, .terminal-tab'))
+            .map((e) => e.textContent ?? '')
+            .some((text) => text.includes('JavaScript Debug Terminal')),
+        ),
+      { timeoutMs: 60_000 },
+    );
+    const logs = (await host.logFiles()).map((log) => log.text).join('\n');
+    assert.doesNotMatch(logs, /Activating extension .?ms-vscode\.js-debug.? failed/i);
+    assert.match(logs, /ms-vscode\.js-debug/, 'the extension host activated the debugger');
+  });
 });

@@ -384,11 +384,18 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       const served = await course.r.sessions.get(sessionName);
       const pod = await sessionPod(served);
       assert.equal(pod.spec?.nodeName, REAL_NODE);
-      assert.doesNotMatch(
-        await inPod(pod, 'ls /usr/local/lib/node_modules/code-server/lib/vscode/extensions'),
-        /^copilot$/m,
-        'the AI chat extension is not in the image',
+      // The built-in extensions as images/session-base/builtin-extensions.mjs leaves them.
+      const builtins = (await inPod(pod, 'ls /usr/local/lib/node_modules/code-server/lib/vscode/extensions')).split(
+        '\n',
       );
+      for (const gone of ['copilot', 'microsoft-authentication', 'tunnel-forwarding', 'ms-vscode.js-debug-companion'])
+        assert.ok(!builtins.includes(gone), `${gone} is not in the image`);
+      assert.ok(builtins.includes('ms-vscode.js-debug') && builtins.includes('git'), builtins.join(' '));
+      const schemas = await inPod(
+        pod,
+        `node -p "require('/usr/local/lib/node_modules/code-server/lib/vscode/extensions/ms-vscode.js-debug/package.json').contributes.debuggers.filter((d) => Object.keys(d.configurationAttributes).length).map((d) => d.type).join(' ')"`,
+      );
+      assert.equal(schemas.trim(), 'pwa-node node node-terminal', 'launch.json schemas for Node.js only');
       const ide = pod.spec!.containers[0]!;
       const plain = (ide.env ?? []).filter((e) => e.value !== undefined).map((e) => e.name);
       assert.ok(!plain.includes('GIT_URI') && !plain.includes('PLATFORM_TOKEN'), 'no value in plain text in the pod');

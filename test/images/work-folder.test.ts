@@ -32,9 +32,11 @@ describe('the work folder of what ships', () => {
     const entrypoint = read('images/session-base/entrypoint.sh');
     assert.match(entrypoint, /WORKSPACE_DIR="\$\{WORKSPACE_DIR:-([^}]+)\}"/);
     assert.equal(/WORKSPACE_DIR="\$\{WORKSPACE_DIR:-([^}]+)\}"/.exec(entrypoint)![1], DEFAULT_WORK_FOLDER);
-    // The clone and the IDE both take the folder from the variable, nothing else.
+    // The clone and the IDE both take the folder from the variable, nothing else: the IDE's page opens
+    // the folder the first-screen script is given (code-server itself is given none).
     assert.match(entrypoint, /bootstrap --dir "\$WORKSPACE_DIR"/);
-    assert.match(entrypoint, /\n\s+"\$WORKSPACE_DIR"\n*$/);
+    assert.match(entrypoint, /--work-folder "\$WORKSPACE_DIR"/);
+    assert.match(entrypoint, /\n\s+--ignore-last-opened\n*$/);
   });
 
   it('no session image built on the base moves the folder', () => {

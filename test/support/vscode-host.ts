@@ -81,8 +81,8 @@ export interface VscodeHostOptions {
   /** How long to wait for code-server to answer; default 60 s. */
   startTimeoutMs?: number;
   /**
-   * Runs what the session image runs at build (images/session-base/first-screen.mjs) on a copy of
-   * code-server made for this run (hard links, the workbench page its own), with the run's workspace
+   * Runs what the session image runs at build (images/session-base/first-screen.mjs and
+   * builtin-extensions.mjs) on a copy of code-server made for this run (hard links), with the run's workspace
    * folder as the work folder and machine settings in the run's user data directory; starts
    * code-server as the image's entrypoint does (no --disable-getting-started-override), and leaves
    * `workbench.startupEditor` and `chat.disableAIFeatures` out of the user settings, so only the
@@ -432,6 +432,7 @@ export async function packageTestExtension(dir: string, out: string, entry = 'sr
   }
 }
 
+const BUILTIN_EXTENSIONS_SCRIPT = path.join(ROOT, 'images', 'session-base', 'builtin-extensions.mjs');
 const FIRST_SCREEN_SCRIPT = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
   '..',
@@ -443,7 +444,8 @@ const FIRST_SCREEN_SCRIPT = path.resolve(
 
 /**
  * A copy of the installed code-server for one run, made of hard links (instant, no space) but for the
- * workbench page, a file of its own; prepared by the session image's own script with `workFolder`.
+ * files the image's scripts change, files of their own: prepared by the session image's own scripts,
+ * the first screen's with `workFolder`.
  * Returns the copy's entry script.
  */
 async function prepareFirstScreen(
@@ -472,6 +474,9 @@ async function prepareFirstScreen(
   const args = [FIRST_SCREEN_SCRIPT, '--code-server', copiedPackage, '--work-folder', workFolder];
   const prepared = await runToEnd(install.node, [...args, '--user-data-dir', userDataDir], process.env);
   if (prepared.code !== 0) throw new Error(`first-screen.mjs failed (exit ${prepared.code}):\n${prepared.output}`);
+  // The built-in extensions as the image ships them (the script writes new files, never through a link).
+  const trimmed = await runToEnd(install.node, [BUILTIN_EXTENSIONS_SCRIPT, copiedPackage], process.env);
+  if (trimmed.code !== 0) throw new Error(`builtin-extensions.mjs failed (exit ${trimmed.code}):\n${trimmed.output}`);
   return path.join(copiedPackage, path.relative(packageDir, install.codeServerEntry));
 }
 
