@@ -17,6 +17,7 @@
 // Written for one code-server version: the build fails, naming what moved, when an extension or a
 // launch type it expects is not there.
 import console from 'node:console';
+import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import process from 'node:process';
@@ -42,10 +43,9 @@ export const JS_DEBUG_STRIPPED_TYPES = [
 /** Removes what cannot run in a session from `codeServer`'s built-in extensions; returns the characters of manifest saved. */
 export async function trimBuiltinExtensions(codeServer) {
   const dir = path.join(codeServer, EXTENSIONS_DIR);
-  for (const name of REMOVED) {
-    // Not `force`: a name that is gone means the list is out of date.
-    await rm(path.join(dir, name), { recursive: true });
-  }
+  // Everything checked before anything changes: an unexpected code-server is left whole.
+  const gone = REMOVED.filter((name) => !existsSync(path.join(dir, name)));
+  if (gone.length) throw new Error(`${dir}: no ${gone.join(', ')} (another code-server version?)`);
   const manifestFile = path.join(dir, JS_DEBUG, 'package.json');
   const text = await readFile(manifestFile, 'utf8');
   const manifest = JSON.parse(text);
@@ -58,12 +58,14 @@ export async function trimBuiltinExtensions(codeServer) {
     throw new Error(
       `${manifestFile}: the launch types are not the expected ones (unknown: ${unknown.join(', ') || 'none'}; missing: ${missing.join(', ') || 'none'})`,
     );
+
+  for (const name of REMOVED) await rm(path.join(dir, name), { recursive: true });
   for (const debug of debuggers) {
     if (!JS_DEBUG_STRIPPED_TYPES.includes(debug.type)) continue;
     debug.configurationAttributes = {};
     debug.configurationSnippets = [];
   }
-  const trimmed = JSON.stringify(manifest, null, '\t');
+  const trimmed = JSON.stringify(manifest);
   // A new file, not a write through an existing one: a copy of code-server made of hard links keeps
   // the original's manifest.
   await rm(manifestFile);

@@ -16,14 +16,20 @@ if ! git config --global --get-all safe.directory 2>/dev/null | grep -qxF "$WORK
   git config --global --add safe.directory "$WORKSPACE_DIR" || echo "ide-cloud: could not mark $WORKSPACE_DIR as safe for git" >&2
 fi
 
-# The IDE's first screen for this work folder (an app definition may move it): the page trusts it and
-# nothing else, the machine settings keep the Welcome page and the chat away. Writes nothing when the
-# image was built for this folder; a failure only leaves the folder in Restricted Mode.
+# The IDE's first screen for this work folder (an app definition may move it): the page opens it and
+# trusts it and nothing else, the machine settings keep the Welcome page and the chat away. Writes
+# nothing when the image was built for this folder. On a failure code-server is given the folder
+# (IDE_FOLDER), and its redirect to `?folder=` opens it, in Restricted Mode: the page would open the
+# folder the image was built for.
+IDE_FOLDER=""
 node "${FIRST_SCREEN_SCRIPT:-/opt/ide-cloud/first-screen.mjs}" \
   --code-server "${CODE_SERVER_DIR:-/usr/local/lib/node_modules/code-server}" \
   --work-folder "$WORKSPACE_DIR" \
   --user-data-dir "${XDG_DATA_HOME:-$HOME/.local/share}/code-server" >&2 \
-  || echo "ide-cloud: could not prepare the IDE's first screen; $WORKSPACE_DIR may open in Restricted Mode" >&2
+  || {
+    echo "ide-cloud: could not prepare the IDE's first screen; $WORKSPACE_DIR may open in Restricted Mode" >&2
+    IDE_FOLDER="$WORKSPACE_DIR"
+  }
 
 if [ "${SESSION_ENV_STRATEGY:-env}" != "data-bridge" ] && [ -n "${GIT_URI:-}" ]; then
   echo "ide-cloud: preparing the workspace" >&2
@@ -61,12 +67,13 @@ node "${WARM_UP_SCRIPT:-/opt/ide-cloud/warm-up.mjs}" "$IDE_PORT" >/dev/null 2>&1
 # trusted (above); any other folder (a link with another ?folder=, a clone elsewhere) opens restricted,
 # its tasks and settings held back until the student trusts it. The session's own extensions (agent,
 # data bridge) declare that they work in an untrusted workspace.
-# No folder here: the page opens the work folder itself (first-screen.mjs), where code-server would
-# redirect every first request to `?folder=`; nor the folder last opened, so the session URL always
-# opens the work folder.
+# No folder (but for IDE_FOLDER above): the page opens the work folder itself (first-screen.mjs), with
+# no redirect to `?folder=` on the session URL, a round trip through the ingress and the proxy; nor the
+# folder last opened, so the session URL always opens the work folder.
 exec code-server \
   --bind-addr "0.0.0.0:${IDE_PORT}" \
   --auth none \
   --disable-telemetry \
   --disable-update-check \
-  --ignore-last-opened
+  --ignore-last-opened \
+  ${IDE_FOLDER:+"$IDE_FOLDER"}

@@ -10,11 +10,11 @@
 //    `vscode-web-state-db-global-shared` (object store `ItemTable`, values are JSON strings) of the IDE's
 //    origin. workbench.html gets a small inline module (nonce'd like code-server's own scripts, so the
 //    page's CSP admits it) that adds the work folder's entry there, keeping every stored entry, and only
-//    then imports workbench.js. The folder is baked in here, never read from the page URL: `?folder=`
-//    is the student's to choose, and anything opened that way stays restricted.
+//    then imports workbench.js. The trusted folder is baked in here, never read from the page URL:
+//    `?folder=` is the student's to choose, and anything opened that way stays restricted.
 //    The same module puts the work folder in the address when the address names none: the workbench
-//    reads the folder to open from there, so code-server needs no folder of its own and makes no
-//    redirect to `?folder=` on the session URL (a round trip through the ingress and the proxy).
+//    reads the folder to open from there, so code-server is given no folder (the entrypoint) and makes
+//    no redirect to `?folder=` on the session URL (a round trip through the ingress and the proxy).
 // 2. Machine settings (the `Machine/settings.json` code-server reads as the remote machine's): no
 //    Welcome page (the agent extension opens the repository's README instead) and no AI features the
 //    app definition did not ask for. The student's own User settings stay theirs.
@@ -54,14 +54,21 @@ export function trustScript(workFolder) {
 		// Adds the work folder to the trusted folders before workbench.js reads them; see
 		// images/session-base/first-screen.mjs. Never blocks the workbench: on any failure it starts untrusted.
 		const WORK_FOLDER = ${folder};
-		// The session's URL opens the work folder: the workbench reads it from the address, where
-		// code-server would have put it with a redirect (the entrypoint names no folder, so none happens).
-		// An address that names a folder, a workspace or the empty window (?ew) keeps it.
-		const query = new URLSearchParams(location.search);
-		if (!['folder', 'workspace', 'ew'].some((name) => query.has(name))) {
-			const folderParameter = 'folder=' + encodeURIComponent(WORK_FOLDER).replace(/%2F/g, '/');
-			const rest = query.toString();
-			history.replaceState(history.state, '', location.pathname + '?' + folderParameter + (rest && '&' + rest) + location.hash);
+		// The session's URL names no folder: the work folder goes in the address, where the workbench
+		// reads the folder to open. An address that names a folder, a workspace or the empty window (?ew)
+		// keeps it.
+		try {
+			const query = new URLSearchParams(location.search);
+			if (!query.get('folder') && !query.get('workspace') && !query.has('ew')) {
+				query.delete('folder');
+				query.delete('workspace');
+				const rest = query.toString();
+				const address = new URL(location.href);
+				address.search = '?folder=' + encodeURIComponent(WORK_FOLDER).replace(/%2F/g, '/') + (rest && '&' + rest);
+				history.replaceState(history.state, '', address);
+			}
+		} catch (error) {
+			console.error('ide-cloud: could not put the work folder in the address', error);
 		}
 		const KEY = 'content.trust.model.key';
 		const STORE = 'ItemTable';

@@ -13,7 +13,7 @@ const port = Number(process.argv[2] ?? '3000');
 const deadline = Date.now() + 120_000;
 while (Date.now() < deadline) {
   try {
-    // Any answer (code-server redirects to the work folder) means the server is loaded.
+    // Any answer (the workbench page) means the server is loaded.
     const response = await fetch(`http://127.0.0.1:${port}/`, { redirect: 'manual' });
     await response.arrayBuffer();
     break;

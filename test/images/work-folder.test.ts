@@ -33,10 +33,11 @@ describe('the work folder of what ships', () => {
     assert.match(entrypoint, /WORKSPACE_DIR="\$\{WORKSPACE_DIR:-([^}]+)\}"/);
     assert.equal(/WORKSPACE_DIR="\$\{WORKSPACE_DIR:-([^}]+)\}"/.exec(entrypoint)![1], DEFAULT_WORK_FOLDER);
     // The clone and the IDE both take the folder from the variable, nothing else: the IDE's page opens
-    // the folder the first-screen script is given (code-server itself is given none).
+    // the folder the first-screen script is given (code-server itself only when that script failed).
     assert.match(entrypoint, /bootstrap --dir "\$WORKSPACE_DIR"/);
     assert.match(entrypoint, /--work-folder "\$WORKSPACE_DIR"/);
-    assert.match(entrypoint, /\n\s+--ignore-last-opened\n*$/);
+    assert.match(entrypoint, /IDE_FOLDER="\$WORKSPACE_DIR"/);
+    assert.match(entrypoint, /\n\s+--ignore-last-opened \\\n\s+\$\{IDE_FOLDER:\+"\$IDE_FOLDER"\}\n*$/);
   });
 
   it('no session image built on the base moves the folder', () => {

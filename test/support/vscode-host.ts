@@ -433,14 +433,7 @@ export async function packageTestExtension(dir: string, out: string, entry = 'sr
 }
 
 const BUILTIN_EXTENSIONS_SCRIPT = path.join(ROOT, 'images', 'session-base', 'builtin-extensions.mjs');
-const FIRST_SCREEN_SCRIPT = path.resolve(
-  path.dirname(fileURLToPath(import.meta.url)),
-  '..',
-  '..',
-  'images',
-  'session-base',
-  'first-screen.mjs',
-);
+const FIRST_SCREEN_SCRIPT = path.join(ROOT, 'images', 'session-base', 'first-screen.mjs');
 
 /**
  * A copy of the installed code-server for one run, made of hard links (instant, no space) but for the

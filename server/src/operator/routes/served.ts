@@ -3,8 +3,8 @@
  * session host as Host. An ingress takes a changed Ingress up a moment after it was written (Traefik
  * throttles its reloads), and a URL handed out before that meets the ingress's own 404 in the
  * student's browser; the upstream checks the URL through the ingress before it publishes it too.
- * Whatever the session's proxy or IDE answers means served (a redirect to the workbench or to the
- * sign-in, 401, 403); the ingress's 404 and its gateway errors (no backend answering yet) do not.
+ * Whatever the session's proxy or IDE answers means served (the workbench, a redirect to the sign-in,
+ * 401, 403); the ingress's 404 and its gateway errors (no backend answering yet) do not.
  */
 import http from 'node:http';
 import https from 'node:https';
