@@ -17,7 +17,7 @@
 // the floor created is deleted before IDE Cloud starts.
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { configureClient } from '../../../server/src/kube/client.js';
+import { configureClient, isApiUnavailable } from '../../../server/src/kube/client.js';
 import { Informer } from '../../../server/src/kube/informer.js';
 import { ideCloudResources, type CustomResourceClient } from '../../../server/src/kube/resources.js';
 import { LABELS } from '../../../server/src/model/api-group.js';
@@ -251,21 +251,30 @@ class FloorClient {
   async clean(): Promise<void> {
     const custom = this.kc.makeApiClient(k8s.CustomObjectsApi);
     const labelSelector = `${FLOOR_LABEL}=true`;
-    await custom.deleteCollectionNamespacedCustomObject({
-      group: 'ide.cloud',
-      version: 'v1beta10',
-      namespace: NAMESPACE,
-      plural: 'sessions',
-      labelSelector,
-    });
-    await this.apps.deleteCollectionNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
+    // The API server deletes a collection item by item within the call: thousands of sessions on a slow
+    // machine outlast one call's deadline, so the calls are made again until nothing is left.
+    const deleteRest = async () => {
+      const sessions = await this.sessions.list(labelSelector);
+      const deployments = await this.apps.listNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
+      if (sessions.length)
+        await custom.deleteCollectionNamespacedCustomObject({
+          group: 'ide.cloud',
+          version: 'v1beta10',
+          namespace: NAMESPACE,
+          plural: 'sessions',
+          labelSelector,
+        });
+      if (deployments.items.length)
+        await this.apps.deleteCollectionNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
+      return sessions.length === 0 && deployments.items.length === 0;
+    };
     await until(
       "the floor's sessions and stand-ins to be gone",
-      async () => {
-        const sessions = await this.sessions.list(labelSelector);
-        const deployments = await this.apps.listNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
-        return sessions.length === 0 && deployments.items.length === 0;
-      },
+      () =>
+        deleteRest().catch((error: unknown) => {
+          if (isApiUnavailable(error)) return false;
+          throw error;
+        }),
       300_000,
       500,
     );
