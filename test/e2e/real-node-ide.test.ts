@@ -41,6 +41,8 @@ import type { Session } from '../../server/src/model/session.js';
 import { launchTarget } from '../../server/src/landing/index.js';
 import { COMPONENT, instanceClaimName, poolInstanceName } from '../../server/src/operator/manifests.js';
 import {
+  EXTENSIONS_DIR,
+  JS_DEBUG,
   JS_DEBUG_NODE_TYPES,
   REMOVED as REMOVED_BUILTINS,
   // @ts-expect-error: a build script of the image, plain JavaScript without types
@@ -390,15 +392,14 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       const pod = await sessionPod(served);
       assert.equal(pod.spec?.nodeName, REAL_NODE);
       // The built-in extensions as images/session-base/builtin-extensions.mjs leaves them.
-      const builtins = (await inPod(pod, 'ls /usr/local/lib/node_modules/code-server/lib/vscode/extensions')).split(
-        '\n',
-      );
+      const extensions = `/usr/local/lib/node_modules/code-server/${EXTENSIONS_DIR as string}`;
+      const builtins = (await inPod(pod, `ls ${extensions}`)).split('\n');
       for (const gone of REMOVED_BUILTINS as string[])
         assert.ok(!builtins.includes(gone), `${gone} is not in the image`);
-      assert.ok(builtins.includes('ms-vscode.js-debug') && builtins.includes('git'), builtins.join(' '));
+      assert.ok(builtins.includes(JS_DEBUG as string) && builtins.includes('git'), builtins.join(' '));
       const schemas = await inPod(
         pod,
-        `node -p "require('/usr/local/lib/node_modules/code-server/lib/vscode/extensions/ms-vscode.js-debug/package.json').contributes.debuggers.filter((d) => Object.keys(d.configurationAttributes).length).map((d) => d.type).join(' ')"`,
+        `node -p "require('${extensions}/${JS_DEBUG as string}/package.json').contributes.debuggers.filter((d) => Object.keys(d.configurationAttributes).length).map((d) => d.type).join(' ')"`,
       );
       assert.equal(schemas.trim(), (JS_DEBUG_NODE_TYPES as string[]).join(' '), 'launch.json schemas for Node.js only');
       const ide = pod.spec!.containers[0]!;

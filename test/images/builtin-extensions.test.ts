@@ -4,12 +4,10 @@
 // links to is untouched. The real node's end-to-end suite checks the image itself; the VS Code host tests
 // with `firstScreen` run the trimmed copy.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import {
   EXTENSIONS_DIR,
   JS_DEBUG,
@@ -19,9 +17,8 @@ import {
   trimBuiltinExtensions,
   // @ts-expect-error: a build script of the image, plain JavaScript without types
 } from '../../images/session-base/builtin-extensions.mjs';
-import { installVscodeHost } from '../support/vscode-host.js';
+import { installVscodeHost, linkedCopy } from '../support/vscode-host.js';
 
-const run = promisify(execFile);
 const trim = trimBuiltinExtensions as (codeServer: string) => Promise<number>;
 const removed = REMOVED as string[];
 
@@ -50,13 +47,7 @@ describe('session image: the built-in extensions', function () {
   /** A copy of the install's code-server extensions, of hard links as the VS Code host's copies are. */
   async function copyOfInstall(): Promise<string> {
     const copy = path.join(dir, `code-server-${++copies}`);
-    await mkdir(path.join(copy, 'lib', 'vscode'), { recursive: true });
-    const from = path.join(original, EXTENSIONS_DIR);
-    // Hard links need the same file system; elsewhere a full copy will do.
-    await run('cp', ['-al', from, path.join(copy, 'lib', 'vscode')]).catch(async () => {
-      await rm(path.join(copy, EXTENSIONS_DIR), { recursive: true, force: true });
-      await run('cp', ['-a', from, path.join(copy, 'lib', 'vscode')]);
-    });
+    await linkedCopy(path.join(original, EXTENSIONS_DIR), path.join(copy, EXTENSIONS_DIR));
     return copy;
   }
 

@@ -451,14 +451,7 @@ async function prepareFirstScreen(
   const packageDir = path.resolve(path.dirname(install.codeServerEntry), '..', '..');
   const modules = path.dirname(packageDir);
   const copy = path.join(runDir, 'code-server', 'node_modules');
-  await mkdir(path.dirname(copy), { recursive: true });
-  // Hard links need the run directory on the cache's file system; elsewhere a full copy (~620 MB) will do.
-  let copied = await runToEnd('cp', ['-al', modules, copy], process.env);
-  if (copied.code !== 0) {
-    await rm(copy, { recursive: true, force: true });
-    copied = await runToEnd('cp', ['-a', modules, copy], process.env);
-  }
-  if (copied.code !== 0) throw new Error(`copying code-server failed:\n${copied.output}`);
+  await linkedCopy(modules, copy);
   const copiedPackage = path.join(copy, path.basename(packageDir));
   // The script writes the page in place: a linked page would change the shared install's too.
   const page = path.join(copiedPackage, 'lib', 'vscode', 'out', 'vs', 'code', 'browser', 'workbench', 'workbench.html');
@@ -471,6 +464,21 @@ async function prepareFirstScreen(
   const trimmed = await runToEnd(install.node, [BUILTIN_EXTENSIONS_SCRIPT, copiedPackage], process.env);
   if (trimmed.code !== 0) throw new Error(`builtin-extensions.mjs failed (exit ${trimmed.code}):\n${trimmed.output}`);
   return path.join(copiedPackage, path.relative(packageDir, install.codeServerEntry));
+}
+
+/**
+ * Copies the directory `from` to `to` (created) as hard links: instant, no space. Hard links need both
+ * on one file system; elsewhere a full copy will do (~620 MB for code-server). A file changed in the
+ * copy must be replaced, not written through, or the original changes too.
+ */
+export async function linkedCopy(from: string, to: string): Promise<void> {
+  await mkdir(path.dirname(to), { recursive: true });
+  let copied = await runToEnd('cp', ['-al', from, to], process.env);
+  if (copied.code !== 0) {
+    await rm(to, { recursive: true, force: true });
+    copied = await runToEnd('cp', ['-a', from, to], process.env);
+  }
+  if (copied.code !== 0) throw new Error(`copying ${from} failed:\n${copied.output}`);
 }
 
 /** Runs a command to its end, collecting its output. */
