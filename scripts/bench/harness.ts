@@ -28,7 +28,7 @@ import {
   type ControlPlaneState,
 } from '../cluster/control-plane.js';
 import { AuditLog } from './auditlog.js';
-import { sleep, until } from './util.js';
+import { processStats, sleep, until } from './util.js';
 
 export const NAMESPACE = 'bench';
 
@@ -518,6 +518,30 @@ export class Bench {
 
   operatorPid(): number {
     return this.operator!.pid!;
+  }
+
+  /**
+   * CPU seconds (user + system) used so far by each process of the run: the control plane's
+   * components, the operator and the service while they run, and the benchmark's own client. On a
+   * machine whose cores a burst fills, where a launch's time goes is where the CPU goes.
+   */
+  cpuSeconds(): Record<string, number> {
+    const pids: [string, number | undefined][] = [
+      ...Object.entries(this.state?.pids ?? {}),
+      ['operator', this.operator?.exitCode === null ? this.operator.pid : undefined],
+      ['service', this.service?.exitCode === null ? this.service.pid : undefined],
+    ];
+    const usage = process.cpuUsage();
+    const seconds: Record<string, number> = { bench: (usage.user + usage.system) / 1e6 };
+    for (const [name, pid] of pids) {
+      if (!pid) continue;
+      try {
+        seconds[name] = processStats(pid).cpuSeconds;
+      } catch {
+        // Gone: nothing to count.
+      }
+    }
+    return seconds;
   }
 
   servicePid(): number {

@@ -158,6 +158,26 @@ export async function launchCost(
   };
 }
 
+/**
+ * CPU milliseconds per launch of each process of the run (Bench.cpuSeconds) between two readings,
+ * and `total`, their sum: with the machine's cores full, the launch rate is what these leave.
+ */
+export function cpuMsPerLaunch(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  launches: number,
+): Record<string, number> {
+  const perLaunch: Record<string, number> = {};
+  for (const [name, seconds] of Object.entries(after)) {
+    if (name in before) perLaunch[name] = round(((seconds - before[name]!) * 1000) / Math.max(1, launches), 1);
+  }
+  perLaunch.total = round(
+    Object.values(perLaunch).reduce((a, b) => a + b, 0),
+    1,
+  );
+  return perLaunch;
+}
+
 /** Peak resident set size of a process in MB (VmHWM). */
 export async function peakRssMb(pid: number): Promise<number> {
   const { readFile } = await import('node:fs/promises');

@@ -88,6 +88,29 @@ function floorTable(r: Results): string {
 }
 
 /** The timeline of one launch, per step, in each warm scenario that measured it (launches.ts). */
+/**
+ * CPU per launch of each process in the claim burst beside the floor's sustained run: with the cores
+ * full in both, the launch rate is what the API server and the clients' CPU per launch allow.
+ */
+function cpuTable(r: Results): string | undefined {
+  const burst = r.claimThroughput?.cpuMsPerLaunch as Record<string, number> | undefined;
+  const floor = r.floorSustained?.cpuMsPerSequence;
+  const lazy = r.lazyConcurrent?.cpuMsPerLaunch as Record<string, number> | undefined;
+  if (!burst && !floor && !lazy) return undefined;
+  const names = [...new Set([burst, floor, lazy].flatMap((x) => Object.keys(x ?? {})))]
+    .filter((n) => n !== 'total')
+    .sort((a, b) => (burst?.[b] ?? 0) - (burst?.[a] ?? 0));
+  return mdTable(
+    [
+      'CPU ms per launch, by process',
+      `warm, claim burst ${key('claimThroughput.cpuMsPerLaunch')}`,
+      `floor, sustained ${key('floorSustained.cpuMsPerSequence')}`,
+      `lazy, ${fmt(num(r.sizes, 'lazyConcurrent'))} at once ${key('lazyConcurrent.cpuMsPerLaunch')}`,
+    ],
+    [...names, 'total'].map((n) => [n, fmt(burst?.[n]), fmt(floor?.[n]), fmt(lazy?.[n])]),
+  );
+}
+
 function timelineTable(r: Results): string | undefined {
   const scenarios = (
     [
@@ -362,6 +385,7 @@ export function results(r: Results): string {
     r.floorSequential ? floorModes(r) : 'The floor was not measured in this run.',
     '',
     ...(timelineTable(r) ? ['### One warm launch, step by step', '', timelineTable(r)!, ''] : []),
+    ...(cpuTable(r) ? [cpuTable(r)!, ''] : []),
     '### Launches',
     '',
     latencies(r),

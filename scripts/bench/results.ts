@@ -39,6 +39,8 @@ export interface FloorFigures extends Figures, Summary {
   createToWatchP50Ms: number;
   /** Claim writes answered 409 (none expected: every sequence claims its own stand-in). */
   conflicts: number;
+  /** CPU ms per sequence of each process (measure.ts cpuMsPerLaunch); the sustained run only. */
+  cpuMsPerSequence?: Record<string, number>;
 }
 
 /** One step of a launch's timeline (launches.ts): ms from the step before it. */

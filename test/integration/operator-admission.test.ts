@@ -111,7 +111,14 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
         const sessions = await Promise.all(
           launches.map((l) => waitForSession(stack.resources, l.name, running, 120_000)),
         );
-        await eventually(() => assert.ok(streams.every((s) => s.sessions.some((m) => m.url))), 30_000);
+        await eventually(
+          () =>
+            assert.ok(
+              streams.every((s) => s.sessions.some((m) => m.url)),
+              'every stream has its URL',
+            ),
+          30_000,
+        );
 
         // The gate's record: admissions in creation order, and within any window at most
         // burst + rate × its length (its own clock, the condition's lastTransitionTime).

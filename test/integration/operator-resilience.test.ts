@@ -42,7 +42,7 @@ describe('operator: concurrency, restarts and dropped watches', function () {
   });
   this.timeout(300_000);
 
-  it(`${LAUNCHES} concurrent launches against a pool of 10: no instance reserved twice, every session Running, every route kept`, async () => {
+  it(`${LAUNCHES} concurrent launches against a pool of 10: no instance reserved twice, every session Running, every route kept; half of them ending at once take only their own routes`, async () => {
     await eventually(
       async () => assert.equal((await stack.resources.appDefinitions.get(APP)).status?.pool?.ready, 10),
       90_000,
@@ -62,6 +62,19 @@ describe('operator: concurrency, restarts and dropped watches', function () {
       paths.map((p) => p.split('/')[1]).sort(),
       names.slice().sort(),
       'one path per session, each under its name',
+    );
+    // Half of them end at once: their paths go in a few batched patches, and no other path with them.
+    const ending = names.filter((_, i) => i % 2 === 0);
+    await Promise.all(ending.map((n) => stack.resources.sessions.delete(n)));
+    const kept = names.filter((n) => !ending.includes(n)).sort();
+    await eventually(
+      async () => {
+        const left = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
+        const paths = left.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path ?? ''));
+        assert.deepEqual(paths.map((p) => p.split('/')[1]).sort(), kept);
+      },
+      120_000,
+      300,
     );
   });
 
@@ -139,7 +152,7 @@ describe('operator: two replicas, one leader', function () {
 
     await leader.stop();
     const started = Date.now();
-    await eventually(() => assert.ok(standby.isLeader()), 10_000, 50);
+    await eventually(() => assert.ok(standby.isLeader(), 'the standby leads'), 10_000, 50);
     assert.ok(Date.now() - started < 10_000);
     await createSession(stack.resources, 'led-2', { user: 'b@example.com', appDefinition: APP });
     assert.equal((await waitForSession(stack.resources, 'led-2', running)).status?.startStrategy, 'lazy-fallback');
@@ -158,7 +171,7 @@ describe('operator: two replicas, one leader', function () {
     assert.ok(!third.isLeader());
     await standby.stop({ releaseLease: false });
     const crashed = Date.now();
-    await eventually(() => assert.ok(third.isLeader()), 15_000, 50);
+    await eventually(() => assert.ok(third.isLeader(), 'the new replica leads'), 15_000, 50);
     assert.ok(Date.now() - crashed < 10_000, 'takeover within seconds');
     lease = await stack.kc
       .makeApiClient(k8s.CoordinationV1Api)

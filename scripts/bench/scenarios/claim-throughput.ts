@@ -3,7 +3,7 @@
 // (the operator's, from the harness's watch). Then every session ends and the pool's refill is timed.
 import { APPS } from '../config.js';
 import { timeline } from '../launches.js';
-import { endAndRefill, strategies } from '../measure.js';
+import { cpuMsPerLaunch, endAndRefill, strategies } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { pool, prefix, round, summarize } from '../util.js';
 
@@ -18,6 +18,7 @@ export const claimThroughput: Scenario = {
     progress.step(`${burst} warm launches (the rest of the pool), ${sizes.burstConcurrency} in flight`);
     const t0 = performance.now();
     const cpuBefore = operatorStats().cpuSeconds;
+    const cpu0 = bench.cpuSeconds();
     let done = 0;
     const launches = await pool(burst, sizes.burstConcurrency, async (i) => {
       const r = await bench.launch(`burst-${i}`, APPS.eager);
@@ -27,6 +28,7 @@ export const claimThroughput: Scenario = {
     });
     const seconds = (performance.now() - t0) / 1000;
     const cpuSeconds = operatorStats().cpuSeconds - cpuBefore;
+    const cpu = cpuMsPerLaunch(cpu0, bench.cpuSeconds(), burst);
     // The audit log up to here (a marker request), for the timeline.
     await api.snapshot();
     const reservations = bench.sessionSource
@@ -45,6 +47,7 @@ export const claimThroughput: Scenario = {
       claimsPerSecOperator: round(reservations.length / Math.max(reservationSpan, 0.001)),
       ...prefix('latency', summarize(launches.map((r) => r.ms))),
       operatorCpuSecondsPerLaunch: round(cpuSeconds / burst, 4),
+      cpuMsPerLaunch: cpu,
       ...strategies(bench, 'burst-'),
       timeline: timeline(bench, launches),
     };

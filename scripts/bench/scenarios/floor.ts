@@ -24,6 +24,7 @@ import { LABELS } from '../../../server/src/model/api-group.js';
 import { userLabelValue } from '../../../server/src/model/names.js';
 import type { Session } from '../../../server/src/model/session.js';
 import { NAMESPACE } from '../harness.js';
+import { cpuMsPerLaunch } from '../measure.js';
 import type { FloorFigures } from '../results.js';
 import type { Context, Scenario } from '../scenario.js';
 import { pool, round, summarize, until } from '../util.js';
@@ -74,6 +75,7 @@ export const floor: Scenario = {
       const seconds = sizes.floorSustainedMs / 1000;
       progress.step(`${sizes.burstConcurrency} sequences in flight for ${seconds} s`);
       const sustained: Sequence[] = [];
+      const cpu0 = bench.cpuSeconds();
       const t2 = performance.now();
       const end = t2 + sizes.floorSustainedMs;
       await Promise.all(
@@ -88,7 +90,10 @@ export const floor: Scenario = {
           }
         }),
       );
-      const floorSustained = figures(sustained, sizes.burstConcurrency, performance.now() - t2);
+      const floorSustained = {
+        ...figures(sustained, sizes.burstConcurrency, performance.now() - t2),
+        cpuMsPerSequence: cpuMsPerLaunch(cpu0, bench.cpuSeconds(), sustained.length),
+      };
 
       progress.step('deleting what the floor created');
       await client.clean();

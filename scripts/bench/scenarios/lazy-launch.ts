@@ -2,7 +2,7 @@
 // Deployment and Service, and the launch answers once kwok reports its pod Ready. One at a time, then
 // `lazyConcurrent` at once.
 import { APPS } from '../config.js';
-import { breakdown, strategies } from '../measure.js';
+import { breakdown, cpuMsPerLaunch, strategies } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { summarize } from '../util.js';
 
@@ -25,6 +25,7 @@ export const lazyLaunch: Scenario = {
       ...breakdown(bench, 'lazy-seq-'),
     };
     progress.step(`${sizes.lazyConcurrent} lazy launches at once`);
+    const cpu0 = bench.cpuSeconds();
     const t0 = performance.now();
     const conc = await Promise.all(
       Array.from({ length: sizes.lazyConcurrent }, (_, i) =>
@@ -35,6 +36,8 @@ export const lazyLaunch: Scenario = {
       ...summarize(conc),
       wallMs: Math.round(performance.now() - t0),
       ...strategies(bench, 'lazy-conc-'),
+      ...breakdown(bench, 'lazy-conc-'),
+      cpuMsPerLaunch: cpuMsPerLaunch(cpu0, bench.cpuSeconds(), sizes.lazyConcurrent),
     };
     return { lazySequential, lazyConcurrent };
   },

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendRoutesPatch, sessionRoutesTo, withRoute } from '../../src/operator/routes/ingress.js';
+import { routeChangesPatch, sessionRoutesTo, withRoute } from '../../src/operator/routes/ingress.js';
 
 const entry = { host: 'ide.example.org', path: '/s-1/', serviceName: 's-1' };
 const spec = {
@@ -13,10 +13,13 @@ const spec = {
 };
 
 describe('shared Ingress route changes', () => {
+  const add = (e: typeof entry) => ({ entry: e, present: true });
+  const remove = (e: typeof entry) => ({ entry: e, present: false });
+  const backend = (name: string) => ({ service: { name, port: { number: 80 } } });
+
   it('appends paths to their host rule, testing the rule once', () => {
     const second = { ...entry, path: '/s-2/', serviceName: 's-2' };
-    const backend = (name: string) => ({ service: { name, port: { number: 80 } } });
-    assert.deepEqual(appendRoutesPatch(spec, [entry, second]), {
+    assert.deepEqual(routeChangesPatch(spec, [add(entry), add(second)]), {
       patch: [
         { op: 'test', path: '/spec/rules/1/host', value: 'ide.example.org' },
         {
@@ -30,20 +33,51 @@ describe('shared Ingress route changes', () => {
           value: { path: '/s-2/', pathType: 'Prefix', backend: backend('s-2') },
         },
       ],
-      appended: [entry, second],
+      carried: [add(entry), add(second)],
     });
   });
 
-  it('leaves a missing host rule, an existing path and a repeated path to read-modify-write', () => {
-    const none = { patch: [], appended: [] };
-    assert.deepEqual(appendRoutesPatch({ rules: [] }, [entry]), none);
-    assert.deepEqual(appendRoutesPatch(undefined, [entry]), none);
-    assert.deepEqual(appendRoutesPatch(spec, [{ ...entry, path: '/s-0/' }]), none);
-    assert.deepEqual(appendRoutesPatch(spec, [entry, entry]).appended, [entry]);
+  it('removes paths from the highest index down, each tested where it is, before any addition', () => {
+    const paths = ['/s-0/', '/s-1/', '/s-2/', '/s-1/', '/s-3/'].map((path) => ({
+      path,
+      pathType: 'Prefix',
+      backend: backend(path.slice(1, -1)),
+    }));
+    const three = { rules: [{ host: 'ide.example.org', http: { paths } }] };
+    const changes = [remove(entry), add({ ...entry, path: '/s-4/' }), remove({ ...entry, path: '/s-3/' })];
+    const { patch, carried } = routeChangesPatch(three, changes);
+    assert.deepEqual(carried, changes);
+    assert.deepEqual(patch.slice(0, 6), [
+      { op: 'test', path: '/spec/rules/0/http/paths/4/path', value: '/s-3/' },
+      { op: 'remove', path: '/spec/rules/0/http/paths/4' },
+      { op: 'test', path: '/spec/rules/0/http/paths/3/path', value: '/s-1/' },
+      { op: 'remove', path: '/spec/rules/0/http/paths/3' },
+      { op: 'test', path: '/spec/rules/0/http/paths/1/path', value: '/s-1/' },
+      { op: 'remove', path: '/spec/rules/0/http/paths/1' },
+    ]);
+    assert.deepEqual(
+      patch.slice(6).map((op) => (op as { op: string }).op),
+      ['test', 'add'],
+    );
+  });
+
+  it('leaves to read-modify-write: a missing host rule, a path already there or not there, one named twice, a rule left empty', () => {
+    const none = { patch: [], carried: [] };
+    assert.deepEqual(routeChangesPatch({ rules: [] }, [add(entry)]), none);
+    assert.deepEqual(routeChangesPatch(undefined, [add(entry)]), none);
+    assert.deepEqual(routeChangesPatch(spec, [add({ ...entry, path: '/s-0/' })]), none);
+    assert.deepEqual(routeChangesPatch(spec, [remove(entry)]), none);
+    assert.deepEqual(routeChangesPatch(spec, [add(entry), add(entry)]), none);
+    assert.deepEqual(routeChangesPatch(spec, [remove({ ...entry, path: '/s-0/' })]), none);
+    // Emptied and filled again in the same patch, the rule keeps a path: the removal goes with it.
+    const refill = [remove({ ...entry, path: '/s-0/' }), add(entry)];
+    assert.deepEqual(routeChangesPatch(spec, refill).carried, refill);
   });
 
   it('reports no change when the path is there with its backend, and removes only that path', () => {
+    const before = structuredClone(spec);
     const added = withRoute(spec, entry, true)!;
+    assert.deepEqual(spec, before, 'the spec given is left as it was');
     assert.equal(withRoute(added, entry, true), undefined);
     const removed = withRoute(added, entry, false)!;
     assert.deepEqual(

@@ -8,74 +8,97 @@ export interface RouteEntry {
   serviceName: string;
 }
 
-/** Returns the ingress spec with `entry` present (true) or absent (false); undefined when nothing changes. */
+/** One session's path to be present in (true) or absent from (false) a shared Ingress. */
+export interface RouteChange {
+  entry: RouteEntry;
+  present: boolean;
+}
+
+function ingressPath(entry: RouteEntry): k8s.V1HTTPIngressPath {
+  return {
+    path: entry.path,
+    pathType: 'Prefix',
+    backend: { service: { name: entry.serviceName, port: { number: SERVICE_PORT } } },
+  };
+}
+
+/**
+ * Returns the ingress spec with `entry` present (true) or absent (false); undefined when nothing
+ * changes. The spec given is not changed, and only the rule of the entry's host is copied: the
+ * answer for a path already in place costs no copy of an Ingress that grows with the sessions.
+ */
 export function withRoute(
   spec: k8s.V1IngressSpec | undefined,
   entry: RouteEntry,
   present: boolean,
 ): k8s.V1IngressSpec | undefined {
-  const rules = structuredClone(spec?.rules ?? []);
-  let rule = rules.find((r) => r.host === entry.host);
-  const paths = rule?.http?.paths ?? [];
+  const rules = spec?.rules ?? [];
+  const at = rules.findIndex((r) => r.host === entry.host);
+  const paths = rules[at]?.http?.paths ?? [];
   const index = paths.findIndex((p) => p.path === entry.path);
-  const existing = index >= 0 ? paths[index] : undefined;
+  const existing = paths[index];
+  let next: k8s.V1HTTPIngressPath[];
   if (present) {
     if (existing?.backend.service?.name === entry.serviceName && existing.pathType === 'Prefix') return undefined;
-    const next: k8s.V1HTTPIngressPath = {
-      path: entry.path,
-      pathType: 'Prefix',
-      backend: { service: { name: entry.serviceName, port: { number: SERVICE_PORT } } },
-    };
-    if (!rule) {
-      rule = { host: entry.host, http: { paths: [] } };
-      rules.push(rule);
-    }
-    rule.http ??= { paths: [] };
-    if (index >= 0) rule.http.paths[index] = next;
-    else rule.http.paths.push(next);
+    next = existing ? paths.with(index, ingressPath(entry)) : [...paths, ingressPath(entry)];
   } else {
-    if (!existing || !rule?.http) return undefined;
+    if (!existing) return undefined;
     // Every copy: a path appended twice (a cache that missed the first append) must not outlive its session.
-    rule.http.paths = rule.http.paths.filter((p) => p.path !== entry.path);
+    next = paths.filter((p) => p.path !== entry.path);
   }
-  return { ...spec, rules: rules.filter((r) => (r.http?.paths.length ?? 0) > 0) };
+  const rule = { ...rules[at], host: entry.host, http: { ...rules[at]?.http, paths: next } };
+  const changed = at >= 0 ? rules.with(at, rule) : [...rules, rule];
+  return { ...spec, rules: changed.filter((r) => (r.http?.paths.length ?? 0) > 0) };
 }
 
 /**
- * The JSON patch that appends `entries` to the rules of their hosts, each rule guarded by a test of
- * its host: concurrent appends never conflict (the API server applies each patch to the latest
- * object), and a rule that moved fails the test instead of receiving a path. Entries whose host has
- * no rule yet, or whose path is there already, are left out: they take the read-modify-write way.
+ * The JSON patch that makes `changes` to the rules of their hosts, against `spec` as last read: every
+ * removal tests the path at the index it takes out, every rule that receives a path tests its host.
+ * The API server applies a patch to the latest object, so a patch made on a current read never
+ * conflicts, and one made on a stale read fails a test instead of changing the wrong path. Removals
+ * come first, from the highest index down, so no removal moves a path another one tests. Changes such
+ * a patch cannot make are left out of `carried`, for read-modify-write: a host with no rule yet, a
+ * path already there, a path the batch names twice, the removals that would leave a rule without a
+ * path (an Ingress rule needs one; the long way drops the rule).
  */
-export function appendRoutesPatch(
+export function routeChangesPatch(
   spec: k8s.V1IngressSpec | undefined,
-  entries: readonly RouteEntry[],
-): { patch: object[]; appended: RouteEntry[] } {
-  const patch: object[] = [];
-  const appended: RouteEntry[] = [];
+  changes: readonly RouteChange[],
+): { patch: object[]; carried: RouteChange[] } {
   const rules = spec?.rules ?? [];
-  const tested = new Set<number>();
-  const paths = new Set(rules.flatMap((r) => (r.http?.paths ?? []).map((p) => `${r.host} ${p.path}`)));
-  for (const entry of entries) {
-    const index = rules.findIndex((r) => r.host === entry.host);
-    if (index < 0 || !rules[index]!.http || paths.has(`${entry.host} ${entry.path}`)) continue;
-    paths.add(`${entry.host} ${entry.path}`);
-    if (!tested.has(index)) {
-      tested.add(index);
-      patch.push({ op: 'test', path: `/spec/rules/${index}/host`, value: entry.host });
-    }
-    patch.push({
-      op: 'add',
-      path: `/spec/rules/${index}/http/paths/-`,
-      value: {
-        path: entry.path,
-        pathType: 'Prefix',
-        backend: { service: { name: entry.serviceName, port: { number: SERVICE_PORT } } },
-      },
-    });
-    appended.push(entry);
+  const key = (c: RouteChange) => `${c.entry.host} ${c.entry.path}`;
+  const named = new Map<string, number>();
+  for (const c of changes) named.set(key(c), (named.get(key(c)) ?? 0) + 1);
+  const left = rules.map((r) => r.http?.paths.length ?? 0);
+  const planned: { change: RouteChange; rule: number; indexes: number[] }[] = [];
+  for (const change of changes) {
+    const rule = rules.findIndex((r) => r.host === change.entry.host);
+    const paths = rules[rule]?.http?.paths;
+    if (!paths || named.get(key(change))! > 1) continue;
+    const indexes = paths.flatMap((p, index) => (p.path === change.entry.path ? [index] : []));
+    if (change.present === indexes.length > 0) continue;
+    left[rule]! += change.present ? 1 : -indexes.length;
+    planned.push({ change, rule, indexes });
   }
-  return { patch, appended };
+  const carried = planned.filter((p) => p.change.present || left[p.rule]! > 0);
+  const patch: object[] = [];
+  const removals = carried
+    .filter((p) => !p.change.present)
+    .flatMap((p) => p.indexes.map((index) => ({ rule: p.rule, index, path: p.change.entry.path })))
+    .sort((a, b) => a.rule - b.rule || b.index - a.index);
+  for (const { rule, index, path } of removals) {
+    patch.push({ op: 'test', path: `/spec/rules/${rule}/http/paths/${index}/path`, value: path });
+    patch.push({ op: 'remove', path: `/spec/rules/${rule}/http/paths/${index}` });
+  }
+  const tested = new Set<number>();
+  for (const { rule, change } of carried.filter((p) => p.change.present)) {
+    if (!tested.has(rule)) {
+      tested.add(rule);
+      patch.push({ op: 'test', path: `/spec/rules/${rule}/host`, value: change.entry.host });
+    }
+    patch.push({ op: 'add', path: `/spec/rules/${rule}/http/paths/-`, value: ingressPath(change.entry) });
+  }
+  return { patch, carried: carried.map((p) => p.change) };
 }
 
 /** Where a route of `session` leads to `serviceName`: each such path of the shared Ingresses, as an entry to remove. */

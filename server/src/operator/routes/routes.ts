@@ -4,7 +4,7 @@ import type { Informer } from '../../kube/informer.js';
 import { LABELS } from '../../model/api-group.js';
 import { OPERATOR_MANAGER } from '../../model/api-group.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
-import { appendRoutesPatch, withRoute, type RouteEntry } from './ingress.js';
+import { routeChangesPatch, withRoute, type RouteChange, type RouteEntry } from './ingress.js';
 import { ingressServes } from './served.js';
 
 /** A route check the ingress does not answer in this time counts as not served (asked again). */
@@ -39,27 +39,28 @@ export interface RoutesDeps {
   checkUrl?: string;
 }
 
-type Waiting = { entry: RouteEntry; done: (appended: boolean) => void };
+type Waiting = { change: RouteChange; done: (made: boolean) => void };
 
 const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
 
 /**
- * Appends paths to a shared Ingress in batches: while one patch of an Ingress is on its way, the
- * paths asked for meanwhile wait and go together in the next one. A burst of launches so costs a few
- * writes of the Ingress, not one each (every write rewrites the whole object, which grows with the
+ * Writes the paths of a shared Ingress in batches of JSON patches (ingress.ts routeChangesPatch):
+ * while one patch of an Ingress is on its way, the changes asked for meanwhile wait and go together
+ * in the next one, made on the answer of the last. A burst of launches or ends so costs a few writes
+ * of the Ingress, not one each (every write rewrites the whole object, which grows with the
  * sessions), and the writes never race each other. Holds only requests in flight, no state.
  */
-class RouteAppender {
+class RouteWriter {
   private readonly waiting = new Map<string, Waiting[]>();
   private readonly writing = new Set<string>();
 
   constructor(private readonly deps: RoutesDeps) {}
 
-  /** Resolves true once the path is in the Ingress, false when it must take the long way. */
-  append(ingressName: string, entry: RouteEntry): Promise<boolean> {
+  /** Resolves true once the change is made, false when it must take the long way. */
+  change(ingressName: string, change: RouteChange): Promise<boolean> {
     return new Promise((done) => {
       const queue = this.waiting.get(ingressName) ?? [];
-      queue.push({ entry, done });
+      queue.push({ change, done });
       this.waiting.set(ingressName, queue);
       void this.flush(ingressName);
     });
@@ -72,38 +73,38 @@ class RouteAppender {
     this.waiting.delete(ingressName);
     this.writing.add(ingressName);
     const { net, namespace, ingresses } = this.deps;
-    let appended = new Set<RouteEntry>();
+    let made = new Set<RouteChange>();
     try {
-      const { patch, appended: carried } = appendRoutesPatch(
+      const { patch, carried } = routeChangesPatch(
         ingresses.get(ingressName)?.spec,
-        batch.map((w) => w.entry),
+        batch.map((w) => w.change),
       );
       if (patch.length > 0) {
         ingresses.observe(await net.patchNamespacedIngress({ name: ingressName, namespace, body: patch }, jsonPatch));
-        appended = new Set(carried);
+        made = new Set(carried);
       }
     } catch {
-      // The rule moved or the Ingress went: every entry of the batch takes the long way.
+      // A test failed (the cache was behind) or the Ingress went: every change of the batch takes the long way.
     } finally {
       this.writing.delete(ingressName);
-      for (const w of batch) w.done(appended.has(w.entry));
+      for (const w of batch) w.done(made.has(w.change));
       void this.flush(ingressName);
     }
   }
 }
 
 /**
- * The sessions' paths in the shared Ingresses, read from the operator's cache. An addition to an
- * existing host rule is appended (in batches). Anything else is read, change, write with the
- * resourceVersion read, first from the cache, then from the API server after a 409: concurrent
- * changes never lose each other's paths. The Ingress is created on first use and deleted (with a
+ * The sessions' paths in the shared Ingresses, read from the operator's cache. A path added to or
+ * removed from an existing host rule is a JSON patch (in batches: RouteWriter). Anything else, and a
+ * change the patch could not make, is read from the API server, changed and written with the
+ * resourceVersion read, again after a 409: concurrent changes never lose each other's paths. The Ingress is created on first use and deleted (with a
  * precondition) when its last path goes.
  */
 export class Routes implements RouteTable {
-  private readonly appender: RouteAppender;
+  private readonly writer: RouteWriter;
 
   constructor(private readonly deps: RoutesDeps) {
-    this.appender = new RouteAppender(deps);
+    this.writer = new RouteWriter(deps);
   }
 
   holding(host: string, path: string): string[] {
@@ -125,20 +126,16 @@ export class Routes implements RouteTable {
     const { net, namespace, ingresses } = this.deps;
     const cached = ingresses.get(ingressName);
     if (cached && !withRoute(cached.spec, entry, present)) return;
-    if (present && cached && (await this.appender.append(ingressName, entry))) return;
-    // After a failed append the cache is behind: read the API server.
-    let current: k8s.V1Ingress | undefined = present ? undefined : cached;
-    let fromCache = current !== undefined;
+    if (cached && (await this.writer.change(ingressName, { entry, present }))) return;
+    // The long way: read from the API server (the cache may be behind), change, write.
+    let current: k8s.V1Ingress | undefined;
     for (let attempt = 0; attempt < 50; attempt++) {
-      if (!fromCache) {
-        current = undefined;
-        try {
-          current = await net.readNamespacedIngress({ name: ingressName, namespace });
-        } catch (error) {
-          if (!isNotFound(error)) throw error;
-        }
+      current = undefined;
+      try {
+        current = await net.readNamespacedIngress({ name: ingressName, namespace });
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
       }
-      fromCache = false;
       try {
         if (!current) {
           if (!present) return;
