@@ -37,28 +37,45 @@ describe('shared Ingress route changes', () => {
     });
   });
 
-  it('removes paths from the highest index down, each tested where it is, before any addition', () => {
-    const paths = ['/s-0/', '/s-1/', '/s-2/', '/s-1/', '/s-3/'].map((path) => ({
-      path,
-      pathType: 'Prefix',
-      backend: backend(path.slice(1, -1)),
-    }));
-    const three = { rules: [{ host: 'ide.example.org', http: { paths } }] };
-    const changes = [remove(entry), add({ ...entry, path: '/s-4/' }), remove({ ...entry, path: '/s-3/' })];
-    const { patch, carried } = routeChangesPatch(three, changes);
-    assert.deepEqual(carried, changes);
-    assert.deepEqual(patch.slice(0, 6), [
-      { op: 'test', path: '/spec/rules/0/http/paths/4/path', value: '/s-3/' },
-      { op: 'remove', path: '/spec/rules/0/http/paths/4' },
-      { op: 'test', path: '/spec/rules/0/http/paths/3/path', value: '/s-1/' },
-      { op: 'remove', path: '/spec/rules/0/http/paths/3' },
-      { op: 'test', path: '/spec/rules/0/http/paths/1/path', value: '/s-1/' },
-      { op: 'remove', path: '/spec/rules/0/http/paths/1' },
-    ]);
-    assert.deepEqual(
-      patch.slice(6).map((op) => (op as { op: string }).op),
-      ['test', 'add'],
-    );
+  it('tests the host of each rule it changes, then removes from the highest index down, each path tested where it is, then adds', () => {
+    const rule = (host: string, paths: string[]) => ({
+      host,
+      http: { paths: paths.map((path) => ({ path, pathType: 'Prefix', backend: backend(path.slice(1, -1)) })) },
+    });
+    const two = {
+      rules: [
+        rule('a.example.org', ['/s-0/', '/s-1/', '/s-2/', '/s-1/', '/s-3/']),
+        rule('b.example.org', ['/t-0/', '/t-1/']),
+      ],
+    };
+    const a = { ...entry, host: 'a.example.org' };
+    const b = { ...entry, host: 'b.example.org' };
+    const changes = [
+      remove({ ...b, path: '/t-0/' }),
+      remove({ ...a, path: '/s-1/' }),
+      add({ ...a, path: '/s-4/', serviceName: 's-4' }),
+      remove({ ...a, path: '/s-3/' }),
+    ];
+    assert.deepEqual(routeChangesPatch(two, changes), {
+      patch: [
+        { op: 'test', path: '/spec/rules/0/host', value: 'a.example.org' },
+        { op: 'test', path: '/spec/rules/1/host', value: 'b.example.org' },
+        { op: 'test', path: '/spec/rules/0/http/paths/4/path', value: '/s-3/' },
+        { op: 'remove', path: '/spec/rules/0/http/paths/4' },
+        { op: 'test', path: '/spec/rules/0/http/paths/3/path', value: '/s-1/' },
+        { op: 'remove', path: '/spec/rules/0/http/paths/3' },
+        { op: 'test', path: '/spec/rules/0/http/paths/1/path', value: '/s-1/' },
+        { op: 'remove', path: '/spec/rules/0/http/paths/1' },
+        { op: 'test', path: '/spec/rules/1/http/paths/0/path', value: '/t-0/' },
+        { op: 'remove', path: '/spec/rules/1/http/paths/0' },
+        {
+          op: 'add',
+          path: '/spec/rules/0/http/paths/-',
+          value: { path: '/s-4/', pathType: 'Prefix', backend: backend('s-4') },
+        },
+      ],
+      carried: changes,
+    });
   });
 
   it('leaves to read-modify-write: a missing host rule, a path already there or not there, one named twice, a rule left empty', () => {
@@ -71,7 +88,19 @@ describe('shared Ingress route changes', () => {
     assert.deepEqual(routeChangesPatch(spec, [remove({ ...entry, path: '/s-0/' })]), none);
     // Emptied and filled again in the same patch, the rule keeps a path: the removal goes with it.
     const refill = [remove({ ...entry, path: '/s-0/' }), add(entry)];
-    assert.deepEqual(routeChangesPatch(spec, refill).carried, refill);
+    assert.deepEqual(routeChangesPatch(spec, refill), {
+      patch: [
+        { op: 'test', path: '/spec/rules/1/host', value: 'ide.example.org' },
+        { op: 'test', path: '/spec/rules/1/http/paths/0/path', value: '/s-0/' },
+        { op: 'remove', path: '/spec/rules/1/http/paths/0' },
+        {
+          op: 'add',
+          path: '/spec/rules/1/http/paths/-',
+          value: { path: '/s-1/', pathType: 'Prefix', backend: backend('s-1') },
+        },
+      ],
+      carried: refill,
+    });
   });
 
   it('reports no change when the path is there with its backend, and removes only that path', () => {
@@ -84,6 +113,19 @@ describe('shared Ingress route changes', () => {
       removed.rules!.flatMap((r) => r.http!.paths.map((p) => p.path)),
       ['/s-0/'],
     );
+    assert.equal(withRoute(spec, entry, false), undefined, 'a path that is not there: no change');
+  });
+
+  it('adds the rule of a new host, and drops a rule its last path leaves', () => {
+    const other = withRoute(spec, { ...entry, host: 'new.example.org' }, true)!;
+    assert.deepEqual(
+      other.rules!.map((r) => [r.host, r.http!.paths.map((p) => p.path)]),
+      [
+        ['ide.example.org', ['/s-0/']],
+        ['new.example.org', ['/s-1/']],
+      ],
+    );
+    assert.deepEqual(withRoute(spec, { ...entry, path: '/s-0/' }, false), { rules: [] });
   });
 
   it('removes every copy of a path that was appended twice', () => {

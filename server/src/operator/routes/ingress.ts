@@ -52,14 +52,15 @@ export function withRoute(
 }
 
 /**
- * The JSON patch that makes `changes` to the rules of their hosts, against `spec` as last read: every
- * removal tests the path at the index it takes out, every rule that receives a path tests its host.
- * The API server applies a patch to the latest object, so a patch made on a current read never
- * conflicts, and one made on a stale read fails a test instead of changing the wrong path. Removals
- * come first, from the highest index down, so no removal moves a path another one tests. Changes such
- * a patch cannot make are left out of `carried`, for read-modify-write: a host with no rule yet, a
- * path already there, a path the batch names twice, the removals that would leave a rule without a
- * path (an Ingress rule needs one; the long way drops the rule).
+ * The JSON patch that makes `changes` to the rules of their hosts, against `spec` as last read: it
+ * tests the host of every rule it changes and the path at every index it takes out. The API server
+ * applies a patch to the latest object, so a patch made on a current read never conflicts, and one
+ * made on a stale read fails a test instead of changing the wrong path (a stale read that would leave
+ * a rule without a path is refused too: an Ingress rule needs one). Removals come first, from the
+ * highest index down, so no removal moves a path another one tests. Changes such a patch cannot make
+ * are left out of `carried`, for read-modify-write: a host with no rule yet, a path already there, a
+ * path the batch names twice, the removals that would leave a rule without a path (the long way drops
+ * the rule). A copy of a path that `spec` does not show is not removed: the writer checks the answer.
  */
 export function routeChangesPatch(
   spec: k8s.V1IngressSpec | undefined,
@@ -81,7 +82,10 @@ export function routeChangesPatch(
     planned.push({ change, rule, indexes });
   }
   const carried = planned.filter((p) => p.change.present || left[p.rule]! > 0);
-  const patch: object[] = [];
+  // The patch removes no rule, so every rule keeps its index from the first operation to the last.
+  const patch: object[] = [...new Set(carried.map((p) => p.rule))]
+    .sort((a, b) => a - b)
+    .map((rule) => ({ op: 'test', path: `/spec/rules/${rule}/host`, value: rules[rule]!.host }));
   const removals = carried
     .filter((p) => !p.change.present)
     .flatMap((p) => p.indexes.map((index) => ({ rule: p.rule, index, path: p.change.entry.path })))
@@ -90,12 +94,7 @@ export function routeChangesPatch(
     patch.push({ op: 'test', path: `/spec/rules/${rule}/http/paths/${index}/path`, value: path });
     patch.push({ op: 'remove', path: `/spec/rules/${rule}/http/paths/${index}` });
   }
-  const tested = new Set<number>();
   for (const { rule, change } of carried.filter((p) => p.change.present)) {
-    if (!tested.has(rule)) {
-      tested.add(rule);
-      patch.push({ op: 'test', path: `/spec/rules/${rule}/host`, value: change.entry.host });
-    }
     patch.push({ op: 'add', path: `/spec/rules/${rule}/http/paths/-`, value: ingressPath(change.entry) });
   }
   return { patch, carried: carried.map((p) => p.change) };

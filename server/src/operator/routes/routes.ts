@@ -56,7 +56,7 @@ class RouteWriter {
 
   constructor(private readonly deps: RoutesDeps) {}
 
-  /** Resolves true once the change is made, false when it must take the long way. */
+  /** Resolves true once the Ingress the API server answered shows the change, false when it must take the long way. */
   change(ingressName: string, change: RouteChange): Promise<boolean> {
     return new Promise((done) => {
       const queue = this.waiting.get(ingressName) ?? [];
@@ -80,8 +80,10 @@ class RouteWriter {
         batch.map((w) => w.change),
       );
       if (patch.length > 0) {
-        ingresses.observe(await net.patchNamespacedIngress({ name: ingressName, namespace, body: patch }, jsonPatch));
-        made = new Set(carried);
+        const answer = await net.patchNamespacedIngress({ name: ingressName, namespace, body: patch }, jsonPatch);
+        ingresses.observe(answer);
+        // Made as the answer shows it: a copy of a path the cache did not show yet outlives the patch.
+        made = new Set(carried.filter(({ entry, present }) => !withRoute(answer.spec, entry, present)));
       }
     } catch {
       // A test failed (the cache was behind) or the Ingress went: every change of the batch takes the long way.
