@@ -16,23 +16,24 @@ describe('shared Ingress route changes', () => {
   const add = (e: typeof entry) => ({ entry: e, present: true });
   const remove = (e: typeof entry) => ({ entry: e, present: false });
   const backend = (name: string) => ({ service: { name, port: { number: 80 } } });
+  /** The operations of a patch: a rule's host tested, a path tested where it is, removed, added. */
+  const hostIs = (rule: number, value: string) => ({ op: 'test', path: `/spec/rules/${rule}/host`, value });
+  const pathIs = (rule: number, index: number, value: string) => ({
+    op: 'test',
+    path: `/spec/rules/${rule}/http/paths/${index}/path`,
+    value,
+  });
+  const removeAt = (rule: number, index: number) => ({ op: 'remove', path: `/spec/rules/${rule}/http/paths/${index}` });
+  const addTo = (rule: number, path: string) => ({
+    op: 'add',
+    path: `/spec/rules/${rule}/http/paths/-`,
+    value: { path, pathType: 'Prefix', backend: backend(path.slice(1, -1)) },
+  });
 
   it('appends paths to their host rule, testing the rule once', () => {
     const second = { ...entry, path: '/s-2/', serviceName: 's-2' };
     assert.deepEqual(routeChangesPatch(spec, [add(entry), add(second)]), {
-      patch: [
-        { op: 'test', path: '/spec/rules/1/host', value: 'ide.example.org' },
-        {
-          op: 'add',
-          path: '/spec/rules/1/http/paths/-',
-          value: { path: '/s-1/', pathType: 'Prefix', backend: backend('s-1') },
-        },
-        {
-          op: 'add',
-          path: '/spec/rules/1/http/paths/-',
-          value: { path: '/s-2/', pathType: 'Prefix', backend: backend('s-2') },
-        },
-      ],
+      patch: [hostIs(1, 'ide.example.org'), addTo(1, '/s-1/'), addTo(1, '/s-2/')],
       carried: [add(entry), add(second)],
     });
   });
@@ -58,21 +59,17 @@ describe('shared Ingress route changes', () => {
     ];
     assert.deepEqual(routeChangesPatch(two, changes), {
       patch: [
-        { op: 'test', path: '/spec/rules/0/host', value: 'a.example.org' },
-        { op: 'test', path: '/spec/rules/1/host', value: 'b.example.org' },
-        { op: 'test', path: '/spec/rules/0/http/paths/4/path', value: '/s-3/' },
-        { op: 'remove', path: '/spec/rules/0/http/paths/4' },
-        { op: 'test', path: '/spec/rules/0/http/paths/3/path', value: '/s-1/' },
-        { op: 'remove', path: '/spec/rules/0/http/paths/3' },
-        { op: 'test', path: '/spec/rules/0/http/paths/1/path', value: '/s-1/' },
-        { op: 'remove', path: '/spec/rules/0/http/paths/1' },
-        { op: 'test', path: '/spec/rules/1/http/paths/0/path', value: '/t-0/' },
-        { op: 'remove', path: '/spec/rules/1/http/paths/0' },
-        {
-          op: 'add',
-          path: '/spec/rules/0/http/paths/-',
-          value: { path: '/s-4/', pathType: 'Prefix', backend: backend('s-4') },
-        },
+        hostIs(0, 'a.example.org'),
+        hostIs(1, 'b.example.org'),
+        pathIs(0, 4, '/s-3/'),
+        removeAt(0, 4),
+        pathIs(0, 3, '/s-1/'),
+        removeAt(0, 3),
+        pathIs(0, 1, '/s-1/'),
+        removeAt(0, 1),
+        pathIs(1, 0, '/t-0/'),
+        removeAt(1, 0),
+        addTo(0, '/s-4/'),
       ],
       carried: changes,
     });
@@ -89,16 +86,7 @@ describe('shared Ingress route changes', () => {
     // Emptied and filled again in the same patch, the rule keeps a path: the removal goes with it.
     const refill = [remove({ ...entry, path: '/s-0/' }), add(entry)];
     assert.deepEqual(routeChangesPatch(spec, refill), {
-      patch: [
-        { op: 'test', path: '/spec/rules/1/host', value: 'ide.example.org' },
-        { op: 'test', path: '/spec/rules/1/http/paths/0/path', value: '/s-0/' },
-        { op: 'remove', path: '/spec/rules/1/http/paths/0' },
-        {
-          op: 'add',
-          path: '/spec/rules/1/http/paths/-',
-          value: { path: '/s-1/', pathType: 'Prefix', backend: backend('s-1') },
-        },
-      ],
+      patch: [hostIs(1, 'ide.example.org'), pathIs(1, 0, '/s-0/'), removeAt(1, 0), addTo(1, '/s-1/')],
       carried: refill,
     });
   });
