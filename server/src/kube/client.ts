@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
 import { FIELD_MANAGER } from '../model/api-group.js';
 
@@ -34,8 +35,8 @@ export interface ClientOptions {
  * KubeConfig shared by two components keeps the first one's settings):
  * - one keep-alive agent: client-node 1.x builds a new https.Agent for every request, so every API
  *   call would pay a TCP and TLS handshake. The agent is made from the first request's options (the
- *   cluster's CA and client certificate; bearer tokens travel in headers, so a rotated token is
- *   still read per request);
+ *   cluster's CA and client certificate, read from their files once: readCertificatesOnce; bearer
+ *   tokens travel in headers, so a rotated token is still read per request);
  * - a deadline on every API call (`requestTimeoutMs`): a paused or partitioned API server accepts the
  *   connection and never answers, and without a deadline the call waits for the operating system to
  *   give up (minutes). When it passes, the call rejects with an AbortError (`isApiUnavailable`) and
@@ -50,6 +51,7 @@ export function configureClient(kc: k8s.KubeConfig, userAgent: string, options: 
   if (target[CONFIGURED]) return kc;
   target[CONFIGURED] = true;
   const { requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS } = options;
+  readCertificatesOnce(kc);
   const createAgent = target.createAgent.bind(kc);
   let agent: unknown;
   // Idle sockets beyond a few are closed: a burst does not leave hundreds open.
@@ -73,6 +75,22 @@ export function configureClient(kc: k8s.KubeConfig, userAgent: string, options: 
     return result;
   };
   return kc;
+}
+
+/**
+ * The cluster's CA and the client certificate and key become data read once: client-node reads their
+ * files synchronously on every request (on the event loop), and the one agent keeps what the first
+ * request read anyway. Tokens stay as they are: a token file is read per request, so a rotated one is
+ * used.
+ */
+function readCertificatesOnce(kc: k8s.KubeConfig): void {
+  const data = (file: string) => readFileSync(file).toString('base64');
+  kc.clusters = kc.clusters.map((c) => (c.caFile ? { ...c, caData: data(c.caFile), caFile: undefined } : c));
+  kc.users = kc.users.map((u) => ({
+    ...u,
+    ...(u.certFile ? { certData: data(u.certFile), certFile: undefined } : {}),
+    ...(u.keyFile ? { keyData: data(u.keyFile), keyFile: undefined } : {}),
+  }));
 }
 
 /**
