@@ -87,10 +87,9 @@ function floorTable(r: Results): string {
   );
 }
 
-/** The timeline of one launch, per step, in each warm scenario that measured it (launches.ts). */
 /**
- * CPU per launch of each process in the claim burst beside the floor's sustained run: with the cores
- * full in both, the launch rate is what the API server and the clients' CPU per launch allow.
+ * CPU per launch of each process: the warm claim burst beside the floor's sustained run, and the lazy
+ * launches at once. With the cores full, the launch rate is what these allow.
  */
 function cpuTable(r: Results): string | undefined {
   const burst = r.claimThroughput?.cpuMsPerLaunch as Record<string, number> | undefined;
@@ -111,6 +110,7 @@ function cpuTable(r: Results): string | undefined {
   );
 }
 
+/** The timeline of one launch, per step, in each warm scenario that measured it (launches.ts). */
 function timelineTable(r: Results): string | undefined {
   const scenarios = (
     [

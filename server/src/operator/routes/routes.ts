@@ -99,8 +99,8 @@ class RouteWriter {
  * The sessions' paths in the shared Ingresses, read from the operator's cache. A path added to or
  * removed from an existing host rule is a JSON patch (in batches: RouteWriter). Anything else, and a
  * change the patch could not make, is read from the API server, changed and written with the
- * resourceVersion read, again after a 409: concurrent changes never lose each other's paths. The Ingress is created on first use and deleted (with a
- * precondition) when its last path goes.
+ * resourceVersion read, again after a 409: concurrent changes never lose each other's paths. The
+ * Ingress is created on first use and deleted (with a precondition) when its last path goes.
  */
 export class Routes implements RouteTable {
   private readonly writer: RouteWriter;
@@ -130,9 +130,8 @@ export class Routes implements RouteTable {
     if (cached && !withRoute(cached.spec, entry, present)) return;
     if (cached && (await this.writer.change(ingressName, { entry, present }))) return;
     // The long way: read from the API server (the cache may be behind), change, write.
-    let current: k8s.V1Ingress | undefined;
     for (let attempt = 0; attempt < 50; attempt++) {
-      current = undefined;
+      let current: k8s.V1Ingress | undefined;
       try {
         current = await net.readNamespacedIngress({ name: ingressName, namespace });
       } catch (error) {
