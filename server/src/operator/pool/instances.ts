@@ -1,4 +1,4 @@
-import type * as k8s from '@kubernetes/client-node';
+import * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
 import { workFolder, type AppDefinition } from '../../model/app-definition.js';
@@ -30,6 +30,8 @@ import {
 } from '../manifests.js';
 import { createInstanceClaim, type ClaimDeps } from './claims.js';
 import { reservationCandidates } from './plan.js';
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
 /** One warm instance as read from its Deployment. */
 export interface PoolInstance {
@@ -78,7 +80,10 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
 export interface PoolDeps extends SidecarDeps, Omit<ClaimDeps, 'core' | 'config'> {
   apps: Pick<
     k8s.AppsV1Api,
-    'replaceNamespacedDeployment' | 'createNamespacedDeployment' | 'deleteNamespacedDeployment'
+    | 'patchNamespacedDeployment'
+    | 'replaceNamespacedDeployment'
+    | 'createNamespacedDeployment'
+    | 'deleteNamespacedDeployment'
   >;
   core: Pick<
     k8s.CoreV1Api,
@@ -153,32 +158,33 @@ export class PoolInstances {
     session: Session,
     workspace: string | undefined,
   ): Promise<PoolInstance | undefined> {
-    const generation = Number(generationOf(appDefinition));
     for (let round = 0; round < 8; round++) {
-      const free = this.list(appDefinition.metadata.name, (l) => !l[LABELS.session]).filter(
-        (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
-      );
-      if (free.length === 0) return undefined;
-      for (const candidate of reservationCandidates(free, session.metadata.name)) {
-        const d = structuredClone(candidate.deployment);
-        d.apiVersion = 'apps/v1';
-        d.kind = 'Deployment';
-        d.metadata ??= {};
-        d.metadata.labels = {
-          ...d.metadata.labels,
-          [LABELS.session]: session.metadata.name,
-          ...(workspace ? { [LABELS.workspace]: workspace } : {}),
-        };
-        d.metadata.ownerReferences = [
-          ...(d.metadata.ownerReferences ?? []),
-          ownerReference(session as Parameters<typeof ownerReference>[0], false),
-        ];
+      const candidates = this.candidates(appDefinition, minInstances, session);
+      if (candidates.length === 0) return undefined;
+      for (const candidate of candidates) {
         try {
-          const updated = await this.deps.apps.replaceNamespacedDeployment({
-            name: candidate.name,
-            namespace: this.deps.namespace,
-            body: d,
-          });
+          // A merge patch conditional on the resourceVersion read: the labels and owners only, not
+          // the whole Deployment sent back.
+          const updated = await this.deps.apps.patchNamespacedDeployment(
+            {
+              name: candidate.name,
+              namespace: this.deps.namespace,
+              body: {
+                metadata: {
+                  resourceVersion: candidate.deployment.metadata?.resourceVersion,
+                  labels: {
+                    [LABELS.session]: session.metadata.name,
+                    ...(workspace ? { [LABELS.workspace]: workspace } : {}),
+                  },
+                  ownerReferences: [
+                    ...(candidate.deployment.metadata?.ownerReferences ?? []),
+                    ownerReference(session as Parameters<typeof ownerReference>[0], false),
+                  ],
+                },
+              },
+            },
+            mergePatch,
+          );
           this.deps.deployments.observe(updated);
           return instanceOf(updated);
         } catch (error) {
@@ -191,6 +197,18 @@ export class PoolInstances {
       'warm pool: every free instance was taken concurrently, trying again',
       Delay.instanceContention,
     );
+  }
+
+  /**
+   * The free instances a reservation for the session tries, in order (reservationCandidates), from the
+   * cache: the first is the one it aims at, unless another took it first.
+   */
+  candidates(appDefinition: AppDefinition, minInstances: number, session: Session): PoolInstance[] {
+    const generation = Number(generationOf(appDefinition));
+    const free = this.list(appDefinition.metadata.name, (l) => !l[LABELS.session]).filter(
+      (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
+    );
+    return reservationCandidates(free, session.metadata.name);
   }
 
   /**

@@ -188,6 +188,10 @@ export class DataInjector {
    */
   private async execute(session: Session, target: InjectionTarget, run: Run): Promise<void> {
     const namespace = session.metadata.namespace ?? this.config.namespace;
+    // The tokens are read while the bridge's health is asked, not after it; a failed read is told
+    // where a token is needed (instanceToken).
+    run.tokens ??= readBridgeSecret(this.core, namespace, target.tokenSecret);
+    run.tokens.catch(() => undefined);
     const [values, admission] = await Promise.all([
       this.deliver(session, target, run),
       target.admissionPort === undefined

@@ -10,7 +10,7 @@ import { annotateDecision, chooseStrategy, ensureFinalizer } from './steps/decis
 import { recordEnvironment, startInjection } from './steps/environment.js';
 import { guards } from './steps/guards.js';
 import { admitsThroughBridge, readiness } from './steps/readiness.js';
-import { route } from './steps/route.js';
+import { route, routeTo } from './steps/route.js';
 import { applyConfigStore, provision } from './steps/workload.js';
 
 /** Settles Delay.injectionGrace from now, keeping no process alive for it. */
@@ -105,7 +105,8 @@ export class SessionReconciler {
     const step: GuardedStep = { ...context, ...(await guards(context)) };
     pass.ingressName = step.appDefinition.spec.ingressname;
     // 1. Start strategy, and the finalizer if the session came without it, before anything is created.
-    await chooseStrategy(step);
+    // The route (5.) to the warm instance a reservation aims at goes beside the reservation's write.
+    await chooseStrategy(step, (instance) => routeTo(step, step.appDefinition.spec.ingressname, instance));
     await ensureFinalizer(step);
     // 2. Config store.
     await applyConfigStore(step);
