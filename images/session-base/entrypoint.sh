@@ -21,15 +21,23 @@ fi
 # nothing when the image was built for this folder. On a failure code-server is given the folder
 # (IDE_FOLDER), and its redirect to `?folder=` opens it, in Restricted Mode: the page would open the
 # folder the image was built for.
+# An image built for this folder and user data directory has it in place (first-screen.built-for):
+# no script runs then, unless its machine settings are gone (a volume over the user data directory).
 IDE_FOLDER=""
-node "${FIRST_SCREEN_SCRIPT:-/opt/ide-cloud/first-screen.mjs}" \
-  --code-server "${CODE_SERVER_DIR:-/usr/local/lib/node_modules/code-server}" \
-  --work-folder "$WORKSPACE_DIR" \
-  --user-data-dir "${XDG_DATA_HOME:-$HOME/.local/share}/code-server" >&2 \
-  || {
-    echo "ide-cloud: could not prepare the IDE's first screen; $WORKSPACE_DIR may open in Restricted Mode" >&2
-    IDE_FOLDER="$WORKSPACE_DIR"
-  }
+USER_DATA_DIR="${XDG_DATA_HOME:-$HOME/.local/share}/code-server"
+if [ "$(cat "${FIRST_SCREEN_BUILT_FOR:-/opt/ide-cloud/first-screen.built-for}" 2>/dev/null)" \
+  = "$(printf '%s\n%s' "$WORKSPACE_DIR" "$USER_DATA_DIR")" ] && [ -f "$USER_DATA_DIR/Machine/settings.json" ]; then
+  :
+else
+  node "${FIRST_SCREEN_SCRIPT:-/opt/ide-cloud/first-screen.mjs}" \
+    --code-server "${CODE_SERVER_DIR:-/usr/local/lib/node_modules/code-server}" \
+    --work-folder "$WORKSPACE_DIR" \
+    --user-data-dir "$USER_DATA_DIR" >&2 \
+    || {
+      echo "ide-cloud: could not prepare the IDE's first screen; $WORKSPACE_DIR may open in Restricted Mode" >&2
+      IDE_FOLDER="$WORKSPACE_DIR"
+    }
+fi
 
 if [ "${SESSION_ENV_STRATEGY:-env}" != "data-bridge" ] && [ -n "${GIT_URI:-}" ]; then
   echo "ide-cloud: preparing the workspace" >&2

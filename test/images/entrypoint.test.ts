@@ -2,7 +2,7 @@
 // replaced by recording stand-ins on PATH (the script's only collaborators).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,11 @@ const FIRST_SCREEN = 'node /opt/ide-cloud/first-screen.mjs ';
 const WARM_UP = 'node /opt/ide-cloud/warm-up.mjs ';
 
 /** `lines`: the calls but the first-screen script's, which every start makes (`firstScreen`). */
-async function runEntrypoint(env: Record<string, string>, agentExit = 0, nodeExit = 0) {
+async function runEntrypoint(
+  env: Record<string, string> | ((home: string) => Promise<Record<string, string>>),
+  agentExit = 0,
+  nodeExit = 0,
+) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-entrypoint-'));
   const calls = path.join(dir, 'calls.log');
   const stub = (name: string, exit: number) =>
@@ -34,7 +38,12 @@ async function runEntrypoint(env: Record<string, string>, agentExit = 0, nodeExi
   }
   const workspace = path.join(dir, 'workspace');
   const result = await run('sh', [entrypoint], {
-    env: { PATH: `${dir}:/usr/bin:/bin`, HOME: dir, WORKSPACE_DIR: workspace, ...env },
+    env: {
+      PATH: `${dir}:/usr/bin:/bin`,
+      HOME: dir,
+      WORKSPACE_DIR: workspace,
+      ...(typeof env === 'function' ? await env(dir) : env),
+    },
   });
   const all = async () =>
     (await readFile(calls, 'utf8'))
@@ -179,6 +188,27 @@ describe('session entrypoint', () => {
         `--user-data-dir ${home}/.local/share/code-server`,
     ]);
     assert.ok(calls[0]?.startsWith(FIRST_SCREEN), calls.join('\n'));
+  });
+
+  it('runs no script for the first screen of the folder and user data directory the image was built for', async () => {
+    /** A home whose image was built for `folder` and the default user data directory, its settings there or not. */
+    const builtFor =
+      (folder: string, settings = true) =>
+      async (home: string) => {
+        const userData = path.join(home, '.local/share/code-server');
+        await writeFile(path.join(home, 'built-for'), `${path.join(home, folder)}\n${userData}\n`);
+        if (settings) {
+          await mkdir(path.join(userData, 'Machine'), { recursive: true });
+          await writeFile(path.join(userData, 'Machine/settings.json'), '{}');
+        }
+        return { FIRST_SCREEN_BUILT_FOR: path.join(home, 'built-for') };
+      };
+    const built = await runEntrypoint(builtFor('workspace'));
+    assert.deepEqual(built.firstScreen, [], 'built for this folder: nothing to prepare');
+    assert.match(built.lines[0]!, /^code-server .* --ignore-last-opened$/);
+    // Another folder, or the machine settings gone (a volume over the user data directory): prepared.
+    assert.equal((await runEntrypoint(builtFor('elsewhere'))).firstScreen.length, 1);
+    assert.equal((await runEntrypoint(builtFor('workspace', false))).firstScreen.length, 1);
   });
 
   it("asks the IDE for its page once it listens, in the background, on the IDE's port", async () => {
