@@ -142,7 +142,7 @@ describe('the API writes of a launch, Events included', function () {
     const name = await launch('wendy@example.com', WARM, (writes) => [
       'POST sessions',
       // The claim, and beside it the route.
-      'PATCH deployments',
+      'PUT deployments',
       // The first route creates the Ingress; a later one is a patch of it.
       `${writes.find((w) => w.path.includes('/ingresses'))?.method ?? 'PATCH'} ingresses`,
       'PATCH sessions/status',

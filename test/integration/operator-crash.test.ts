@@ -643,13 +643,13 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
 
 /**
  * A warm launch of a session created with the finalizer: the claim and the route (side by side), then
- * the status that carries the URL, and only after that status the session's metadata (its decision's annotations),
- * once; nothing of the lazy path. (The pool's counts in the app definition's status may come between.)
+ * the status that carries the URL, and only after that status the session's metadata (its decision's
+ * annotations), once; nothing of the lazy path. (The pool's counts in the app definition's status may come between.)
  */
 function assertWarmLaunchOrder(signatures: readonly string[]): void {
   const own = signatures.filter((s) => !s.includes('/appdefinitions/'));
   const first = (sig: string) => own.findIndex((s) => s.startsWith(sig));
-  const claim = first(`PATCH /apis/apps/v1/namespaces/<namespace>/deployments/${INSTANCE}`);
+  const claim = first(`PUT /apis/apps/v1/namespaces/<namespace>/deployments/${INSTANCE}`);
   // The Ingress created with the route (the first) or the route appended to it.
   const route = own.findIndex((s) =>
     /^(POST|PATCH) \/apis\/networking\.k8s\.io\/v1\/namespaces\/<namespace>\/ingresses/.test(s),

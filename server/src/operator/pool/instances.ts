@@ -1,4 +1,4 @@
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
 import { workFolder, type AppDefinition } from '../../model/app-definition.js';
@@ -30,8 +30,6 @@ import {
 } from '../manifests.js';
 import { createInstanceClaim, type ClaimDeps } from './claims.js';
 import { reservationCandidates } from './plan.js';
-
-const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
 /** One warm instance as read from its Deployment. */
 export interface PoolInstance {
@@ -80,10 +78,7 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
 export interface PoolDeps extends SidecarDeps, Omit<ClaimDeps, 'core' | 'config'> {
   apps: Pick<
     k8s.AppsV1Api,
-    | 'patchNamespacedDeployment'
-    | 'replaceNamespacedDeployment'
-    | 'createNamespacedDeployment'
-    | 'deleteNamespacedDeployment'
+    'replaceNamespacedDeployment' | 'createNamespacedDeployment' | 'deleteNamespacedDeployment'
   >;
   core: Pick<
     k8s.CoreV1Api,
@@ -162,29 +157,25 @@ export class PoolInstances {
       const candidates = this.candidates(appDefinition, minInstances, session);
       if (candidates.length === 0) return undefined;
       for (const candidate of candidates) {
+        const d = structuredClone(candidate.deployment);
+        d.apiVersion = 'apps/v1';
+        d.kind = 'Deployment';
+        d.metadata ??= {};
+        d.metadata.labels = {
+          ...d.metadata.labels,
+          [LABELS.session]: session.metadata.name,
+          ...(workspace ? { [LABELS.workspace]: workspace } : {}),
+        };
+        d.metadata.ownerReferences = [
+          ...(d.metadata.ownerReferences ?? []),
+          ownerReference(session as Parameters<typeof ownerReference>[0], false),
+        ];
         try {
-          // A merge patch conditional on the resourceVersion read: the labels and owners only, not
-          // the whole Deployment sent back.
-          const updated = await this.deps.apps.patchNamespacedDeployment(
-            {
-              name: candidate.name,
-              namespace: this.deps.namespace,
-              body: {
-                metadata: {
-                  resourceVersion: candidate.deployment.metadata?.resourceVersion,
-                  labels: {
-                    [LABELS.session]: session.metadata.name,
-                    ...(workspace ? { [LABELS.workspace]: workspace } : {}),
-                  },
-                  ownerReferences: [
-                    ...(candidate.deployment.metadata?.ownerReferences ?? []),
-                    ownerReference(session as Parameters<typeof ownerReference>[0], false),
-                  ],
-                },
-              },
-            },
-            mergePatch,
-          );
+          const updated = await this.deps.apps.replaceNamespacedDeployment({
+            name: candidate.name,
+            namespace: this.deps.namespace,
+            body: d,
+          });
           this.deps.deployments.observe(updated);
           return instanceOf(updated);
         } catch (error) {
