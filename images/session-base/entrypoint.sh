@@ -17,12 +17,11 @@ if ! git config --global --get-all safe.directory 2>/dev/null | grep -qxF "$WORK
 fi
 
 # The IDE's first screen for this work folder (an app definition may move it): the page opens it and
-# trusts it and nothing else, the machine settings keep the Welcome page and the chat away. Writes
-# nothing when the image was built for this folder. On a failure code-server is given the folder
-# (IDE_FOLDER), and its redirect to `?folder=` opens it, in Restricted Mode: the page would open the
-# folder the image was built for.
-# An image built for this folder and user data directory has it in place (first-screen.built-for):
-# no script runs then, unless its machine settings are gone (a volume over the user data directory).
+# trusts it and nothing else, the machine settings keep the Welcome page and the chat away. An image
+# built for this folder and user data directory has it in place (first-screen.built-for): no script
+# runs then, unless the machine settings are gone (a volume over the user data directory). On a
+# failure code-server is given the folder (IDE_FOLDER), and its redirect to `?folder=` opens it, in
+# Restricted Mode: the page would open the folder the image was built for.
 IDE_FOLDER=""
 USER_DATA_DIR="${XDG_DATA_HOME:-$HOME/.local/share}/code-server"
 if [ "$(cat "${FIRST_SCREEN_BUILT_FOR:-/opt/ide-cloud/first-screen.built-for}" 2>/dev/null)" \

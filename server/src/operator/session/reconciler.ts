@@ -115,8 +115,8 @@ export class SessionReconciler {
     // 4. Environment: into a ready warm instance, its first try beside the route's write (made
     // already when it went beside the reservation); when it ends by then or within
     // Delay.injectionGrace after it, the values' arrival goes in the status that carries the URL,
-    // else in a later one. The URL waits for the bridge only where the proxy
-    // admits the user through it (6.).
+    // else in a later one. The URL waits for the bridge only where the proxy admits the user
+    // through it (6.).
     const injecting = startInjection(served);
     // 5. Route.
     const routed = route(served);
