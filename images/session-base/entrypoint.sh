@@ -19,17 +19,22 @@ fi
 # The IDE's first screen for this work folder (an app definition may move it): the page opens it and
 # trusts it and nothing else, the machine settings keep the Welcome page and the chat away. An image
 # built for this folder and user data directory has it in place (first-screen.built-for): no script
-# runs then, unless the machine settings are gone (a volume over the user data directory). On a
-# failure code-server is given the folder (IDE_FOLDER), and its redirect to `?folder=` opens it, in
-# Restricted Mode: the page would open the folder the image was built for.
+# runs then, unless the page's trust module or the machine settings are not there (an image built on
+# this one that replaced them, a volume over the user data directory). On a failure code-server is
+# given the folder (IDE_FOLDER), and its redirect to `?folder=` opens it, in Restricted Mode: the page
+# would open the folder the image was built for.
 IDE_FOLDER=""
+CODE_SERVER_DIR="${CODE_SERVER_DIR:-/usr/local/lib/node_modules/code-server}"
 USER_DATA_DIR="${XDG_DATA_HOME:-$HOME/.local/share}/code-server"
 if [ "$(cat "${FIRST_SCREEN_BUILT_FOR:-/opt/ide-cloud/first-screen.built-for}" 2>/dev/null)" \
-  = "$(printf '%s\n%s' "$WORKSPACE_DIR" "$USER_DATA_DIR")" ] && [ -f "$USER_DATA_DIR/Machine/settings.json" ]; then
+  = "$(printf '%s\n%s' "$WORKSPACE_DIR" "$USER_DATA_DIR")" ] \
+  && grep -qF '<!-- ide-cloud: trust the work folder -->' \
+    "$CODE_SERVER_DIR/lib/vscode/out/vs/code/browser/workbench/workbench.html" 2>/dev/null \
+  && grep -qF '"chat.disableAIFeatures"' "$USER_DATA_DIR/Machine/settings.json" 2>/dev/null; then
   :
 else
   node "${FIRST_SCREEN_SCRIPT:-/opt/ide-cloud/first-screen.mjs}" \
-    --code-server "${CODE_SERVER_DIR:-/usr/local/lib/node_modules/code-server}" \
+    --code-server "$CODE_SERVER_DIR" \
     --work-folder "$WORKSPACE_DIR" \
     --user-data-dir "$USER_DATA_DIR" >&2 \
     || {

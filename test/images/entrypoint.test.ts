@@ -191,24 +191,36 @@ describe('session entrypoint', () => {
   });
 
   it('runs no script for the first screen of the folder and user data directory the image was built for', async () => {
-    /** A home whose image was built for `folder` and the default user data directory, its settings there or not. */
+    /**
+     * A home whose image was built for `folder` and the default user data directory: the page's trust
+     * module and the machine settings in place, or one of them not.
+     */
     const builtFor =
-      (folder: string, settings = true) =>
+      (folder: string, { page = true, settings = true } = {}) =>
       async (home: string) => {
         const userData = path.join(home, '.local/share/code-server');
+        const codeServer = path.join(home, 'code-server-package');
         await writeFile(path.join(home, 'built-for'), `${path.join(home, folder)}\n${userData}\n`);
-        if (settings) {
-          await mkdir(path.join(userData, 'Machine'), { recursive: true });
-          await writeFile(path.join(userData, 'Machine/settings.json'), '{}');
-        }
-        return { FIRST_SCREEN_BUILT_FOR: path.join(home, 'built-for') };
+        const workbench = path.join(codeServer, 'lib/vscode/out/vs/code/browser/workbench');
+        await mkdir(workbench, { recursive: true });
+        await writeFile(
+          path.join(workbench, 'workbench.html'),
+          page ? '<!-- ide-cloud: trust the work folder --><script></script>' : '<script></script>',
+        );
+        await mkdir(path.join(userData, 'Machine'), { recursive: true });
+        await writeFile(
+          path.join(userData, 'Machine/settings.json'),
+          settings ? '{"workbench.startupEditor": "none", "chat.disableAIFeatures": true}' : '{"editor.fontSize": 16}',
+        );
+        return { FIRST_SCREEN_BUILT_FOR: path.join(home, 'built-for'), CODE_SERVER_DIR: codeServer };
       };
     const built = await runEntrypoint(builtFor('workspace'));
     assert.deepEqual(built.firstScreen, [], 'built for this folder: nothing to prepare');
     assert.match(built.lines[0]!, /^code-server .* --ignore-last-opened$/);
-    // Another folder, or the machine settings gone (a volume over the user data directory): prepared.
+    // Another folder, a page without the trust module, settings without the first screen's: prepared.
     assert.equal((await runEntrypoint(builtFor('elsewhere'))).firstScreen.length, 1);
-    assert.equal((await runEntrypoint(builtFor('workspace', false))).firstScreen.length, 1);
+    assert.equal((await runEntrypoint(builtFor('workspace', { page: false }))).firstScreen.length, 1);
+    assert.equal((await runEntrypoint(builtFor('workspace', { settings: false }))).firstScreen.length, 1);
   });
 
   it("asks the IDE for its page once it listens, in the background, on the IDE's port", async () => {

@@ -141,7 +141,6 @@ describe('the API writes of a launch, Events included', function () {
     bridge = await startBridge(ip, BRIDGE_PORT, { token: await bridgeToken(cluster.kc, namespace, INSTANCE) });
     const name = await launch('wendy@example.com', WARM, (writes) => [
       'POST sessions',
-      // The claim, and beside it the route.
       'PUT deployments',
       // The first route creates the Ingress; a later one is a patch of it.
       `${writes.find((w) => w.path.includes('/ingresses'))?.method ?? 'PATCH'} ingresses`,

@@ -18,7 +18,7 @@ import { removeSessionRoute } from '../../src/operator/session/finalize.js';
 import { DataInjector } from '../../src/operator/session/injection.js';
 import { Pass } from '../../src/operator/session/status.js';
 import type { SessionStepDeps } from '../../src/operator/session/steps/context.js';
-import { annotateDecision, chooseStrategy, ensureFinalizer } from '../../src/operator/session/steps/decision.js';
+import { annotateDecision, ensureFinalizer } from '../../src/operator/session/steps/decision.js';
 import { guards } from '../../src/operator/session/steps/guards.js';
 
 const NAMESPACE = 'ns';
@@ -323,76 +323,5 @@ describe("the injection's first try, which a pass waits for before the status wi
 
   it('no injection: nothing to wait for', async () => {
     await injector(1).attempted('uid-none');
-  });
-});
-
-describe('the route goes beside the reservation, to the instance it aims at', () => {
-  const aimed = { id: 2, name: 'java-pool-2', deployment: {} } as unknown as PoolInstance;
-  const other = { id: 5, name: 'java-pool-5', deployment: {} } as unknown as PoolInstance;
-
-  /** A pool whose reservation answers only when `release` is called, and what was asked of it in order. */
-  function slowPool(reserved: PoolInstance | undefined, candidates: PoolInstance[] = [aimed]) {
-    const order: string[] = [];
-    let release!: () => void;
-    const answered = new Promise<void>((resolve) => (release = resolve));
-    return {
-      order,
-      release: () => release(),
-      pool: {
-        findReservation: () => undefined,
-        candidates: () => candidates,
-        reserve: async () => {
-          order.push('reservation sent');
-          await answered;
-          order.push('reservation answered');
-          return reserved;
-        },
-      },
-    };
-  }
-
-  async function decide(s: Session, pool: ReturnType<typeof slowPool>, fail = false) {
-    const d = deps({ pool: pool.pool, poolChanged: () => undefined } as unknown as Partial<SessionStepDeps>);
-    const pass = new Pass(s);
-    const step = { deps: d, session: s, pass, appDefinition };
-    const beside = async (instanceName: string) => {
-      pool.order.push(`route to ${instanceName}`);
-      // The reservation is still on its way when the route goes out.
-      pool.release();
-      if (fail) throw new Error('the Ingress write failed');
-    };
-    await chooseStrategy(step, beside);
-    return pass;
-  }
-
-  it('a session with its finalizer: the route to the aimed instance goes out while the reservation is on its way', async () => {
-    const pool = slowPool(aimed);
-    const pass = await decide(session('warm-7', 'wendy@example.com', { finalizers: [SESSION_FINALIZER] }), pool);
-    // The reservation answers only once the route went out: one after the other would never end.
-    assert.deepEqual(pool.order, ['route to java-pool-2', 'reservation sent', 'reservation answered']);
-    assert.equal(pass.status.startStrategy, 'eager');
-    assert.equal(pass.status.instanceId, '2');
-  });
-
-  it('the reservation landing elsewhere, or the route failing, leaves the decision as the reservation made it', async () => {
-    const elsewhere = slowPool(other);
-    const pass = await decide(
-      session('warm-8', 'wendy@example.com', { finalizers: [SESSION_FINALIZER] }),
-      elsewhere,
-      true,
-    );
-    assert.equal(pass.status.instanceId, '5', 'the instance the reservation got, for step 5 to route to');
-  });
-
-  it('no route before the finalizer (its removal would not be sure), nor with no free instance', async () => {
-    const early = slowPool(aimed);
-    early.release();
-    await decide(session('warm-9', 'wendy@example.com'), early);
-    assert.deepEqual(early.order, ['reservation sent', 'reservation answered']);
-    const none = slowPool(undefined, []);
-    none.release();
-    const pass = await decide(session('warm-10', 'wendy@example.com', { finalizers: [SESSION_FINALIZER] }), none);
-    assert.deepEqual(none.order, ['reservation sent', 'reservation answered']);
-    assert.equal(pass.status.startStrategy, 'lazy-fallback');
   });
 });

@@ -153,10 +153,13 @@ export class PoolInstances {
     session: Session,
     workspace: string | undefined,
   ): Promise<PoolInstance | undefined> {
+    const generation = Number(generationOf(appDefinition));
     for (let round = 0; round < 8; round++) {
-      const candidates = this.candidates(appDefinition, minInstances, session);
-      if (candidates.length === 0) return undefined;
-      for (const candidate of candidates) {
+      const free = this.list(appDefinition.metadata.name, (l) => !l[LABELS.session]).filter(
+        (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
+      );
+      if (free.length === 0) return undefined;
+      for (const candidate of reservationCandidates(free, session.metadata.name)) {
         const d = structuredClone(candidate.deployment);
         d.apiVersion = 'apps/v1';
         d.kind = 'Deployment';
@@ -188,18 +191,6 @@ export class PoolInstances {
       'warm pool: every free instance was taken concurrently, trying again',
       Delay.instanceContention,
     );
-  }
-
-  /**
-   * The free instances a reservation for the session tries, in order (reservationCandidates), from the
-   * cache: the first is the one it aims at, unless another took it first.
-   */
-  candidates(appDefinition: AppDefinition, minInstances: number, session: Session): PoolInstance[] {
-    const generation = Number(generationOf(appDefinition));
-    const free = this.list(appDefinition.metadata.name, (l) => !l[LABELS.session]).filter(
-      (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
-    );
-    return reservationCandidates(free, session.metadata.name);
   }
 
   /**

@@ -10,7 +10,7 @@ import { annotateDecision, chooseStrategy, ensureFinalizer } from './steps/decis
 import { recordEnvironment, startInjection } from './steps/environment.js';
 import { guards } from './steps/guards.js';
 import { admitsThroughBridge, readiness } from './steps/readiness.js';
-import { route, routeTo } from './steps/route.js';
+import { route } from './steps/route.js';
 import { applyConfigStore, provision } from './steps/workload.js';
 
 /** Settles Delay.injectionGrace from now, keeping no process alive for it. */
@@ -105,18 +105,16 @@ export class SessionReconciler {
     const step: GuardedStep = { ...context, ...(await guards(context)) };
     pass.ingressName = step.appDefinition.spec.ingressname;
     // 1. Start strategy, and the finalizer if the session came without it, before anything is created.
-    // The route (5.) to the warm instance a reservation aims at goes beside the reservation's write.
-    await chooseStrategy(step, (instance) => routeTo(step, step.appDefinition.spec.ingressname, instance));
+    await chooseStrategy(step);
     await ensureFinalizer(step);
     // 2. Config store.
     await applyConfigStore(step);
     // 3. Resources.
     const served = { ...step, workload: await provision(step) };
-    // 4. Environment: into a ready warm instance, its first try beside the route's write (made
-    // already when it went beside the reservation); when it ends by then or within
-    // Delay.injectionGrace after it, the values' arrival goes in the status that carries the URL,
-    // else in a later one. The URL waits for the bridge only where the proxy admits the user
-    // through it (6.).
+    // 4. Environment: into a ready warm instance, its first try beside the route's write; when it
+    // ends by then (or shortly after: Delay.injectionGrace) the values' arrival goes in the status
+    // that carries the URL, else in a later one. The URL waits for the bridge only where the proxy
+    // admits the user through it (6.).
     const injecting = startInjection(served);
     // 5. Route.
     const routed = route(served);

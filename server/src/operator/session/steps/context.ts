@@ -36,7 +36,7 @@ export interface SessionStepDeps {
   sessionsApi: Pick<CustomResourceClient<'session'>, 'mergePatch'>;
   /** Applies config stores and a lazy session's objects. */
   objects: k8s.KubernetesObjectApi;
-  pool: Pick<PoolInstances, 'findReservation' | 'candidates' | 'reserve' | 'reservedFor'>;
+  pool: Pick<PoolInstances, 'findReservation' | 'reserve' | 'reservedFor'>;
   /** The claims IDE Cloud manages: the standby claims a new workspace's lazy start takes. */
   claims: ClaimDeps['claims'];
   core: Pick<k8s.CoreV1Api, 'patchNamespacedPersistentVolumeClaim'>;

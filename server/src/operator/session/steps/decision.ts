@@ -55,10 +55,7 @@ export function takeUpDecision({ deps, session, pass }: StepContext, appDefiniti
  * claim), a standby claim's taking on the claim, both before the decision is told; the decision goes
  * into the status only, written once at the end of the pass.
  */
-export async function chooseStrategy(
-  step: GuardedStep,
-  besideReservation?: (instanceName: string) => Promise<void>,
-): Promise<void> {
+export async function chooseStrategy(step: GuardedStep): Promise<void> {
   const { deps, session, pass, appDefinition, claimName, newWorkspace } = step;
   let instance: PoolInstance | undefined;
   const holdsWork = deps.config.eagerStart && !!claimName && !newWorkspace;
@@ -68,7 +65,7 @@ export async function chooseStrategy(
       const minInstances = effectiveMinInstances(deps.config, appDefinition);
       instance =
         deps.pool.findReservation(appDefinition.metadata.name, session) ??
-        (await reserveWith(step, minInstances, besideReservation));
+        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name));
       if (instance) {
         pass.status.startStrategy = 'eager';
         pass.status.instanceId = String(instance.id);
@@ -82,29 +79,6 @@ export async function chooseStrategy(
   }
   tellStrategy(pass, holdsWork);
   step.reserved = instance?.deployment;
-}
-
-/**
- * A reservation, and beside it `besideReservation` for the instance it aims at first (the route of a
- * session that has its finalizer, whose removal of the route is then sure): the two writes go out
- * together, not one after the other. What that write does is the caller's to check again once the
- * reservation is known (another instance, or none); its failure is left to that check.
- */
-async function reserveWith(
-  { deps, session, appDefinition, newWorkspace }: GuardedStep,
-  minInstances: number,
-  besideReservation: ((instanceName: string) => Promise<void>) | undefined,
-): Promise<PoolInstance | undefined> {
-  const aim = deps.pool.candidates(appDefinition, minInstances, session)[0];
-  const beside =
-    aim && besideReservation && finalizersOf(session).includes(SESSION_FINALIZER)
-      ? besideReservation(aim.name).catch(() => undefined)
-      : undefined;
-  try {
-    return await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name);
-  } finally {
-    await beside;
-  }
 }
 
 /**

@@ -18,8 +18,8 @@ import type { ServedStep, SessionStepDeps } from './context.js';
  * route, only once the reserved instance's current pod serves (a recycled instance can still show its
  * previous pod, another user's, which must never receive these values). Returns undefined when no
  * injection runs, else its first try, which the reconciler waits for no longer than the route's write
- * and Delay.injectionGrace (the URL never waits long for a bridge): when it ends by then, the status
- * that carries the URL carries EnvInjected too, in one status write.
+ * (the URL never waits for a bridge): when it ends first, the status that carries the URL carries
+ * EnvInjected too, in one status write.
  */
 export function startInjection({ deps, session, appDefinition, workload }: ServedStep): Promise<void> | undefined {
   if (!workload.eager || !deploymentReady(workload.deployment)) return undefined;
