@@ -41,7 +41,7 @@ export const MACHINE_SETTINGS = {
 
 const WORKBENCH_SCRIPT =
   '<script type="module" src="{{WORKBENCH_WEB_BASE_URL}}/out/vs/code/browser/workbench/workbench.js"></script>';
-const BEGIN = '<!-- ide-cloud: trust the work folder -->';
+export const BEGIN = '<!-- ide-cloud: trust the work folder -->';
 const END = '<!-- /ide-cloud -->';
 
 /** The inline module that trusts `workFolder` and then starts the workbench. */

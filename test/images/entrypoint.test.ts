@@ -190,6 +190,16 @@ describe('session entrypoint', () => {
     assert.ok(calls[0]?.startsWith(FIRST_SCREEN), calls.join('\n'));
   });
 
+  it("checks the first screen with the script's own marker, page and setting (first-screen.mjs)", async () => {
+    const firstScreen = await readFile(path.join(path.dirname(entrypoint), 'first-screen.mjs'), 'utf8');
+    const script = await readFile(entrypoint, 'utf8');
+    const marker = /export const BEGIN = '([^']+)'/.exec(firstScreen)?.[1];
+    const page = /export const WORKBENCH_HTML = '([^']+)'/.exec(firstScreen)?.[1];
+    assert.ok(marker && script.includes(`grep -qF '${marker}'`), 'the trust module marker');
+    assert.ok(page && script.includes(`"$CODE_SERVER_DIR/${page}"`), 'the page');
+    assert.ok(firstScreen.includes("'chat.disableAIFeatures': true") && script.includes(`'"chat.disableAIFeatures"'`));
+  });
+
   it('runs no script for the first screen of the folder and user data directory the image was built for', async () => {
     /**
      * A home whose image was built for `folder` and the default user data directory: the page's trust
