@@ -4,12 +4,15 @@
 // service (identity-provider mode), the real operator and the local control plane.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { UnsecuredJWT } from 'jose';
 import type { BrowserContext } from 'playwright-core';
 import { launchTarget } from '../../server/src/landing/index.js';
+import { SIGN_IN_COOKIE, SignInCookie } from '../../server/src/landing/sign-in-cookie.js';
 import { screenshot } from '../support/browser.js';
 import { recordReports, SESSION_HOST, sessionUrlPattern, sessionHostContext } from '../support/landing.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
 import { appDefinitionSpec, provideVolume } from '../support/operator.js';
+import { SERVICE_AUTH_TOKEN } from '../support/service-harness.js';
 import { useStack } from '../support/stack.js';
 
 describe('landing page in a real browser (identity provider on)', function () {
@@ -96,16 +99,23 @@ describe('landing page in a real browser (identity provider on)', function () {
     assert.ok(!logs.includes(platformToken), 'the platform token reached the logs');
   });
 
-  it('signed in already: the same link launches without a new login, into the same workspace', async () => {
+  it('signed in already: a new tab launches without the provider, with the sign-in its browser kept', async () => {
     const email = 'grace@example.com';
     const { sessionName } = launchTarget('python-latest', email, repo);
+    // The first tab kept its sign-in in a cookie the page's script cannot read.
+    const [kept] = (await context.cookies(stack.landing.url)).filter((c) => c.name === SIGN_IN_COOKIE);
+    assert.ok(kept, 'the sign-in was kept for the other tabs');
+    assert.equal(kept.httpOnly, true);
+    assert.equal(kept.secure, true);
+    assert.equal(kept.sameSite, 'Strict');
+    assert.equal(kept.expires, -1, 'it ends with the browser');
     const page = await context.newPage();
-    // The page comes with its configuration and the provider's discovery document: neither is fetched
-    // again on its two loads (before the provider and back), only the sign-in itself goes out.
+    // The page comes with its configuration and the provider's discovery document: neither is fetched,
+    // and the provider is not asked at all.
     const fetched: string[] = [];
     page.on('request', (request) => {
       const url = request.url();
-      if (url.includes('/.well-known/openid-configuration') || url.endsWith('/config.json')) fetched.push(url);
+      if (url.startsWith(idp.issuer) || url.endsWith('/config.json')) fetched.push(url);
     });
     await page.goto(
       `${stack.landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`,
@@ -116,5 +126,43 @@ describe('landing page in a real browser (identity provider on)', function () {
       (await stack.resources.workspaces.list()).filter((w) => w.spec.user === email).map((w) => w.metadata.name),
       [launchTarget('python-latest', email, repo).workspaceName],
     );
+  });
+
+  it('a kept sign-in the service refuses is dropped, and the tab signs in at the provider', async () => {
+    // A sign-in sealed with the page's key but a token the provider never issued: the service's 401.
+    const forged = new UnsecuredJWT({ email: 'grace@example.com' })
+      .setExpirationTime(Math.floor(Date.now() / 1000) + 3600)
+      .encode();
+    const sealed = new SignInCookie(SERVICE_AUTH_TOKEN).seal({
+      token: forged,
+      user: 'grace@example.com',
+      expiresAt: Date.now() + 3_600_000,
+    });
+    const landing = new URL(stack.landing.url);
+    await context.addCookies([
+      {
+        name: SIGN_IN_COOKIE,
+        value: sealed,
+        domain: landing.hostname,
+        path: '/',
+        httpOnly: true,
+        secure: true,
+        sameSite: 'Strict',
+      },
+    ]);
+    const page = await context.newPage();
+    const authorize: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().startsWith(`${idp.issuer}/auth`)) authorize.push(request.url());
+    });
+    const { sessionName } = launchTarget('python-latest', 'grace@example.com', repo);
+    await page.goto(
+      `${stack.landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`,
+    );
+    // The provider still knows the student: it answers at once, and the launch goes on with the new token.
+    await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
+    assert.equal(authorize.length, 1, 'signed in at the provider once');
+    const [kept] = (await context.cookies(stack.landing.url)).filter((c) => c.name === SIGN_IN_COOKIE);
+    assert.ok(kept && kept.value !== sealed, 'the refused sign-in was replaced by the new one');
   });
 });

@@ -2,7 +2,8 @@
 // in the explorer, on the real node (test/support/real-node-course.ts: Traefik, the chart's sign-in
 // proxy, the session image built here, a real OpenID Connect provider) with the operator and the
 // service running as the image runs them. Every student is signed in to the provider already, as in a
-// course, and has used the session host before (its sign-in cookie); each click opens a new tab.
+// course, and has used the landing page and the session host before (the sign-in each keeps); each
+// click opens a new tab.
 //
 // Cases: warm with a new workspace (the landing page's deep link), warm ephemeral (the platform's POST
 // /service with the student's token, then the URL), lazy (an app definition without a pool; the image
@@ -63,6 +64,8 @@ interface Student {
   gitUser: string;
   gitMail: string;
   context: BrowserContext;
+  /** The landing page's access token, from the student's sign-in (signIn). */
+  accessToken?: string;
 }
 
 interface Launch {
@@ -285,9 +288,8 @@ async function measure(
       await page.goto(course.deepLink(how.app, student), { waitUntil: 'commit' });
     } else {
       // The platform holds the student's token already: taken before the click, not timed.
-      const token = await studentToken(course, student);
       follow.click();
-      const url = await platformLaunch(serviceUrl, course, student, token);
+      const url = await platformLaunch(serviceUrl, course, student, student.accessToken!);
       follow.timeline().launchAnsweredMs = Date.now() - follow.clickedAt();
       session = sessionOfRoutePath(new URL(url).pathname)!;
       await page.goto(url, { waitUntil: 'commit' });
@@ -413,27 +415,18 @@ async function measure(
   };
 }
 
-/** Signed in to the provider (both clients consented) and to the session host, as a course's student is. */
+/**
+ * Signed in to the provider (both clients consented), to the landing page (the sign-in its tabs keep)
+ * and to the session host, as a course's student who has opened an IDE before is. The landing page's
+ * access token is kept for the student's platform (the ephemeral case's POST /service).
+ */
 async function signIn(course: Course, student: Student): Promise<void> {
   const page = await student.context.newPage();
   await page.goto(`${course.landingOrigin}/`);
   await page.waitForSelector('input[name=login]', { timeout: 60_000 });
   await course.signInIfAsked(page, student.email);
   await page.waitForURL((u) => u.hostname === LANDING_HOST, { timeout: 60_000 });
-  await page.goto(`${course.sessionOrigin}/oauth2/start?rd=%2F`);
-  await course.signInIfAsked(page, student.email);
-  await page.waitForURL((u) => u.hostname === SESSION_HOST, { timeout: 60_000 });
-  const cookies = await student.context.cookies(course.sessionOrigin);
-  if (!cookies.some((c) => c.name === '_ide_cloud_session'))
-    throw new Error(`${student.email} has no sign-in cookie of the session host`);
-  await page.close();
-}
-
-/** The student's access token, as the landing page holds it in its tab after its sign-in round trip. */
-async function studentToken(course: Course, student: Student): Promise<string> {
-  const landing = await student.context.newPage();
-  await landing.goto(`${course.landingOrigin}/`);
-  const token = await landing.waitForFunction(
+  const token = await page.waitForFunction(
     () => {
       for (const key of Object.keys(sessionStorage))
         if (key.startsWith('oidc.user:'))
@@ -443,9 +436,14 @@ async function studentToken(course: Course, student: Student): Promise<string> {
     undefined,
     { timeout: 30_000 },
   );
-  const accessToken = (await token.jsonValue()) as string;
-  await landing.close();
-  return accessToken;
+  student.accessToken = (await token.jsonValue()) as string;
+  await page.goto(`${course.sessionOrigin}/oauth2/start?rd=%2F`);
+  await course.signInIfAsked(page, student.email);
+  await page.waitForURL((u) => u.hostname === SESSION_HOST, { timeout: 60_000 });
+  const cookies = await student.context.cookies(course.sessionOrigin);
+  if (!cookies.some((c) => c.name === '_ide_cloud_session'))
+    throw new Error(`${student.email} has no sign-in cookie of the session host`);
+  await page.close();
 }
 
 /** The platform's POST /service for an ephemeral session, with the student's token. */

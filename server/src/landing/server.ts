@@ -17,6 +17,7 @@ import { inlineScript, renderPage } from './page.js';
 import { ProviderMetadata } from './provider-metadata.js';
 import { launchEnvironment, readLaunchParameters, templateFor, type LaunchParameters } from './params.js';
 import { launchTarget, ServiceClient, type Forwarded } from './service-client.js';
+import { SignInCookie } from './sign-in-cookie.js';
 
 export type RunningLandingPage = Listening;
 
@@ -46,6 +47,7 @@ const LaunchBodySchema = z
   })
   .strip();
 type LaunchBody = z.infer<typeof LaunchBodySchema>;
+const SignInBodySchema = z.object({ user: z.string().trim().min(1).max(320) });
 
 class LandingError extends Error {
   constructor(
@@ -78,7 +80,7 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
     next();
   });
   servePage(app, config, script);
-  app.use('/api', apiRouter(config, service));
+  app.use('/api', apiRouter(config, service, new SignInCookie(config.serviceAuthToken)));
   app.use((_req, res) => {
     res.status(404).json({ code: 404, reason: 'not found' });
   });
@@ -140,8 +142,8 @@ function servePage(app: Express, config: LandingConfig, script: string): void {
   });
 }
 
-/** The page's API calls (ping, launch, cancel, progress), forwarded to the service. */
-function apiRouter(config: LandingConfig, service: ServiceClient): express.Router {
+/** The page's API calls (ping, sign-in, launch, cancel, progress), forwarded to the service. */
+function apiRouter(config: LandingConfig, service: ServiceClient, signIns: SignInCookie): express.Router {
   const api = express.Router();
   api.use(express.json({ limit: '32kb' }));
   api.use((_req, res, next) => {
@@ -154,8 +156,10 @@ function apiRouter(config: LandingConfig, service: ServiceClient): express.Route
     res.status(healthy ? 200 : 503).json(healthy);
   });
 
+  if (config.identityProvider) signInRoutes(api, signIns);
+
   api.post('/launch', async (req, res) => {
-    const target = resolveTarget(req, config);
+    const target = resolveTarget(req, config, signIns);
     const controller = new AbortController();
     res.on('close', () => controller.abort());
     const template = templateFor(target.app, target.body.template);
@@ -168,7 +172,7 @@ function apiRouter(config: LandingConfig, service: ServiceClient): express.Route
         params: target.params,
         env: launchEnvironment(target.params, template),
       },
-      req.get('authorization'),
+      target.authorization,
       controller.signal,
     );
     if (answer.status === 200) {
@@ -179,16 +183,49 @@ function apiRouter(config: LandingConfig, service: ServiceClient): express.Route
   });
 
   api.post('/cancel', async (req, res) => {
-    const target = resolveTarget(req, config);
-    send(res, await service.stop(target.sessionName, target.user, req.get('authorization')));
+    const target = resolveTarget(req, config, signIns);
+    send(res, await service.stop(target.sessionName, target.user, target.authorization));
   });
 
-  api.post('/progress', progressHandler(config, service));
+  api.post('/progress', progressHandler(config, service, signIns));
   return api;
 }
 
-/** The target of a request: its app (checked against this page's list), user and workspace. */
-function resolveTarget(req: Request, config: LandingConfig) {
+/**
+ * The sign-in kept for the browser's other tabs (sign-in-cookie.ts): asked for by a new tab before it
+ * would go to the provider, kept by a tab that has just signed in, dropped when the service refused it.
+ * A POST carries the token as its Authorization header: a page of another origin cannot send one
+ * without a preflight, which this page never allows.
+ */
+function signInRoutes(api: express.Router, signIns: SignInCookie): void {
+  api.get('/sign-in', (req, res) => {
+    const kept = signIns.read(req);
+    if (!kept) {
+      res.status(401).json({ code: 401, reason: 'sign in first' });
+      return;
+    }
+    res.json({ user: kept.user });
+  });
+  api.post('/sign-in', (req, res) => {
+    const token = /^Bearer (\S+)$/.exec(req.get('authorization') ?? '')?.[1];
+    const user = SignInBodySchema.safeParse(req.body);
+    if (!token || !user.success) throw new LandingError(400, 'a bearer token and the user are required');
+    const signIn = signIns.signInOf(token, user.data.user);
+    if (!signIn) throw new LandingError(400, 'this token cannot be kept');
+    signIns.write(res, signIn);
+    res.status(204).end();
+  });
+  api.delete('/sign-in', (_req, res) => {
+    signIns.clear(res);
+    res.status(204).end();
+  });
+}
+
+/**
+ * The target of a request: its app (checked against this page's list), user and workspace, and the
+ * bearer to send on: the request's own, else the sign-in its cookie keeps.
+ */
+function resolveTarget(req: Request, config: LandingConfig, signIns: SignInCookie) {
   const identityProvider = config.identityProvider !== undefined;
   const parsed = LaunchBodySchema.safeParse(req.body);
   if (!parsed.success) throw new LandingError(400, 'invalid request body');
@@ -196,10 +233,13 @@ function resolveTarget(req: Request, config: LandingConfig) {
   const params = readLaunchParameters(Object.entries(body.parameters) as [string, string][], { identityProvider });
   const app = config.apps.find((a) => a.name === params.appDef);
   if (!app) throw new LandingError(473, 'unknown app definition');
-  const user = identityProvider ? body.user : params.user;
+  const own = req.get('authorization');
+  const kept = identityProvider && !own ? signIns.read(req) : undefined;
+  const authorization = kept ? `Bearer ${kept.token}` : own;
+  const user = identityProvider ? (kept?.user ?? body.user) : params.user;
   if (!user)
     throw new LandingError(identityProvider ? 401 : 400, identityProvider ? 'sign in first' : 'user is required');
-  return { body, params, app, user, ...launchTarget(app.name, user, params.gitUri) };
+  return { body, params, app, user, authorization, ...launchTarget(app.name, user, params.gitUri) };
 }
 
 /**
@@ -207,10 +247,10 @@ function resolveTarget(req: Request, config: LandingConfig) {
  * browser and in total by the page itself: in anonymous mode the browser names the user, and the
  * service sees every stream of the page as coming from one client.
  */
-function progressHandler(config: LandingConfig, service: ServiceClient) {
+function progressHandler(config: LandingConfig, service: ServiceClient, signIns: SignInCookie) {
   const streams = new OpenCounts();
   return async (req: Request, res: Response): Promise<void> => {
-    const target = resolveTarget(req, config);
+    const target = resolveTarget(req, config, signIns);
     const admitted = admitStream(streams, config, req);
     if ('refused' in admitted) {
       res.status(429).set('Retry-After', '10').json({ code: 429, reason: admitted.refused });
@@ -221,12 +261,7 @@ function progressHandler(config: LandingConfig, service: ServiceClient) {
       admitted.release();
       controller.abort();
     });
-    const upstream = await service.events(
-      target.user,
-      target.workspaceName,
-      req.get('authorization'),
-      controller.signal,
-    );
+    const upstream = await service.events(target.user, target.workspaceName, target.authorization, controller.signal);
     if (!upstream.ok || !upstream.body) {
       send(res, { status: upstream.status, contentType: 'application/json', body: await upstream.text() });
       return;

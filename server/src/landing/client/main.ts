@@ -94,11 +94,16 @@ function isSignInCallback(): boolean {
   return query.has('state') && (query.has('code') || query.has('error'));
 }
 
-/** Signs in when needed; undefined while the browser is being sent to the identity provider. */
+/**
+ * Signs in when needed; undefined while the browser is being sent to the identity provider. A tab
+ * with its own sign-in (sessionStorage) uses it, and keeps it for the browser's other tabs (an
+ * HttpOnly cookie the page's server seals, sign-in-cookie.ts); a new tab uses the kept one before it
+ * would go to the provider.
+ */
 async function signIn(
   config: NonNullable<PageConfig['identityProvider']>,
   params: LaunchParameters,
-): Promise<{ user: User; params: LaunchParameters } | undefined> {
+): Promise<{ identity: Identity; params: LaunchParameters } | undefined> {
   const extra = config.resource ? { resource: config.resource } : undefined;
   const manager = new UserManager({
     authority: config.authority,
@@ -111,20 +116,50 @@ async function signIn(
     userStore: new WebStorageStateStore({ store: window.sessionStorage }),
     ...(extra ? { extraQueryParams: extra, extraTokenParams: extra } : {}),
   });
+  // Keep the parameters for the way back (this tab only), then sign in.
+  const toProvider = async () => {
+    sessionStorage.setItem(STORED_PARAMETERS, JSON.stringify(params));
+    await manager.signinRedirect();
+  };
   if (isSignInCallback()) {
     const user = await manager.signinRedirectCallback(opened.href);
     history.replaceState(history.state, '', location.pathname);
     const kept = sessionStorage.getItem(STORED_PARAMETERS);
     sessionStorage.removeItem(STORED_PARAMETERS);
     const restored = kept ? (JSON.parse(kept) as LaunchParameters) : {};
-    return { user, params: { ...restored, ...params } };
+    return { identity: ownIdentity(user), params: { ...restored, ...params } };
   }
   const user = await manager.getUser();
-  if (user && !user.expired) return { user, params };
-  // Keep the parameters for the way back (this tab only), then sign in first.
-  sessionStorage.setItem(STORED_PARAMETERS, JSON.stringify(params));
-  await manager.signinRedirect();
+  if (user && !user.expired) return { identity: ownIdentity(user), params };
+  const kept = await keptSignIn();
+  if (kept) {
+    const signInAgain = async () => {
+      await fetch('api/sign-in', { method: 'DELETE' }).catch(() => undefined);
+      await toProvider();
+    };
+    return { identity: { user: kept, signInAgain }, params };
+  }
+  await toProvider();
   return undefined;
+}
+
+/** This tab's own sign-in, also kept for the browser's other tabs (best effort: they sign in themselves otherwise). */
+function ownIdentity(user: User): Identity {
+  const identity = { authorization: `Bearer ${user.access_token}`, user: emailOf(user) };
+  if (identity.user) void api('api/sign-in', { user: identity.user }, identity).catch(() => undefined);
+  return identity;
+}
+
+/** The user of the sign-in another tab kept, if the page's server still holds it valid. */
+async function keptSignIn(): Promise<string | undefined> {
+  try {
+    const response = await fetch('api/sign-in', { cache: 'no-store' });
+    if (!response.ok) return undefined;
+    const { user } = (await response.json()) as { user?: unknown };
+    return typeof user === 'string' ? user : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The user id of a signed-in user: the e-mail of the ID token, else of the access token. */
@@ -141,8 +176,11 @@ function emailOf(user: User): string | undefined {
 }
 
 interface Identity {
+  /** This tab's own bearer; without it the page's server sends the kept sign-in's. */
   authorization?: string;
   user?: string;
+  /** A kept sign-in the service refused (expired, revoked): drop it and sign in at the provider. */
+  signInAgain?: () => Promise<void>;
 }
 
 async function api(path: string, body: unknown, identity: Identity, signal?: AbortSignal): Promise<Response> {
@@ -366,6 +404,11 @@ class PageLaunch {
       location.assign(url);
       return;
     }
+    if (response.status === 401 && this.identity.signInAgain) {
+      this.finish();
+      await this.identity.signInAgain();
+      return;
+    }
     this.finish();
     const code = await response
       .json()
@@ -452,8 +495,7 @@ async function main(): Promise<void> {
       return;
     }
     if (!signedIn) return; // on the way to the identity provider
-    params = signedIn.params;
-    identity = { authorization: `Bearer ${signedIn.user.access_token}`, user: emailOf(signedIn.user) };
+    ({ params, identity } = signedIn);
   }
 
   await proceed(config, params, identity, pinged);
