@@ -80,6 +80,8 @@ export async function startAuthProxy(run: AuthProxyRun): Promise<AuthProxyProces
     } else env[entry.name] = local(entry.value ?? '');
   }
   env.AUTH_PROXY_ADDRESS = run.address;
+  // No kubelet asks here, and a fixed port would collide between the proxies of one host.
+  delete env.AUTH_PROXY_READY_ADDRESS;
   if (env.AUTH_PROXY_ADMISSION_TOKEN_FILE) {
     if (!run.admissionAddress) throw new Error('the container runs the admission: give it an address');
     env.AUTH_PROXY_ADMISSION_ADDRESS = run.admissionAddress;

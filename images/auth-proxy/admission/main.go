@@ -5,6 +5,11 @@
 // mounted into the proxy container only, sent by the operator as `Authorization: Bearer`) is what
 // keeps it out. PUT /users {"user": "<e-mail>"} makes that user the only one admitted, once per pod:
 // the same user again is 204 (the operator's retry), another is 409. Nothing here logs a token.
+//
+// It also answers the kubelet's readiness probe of the IDE container (GET /ready on its own port, in
+// every session pod): the IDE accepts connections, or not. Until the IDE first has, a probe waits for
+// it, so the pod is Ready the moment the IDE listens, not at the kubelet's next tick (a probe runs at
+// most once a second, and a student's lazy start waits half of that on average).
 package main
 
 import (
@@ -19,6 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 )
@@ -133,20 +139,52 @@ func (w *writer) serveUsers(rw http.ResponseWriter, r *http.Request) {
 	rw.WriteHeader(http.StatusNoContent)
 }
 
-func main() {
-	w := &writer{file: os.Getenv("AUTH_PROXY_USERS_FILE"), tokenFile: os.Getenv("AUTH_PROXY_ADMISSION_TOKEN_FILE")}
-	address := os.Getenv("AUTH_PROXY_ADMISSION_ADDRESS")
-	if w.file == "" || w.tokenFile == "" || address == "" {
-		log.Fatal("AUTH_PROXY_USERS_FILE, AUTH_PROXY_ADMISSION_TOKEN_FILE and AUTH_PROXY_ADMISSION_ADDRESS are required")
+// readiness answers whether the IDE accepts connections at upstream (host:port).
+type readiness struct {
+	upstream string
+	// The IDE has accepted a connection since this process started: probes no longer wait for it.
+	seen atomic.Bool
+}
+
+// startWait bounds a probe's wait for an IDE that has not listened yet. Under the probe's timeout
+// (2 s): a probe that waited in vain fails, and the kubelet's tick that came meanwhile starts the next
+// one at once, so the IDE's start is watched throughout.
+const startWait = 1500 * time.Millisecond
+
+func (r *readiness) serveReady(rw http.ResponseWriter, req *http.Request) {
+	deadline := time.Now()
+	if !r.seen.Load() {
+		deadline = deadline.Add(startWait)
 	}
-	// A restarted container keeps its volume: the user written before stays the only one.
-	if content, err := os.ReadFile(w.file); err == nil {
-		w.user = strings.TrimSpace(string(content))
+	for {
+		if conn, err := net.DialTimeout("tcp", r.upstream, time.Second); err == nil {
+			conn.Close()
+			r.seen.Store(true)
+			rw.Write([]byte("ok\n"))
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-req.Context().Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/users", w.serveUsers)
+	http.Error(rw, "the IDE does not accept connections", http.StatusServiceUnavailable)
+}
+
+// upstreamAddress is the host:port of AUTH_PROXY_UPSTREAM, the IDE's address as the proxy reaches it.
+func upstreamAddress() string {
+	upstream := strings.TrimPrefix(os.Getenv("AUTH_PROXY_UPSTREAM"), "http://")
+	return strings.TrimSuffix(upstream, "/")
+}
+
+// serve runs an HTTP server on address with the connection cap and the timeouts.
+func serve(address string, handler http.Handler) error {
 	server := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		MaxHeaderBytes:    8192,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -155,7 +193,43 @@ func main() {
 	}
 	listener, err := net.Listen("tcp", address)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	log.Fatal(server.Serve(&limitListener{Listener: listener, slots: make(chan struct{}, maxConnections)}))
+	return server.Serve(&limitListener{Listener: listener, slots: make(chan struct{}, maxConnections)})
+}
+
+func main() {
+	readyAddress := os.Getenv("AUTH_PROXY_READY_ADDRESS")
+	tokenFile := os.Getenv("AUTH_PROXY_ADMISSION_TOKEN_FILE")
+	if readyAddress == "" && tokenFile == "" {
+		log.Fatal("AUTH_PROXY_READY_ADDRESS or AUTH_PROXY_ADMISSION_TOKEN_FILE is required")
+	}
+	readyFailed := make(chan error, 1)
+	if readyAddress != "" {
+		upstream := upstreamAddress()
+		if upstream == "" {
+			log.Fatal("AUTH_PROXY_UPSTREAM is required with AUTH_PROXY_READY_ADDRESS")
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /ready", (&readiness{upstream: upstream}).serveReady)
+		go func() { readyFailed <- serve(readyAddress, mux) }()
+	}
+	if tokenFile == "" {
+		log.Fatal(<-readyFailed)
+	}
+	// The admission goes on without the readiness answer: the probe then fails, and the pod is not
+	// Ready, but a claimed instance still gets its user.
+	go func() { log.Printf("the readiness answer stopped: %v", <-readyFailed) }()
+	w := &writer{file: os.Getenv("AUTH_PROXY_USERS_FILE"), tokenFile: tokenFile}
+	address := os.Getenv("AUTH_PROXY_ADMISSION_ADDRESS")
+	if w.file == "" || address == "" {
+		log.Fatal("AUTH_PROXY_USERS_FILE and AUTH_PROXY_ADMISSION_ADDRESS are required with AUTH_PROXY_ADMISSION_TOKEN_FILE")
+	}
+	// A restarted container keeps its volume: the user written before stays the only one.
+	if content, err := os.ReadFile(w.file); err == nil {
+		w.user = strings.TrimSpace(string(content))
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/users", w.serveUsers)
+	log.Fatal(serve(address, mux))
 }

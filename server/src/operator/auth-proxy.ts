@@ -43,6 +43,7 @@ type ProxyConfig = Pick<
   | 'authProxyImage'
   | 'authProxyPort'
   | 'authProxyAdmissionPort'
+  | 'authProxyReadyPort'
   | 'authProxySecretName'
   | 'sessionIssuer'
   | 'sessionClientId'
@@ -100,6 +101,13 @@ export function authProxyEnv(config: ProxyConfig, idePort: number): k8s.V1EnvVar
 
 export interface AuthProxyParts {
   container: k8s.V1Container;
+  /**
+   * The IDE container's readiness probe, answered by this container (admission/main.go): Ready once
+   * the IDE listens on its port. A probe waits for an IDE that has not listened yet, so the pod is
+   * Ready the moment it does rather than at the kubelet's next tick. Asked every second, as a student
+   * waits for it; three misses in a row before a busy IDE counts as down.
+   */
+  ideReadiness: k8s.V1Probe;
   /** Mounted in the proxy container only: the IDE container gets nothing of the proxy's. */
   volumes: k8s.V1Volume[];
 }
@@ -110,19 +118,36 @@ export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUs
     name: AUTH_PROXY_CONTAINER,
     image: config.authProxyImage,
     args: authProxyArgs(config),
-    ports: [{ name: 'http', containerPort: config.authProxyPort }],
+    ports: [
+      { name: 'http', containerPort: config.authProxyPort },
+      { name: 'ready', containerPort: config.authProxyReadyPort },
+    ],
     // The pod is Ready once the proxy listens too (the ingress reaches the session through it).
     readinessProbe: { tcpSocket: { port: 'http' as unknown as k8s.IntOrString }, periodSeconds: 1 },
-    env: authProxyEnv(config, idePort),
+    env: [
+      ...authProxyEnv(config, idePort),
+      { name: 'AUTH_PROXY_READY_ADDRESS', value: `0.0.0.0:${config.authProxyReadyPort}` },
+    ],
     // The project's own image, whatever the app definition says of the IDE's.
     ...containerSecurity('restricted'),
     resources: { requests: { memory: '32M', cpu: '10m' }, limits: { memory: '128M', cpu: '200m' } },
   };
-  if (!checksIdentity(config)) return { container, volumes: [] };
+  const ideReadiness: k8s.V1Probe = {
+    // By number: a named port is looked up in the probed container, and this one is the proxy's.
+    httpGet: { path: '/ready', port: config.authProxyReadyPort as unknown as k8s.IntOrString },
+    periodSeconds: 1,
+    timeoutSeconds: 2,
+    failureThreshold: 3,
+  };
+  if (!checksIdentity(config)) return { container, ideReadiness, volumes: [] };
   if ('secret' in users) {
     container.volumeMounts = [{ name: USERS_VOLUME, mountPath: AUTH_PROXY_USERS_DIR, readOnly: true }];
     const items = [{ key: users.key, path: 'users' }];
-    return { container, volumes: [{ name: USERS_VOLUME, secret: { secretName: users.secret, items } }] };
+    return {
+      container,
+      ideReadiness,
+      volumes: [{ name: USERS_VOLUME, secret: { secretName: users.secret, items } }],
+    };
   }
   container.volumeMounts = [
     { name: USERS_VOLUME, mountPath: AUTH_PROXY_USERS_DIR },
@@ -139,6 +164,7 @@ export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUs
   const tokenItems = [{ key: AUTH_PROXY_ADMISSION_TOKEN_KEY, path: 'token' }];
   return {
     container,
+    ideReadiness,
     volumes: [
       { name: USERS_VOLUME, emptyDir: { sizeLimit: '1Mi' } },
       { name: ADMISSION_VOLUME, secret: { secretName: users.admission.tokenSecret, items: tokenItems } },

@@ -65,6 +65,11 @@ export const OperatorConfigSchema = z
      */
     authProxyAdmissionPort: int(1).default(4181),
     /**
+     * Port where the proxy container answers the IDE container's readiness probe (admission/main.go:
+     * the pod is Ready the moment the IDE listens); the kubelet asks it, from the node.
+     */
+    authProxyReadyPort: int(1).default(4182),
+    /**
      * Secret of the installation's session sign-in: `cookie-secret` (the proxies' shared cookie key, so
      * one sign-in serves every session of the host) and, with an identity provider, `client-secret`.
      */
@@ -190,6 +195,7 @@ export const OPERATOR_ENV: Record<keyof OperatorConfig, string> = {
   authProxyImage: 'IDE_CLOUD_AUTH_PROXY_IMAGE',
   authProxyPort: 'IDE_CLOUD_AUTH_PROXY_PORT',
   authProxyAdmissionPort: 'IDE_CLOUD_AUTH_PROXY_ADMISSION_PORT',
+  authProxyReadyPort: 'IDE_CLOUD_AUTH_PROXY_READY_PORT',
   authProxySecretName: 'IDE_CLOUD_AUTH_PROXY_SECRET',
   sessionIssuer: 'IDE_CLOUD_SESSION_ISSUER',
   sessionClientId: 'IDE_CLOUD_SESSION_CLIENT_ID',

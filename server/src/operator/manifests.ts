@@ -179,14 +179,8 @@ export function sessionPodTemplate(input: PodInputs): k8s.V1PodTemplateSpec {
           ...containerSecurity(spec.podSecurity),
           ports: [{ name: 'application', containerPort: spec.port }],
           // Ready once the IDE listens, not when its container starts (a clone may come first): a
-          // URL is handed out only then, so the student never meets the proxy's 502. Asked every
-          // second, as a student waits for it; three misses in a row before a busy IDE counts as down.
-          readinessProbe: {
-            tcpSocket: { port: 'application' as unknown as k8s.IntOrString },
-            periodSeconds: 1,
-            timeoutSeconds: 2,
-            failureThreshold: 3,
-          },
+          // URL is handed out only then, so the student never meets the proxy's 502.
+          readinessProbe: proxy.ideReadiness,
           // The one work folder: the image's agent clones into it and its IDE opens it.
           env: [{ name: 'WORKSPACE_DIR', value: folder }, ...input.env],
           ...(input.envFrom && input.envFrom.length > 0 ? { envFrom: input.envFrom } : {}),

@@ -58,7 +58,7 @@ describe("a session proxy's allowed users are the proxy container's alone (issue
     assert.equal(tokenFile, `${tokenMount.mountPath}/token`);
     assert.deepEqual(
       proxy.ports?.map((p) => p.name),
-      ['http', 'admission'],
+      ['http', 'ready', 'admission'],
     );
     assert.equal(
       proxy.livenessProbe,
