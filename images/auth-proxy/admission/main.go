@@ -20,6 +20,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,8 +178,11 @@ func (r *readiness) serveReady(rw http.ResponseWriter, req *http.Request) {
 
 // upstreamAddress is the host:port of AUTH_PROXY_UPSTREAM, the IDE's address as the proxy reaches it.
 func upstreamAddress() string {
-	upstream := strings.TrimPrefix(os.Getenv("AUTH_PROXY_UPSTREAM"), "http://")
-	return strings.TrimSuffix(upstream, "/")
+	upstream, err := url.Parse(os.Getenv("AUTH_PROXY_UPSTREAM"))
+	if err != nil {
+		return ""
+	}
+	return upstream.Host
 }
 
 // serve runs an HTTP server on address with the connection cap and the timeouts.

@@ -9,6 +9,7 @@ import express, {
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { z } from 'zod';
 import { clientKey } from '../http/client-address.js';
+import { UserSchema } from '../model/requests.js';
 import { listen, type Listening } from '../http/listen.js';
 import { capRefusal, OpenCounts } from '../http/open-counts.js';
 import { buildClientBundle } from './bundle.js';
@@ -47,7 +48,7 @@ const LaunchBodySchema = z
   })
   .strip();
 type LaunchBody = z.infer<typeof LaunchBodySchema>;
-const SignInBodySchema = z.object({ user: z.string().trim().min(1).max(320) });
+const SignInBodySchema = z.object({ user: UserSchema.trim().min(1) });
 
 class LandingError extends Error {
   constructor(

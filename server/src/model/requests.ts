@@ -66,7 +66,7 @@ const EnvName = z
   });
 
 export const AppIdSchema = z.string().describe('the shared service auth token');
-const UserSchema = z.string().max(320).describe("user id, usually the user's e-mail");
+export const UserSchema = z.string().max(320).describe("user id, usually the user's e-mail");
 
 /** The launch timeout when a request gives none (the service's LAUNCH_TIMEOUT_MINUTES by default). */
 export const DEFAULT_LAUNCH_TIMEOUT_MINUTES = 3;

@@ -77,7 +77,10 @@ export function authProxyArgs(config: ProxyConfig): string[] {
   ];
 }
 
-/** The proxy's environment: the values its configuration file names, secrets as references only. */
+/**
+ * The proxy container's environment: the values its configuration file names and the address of the
+ * readiness answer beside it, secrets as references only.
+ */
 export function authProxyEnv(config: ProxyConfig, idePort: number): k8s.V1EnvVar[] {
   const secret = (key: string): k8s.V1EnvVarSource => ({
     secretKeyRef: { name: config.authProxySecretName, key },
@@ -85,6 +88,8 @@ export function authProxyEnv(config: ProxyConfig, idePort: number): k8s.V1EnvVar
   const env: k8s.V1EnvVar[] = [
     { name: 'AUTH_PROXY_ADDRESS', value: `0.0.0.0:${config.authProxyPort}` },
     { name: 'AUTH_PROXY_UPSTREAM', value: `http://127.0.0.1:${idePort}` },
+    // Where it answers the IDE container's readiness probe (ideReadiness).
+    { name: 'AUTH_PROXY_READY_ADDRESS', value: `0.0.0.0:${config.authProxyReadyPort}` },
     { name: 'OAUTH2_PROXY_COOKIE_SECRET', valueFrom: secret(AUTH_PROXY_SECRET_KEYS.cookieSecret) },
   ];
   if (!checksIdentity(config)) return env;
@@ -124,10 +129,7 @@ export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUs
     ],
     // The pod is Ready once the proxy listens too (the ingress reaches the session through it).
     readinessProbe: { tcpSocket: { port: 'http' as unknown as k8s.IntOrString }, periodSeconds: 1 },
-    env: [
-      ...authProxyEnv(config, idePort),
-      { name: 'AUTH_PROXY_READY_ADDRESS', value: `0.0.0.0:${config.authProxyReadyPort}` },
-    ],
+    env: authProxyEnv(config, idePort),
     // The project's own image, whatever the app definition says of the IDE's.
     ...containerSecurity('restricted'),
     resources: { requests: { memory: '32M', cpu: '10m' }, limits: { memory: '128M', cpu: '200m' } },

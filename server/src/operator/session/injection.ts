@@ -42,8 +42,12 @@ type Delivery = { phase: 'Injected'; keys: number; lastError?: undefined } | { p
 
 type Run = {
   state: InjectionState;
-  /** The instance's bridge Secret, read once per injection: the bridge's and the admission's token. */
-  tokens?: Promise<Record<string, string> | undefined>;
+  /**
+   * The instance's bridge Secret (the bridge's and the admission's token), read once per injection,
+   * from its start: while the bridge's health is asked, not after it. A failed read is told where a
+   * token is needed (instanceToken).
+   */
+  tokens: Promise<Record<string, string> | undefined>;
   cancelled: boolean;
   /** Settles once the first try is over: the injection ended, or it waits to try again. */
   tried: Promise<void>;
@@ -87,12 +91,15 @@ export class DataInjector {
     if (existing) return existing.state;
     let markTried = () => {};
     const tried = new Promise<void>((resolve) => (markTried = resolve));
+    const namespace = session.metadata.namespace ?? this.config.namespace;
     const run: Run = {
       state: { phase: 'WaitingForBridge', attempts: 0, postAttempts: 0 },
+      tokens: readBridgeSecret(this.core, namespace, target.tokenSecret),
       cancelled: false,
       tried,
       markTried,
     };
+    run.tokens.catch(() => undefined);
     this.runs.set(uid, run);
     void this.execute(session, target, run)
       .catch((error: unknown) => {
@@ -169,8 +176,7 @@ export class DataInjector {
   }
 
   /** A token of the instance's bridge Secret, read by name once per injection (the operator's own, not an env source). */
-  private async instanceToken(run: Run, target: InjectionTarget, namespace: string, key: string): Promise<string> {
-    run.tokens ??= readBridgeSecret(this.core, namespace, target.tokenSecret);
+  private async instanceToken(run: Run, target: InjectionTarget, key: string): Promise<string> {
     const token = (await run.tokens)?.[key];
     if (token === undefined) throw new Error(`${key} of ${target.tokenSecret} not found`);
     return token;
@@ -188,10 +194,6 @@ export class DataInjector {
    */
   private async execute(session: Session, target: InjectionTarget, run: Run): Promise<void> {
     const namespace = session.metadata.namespace ?? this.config.namespace;
-    // The tokens are read while the bridge's health is asked, not after it; a failed read is told
-    // where a token is needed (instanceToken).
-    run.tokens ??= readBridgeSecret(this.core, namespace, target.tokenSecret);
-    run.tokens.catch(() => undefined);
     const [values, admission] = await Promise.all([
       this.deliver(session, target, run),
       target.admissionPort === undefined
@@ -219,7 +221,7 @@ export class DataInjector {
   ): Promise<string | undefined> {
     let token: string;
     try {
-      token = await this.instanceToken(run, target, namespace, AUTH_PROXY_ADMISSION_TOKEN_KEY);
+      token = await this.instanceToken(run, target, AUTH_PROXY_ADMISSION_TOKEN_KEY);
     } catch (e) {
       return `admission token: ${describe(e)}`;
     }
@@ -285,7 +287,6 @@ export class DataInjector {
 
   /** The values to the bridge: its health polled, then one POST /data, retried; returns how it ended. */
   private async deliver(session: Session, target: InjectionTarget, run: Run): Promise<Delivery> {
-    const namespace = session.metadata.namespace ?? this.config.namespace;
     const timeout = this.config.bridgeRequestTimeoutMs;
     const healthy = await this.healthyBridge(session, target, run);
     if ('error' in healthy) return { phase: 'Failed', lastError: healthy.error };
@@ -300,7 +301,7 @@ export class DataInjector {
       body = JSON.stringify(
         target.admissionPort === undefined ? { environment, user: session.spec.user } : { environment },
       );
-      token = await this.instanceToken(run, target, namespace, DATA_BRIDGE_TOKEN_KEY);
+      token = await this.instanceToken(run, target, DATA_BRIDGE_TOKEN_KEY);
     } catch (e) {
       return { phase: 'Failed', lastError: describe(e) };
     }
