@@ -45,11 +45,12 @@ fi
 
 if [ "${SESSION_ENV_STRATEGY:-env}" != "data-bridge" ] && [ -n "${GIT_URI:-}" ]; then
   echo "ide-cloud: preparing the workspace" >&2
-  # Beside the IDE's start, not before it: the two take about as long, and the clone is done before a
-  # browser can ask for the files (the URL is handed out once the IDE listens). Detached, as below; a
-  # failed clone never keeps the student out of the IDE, whose agent extension says what went wrong.
+  # Beside the IDE's start, not before it, and behind it for the CPU (nice): the IDE's start is on the
+  # way to the student's first page, the clone is done long before the workbench asks for the files.
+  # Detached, as below; a failed clone never keeps the student out of the IDE, whose agent extension
+  # says what went wrong.
   (
-    (ide-cloud-agent bootstrap --dir "$WORKSPACE_DIR" \
+    (nice -n 10 ide-cloud-agent bootstrap --dir "$WORKSPACE_DIR" \
       || echo "ide-cloud: the repository was not cloned (see above); the IDE says why once opened" >&2) &
   )
 fi
@@ -71,10 +72,6 @@ case "$(printf '%s' "${DATA_BRIDGE_ENABLED:-}" | tr -d ' ' | tr '[:upper:]' '[:l
     ;;
 esac
 
-# code-server loads its VS Code server on the first page request: asked for once as soon as it listens,
-# so the student's first page does not wait for it (detached: tini reaps it).
-node "${WARM_UP_SCRIPT:-/opt/ide-cloud/warm-up.mjs}" "$IDE_PORT" >/dev/null 2>&1 &
-
 # Workspace trust stays on: the work folder, where the platform clones the launch's repository, is
 # trusted (above); any other folder (a link with another ?folder=, a clone elsewhere) opens restricted,
 # its tasks and settings held back until the student trusts it. The session's own extensions (agent,
@@ -82,7 +79,9 @@ node "${WARM_UP_SCRIPT:-/opt/ide-cloud/warm-up.mjs}" "$IDE_PORT" >/dev/null 2>&1
 # No folder (but for IDE_FOLDER above): the page opens the work folder itself (first-screen.mjs), with
 # no redirect to `?folder=` on the session URL, a round trip through the ingress and the proxy; nor the
 # folder last opened, so the session URL always opens the work folder.
-exec code-server \
+# code-server's server without code-server's wrapper process, asked for its first page as soon as it
+# listens (start-code-server.mjs).
+exec node "${START_CODE_SERVER_SCRIPT:-/opt/ide-cloud/start-code-server.mjs}" \
   --bind-addr "0.0.0.0:${IDE_PORT}" \
   --auth none \
   --disable-telemetry \

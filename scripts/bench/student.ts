@@ -22,6 +22,12 @@ export const CLICK_STEPS = [
   ['sessionCreatedMs', 'Session created (watch)'],
   ['firstStatusMs', "the operator's first status (watch)"],
   ['routeWrittenMs', 'path in the Ingress (watch)'],
+  ['podCreatedMs', "a lazy start: the session's pod created (watch)"],
+  ['podScheduledMs', '… bound to the node (watch)'],
+  ['containersRunningMs', '… its containers running (watch)'],
+  ['ideListeningMs', '… code-server listening (its log)'],
+  ['podReadyMs', '… the pod Ready (watch)'],
+  ['deploymentReadyMs', '… its Deployment ready (watch)'],
   ['urlWrittenMs', 'URL in its status (watch)'],
   ['launchAnsweredMs', 'launch answered'],
   ['firstSessionRequestMs', 'first request to the session host'],
@@ -50,6 +56,15 @@ export interface ClickTimeline {
   firstStatusMs?: number;
   /** The session's path in an Ingress, as the bench's watch first saw it: the operator's route write. */
   routeWrittenMs?: number;
+  /** A lazy start's pod (the session's own), as the bench's watch first saw it: created, bound, its containers running, Ready. */
+  podCreatedMs?: number;
+  podScheduledMs?: number;
+  containersRunningMs?: number;
+  /** code-server's line saying it listens, from the session's log (a lazy start's pod). */
+  ideListeningMs?: number;
+  podReadyMs?: number;
+  /** The session's Deployment ready (a lazy start), as the bench's watch first saw it: what the operator waits for. */
+  deploymentReadyMs?: number;
   /** The operator's status write carrying the URL, as the bench's watch first saw it. */
   urlWrittenMs?: number;
   /** The landing page's POST api/launch answered (or the platform's POST /service, without a landing page). */
@@ -198,9 +213,20 @@ export function workbenchMarks(
 
 /** When the agent's clone line was logged (ms since the epoch), from a log read with timestamps. */
 export function cloneDoneAt(timestampedLog: string): number | undefined {
-  const line = timestampedLog
-    .split('\n')
-    .find((l) => l.includes('done: repository cloned') || l.includes('already holds this repository'));
+  return loggedAt(
+    timestampedLog,
+    (l) => l.includes('done: repository cloned') || l.includes('already holds this repository'),
+  );
+}
+
+/** When code-server logged that it listens (ms since the epoch), from a log read with timestamps. */
+export function ideListeningAt(timestampedLog: string): number | undefined {
+  return loggedAt(timestampedLog, (l) => / HTTP server listening on /.test(l));
+}
+
+/** When the first line `matches` was logged (ms since the epoch), from a log read with timestamps. */
+function loggedAt(timestampedLog: string, matches: (line: string) => boolean): number | undefined {
+  const line = timestampedLog.split('\n').find(matches);
   // `2026-11-26T08:10:00.123456789Z …`: Date.parse takes milliseconds, not nanoseconds.
   const stamp = line?.split(' ')[0]?.replace(/(\.\d{3})\d*Z$/, '$1Z');
   const ms = stamp ? Date.parse(stamp) : NaN;

@@ -2,7 +2,7 @@
 // when the machine allowed no real node (listed as not measured, with the reason) or missed them.
 import assert from 'node:assert/strict';
 import type { Results } from '../../scripts/bench/results.js';
-import { cloneDoneAt } from '../../scripts/bench/student.js';
+import { cloneDoneAt, ideListeningAt } from '../../scripts/bench/student.js';
 import { clickToCodeTargets } from '../../scripts/bench/targets.js';
 
 const base = {
@@ -24,6 +24,15 @@ describe('bench: click to code', () => {
     const relaunch = '2026-11-26T08:10:02.5Z the workspace already holds this repository; left as it is';
     assert.equal(cloneDoneAt(relaunch), Date.parse('2026-11-26T08:10:02.500Z'));
     assert.equal(cloneDoneAt('2026-11-26T08:10:02.5Z cloning http://git/x.git into /w…'), undefined);
+  });
+
+  it('reads when code-server listened from its line in a log read with timestamps', () => {
+    const log = [
+      '2026-11-26T08:10:00.100000000Z [2026-11-26T08:10:00.099Z] info  code-server 4.139.1',
+      '2026-11-26T08:10:00.812345678Z [2026-11-26T08:10:00.811Z] info  HTTP server listening on http://0.0.0.0:3000/',
+    ].join('\n');
+    assert.equal(ideListeningAt(log), Date.parse('2026-11-26T08:10:00.812Z'));
+    assert.equal(ideListeningAt('2026-11-26T08:10:00.1Z info  Session server listening on /tmp/s'), undefined);
   });
 
   it('lists every target as not measured, with the reason, where the machine allows no real node', () => {

@@ -16,22 +16,24 @@ const entrypoint = path.resolve(
 );
 
 const FIRST_SCREEN = 'node /opt/ide-cloud/first-screen.mjs ';
-const WARM_UP = 'node /opt/ide-cloud/warm-up.mjs ';
+/** The IDE's start: code-server's server through start-code-server.mjs. */
+const IDE = 'node /opt/ide-cloud/start-code-server.mjs ';
 
 /** `lines`: the calls but the first-screen script's, which every start makes (`firstScreen`). */
 async function runEntrypoint(
   env: Record<string, string> | ((home: string) => Promise<Record<string, string>>),
   agentExit = 0,
-  nodeExit = 0,
+  firstScreenExit = 0,
 ) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-entrypoint-'));
   const calls = path.join(dir, 'calls.log');
-  const stub = (name: string, exit: number) =>
-    `#!/bin/sh\necho "${name} $* \${DATA_BRIDGE_URL:+(DATA_BRIDGE_URL=$DATA_BRIDGE_URL)}" >> "${calls}"\nexit ${exit}\n`;
+  // Each stand-in also records the niceness it runs at (`<name>.nice`).
+  const stub = (name: string, exit: number | string) =>
+    `#!/bin/sh\nnice > "${path.join(dir, name)}.nice"\necho "${name} $* \${DATA_BRIDGE_URL:+(DATA_BRIDGE_URL=$DATA_BRIDGE_URL)}" >> "${calls}"\nexit ${exit}\n`;
   for (const [name, exit] of [
-    ['code-server', 0],
     ['ide-cloud-agent', agentExit],
-    ['node', nodeExit],
+    // node runs the first-screen script (which may fail here) and, last, the IDE.
+    ['node', `$(case "$1" in */first-screen.mjs) echo ${firstScreenExit} ;; *) echo 0 ;; esac)`],
   ] as const) {
     await writeFile(path.join(dir, name), stub(name, exit));
     await chmod(path.join(dir, name), 0o755);
@@ -50,8 +52,7 @@ async function runEntrypoint(
       .trim()
       .split('\n')
       .map((l) => l.trimEnd());
-  // The warm-up runs in the background: its line may come before or after the IDE's.
-  const read = async () => (await all()).filter((l) => !l.startsWith(FIRST_SCREEN) && !l.startsWith(WARM_UP));
+  const read = async () => (await all()).filter((l) => !l.startsWith(FIRST_SCREEN));
   const calls0 = await all();
   return {
     lines: await read(),
@@ -87,11 +88,11 @@ describe('session entrypoint', () => {
     }, 10_000);
     assert.ok(lines.includes(`ide-cloud-agent bootstrap --dir ${workspace}`), lines.join('\n'));
     assert.match(
-      lines.find((l) => l.startsWith('code-server'))!,
-      /^code-server --bind-addr 0\.0\.0\.0:3100 --auth none .* --ignore-last-opened$/,
+      lines.find((l) => l.startsWith(IDE))!,
+      /^node \/opt\/ide-cloud\/start-code-server\.mjs --bind-addr 0\.0\.0\.0:3100 --auth none .* --ignore-last-opened$/,
     );
     // No folder of its own: the page opens the work folder without code-server's redirect (first-screen.mjs).
-    assert.ok(!lines.find((l) => l.startsWith('code-server'))!.includes(workspace), lines.join('\n'));
+    assert.ok(!lines.find((l) => l.startsWith(IDE))!.includes(workspace), lines.join('\n'));
   });
 
   it('with the data bridge strategy but no bridge, leaves the clone to the agent extension inside the IDE', async () => {
@@ -101,7 +102,7 @@ describe('session entrypoint', () => {
     });
     assert.deepEqual(
       lines.map((l) => l.split(' ')[0]),
-      ['code-server'],
+      ['node'],
     );
   });
 
@@ -112,13 +113,13 @@ describe('session entrypoint', () => {
       DATA_BRIDGE_PORT: '16300',
     });
     assert.match(
-      lines.find((l) => l.startsWith('code-server'))!,
+      lines.find((l) => l.startsWith(IDE))!,
       /\(DATA_BRIDGE_URL=http:\/\/127\.0\.0\.1:16300\)$/,
     );
     // Started in the background: it may record its start after the IDE's.
     const deadline = Date.now() + 10_000;
     let all = lines;
-    while (!all.some((l) => l.startsWith('node ')) && Date.now() < deadline) {
+    while (!all.includes('node /opt/ide-cloud/bridge/bridge.mjs') && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       all = await read();
     }
@@ -126,7 +127,7 @@ describe('session entrypoint', () => {
     const off = await runEntrypoint({ SESSION_ENV_STRATEGY: 'data-bridge', DATA_BRIDGE_ENABLED: 'false' });
     assert.deepEqual(
       off.lines.map((l) => l.split(' ')[0]),
-      ['code-server'],
+      ['node'],
     );
   });
 
@@ -138,7 +139,7 @@ describe('session entrypoint', () => {
       3,
     );
     assert.ok(
-      lines.some((l) => l.startsWith('code-server')),
+      lines.some((l) => l.startsWith(IDE)),
       lines.join('\n'),
     );
     // In the background: it may record its start after the IDE's.
@@ -167,7 +168,7 @@ describe('session entrypoint', () => {
   it('without a repository, starts the IDE only', async () => {
     const { lines } = await runEntrypoint({});
     assert.equal(lines.length, 1);
-    assert.match(lines[0]!, /^code-server --bind-addr 0\.0\.0\.0:3000 /);
+    assert.match(lines[0]!, /^node \/opt\/ide-cloud\/start-code-server\.mjs --bind-addr 0\.0\.0\.0:3000 /);
   });
 
   it('starts the IDE even when the clone fails, and says so', async () => {
@@ -177,7 +178,7 @@ describe('session entrypoint', () => {
       assert.equal(all.length, 2, all.join('\n'));
       return all;
     }, 10_000);
-    assert.deepEqual(lines.map((l) => l.split(' ')[0]).sort(), ['code-server', 'ide-cloud-agent']);
+    assert.deepEqual(lines.map((l) => l.split(' ')[0]).sort(), ['ide-cloud-agent', 'node']);
     assert.match(stderr, /repository was not cloned/);
   });
 
@@ -226,29 +227,26 @@ describe('session entrypoint', () => {
       };
     const built = await runEntrypoint(builtFor('workspace'));
     assert.deepEqual(built.firstScreen, [], 'built for this folder: nothing to prepare');
-    assert.match(built.lines[0]!, /^code-server .* --ignore-last-opened$/);
+    assert.match(built.lines[0]!, /^node \/opt\/ide-cloud\/start-code-server\.mjs .* --ignore-last-opened$/);
     // Another folder, a page without the trust module, settings without the first screen's: prepared.
     assert.equal((await runEntrypoint(builtFor('elsewhere'))).firstScreen.length, 1);
     assert.equal((await runEntrypoint(builtFor('workspace', { page: false }))).firstScreen.length, 1);
     assert.equal((await runEntrypoint(builtFor('workspace', { settings: false }))).firstScreen.length, 1);
   });
 
-  it("asks the IDE for its page once it listens, in the background, on the IDE's port", async () => {
-    const { all } = await runEntrypoint({ IDE_PORT: '3100' });
-    // In the background: its line may land a moment after the entrypoint is done.
-    const warmUp = await eventually(async () => {
-      const lines = (await all()).filter((l) => l.startsWith(WARM_UP));
-      assert.equal(lines.length, 1);
-      return lines;
-    }, 10_000);
-    assert.deepEqual(warmUp, [`${WARM_UP}3100`]);
+  it("lets the environment strategy's clone yield the CPU to the IDE's start", async () => {
+    const { read, home } = await runEntrypoint({ GIT_URI: 'https://git.example/repo.git' });
+    await eventually(async () => assert.ok((await read()).some((l) => l.startsWith('ide-cloud-agent'))), 10_000);
+    const own = Number((await run('nice')).stdout);
+    const agent = Number(await readFile(path.join(home, 'ide-cloud-agent.nice'), 'utf8'));
+    assert.equal(agent, Math.min(own + 10, 19));
   });
 
   it('starts the IDE even when the first screen cannot be prepared, and says so', async () => {
     const { lines, firstScreen, stderr } = await runEntrypoint({}, 0, 1);
     assert.equal(firstScreen.length, 1);
     // code-server gets the folder then: its redirect opens it (restricted), not the image's own.
-    assert.match(lines[0]!, /^code-server .* --ignore-last-opened \S+\/workspace$/);
+    assert.match(lines[0]!, /^node \/opt\/ide-cloud\/start-code-server\.mjs .* --ignore-last-opened \S+\/workspace$/);
     assert.match(stderr, /could not prepare the IDE's first screen; \S+ may open in Restricted Mode/);
   });
 });

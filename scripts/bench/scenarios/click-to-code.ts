@@ -43,6 +43,7 @@ import {
   CASES,
   CLICK_STEPS,
   cloneDoneAt,
+  ideListeningAt,
   firstPaint,
   workbenchMarks,
   followPage,
@@ -153,6 +154,9 @@ export const clickToCode: Scenario = {
 
 interface CourseCaches {
   freeInstances: Informer<k8s.V1Deployment>;
+  /** Lazy starts' own Deployments and pods (their `session` label). */
+  sessionDeployments: Informer<k8s.V1Deployment>;
+  sessionPods: Informer<k8s.V1Pod>;
   standbyClaims: Informer<k8s.V1PersistentVolumeClaim>;
   sessions: Informer<Session>;
   ingresses: Informer<k8s.V1Ingress>;
@@ -169,6 +173,20 @@ function watchCourse(course: Course): CourseCaches {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     labelSelector: `${LABELS.poolInstance},!${LABELS.session}`,
+  });
+  const sessionDeployments = new Informer<k8s.V1Deployment>(course.kc, {
+    ...watch,
+    path: `/apis/apps/v1/namespaces/${COURSE_NAMESPACE}/deployments`,
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    labelSelector: `${LABELS.component}=${COMPONENT.session}`,
+  });
+  const sessionPods = new Informer<k8s.V1Pod>(course.kc, {
+    ...watch,
+    path: `/api/v1/namespaces/${COURSE_NAMESPACE}/pods`,
+    apiVersion: 'v1',
+    kind: 'Pod',
+    labelSelector: `${LABELS.component}=${COMPONENT.session}`,
   });
   const standbyClaims = new Informer<k8s.V1PersistentVolumeClaim>(course.kc, {
     ...watch,
@@ -189,10 +207,12 @@ function watchCourse(course: Course): CourseCaches {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',
   });
-  const all = [freeInstances, standbyClaims, sessions, ingresses] as Informer[];
+  const all = [freeInstances, sessionDeployments, sessionPods, standbyClaims, sessions, ingresses] as Informer[];
   for (const informer of all) informer.start();
   return {
     freeInstances,
+    sessionDeployments,
+    sessionPods,
     standbyClaims,
     sessions,
     ingresses,
@@ -252,9 +272,22 @@ async function measure(
     return student;
   };
 
-  // When the bench's watches first saw each session, its first status, its path in an Ingress and its
-  // URL (ms since the epoch).
-  const seen = new Map<string, { created?: number; status?: number; routed?: number; url?: number }>();
+  // When the bench's watches first saw each session, its first status, its path in an Ingress, a lazy
+  // start's pod and Deployment, and its URL (ms since the epoch).
+  const seen = new Map<
+    string,
+    {
+      created?: number;
+      status?: number;
+      routed?: number;
+      podCreated?: number;
+      podScheduled?: number;
+      containersRunning?: number;
+      podReady?: number;
+      deploymentReady?: number;
+      url?: number;
+    }
+  >();
   const times = (name: string) => seen.get(name) ?? seen.set(name, {}).get(name)!;
   caches.sessions.on((type, s) => {
     if (type === 'DELETED' || s.metadata.deletionTimestamp) return;
@@ -262,6 +295,21 @@ async function measure(
     t.created ??= Date.now();
     if (s.status?.conditions?.length) t.status ??= Date.now();
     if (s.status?.url) t.url ??= Date.now();
+  });
+  caches.sessionPods.on((type, pod) => {
+    const name = pod.metadata?.labels?.[LABELS.session];
+    if (type === 'DELETED' || pod.metadata?.deletionTimestamp || !name) return;
+    const t = times(name);
+    t.podCreated ??= Date.now();
+    if (pod.spec?.nodeName) t.podScheduled ??= Date.now();
+    const containers = pod.status?.containerStatuses ?? [];
+    if (containers.length && containers.every((c) => c.state?.running)) t.containersRunning ??= Date.now();
+    if (pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) t.podReady ??= Date.now();
+  });
+  caches.sessionDeployments.on((type, deployment) => {
+    const name = deployment.metadata?.labels?.[LABELS.session];
+    if (type === 'DELETED' || deployment.metadata?.deletionTimestamp || !name || !deploymentReady(deployment)) return;
+    times(name).deploymentReady ??= Date.now();
   });
   caches.ingresses.on((type, ingress) => {
     if (type === 'DELETED') return;
@@ -314,11 +362,17 @@ async function measure(
     }
     follow.filesShown();
     const timeline = follow.timeline();
-    const { created, status, routed, url } = seen.get(session) ?? {};
-    if (created) timeline.sessionCreatedMs = created - follow.clickedAt();
-    if (status) timeline.firstStatusMs = status - follow.clickedAt();
-    if (routed) timeline.routeWrittenMs = routed - follow.clickedAt();
-    if (url) timeline.urlWrittenMs = url - follow.clickedAt();
+    const watched = seen.get(session) ?? {};
+    const after = (at: number | undefined) => (at ? at - follow.clickedAt() : undefined);
+    timeline.sessionCreatedMs = after(watched.created);
+    timeline.firstStatusMs = after(watched.status);
+    timeline.routeWrittenMs = after(watched.routed);
+    timeline.podCreatedMs = after(watched.podCreated);
+    timeline.podScheduledMs = after(watched.podScheduled);
+    timeline.containersRunningMs = after(watched.containersRunning);
+    timeline.podReadyMs = after(watched.podReady);
+    timeline.deploymentReadyMs = after(watched.deploymentReady);
+    timeline.urlWrittenMs = after(watched.url);
     const paint = await firstPaint(page);
     if (paint) timeline.workbenchFirstPaintMs = paint - follow.clickedAt();
     const marks = await workbenchMarks(page);
@@ -327,8 +381,10 @@ async function measure(
     if (marks.explorerResolved) timeline.explorerResolvedMs = marks.explorerResolved - follow.clickedAt();
     const served = await course.r.sessions.get(session);
     const log = await sessionLog(course, served);
-    const cloned = log ? cloneDoneAt(log) : undefined;
-    if (cloned) timeline.cloneDoneMs = cloned - follow.clickedAt();
+    timeline.cloneDoneMs = after(log ? cloneDoneAt(log) : undefined);
+    // A warm instance's code-server listened long before the click.
+    if (served.status?.startStrategy !== 'eager')
+      timeline.ideListeningMs = after(log ? ideListeningAt(log) : undefined);
     if (screenshots++ === 0 || caseName === 'lazy') {
       // The first screen, once the README is open (after the measured window).
       firstScreens[caseName] = await firstScreen(page, {
