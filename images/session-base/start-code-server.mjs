@@ -1,12 +1,11 @@
 #!/usr/bin/env node
 // Starts code-server's server, and asks it for its first page the moment it listens.
 //
-// code-server's own command is a wrapper: a process that loads the whole server (about 0.2 s and 75 MB
-// on a node) only to parse the arguments, then forks a second copy that serves, and relays its output.
-// This is that parent with nothing else loaded: it parses the arguments with code-server's own parser
+// code-server's own command is a wrapper: a process that loads the whole server (about 0.2 s on a
+// node) only to parse the arguments, then forks the process that serves, and relays its output. This
+// is that parent with nothing else loaded: it parses the arguments with code-server's own parser
 // (out/node/cli.js, config file and defaults included) and answers the server's handshake with them,
-// code-server's protocol (out/node/wrapper.js). The IDE listens sooner at every pod start, and each pod
-// holds one copy of code-server, not two.
+// code-server's protocol (out/node/wrapper.js). The IDE listens sooner at every pod start.
 //
 // code-server loads its VS Code server on the first page request, not when it starts (about 0.5 s, more
 // on a busy node): the line the server prints once it listens starts that request here, so the

@@ -7,9 +7,10 @@
 // the same user again is 204 (the operator's retry), another is 409. Nothing here logs a token.
 //
 // It also answers the kubelet's readiness probe of the IDE container (GET /ready on its own port, in
-// every session pod): the IDE accepts connections, or not. Until the IDE first has, a probe waits for
-// it, so the pod is Ready the moment the IDE listens, not at the kubelet's next tick (a probe runs at
-// most once a second, and a student's lazy start waits half of that on average).
+// every session pod): the IDE and the proxy accept connections, or not. One probe answers for both,
+// so the pod's readiness waits on one of the kubelet's probe runs, not two (a probe runs at most once
+// a second). Until both first have, a probe waits for them, so the pod is Ready the moment the IDE
+// listens, not at the kubelet's next tick (a student's lazy start waited half of that on average).
 package main
 
 import (
@@ -140,16 +141,16 @@ func (w *writer) serveUsers(rw http.ResponseWriter, r *http.Request) {
 	rw.WriteHeader(http.StatusNoContent)
 }
 
-// readiness answers whether the IDE accepts connections at upstream (host:port).
+// readiness answers whether every one of targets (host:port: the IDE, the proxy) accepts connections.
 type readiness struct {
-	upstream string
-	// The IDE has accepted a connection since this process started: probes no longer wait for it.
+	targets []string
+	// All have accepted a connection since this process started: probes no longer wait for them.
 	seen atomic.Bool
 }
 
-// startWait bounds a probe's wait for an IDE that has not listened yet. Under the probe's timeout
-// (2 s): a probe that waited in vain fails, and the kubelet's tick that came meanwhile starts the next
-// one at once, so the IDE's start is watched throughout.
+// startWait bounds a probe's wait for an IDE (or proxy) that has not listened yet. Under the probe's
+// timeout (2 s): a probe that waited in vain fails, and the kubelet's tick that came meanwhile starts
+// the next one at once, so the start is watched throughout.
 const startWait = 1500 * time.Millisecond
 
 func (r *readiness) serveReady(rw http.ResponseWriter, req *http.Request) {
@@ -158,8 +159,7 @@ func (r *readiness) serveReady(rw http.ResponseWriter, req *http.Request) {
 		deadline = deadline.Add(startWait)
 	}
 	for {
-		if conn, err := net.DialTimeout("tcp", r.upstream, time.Second); err == nil {
-			conn.Close()
+		if r.accepting() {
 			r.seen.Store(true)
 			rw.Write([]byte("ok\n"))
 			return
@@ -173,7 +173,32 @@ func (r *readiness) serveReady(rw http.ResponseWriter, req *http.Request) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	http.Error(rw, "the IDE does not accept connections", http.StatusServiceUnavailable)
+	http.Error(rw, "the IDE or the proxy does not accept connections", http.StatusServiceUnavailable)
+}
+
+// accepting dials each target in turn.
+func (r *readiness) accepting() bool {
+	for _, target := range r.targets {
+		conn, err := net.DialTimeout("tcp", target, time.Second)
+		if err != nil {
+			return false
+		}
+		conn.Close()
+	}
+	return true
+}
+
+// loopback is the address to dial for a listen address (host:port) of this pod: its own loopback for
+// a wildcard host.
+func loopback(address string) string {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return ""
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // upstreamAddress is the host:port of AUTH_PROXY_UPSTREAM, the IDE's address as the proxy reaches it.
@@ -210,12 +235,12 @@ func main() {
 	}
 	readyFailed := make(chan error, 1)
 	if readyAddress != "" {
-		upstream := upstreamAddress()
-		if upstream == "" {
-			log.Fatal("AUTH_PROXY_UPSTREAM is required with AUTH_PROXY_READY_ADDRESS")
+		upstream, proxy := upstreamAddress(), loopback(os.Getenv("AUTH_PROXY_ADDRESS"))
+		if upstream == "" || proxy == "" {
+			log.Fatal("AUTH_PROXY_UPSTREAM and AUTH_PROXY_ADDRESS are required with AUTH_PROXY_READY_ADDRESS")
 		}
 		mux := http.NewServeMux()
-		mux.HandleFunc("GET /ready", (&readiness{upstream: upstream}).serveReady)
+		mux.HandleFunc("GET /ready", (&readiness{targets: []string{upstream, proxy}}).serveReady)
 		go func() { readyFailed <- serve(readyAddress, mux) }()
 	}
 	if tokenFile == "" {

@@ -108,9 +108,11 @@ export interface AuthProxyParts {
   container: k8s.V1Container;
   /**
    * The IDE container's readiness probe, answered by this container (admission/main.go): Ready once
-   * the IDE listens on its port. A probe waits for an IDE that has not listened yet, so the pod is
-   * Ready the moment it does rather than at the kubelet's next tick. Asked every second, as a student
-   * waits for it; three misses in a row before a busy IDE counts as down.
+   * the IDE listens on its port and the proxy on its own (the ingress reaches the session through
+   * it). One probe for both: the pod's readiness waits on one of the kubelet's probe runs, not two. A
+   * probe waits for an IDE that has not listened yet, so the pod is Ready the moment it does rather
+   * than at the kubelet's next tick. Asked every second, as a student waits for it; three misses in a
+   * row before a busy IDE counts as down.
    */
   ideReadiness: k8s.V1Probe;
   /** Mounted in the proxy container only: the IDE container gets nothing of the proxy's. */
@@ -127,8 +129,7 @@ export function authProxy(config: ProxyConfig, idePort: number, users: AllowedUs
       { name: 'http', containerPort: config.authProxyPort },
       { name: 'ready', containerPort: config.authProxyReadyPort },
     ],
-    // The pod is Ready once the proxy listens too (the ingress reaches the session through it).
-    readinessProbe: { tcpSocket: { port: 'http' as unknown as k8s.IntOrString }, periodSeconds: 1 },
+    // No probe of its own: the IDE container's (ideReadiness) answers for the proxy too.
     env: authProxyEnv(config, idePort),
     // The project's own image, whatever the app definition says of the IDE's.
     ...containerSecurity('restricted'),

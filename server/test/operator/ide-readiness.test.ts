@@ -1,5 +1,5 @@
-// A session's pod is Ready once its IDE listens on the app definition's port (and its proxy on its
-// own), not when its container starts (the clone may come first): the operator hands out a URL only for a Ready pod, so a student
+// A session's pod is Ready once its IDE listens on the app definition's port and its proxy on its
+// own (one probe answers for both), not when its container starts (the clone may come first): the operator hands out a URL only for a Ready pod, so a student
 // never meets the proxy's 502 of an IDE that is not up yet. The proxy container answers the IDE's
 // probe (images/auth-proxy/admission), waiting for an IDE that is starting. Every pod template has it:
 // a warm instance's and a lazy session's alike.
@@ -39,7 +39,9 @@ describe("the IDE container's readiness", () => {
       const env = Object.fromEntries((proxy.env ?? []).map((e) => [e.name, e.value]));
       assert.equal(env.AUTH_PROXY_READY_ADDRESS, `0.0.0.0:${ready}`);
       assert.equal(env.AUTH_PROXY_UPSTREAM, 'http://127.0.0.1:3123', "the IDE's port is the one asked");
-      assert.equal(proxy.readinessProbe?.tcpSocket?.port, 'http', 'and its proxy listens');
+      // The same probe answers for the proxy (where the proxy listens): no probe of its own.
+      assert.equal(env.AUTH_PROXY_ADDRESS, `0.0.0.0:${proxy.ports?.find((p) => p.name === 'http')?.containerPort}`);
+      assert.equal(proxy.readinessProbe, undefined);
     });
   }
 });
