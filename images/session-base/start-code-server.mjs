@@ -43,16 +43,19 @@ server.on('message', (message) => {
   if (message?.type === 'handshake') server.send({ type: 'handshake', args });
 });
 server.stderr.pipe(process.stderr);
-// The output up to the listening line, whole lines only (a chunk may end inside one).
+// The output up to the listening line, whole lines only (a chunk may end inside one); a start that
+// printed this much without it is not waited for (the student's first page loads the VS Code server).
+const WATCHED_BYTES = 64 * 1024;
 let before = '';
 server.stdout.on('data', (chunk) => {
   process.stdout.write(chunk);
   if (before === undefined) return;
   before += chunk.toString();
   const address = LISTENING.exec(before.slice(0, before.lastIndexOf('\n') + 1))?.[1];
-  if (!address) return;
+  if (address) askFirstPage(address);
+  else if (before.length > WATCHED_BYTES) console.error('start-code-server: no line says the server listens');
+  else return;
   before = undefined;
-  askFirstPage(address);
 });
 server.on('exit', (code, signal) => {
   process.exitCode = code ?? 128 + (os.constants.signals[signal] ?? 0);
