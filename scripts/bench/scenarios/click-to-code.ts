@@ -20,8 +20,8 @@ import { decideNodes } from '../../cluster/real-node.js';
 import { LABELS } from '../../../server/src/model/api-group.js';
 import type { Session } from '../../../server/src/model/session.js';
 import { launchTarget } from '../../../server/src/landing/index.js';
-import { Informer } from '../../../server/src/kube/informer.js';
-import { deploymentReady } from '../../../server/src/operator/index.js';
+import { Informer, type Obj } from '../../../server/src/kube/informer.js';
+import { deploymentReady, podReady } from '../../../server/src/operator/index.js';
 import { COMPONENT, poolInstanceName, sessionOfRoutePath } from '../../../server/src/operator/manifests.js';
 import {
   COURSE_NAMESPACE,
@@ -68,6 +68,20 @@ interface Student {
   /** The landing page's access token, from the student's sign-in (signIn). */
   accessToken?: string;
 }
+
+/** The steps of a timeline the bench's watches see (the rest come from the browser and the session's log). */
+type WatchedStep = Extract<
+  keyof ClickTimeline,
+  | 'sessionCreatedMs'
+  | 'firstStatusMs'
+  | 'routeWrittenMs'
+  | 'podCreatedMs'
+  | 'podScheduledMs'
+  | 'containersRunningMs'
+  | 'podReadyMs'
+  | 'deploymentReadyMs'
+  | 'urlWrittenMs'
+>;
 
 interface Launch {
   session: string;
@@ -166,47 +180,37 @@ interface CourseCaches {
 
 /** The free warm instances, the standby claims and the sessions, watched: the waits between launches make no API reads. */
 function watchCourse(course: Course): CourseCaches {
-  const watch = { namespace: COURSE_NAMESPACE, rewatchIntervalMs: 3_600_000 };
-  const freeInstances = new Informer<k8s.V1Deployment>(course.kc, {
-    ...watch,
-    path: `/apis/apps/v1/namespaces/${COURSE_NAMESPACE}/deployments`,
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    labelSelector: `${LABELS.poolInstance},!${LABELS.session}`,
-  });
-  const sessionDeployments = new Informer<k8s.V1Deployment>(course.kc, {
-    ...watch,
-    path: `/apis/apps/v1/namespaces/${COURSE_NAMESPACE}/deployments`,
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    labelSelector: `${LABELS.component}=${COMPONENT.session}`,
-  });
-  const sessionPods = new Informer<k8s.V1Pod>(course.kc, {
-    ...watch,
-    path: `/api/v1/namespaces/${COURSE_NAMESPACE}/pods`,
-    apiVersion: 'v1',
-    kind: 'Pod',
-    labelSelector: `${LABELS.component}=${COMPONENT.session}`,
-  });
-  const standbyClaims = new Informer<k8s.V1PersistentVolumeClaim>(course.kc, {
-    ...watch,
-    path: `/api/v1/namespaces/${COURSE_NAMESPACE}/persistentvolumeclaims`,
-    apiVersion: 'v1',
-    kind: 'PersistentVolumeClaim',
-    labelSelector: `${LABELS.component}=${COMPONENT.standbyClaim}`,
-  });
-  const sessions = new Informer<Session>(course.kc, {
-    ...watch,
-    path: course.r.sessions.path,
-    apiVersion: 'ide.cloud/v1beta10',
-    kind: 'Session',
-  });
-  const ingresses = new Informer<k8s.V1Ingress>(course.kc, {
-    ...watch,
-    path: `/apis/networking.k8s.io/v1/namespaces/${COURSE_NAMESPACE}/ingresses`,
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'Ingress',
-  });
+  const watch = <T extends Obj>(path: string, apiVersion: string, kind: string, labelSelector?: string): Informer<T> =>
+    new Informer<T>(course.kc, {
+      namespace: COURSE_NAMESPACE,
+      rewatchIntervalMs: 3_600_000,
+      path,
+      apiVersion,
+      kind,
+      ...(labelSelector ? { labelSelector } : {}),
+    });
+  const deployments = `/apis/apps/v1/namespaces/${COURSE_NAMESPACE}/deployments`;
+  const sessionComponent = `${LABELS.component}=${COMPONENT.session}`;
+  const freeInstances = watch<k8s.V1Deployment>(
+    deployments,
+    'apps/v1',
+    'Deployment',
+    `${LABELS.poolInstance},!${LABELS.session}`,
+  );
+  const sessionDeployments = watch<k8s.V1Deployment>(deployments, 'apps/v1', 'Deployment', sessionComponent);
+  const sessionPods = watch<k8s.V1Pod>(`/api/v1/namespaces/${COURSE_NAMESPACE}/pods`, 'v1', 'Pod', sessionComponent);
+  const standbyClaims = watch<k8s.V1PersistentVolumeClaim>(
+    `/api/v1/namespaces/${COURSE_NAMESPACE}/persistentvolumeclaims`,
+    'v1',
+    'PersistentVolumeClaim',
+    `${LABELS.component}=${COMPONENT.standbyClaim}`,
+  );
+  const sessions = watch<Session>(course.r.sessions.path, 'ide.cloud/v1beta10', 'Session');
+  const ingresses = watch<k8s.V1Ingress>(
+    `/apis/networking.k8s.io/v1/namespaces/${COURSE_NAMESPACE}/ingresses`,
+    'networking.k8s.io/v1',
+    'Ingress',
+  );
   const all = [freeInstances, sessionDeployments, sessionPods, standbyClaims, sessions, ingresses] as Informer[];
   for (const informer of all) informer.start();
   return {
@@ -272,51 +276,40 @@ async function measure(
     return student;
   };
 
-  // When the bench's watches first saw each session, its first status, its path in an Ingress, a lazy
-  // start's pod and Deployment, and its URL (ms since the epoch).
-  const seen = new Map<
-    string,
-    {
-      created?: number;
-      status?: number;
-      routed?: number;
-      podCreated?: number;
-      podScheduled?: number;
-      containersRunning?: number;
-      podReady?: number;
-      deploymentReady?: number;
-      url?: number;
-    }
-  >();
-  const times = (name: string) => seen.get(name) ?? seen.set(name, {}).get(name)!;
+  // When the bench's watches first saw each step of a session (ms since the epoch), by the step's name
+  // in its timeline: its create, first status, path in an Ingress, a lazy start's pod and Deployment,
+  // and its URL.
+  const seen = new Map<string, Partial<Record<WatchedStep, number>>>();
+  const saw = (name: string, step: WatchedStep) => {
+    const steps = seen.get(name) ?? seen.set(name, {}).get(name)!;
+    steps[step] ??= Date.now();
+  };
   caches.sessions.on((type, s) => {
     if (type === 'DELETED' || s.metadata.deletionTimestamp) return;
-    const t = times(s.metadata.name);
-    t.created ??= Date.now();
-    if (s.status?.conditions?.length) t.status ??= Date.now();
-    if (s.status?.url) t.url ??= Date.now();
+    saw(s.metadata.name, 'sessionCreatedMs');
+    if (s.status?.conditions?.length) saw(s.metadata.name, 'firstStatusMs');
+    if (s.status?.url) saw(s.metadata.name, 'urlWrittenMs');
   });
   caches.sessionPods.on((type, pod) => {
     const name = pod.metadata?.labels?.[LABELS.session];
     if (type === 'DELETED' || pod.metadata?.deletionTimestamp || !name) return;
-    const t = times(name);
-    t.podCreated ??= Date.now();
-    if (pod.spec?.nodeName) t.podScheduled ??= Date.now();
+    saw(name, 'podCreatedMs');
+    if (pod.spec?.nodeName) saw(name, 'podScheduledMs');
     const containers = pod.status?.containerStatuses ?? [];
-    if (containers.length && containers.every((c) => c.state?.running)) t.containersRunning ??= Date.now();
-    if (pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) t.podReady ??= Date.now();
+    if (containers.length && containers.every((c) => c.state?.running)) saw(name, 'containersRunningMs');
+    if (podReady(pod)) saw(name, 'podReadyMs');
   });
   caches.sessionDeployments.on((type, deployment) => {
     const name = deployment.metadata?.labels?.[LABELS.session];
     if (type === 'DELETED' || deployment.metadata?.deletionTimestamp || !name || !deploymentReady(deployment)) return;
-    times(name).deploymentReady ??= Date.now();
+    saw(name, 'deploymentReadyMs');
   });
   caches.ingresses.on((type, ingress) => {
     if (type === 'DELETED') return;
     for (const rule of ingress.spec?.rules ?? [])
       for (const p of rule.http?.paths ?? []) {
         const name = sessionOfRoutePath(p.path ?? '');
-        if (name) times(name).routed ??= Date.now();
+        if (name) saw(name, 'routeWrittenMs');
       }
   });
 
@@ -362,17 +355,9 @@ async function measure(
     }
     follow.filesShown();
     const timeline = follow.timeline();
-    const watched = seen.get(session) ?? {};
     const after = (at: number | undefined) => (at ? at - follow.clickedAt() : undefined);
-    timeline.sessionCreatedMs = after(watched.created);
-    timeline.firstStatusMs = after(watched.status);
-    timeline.routeWrittenMs = after(watched.routed);
-    timeline.podCreatedMs = after(watched.podCreated);
-    timeline.podScheduledMs = after(watched.podScheduled);
-    timeline.containersRunningMs = after(watched.containersRunning);
-    timeline.podReadyMs = after(watched.podReady);
-    timeline.deploymentReadyMs = after(watched.deploymentReady);
-    timeline.urlWrittenMs = after(watched.url);
+    for (const [step, at] of Object.entries(seen.get(session) ?? {}) as [WatchedStep, number][])
+      timeline[step] = after(at);
     const paint = await firstPaint(page);
     if (paint) timeline.workbenchFirstPaintMs = paint - follow.clickedAt();
     const marks = await workbenchMarks(page);

@@ -3,7 +3,7 @@ import * as k8s from '@kubernetes/client-node';
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export type Listener<T> = (type: WatchEventType, object: T) => void;
 
-type Obj = {
+export type Obj = {
   metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; managedFields?: unknown };
 };
 export interface InformerOptions<T extends Obj = Obj> {

@@ -8,5 +8,5 @@ export {
   type OperatorConfigInput,
 } from './config.js';
 export { SESSION_FINALIZER } from './session/finalize.js';
-export { deploymentReady } from './runtime/objects.js';
+export { deploymentReady, podReady } from './runtime/objects.js';
 export { poolInstanceName, sessionUrl, sessionPodApp } from './manifests.js';

@@ -13,6 +13,11 @@ export function deploymentReady(d: k8s.V1Deployment | undefined): boolean {
   );
 }
 
+/** A pod whose Ready condition is True. */
+export function podReady(pod: k8s.V1Pod): boolean {
+  return (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
 export function finalizersOf(object: { metadata: object }): string[] {
   const f = (object.metadata as { finalizers?: unknown }).finalizers;
   return Array.isArray(f) ? f.filter((x): x is string => typeof x === 'string') : [];

@@ -15,6 +15,7 @@ import { LABELS } from '../../model/api-group.js';
 import { poolInstanceName, stripCredentials } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
 import { bridgeTokenSecretName, SESSION_BRIDGE_TOKEN_KEY, sessionEnvSecretName, sessionPodApp } from '../manifests.js';
+import { podReady } from '../runtime/objects.js';
 
 /** Where a session's bridge answers, and the token it takes. */
 export interface BridgeTarget {
@@ -245,12 +246,7 @@ export function readyPodOf(pods: readonly k8s.V1Pod[], namespace: string, podSel
 }
 
 function firstReady(pods: readonly k8s.V1Pod[]): k8s.V1Pod | undefined {
-  return pods.find(
-    (p) =>
-      !p.metadata?.deletionTimestamp &&
-      !!p.status?.podIP &&
-      (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
-  );
+  return pods.find((p) => !p.metadata?.deletionTimestamp && !!p.status?.podIP && podReady(p));
 }
 
 /** The address of a ready pod the selector matches, not being deleted. */
