@@ -192,6 +192,12 @@ describe('data bridge in a real VS Code host (e2e)', function () {
 
     it('keeps the values across a reload of the window (SecretStorage)', async () => {
       const before = await callGetEnv([]);
+      // The workbench seals and writes the secrets to the browser after the extension's store resolved;
+      // the reload comes once they are there (this host held no secret before the bridge's).
+      await waitFor('the sealed secrets in the browser', async () => (await host.sealedSecrets()) !== null, {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      });
       await host.reload();
       // Wait for the consumer of the new extension host, so the answer cannot come from the old one.
       const after = await waitFor(

@@ -55,9 +55,15 @@ describe('security: workspace trust in the session IDE (15)', function () {
   });
 
   it('the session image starts code-server without turning workspace trust off', async () => {
-    const entrypoint = await readFile(path.join(ROOT, 'images', 'session-base', 'entrypoint.sh'), 'utf8');
-    assert.match(entrypoint, /exec code-server/);
-    assert.doesNotMatch(entrypoint, /disable-workspace-trust/);
+    const image = path.join(ROOT, 'images', 'session-base');
+    const entrypoint = await readFile(path.join(image, 'entrypoint.sh'), 'utf8');
+    const starter = await readFile(path.join(image, 'start-code-server.mjs'), 'utf8');
+    // The entrypoint's arguments reach code-server through the starter, which adds none of its own.
+    assert.match(entrypoint, /^exec node "\$\{START_CODE_SERVER_SCRIPT:-\/opt\/ide-cloud\/start-code-server\.mjs\}"/m);
+    for (const text of [entrypoint, starter]) {
+      assert.doesNotMatch(text, /disable-workspace-trust/);
+      assert.doesNotMatch(text, /security\.workspace\.trust\.enabled/);
+    }
   });
 
   it("a repository's folder-open task runs with trust off, and does not with trust on", async () => {

@@ -325,6 +325,14 @@ export class VscodeHost {
     this.log(`workbench on ${folder} open in ${Date.now() - started} ms`);
   }
 
+  /**
+   * The extensions' secrets as the browser holds them, sealed: code-server's workbench keeps them in
+   * localStorage under one key, written after `SecretStorage.store` has resolved (null before any).
+   */
+  async sealedSecrets(): Promise<string | null> {
+    return this.page.evaluate(() => localStorage.getItem('secrets.provider'));
+  }
+
   /** Reloads the window: a new extension host starts (the old one lingers for the 10 s grace time). */
   async reload(timeoutMs = 90_000): Promise<void> {
     const started = Date.now();
