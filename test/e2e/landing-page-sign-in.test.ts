@@ -128,6 +128,47 @@ describe('landing page in a real browser (identity provider on)', function () {
     );
   });
 
+  it("a kept sign-in whose access token ran out is renewed with the provider's refresh token: no round trip", async () => {
+    const email = 'grace@example.com';
+    const { sessionName } = launchTarget('python-latest', email, repo);
+    const seals = new SignInCookie(SERVICE_AUTH_TOKEN);
+    const keptCookie = async () =>
+      (await context.cookies(stack.landing.url)).find((c) => c.name === SIGN_IN_COOKIE)?.value;
+    const kept = seals.open((await keptCookie())!)!;
+    assert.ok(kept.refreshToken, 'the page kept the refresh token the provider issued');
+    // The same sign-in, its access token run out (as five minutes later with this provider).
+    const ranOut = seals.seal({ ...kept, expiresAt: Date.now() - 1000 });
+    const landing = new URL(stack.landing.url);
+    await context.addCookies([
+      {
+        name: SIGN_IN_COOKIE,
+        value: ranOut,
+        domain: landing.hostname,
+        path: '/',
+        httpOnly: true,
+        secure: true,
+        sameSite: 'Strict',
+      },
+    ]);
+    const page = await context.newPage();
+    const toProvider: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().startsWith(idp.issuer)) toProvider.push(request.url());
+    });
+    await page.goto(
+      `${stack.landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`,
+    );
+    await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 60_000 });
+    assert.deepEqual(toProvider, [], 'the browser never went to the provider');
+    const renewed = seals.open((await keptCookie())!)!;
+    assert.notEqual(renewed.token, kept.token, 'a new access token from the provider');
+    assert.ok(renewed.expiresAt > Date.now() + 60_000);
+    assert.ok(renewed.refreshToken && renewed.refreshToken !== kept.refreshToken, 'the rotated refresh token kept');
+    assert.equal(renewed.keptUntil, kept.keptUntil, 'a renewal does not lengthen the sign-in');
+    const logs = [...stack.landingLogs, ...stack.service.logs].join('\n');
+    for (const secret of [kept.refreshToken, renewed.refreshToken, renewed.token]) assert.ok(!logs.includes(secret));
+  });
+
   it('a kept sign-in the service refuses is dropped, and the tab signs in at the provider', async () => {
     // A sign-in sealed with the page's key but a token the provider never issued: the service's 401.
     const forged = new UnsecuredJWT({ email: 'grace@example.com' })

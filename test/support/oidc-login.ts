@@ -1,7 +1,8 @@
 // A real OpenID Connect provider (oidc-provider from npm) for browser sign-in: a public client using the
-// authorization-code flow with PKCE, and oidc-provider's own development login and consent forms (any
-// login name signs in as that account; its e-mail claim is the login name). Access tokens are JWTs for
-// the service's audience carrying the e-mail claim, as the service's identity-provider mode expects.
+// authorization-code flow with PKCE and refresh tokens, and oidc-provider's own development login and
+// consent forms (any login name signs in as that account; its e-mail claim is the login name). Access
+// tokens are JWTs for the service's audience carrying the e-mail claim, as the service's
+// identity-provider mode expects.
 //
 //   const idp = await listenLoginProvider();                   // issuer known, nothing served yet
 //   const landing = await startLandingPage({ ..., identityProvider: { issuer: idp.issuer, ... } });
@@ -57,7 +58,8 @@ export async function listenLoginProvider(options: { host?: string } = {}): Prom
           ...(secret
             ? { client_secret: secret, token_endpoint_auth_method: 'client_secret_basic' }
             : { token_endpoint_auth_method: 'none' }),
-          grant_types: ['authorization_code'],
+          // A public client (the landing page's) may renew its sign-in with a refresh token.
+          grant_types: secret ? ['authorization_code'] : ['authorization_code', 'refresh_token'],
           response_types: ['code'],
           redirect_uris: redirectUris,
           scope: 'openid email profile api',
@@ -66,6 +68,10 @@ export async function listenLoginProvider(options: { host?: string } = {}): Prom
         scopes: ['openid', 'email', 'profile', 'api'],
         claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['preferred_username'] },
         conformIdTokenClaims: false,
+        // Refresh tokens to every client allowed the grant, as Keycloak issues them (oidc-provider's own
+        // default also wants the offline_access scope); rotated on each use, for a public client.
+        issueRefreshToken: (_ctx: unknown, client: { grantTypeAllowed(type: string): boolean }) =>
+          client.grantTypeAllowed('refresh_token'),
         pkce: { required: () => true },
         findAccount: (_ctx: unknown, id: string) => ({
           accountId: id,

@@ -20,6 +20,15 @@ export class ProviderMetadata {
     return this.value;
   }
 
+  /** The provider's token endpoint, from the document (fetched first if there is none yet). */
+  async tokenEndpoint(): Promise<URL | undefined> {
+    if (!this.current()) await this.refresh();
+    const endpoint = this.value?.token_endpoint;
+    if (typeof endpoint !== 'string' || !URL.canParse(endpoint)) return undefined;
+    const url = new URL(endpoint);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url : undefined;
+  }
+
   /** Fetches the document now (once at a time); a failure keeps what was there. */
   refresh(): Promise<void> {
     this.pending ??= this.fetchDocument().finally(() => (this.pending = undefined));

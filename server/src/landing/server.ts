@@ -18,6 +18,7 @@ import { inlineScript, renderPage } from './page.js';
 import { ProviderMetadata } from './provider-metadata.js';
 import { launchEnvironment, readLaunchParameters, templateFor, type LaunchParameters } from './params.js';
 import { launchTarget, ServiceClient, type Forwarded } from './service-client.js';
+import { KeptSignIns } from './kept-sign-in.js';
 import { SignInCookie } from './sign-in-cookie.js';
 
 export type RunningLandingPage = Listening;
@@ -48,7 +49,15 @@ const LaunchBodySchema = z
   })
   .strip();
 type LaunchBody = z.infer<typeof LaunchBodySchema>;
-const SignInBodySchema = z.object({ user: UserSchema.trim().min(1) });
+const SignInBodySchema = z.object({
+  user: UserSchema.trim().min(1),
+  /** The provider's refresh token of the tab's sign-in, if it issued one. */
+  refreshToken: z
+    .string()
+    .max(4096)
+    .regex(/^[\x21-\x7e]+$/)
+    .optional(),
+});
 
 class LandingError extends Error {
   constructor(
@@ -80,8 +89,20 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
     });
     next();
   });
-  servePage(app, config, script);
-  app.use('/api', apiRouter(config, service, new SignInCookie(config.serviceAuthToken)));
+  const idp = config.identityProvider;
+  const metadata = idp ? new ProviderMetadata(idp.issuer) : undefined;
+  void metadata?.refresh();
+  const signIns =
+    idp && metadata
+      ? new KeptSignIns(
+          new SignInCookie(config.serviceAuthToken),
+          metadata,
+          { clientId: idp.clientId, ...(idp.resource ? { resource: idp.resource } : {}) },
+          logger,
+        )
+      : undefined;
+  servePage(app, config, script, metadata);
+  app.use('/api', apiRouter(config, service, signIns));
   app.use((_req, res) => {
     res.status(404).json({ code: 404, reason: 'not found' });
   });
@@ -90,12 +111,10 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
 }
 
 /** The page (by GET, or by a form POST of the launch parameters), its configuration and the health check. */
-function servePage(app: Express, config: LandingConfig, script: string): void {
+function servePage(app: Express, config: LandingConfig, script: string, metadata?: ProviderMetadata): void {
   const inline = inlineScript(script);
   const policy = contentSecurityPolicy(config, inline.hash);
   const identityProvider = config.identityProvider !== undefined;
-  const metadata = config.identityProvider ? new ProviderMetadata(config.identityProvider.issuer) : undefined;
-  void metadata?.refresh();
   /** What the page's script needs, in the page itself: no round trip for it on each load. */
   const pageConfig = () => ({
     apps: config.apps,
@@ -144,7 +163,7 @@ function servePage(app: Express, config: LandingConfig, script: string): void {
 }
 
 /** The page's API calls (ping, sign-in, launch, cancel, progress), forwarded to the service. */
-function apiRouter(config: LandingConfig, service: ServiceClient, signIns: SignInCookie): express.Router {
+function apiRouter(config: LandingConfig, service: ServiceClient, signIns?: KeptSignIns): express.Router {
   const api = express.Router();
   api.use(express.json({ limit: '32kb' }));
   api.use((_req, res, next) => {
@@ -157,10 +176,10 @@ function apiRouter(config: LandingConfig, service: ServiceClient, signIns: SignI
     res.status(healthy ? 200 : 503).json(healthy);
   });
 
-  if (config.identityProvider) signInRoutes(api, signIns);
+  if (signIns) signInRoutes(api, signIns);
 
   api.post('/launch', async (req, res) => {
-    const target = resolveTarget(req, config, signIns);
+    const target = await resolveTarget(req, res, config, signIns);
     const controller = new AbortController();
     res.on('close', () => controller.abort());
     const template = templateFor(target.app, target.body.template);
@@ -184,7 +203,7 @@ function apiRouter(config: LandingConfig, service: ServiceClient, signIns: SignI
   });
 
   api.post('/cancel', async (req, res) => {
-    const target = resolveTarget(req, config, signIns);
+    const target = await resolveTarget(req, res, config, signIns);
     send(res, await service.stop(target.sessionName, target.user, target.authorization));
   });
 
@@ -198,9 +217,9 @@ function apiRouter(config: LandingConfig, service: ServiceClient, signIns: SignI
  * A POST carries the token as its Authorization header: a page of another origin cannot send one
  * without a preflight, which this page never allows.
  */
-function signInRoutes(api: express.Router, signIns: SignInCookie): void {
-  api.get('/sign-in', (req, res) => {
-    const kept = signIns.read(req);
+function signInRoutes(api: express.Router, signIns: KeptSignIns): void {
+  api.get('/sign-in', async (req, res) => {
+    const kept = await signIns.read(req, res);
     if (!kept) {
       res.status(401).json({ code: 401, reason: 'sign in first' });
       return;
@@ -209,15 +228,23 @@ function signInRoutes(api: express.Router, signIns: SignInCookie): void {
   });
   api.post('/sign-in', (req, res) => {
     const token = /^Bearer (\S+)$/.exec(req.get('authorization') ?? '')?.[1];
-    const user = SignInBodySchema.safeParse(req.body);
-    if (!token || !user.success) throw new LandingError(400, 'a bearer token and the user are required');
-    const signIn = signIns.signInOf(token, user.data.user);
+    const body = SignInBodySchema.safeParse(req.body);
+    if (!token || !body.success) {
+      const refreshTokenWrong = body.error?.issues.some((issue) => issue.path[0] === 'refreshToken');
+      throw new LandingError(
+        400,
+        refreshTokenWrong
+          ? 'refreshToken must be printable ASCII without spaces, at most 4096 characters'
+          : 'a bearer token and the user are required',
+      );
+    }
+    const signIn = signIns.cookie.signInOf(token, body.data.user, body.data.refreshToken);
     if (!signIn) throw new LandingError(400, 'this token cannot be kept');
-    signIns.write(res, signIn);
+    signIns.cookie.write(res, signIn);
     res.status(204).end();
   });
   api.delete('/sign-in', (_req, res) => {
-    signIns.clear(res);
+    signIns.cookie.clear(res);
     res.status(204).end();
   });
 }
@@ -226,7 +253,7 @@ function signInRoutes(api: express.Router, signIns: SignInCookie): void {
  * The target of a request: its app (checked against this page's list), user and workspace, and the
  * bearer to send on: the request's own, else the sign-in its cookie keeps.
  */
-function resolveTarget(req: Request, config: LandingConfig, signIns: SignInCookie) {
+async function resolveTarget(req: Request, res: Response, config: LandingConfig, signIns?: KeptSignIns) {
   const identityProvider = config.identityProvider !== undefined;
   const parsed = LaunchBodySchema.safeParse(req.body);
   if (!parsed.success) throw new LandingError(400, 'invalid request body');
@@ -235,7 +262,7 @@ function resolveTarget(req: Request, config: LandingConfig, signIns: SignInCooki
   const app = config.apps.find((a) => a.name === params.appDef);
   if (!app) throw new LandingError(473, 'unknown app definition');
   const own = req.get('authorization');
-  const kept = identityProvider && !own ? signIns.read(req) : undefined;
+  const kept = signIns && !own ? await signIns.read(req, res) : undefined;
   const authorization = kept ? `Bearer ${kept.token}` : own;
   const user = identityProvider ? (kept?.user ?? body.user) : params.user;
   if (!user)
@@ -248,10 +275,10 @@ function resolveTarget(req: Request, config: LandingConfig, signIns: SignInCooki
  * browser and in total by the page itself: in anonymous mode the browser names the user, and the
  * service sees every stream of the page as coming from one client.
  */
-function progressHandler(config: LandingConfig, service: ServiceClient, signIns: SignInCookie) {
+function progressHandler(config: LandingConfig, service: ServiceClient, signIns?: KeptSignIns) {
   const streams = new OpenCounts();
   return async (req: Request, res: Response): Promise<void> => {
-    const target = resolveTarget(req, config, signIns);
+    const target = await resolveTarget(req, res, config, signIns);
     const admitted = admitStream(streams, config, req);
     if ('refused' in admitted) {
       res.status(429).set('Retry-After', '10').json({ code: 429, reason: admitted.refused });

@@ -1,21 +1,28 @@
 /**
  * The landing page's sign-in, kept for the browser's other tabs: a new tab of a signed-in student
  * launches at once instead of a round trip through the identity provider. The access token the page
- * got is sealed (AES-256-GCM) into an HttpOnly cookie that only this origin's own requests carry:
- * the `__Host-` prefix (Secure, no Domain: a sibling host such as the session host, which serves
- * the student's IDE, cannot set or shadow it), SameSite=Strict, and no Max-Age, so it ends with the
- * browser, like the tab's own sign-in. The page's script never reads it; the page's API calls add
- * the token as the bearer they would have sent.
+ * got, and its refresh token when the provider issued one, are sealed (AES-256-GCM) into an HttpOnly
+ * cookie that only this origin's own requests carry: the `__Host-` prefix (Secure, no Domain: a sibling
+ * host such as the session host, which serves the student's IDE, cannot set or shadow it),
+ * SameSite=Strict, and no Max-Age, so it ends with the browser, like the tab's own sign-in. The page's
+ * script never reads it; the page's API calls add the token as the bearer they would have sent. With a
+ * refresh token the page's server renews the access token when it runs out (kept-sign-in.ts), up to
+ * 12 hours after the sign-in.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { CookieOptions, Request, Response } from 'express';
 import { decodeJwt } from 'jose';
 
 export const SIGN_IN_COOKIE = '__Host-ide-cloud-sign-in';
-/** A sealed token is refused after its own expiry and after this long, whichever comes first. */
+/** A sign-in is kept this long at most, however often its access token is renewed. */
 const MAX_AGE_MS = 12 * 60 * 60_000;
-/** A token this close to its expiry is not kept: the next tab would launch with it and be refused. */
+/** A token this close to its expiry is not sent on: the next tab would launch with it and be refused. */
 const EXPIRY_MARGIN_MS = 60_000;
+/**
+ * Browsers drop a cookie over 4096 bytes (name, value and attributes) without a word; a seal longer
+ * than this leaves the refresh token out, the access token alone still fits.
+ */
+const MAX_SEALED_LENGTH = 3800;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
@@ -24,8 +31,12 @@ export interface SignIn {
   token: string;
   /** The signed-in user's e-mail (the service checks it against the token). */
   user: string;
-  /** Milliseconds since the epoch after which the seal is refused. */
+  /** Milliseconds since the epoch after which the access token is not sent on. */
   expiresAt: number;
+  /** The provider's refresh token, which renews the access token until `keptUntil`. */
+  refreshToken?: string;
+  /** Milliseconds since the epoch after which the seal is refused (default `expiresAt`). */
+  keptUntil?: number;
 }
 
 const COOKIE_OPTIONS: CookieOptions = { httpOnly: true, secure: true, sameSite: 'strict', path: '/' };
@@ -40,18 +51,41 @@ export class SignInCookie {
 
   /**
    * The sign-in to keep for this token and user, or undefined when the token is not a JWT with an
-   * expiry far enough ahead (an opaque token keeps the round trip through the provider).
+   * expiry (an opaque token keeps the round trip through the provider) or, without a refresh token,
+   * when that expiry is too near.
    */
-  signInOf(token: string, user: string, now = Date.now()): SignIn | undefined {
+  signInOf(token: string, user: string, refreshToken?: string, now = Date.now()): SignIn | undefined {
+    const keptUntil = now + MAX_AGE_MS;
+    const signIn = this.renewed({ token, user, expiresAt: now, keptUntil }, token, refreshToken, now);
+    if (!signIn || (!signIn.refreshToken && this.expiring(signIn, now))) return undefined;
+    return signIn;
+  }
+
+  /**
+   * `signIn` with a renewed access token (and the refresh token that came with it, else the one it
+   * had), or undefined when the new token is not a JWT with an expiry or the sign-in is over.
+   */
+  renewed(signIn: SignIn, token: string, refreshToken?: string, now = Date.now()): SignIn | undefined {
     let exp: number | undefined;
     try {
       exp = decodeJwt(token).exp;
     } catch {
       return undefined;
     }
-    if (typeof exp !== 'number') return undefined;
-    const expiresAt = Math.min(exp * 1000, now + MAX_AGE_MS);
-    return expiresAt - EXPIRY_MARGIN_MS > now ? { token, user, expiresAt } : undefined;
+    const keptUntil = signIn.keptUntil ?? signIn.expiresAt;
+    if (typeof exp !== 'number' || keptUntil <= now) return undefined;
+    const kept = refreshToken ?? signIn.refreshToken;
+    return {
+      token,
+      user: signIn.user,
+      expiresAt: Math.min(exp * 1000, keptUntil),
+      ...(kept ? { refreshToken: kept, keptUntil } : { keptUntil }),
+    };
+  }
+
+  /** Whether the access token is too near its expiry to be sent on: renew it first, if it can be. */
+  expiring(signIn: SignIn, now = Date.now()): boolean {
+    return signIn.expiresAt - EXPIRY_MARGIN_MS <= now;
   }
 
   seal(signIn: SignIn): string {
@@ -61,21 +95,29 @@ export class SignInCookie {
     return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url');
   }
 
-  /** The sealed sign-in, or undefined when it was not sealed with this key, is malformed or has expired. */
+  /**
+   * The sealed sign-in, or undefined when it was not sealed with this key, is malformed or is over: its
+   * access token near expiry with no refresh token, or past `keptUntil`. One with a refresh token may
+   * come back `expiring`, to be renewed before use.
+   */
   open(sealed: string, now = Date.now()): SignIn | undefined {
     const raw = Buffer.from(sealed, 'base64url');
     if (raw.length <= IV_BYTES + TAG_BYTES) return undefined;
+    let signIn: Partial<SignIn>;
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, raw.subarray(0, IV_BYTES));
       decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
       const text = Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]);
-      const signIn = JSON.parse(text.toString('utf8')) as Partial<SignIn>;
-      if (typeof signIn.token !== 'string' || typeof signIn.user !== 'string') return undefined;
-      if (typeof signIn.expiresAt !== 'number' || signIn.expiresAt - EXPIRY_MARGIN_MS <= now) return undefined;
-      return { token: signIn.token, user: signIn.user, expiresAt: signIn.expiresAt };
+      signIn = JSON.parse(text.toString('utf8')) as Partial<SignIn>;
     } catch {
       return undefined;
     }
+    const { token, user, expiresAt, refreshToken } = signIn;
+    if (typeof token !== 'string' || typeof user !== 'string' || typeof expiresAt !== 'number') return undefined;
+    const keptUntil = typeof signIn.keptUntil === 'number' ? signIn.keptUntil : expiresAt;
+    const renewable = typeof refreshToken === 'string' && keptUntil - EXPIRY_MARGIN_MS > now;
+    if (this.expiring({ token, user, expiresAt }, now) && !renewable) return undefined;
+    return { token, user, expiresAt, keptUntil, ...(renewable ? { refreshToken } : {}) };
   }
 
   /** The request's kept sign-in, if its cookie holds a valid one. */
@@ -85,7 +127,12 @@ export class SignInCookie {
   }
 
   write(res: Response, signIn: SignIn): void {
-    res.cookie(SIGN_IN_COOKIE, this.seal(signIn), COOKIE_OPTIONS);
+    let sealed = this.seal(signIn);
+    if (sealed.length > MAX_SEALED_LENGTH && signIn.refreshToken) {
+      const { refreshToken: _dropped, ...withoutRefresh } = signIn;
+      sealed = this.seal({ ...withoutRefresh, keptUntil: signIn.expiresAt });
+    }
+    res.cookie(SIGN_IN_COOKIE, sealed, COOKIE_OPTIONS);
   }
 
   clear(res: Response): void {

@@ -39,13 +39,39 @@ describe('landing page: the kept sign-in, sealed', () => {
 
   it('keeps a token until its own expiry, at most 12 hours; not an opaque or nearly expired one', () => {
     const now = Date.now();
-    const short = cookie.signInOf(token(HOUR_S), 'a@example.com', now)!;
+    const short = cookie.signInOf(token(HOUR_S), 'a@example.com', undefined, now)!;
     assert.ok(Math.abs(short.expiresAt - (now + HOUR_S * 1000)) < 2000);
-    const long = cookie.signInOf(token(48 * HOUR_S), 'a@example.com', now)!;
+    const long = cookie.signInOf(token(48 * HOUR_S), 'a@example.com', undefined, now)!;
     assert.equal(long.expiresAt, now + 12 * HOUR_S * 1000);
     assert.equal(cookie.signInOf('an-opaque-token', 'a@example.com'), undefined);
     assert.equal(cookie.signInOf(token(undefined), 'a@example.com'), undefined);
     assert.equal(cookie.signInOf(token(30), 'a@example.com'), undefined);
+  });
+
+  it('keeps a sign-in with a refresh token past its access token, until 12 hours after the sign-in', () => {
+    const now = Date.now();
+    const signIn = cookie.signInOf(token(30), 'a@example.com', 'refresh-1', now)!;
+    assert.ok(signIn, 'a token too near its expiry is kept when it can be renewed');
+    assert.equal(signIn.refreshToken, 'refresh-1');
+    assert.equal(signIn.keptUntil, now + 12 * HOUR_S * 1000);
+    assert.equal(cookie.expiring(signIn, now), true);
+    const sealed = cookie.seal(signIn);
+    assert.ok(!sealed.includes('refresh-1'));
+    assert.equal(cookie.open(sealed, now + HOUR_S * 1000)?.refreshToken, 'refresh-1');
+    assert.equal(cookie.open(sealed, now + 12 * HOUR_S * 1000), undefined);
+
+    const renewed = cookie.renewed(signIn, token(HOUR_S), 'refresh-2', now)!;
+    assert.equal(renewed.user, 'a@example.com');
+    assert.equal(renewed.refreshToken, 'refresh-2');
+    assert.equal(renewed.keptUntil, signIn.keptUntil, 'a renewal does not lengthen the sign-in');
+    assert.equal(cookie.expiring(renewed, now), false);
+    assert.equal(cookie.renewed(signIn, token(HOUR_S), undefined, now)?.refreshToken, 'refresh-1');
+    assert.equal(cookie.renewed(signIn, 'an-opaque-token', 'refresh-2', now), undefined);
+    assert.equal(cookie.renewed(signIn, token(HOUR_S), 'refresh-2', signIn.keptUntil), undefined);
+    // Sealed before refresh tokens were kept: no refresh token, the seal ends with the access token.
+    const old = cookie.seal({ token: signIn.token, user: signIn.user, expiresAt: now + HOUR_S * 1000 });
+    assert.equal(cookie.open(old, now)?.keptUntil, now + HOUR_S * 1000);
+    assert.equal(cookie.open(old, now + HOUR_S * 1000), undefined);
   });
 
   it('reads one cookie of a Cookie header', () => {
@@ -57,9 +83,15 @@ describe('landing page: the kept sign-in, sealed', () => {
 
 describe('landing page: the kept sign-in, served', () => {
   let service: http.Server;
+  let provider: http.Server;
   let page: Listening;
+  let renewingPage: Listening;
   let anonymousPage: Listening;
   const received: { authorization?: string; body: { user?: string } }[] = [];
+  /** The refresh grants the provider's stand-in was sent, and its answer to the next ones. */
+  const grants: URLSearchParams[] = [];
+  let grantAnswer: { status: number; body: object } = { status: 400, body: { error: 'invalid_grant' } };
+  const logs: string[] = [];
 
   before(async () => {
     // The service's side of a launch, as the landing page sees it: its answer and what it was sent.
@@ -87,23 +119,54 @@ describe('landing page: the kept sign-in, served', () => {
     // The issuer is never reached: the page's metadata fetch fails quietly.
     const config = loadLandingConfig({ ...env, IDENTITY_PROVIDER_ISSUER: 'http://127.0.0.1:9/realms/x' });
     page = await listen(createLandingApp(config, silent, ''), 0, '127.0.0.1');
+    // The provider's side of a renewal: its discovery document and token endpoint (the e2e suite
+    // renews at a real provider).
+    provider = http.createServer((req, res) => {
+      const origin = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+      if (req.url === '/.well-known/openid-configuration') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ issuer: origin, token_endpoint: `${origin}/token` }));
+        return;
+      }
+      let text = '';
+      req.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      req.on('end', () => {
+        grants.push(new URLSearchParams(text));
+        // Slow enough for two tabs' requests to meet here.
+        setTimeout(() => {
+          res.writeHead(grantAnswer.status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(grantAnswer.body));
+        }, 100);
+      });
+    });
+    await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+    const issuer = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+    const captured = pino({ level: 'info' }, { write: (line: string) => logs.push(line) });
+    const renewing = loadLandingConfig({
+      ...env,
+      IDENTITY_PROVIDER_ISSUER: issuer,
+      IDENTITY_PROVIDER_RESOURCE: 'api://ide',
+    });
+    renewingPage = await listen(createLandingApp(renewing, captured, ''), 0, '127.0.0.1');
     const anonymous = loadLandingConfig({ ...env, IDENTITY_PROVIDER_ISSUER: 'disabled' });
     anonymousPage = await listen(createLandingApp(anonymous, silent, ''), 0, '127.0.0.1');
   });
   after(async () => {
     await page?.close();
+    await renewingPage?.close();
     await anonymousPage?.close();
     await new Promise((resolve) => service?.close(resolve));
+    await new Promise((resolve) => provider?.close(resolve));
   });
 
-  const keep = (bearer: string, user = 'grace@example.com') =>
-    fetch(`${page.url}/api/sign-in`, {
+  const keep = (bearer: string, user = 'grace@example.com', extra: object = {}, url = page.url) =>
+    fetch(`${url}/api/sign-in`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
-      body: JSON.stringify({ user }),
+      body: JSON.stringify({ user, ...extra }),
     });
-  const launch = (headers: Record<string, string>, user?: string) =>
-    fetch(`${page.url}/api/launch`, {
+  const launch = (headers: Record<string, string>, user?: string, url = page.url) =>
+    fetch(`${url}/api/launch`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ parameters: { appDef: 'python-latest' }, ...(user ? { user } : {}) }),
@@ -158,6 +221,73 @@ describe('landing page: the kept sign-in, served', () => {
     });
     assert.equal((await launch({ cookie: `${SIGN_IN_COOKIE}=${foreign}` })).status, 401);
     assert.equal(received.length, 2);
+  });
+
+  it('renews a kept access token that ran out with its refresh token: once for all the requests that carry it, re-sealed', async () => {
+    const pair = (
+      (await keep(token(30), 'grace@example.com', { refreshToken: 'refresh-1' }, renewingPage.url)).headers.get(
+        'set-cookie',
+      ) ?? ''
+    ).split(';')[0]!;
+    assert.ok(pair.startsWith(`${SIGN_IN_COOKIE}=`), 'a token near its expiry is kept with its refresh token');
+    const renewedToken = token(HOUR_S);
+    grantAnswer = {
+      status: 200,
+      body: { access_token: renewedToken, refresh_token: 'refresh-2', token_type: 'Bearer' },
+    };
+    grants.length = 0;
+    received.length = 0;
+    const answers = await Promise.all([1, 2].map(() => launch({ cookie: pair }, undefined, renewingPage.url)));
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [200, 200],
+    );
+    // A request that left with the same cookie and comes after the renewal: the provider would refuse
+    // the rotated refresh token again.
+    assert.equal((await launch({ cookie: pair }, undefined, renewingPage.url)).status, 200);
+    assert.equal(grants.length, 1, 'one renewal for all three');
+    assert.deepEqual(Object.fromEntries(grants[0]!), {
+      grant_type: 'refresh_token',
+      refresh_token: 'refresh-1',
+      client_id: 'ide-cloud-landing-page',
+      resource: 'api://ide',
+    });
+    assert.deepEqual(
+      received.map((r) => r.authorization),
+      [`Bearer ${renewedToken}`, `Bearer ${renewedToken}`, `Bearer ${renewedToken}`],
+    );
+    const resealed = cookieValue(answers[0]!.headers.get('set-cookie') ?? '', SIGN_IN_COOKIE)!;
+    const opened = new SignInCookie(SECRET).open(resealed.split(';')[0]!)!;
+    assert.equal(opened.token, renewedToken);
+    assert.equal(opened.refreshToken, 'refresh-2', 'the rotated refresh token is kept');
+    assert.ok(!logs.join('').includes('refresh-'), 'no refresh token in the logs');
+  });
+
+  it('drops a kept sign-in the provider will not renew, and keeps no refresh token too large for a cookie', async () => {
+    const pair = (
+      (await keep(token(30), 'grace@example.com', { refreshToken: 'refresh-3' }, renewingPage.url)).headers.get(
+        'set-cookie',
+      ) ?? ''
+    ).split(';')[0]!;
+    grantAnswer = { status: 400, body: { error: 'invalid_grant' } };
+    const asked = await fetch(`${renewingPage.url}/api/sign-in`, { headers: { cookie: pair } });
+    assert.equal(asked.status, 401);
+    assert.match(asked.headers.get('set-cookie') ?? '', new RegExp(`^${SIGN_IN_COOKIE}=;.*Expires=Thu, 01 Jan 1970`));
+    assert.ok(!logs.join('').includes('refresh-3'));
+    assert.match(logs.join(''), /kept sign-in not renewed: the provider refused/);
+
+    const huge = await keep(token(HOUR_S), 'grace@example.com', { refreshToken: 'r'.repeat(4000) }, renewingPage.url);
+    assert.equal(huge.status, 204);
+    const setCookie = huge.headers.get('set-cookie') ?? '';
+    assert.ok(setCookie.length < 4096, `${setCookie.length} bytes`);
+    const kept = new SignInCookie(SECRET).open(cookieValue(setCookie, SIGN_IN_COOKIE)!.split(';')[0]!)!;
+    assert.equal(kept.refreshToken, undefined);
+    const spaced = await keep(token(HOUR_S), 'grace@example.com', { refreshToken: 'a b' }, renewingPage.url);
+    assert.equal(spaced.status, 400);
+    assert.deepEqual(await spaced.json(), {
+      code: 400,
+      reason: 'refreshToken must be printable ASCII without spaces, at most 4096 characters',
+    });
   });
 
   it('drops the kept sign-in on request', async () => {

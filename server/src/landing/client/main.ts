@@ -143,10 +143,14 @@ async function signIn(
   return undefined;
 }
 
-/** This tab's own sign-in, also kept for the browser's other tabs (best effort: they sign in themselves otherwise). */
+/**
+ * This tab's own sign-in, also kept for the browser's other tabs with its refresh token, if the provider
+ * issued one (best effort: they sign in themselves otherwise).
+ */
 function ownIdentity(user: User): Identity {
   const identity = { authorization: `Bearer ${user.access_token}`, user: emailOf(user) };
-  if (identity.user) void api('api/sign-in', { user: identity.user }, identity).catch(() => undefined);
+  const kept = user.refresh_token ? { user: identity.user, refreshToken: user.refresh_token } : { user: identity.user };
+  if (identity.user) void api('api/sign-in', kept, identity).catch(() => undefined);
   return identity;
 }
 
