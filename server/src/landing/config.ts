@@ -13,8 +13,7 @@ import { trustProxySchema } from '../http/client-address.js';
  * | LANDING_PAGE_APPS_FILE       | apps.json: [{name, label, buildSystems: [{id, label}]}]        | required               |
  * | IDENTITY_PROVIDER_ISSUER     | OpenID Connect issuer; unset or "disabled": anonymous mode     | disabled               |
  * | IDENTITY_PROVIDER_CLIENT_ID  | public client (authorization code + PKCE) of the landing page  | ide-cloud-landing-page |
- * | IDENTITY_PROVIDER_SCOPE      | scopes asked for at sign-in (add offline_access where the      | openid email profile   |
- * |                              | provider issues refresh tokens only then: kept sign-ins renew) |                        |
+ * | IDENTITY_PROVIDER_SCOPE      | scopes asked for at sign-in                                    | openid email profile   |
  * | IDENTITY_PROVIDER_RESOURCE   | resource indicator (RFC 8707) asked for, if the provider needs one | none               |
  * | PROGRESS_STREAMS_PER_CLIENT  | progress streams one browser address (IPv6: /64) may hold open | 50                     |
  * | PROGRESS_STREAMS_TOTAL       | progress streams this page holds open at once (its own cap)    | 200                    |

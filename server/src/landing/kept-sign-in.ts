@@ -1,9 +1,11 @@
 /**
- * The kept sign-in as the page's API uses it: read from its cookie (sign-in-cookie.ts) and, when its
- * access token runs out, renewed with its refresh token at the provider's token endpoint, the way the
- * page's own script would (a public client: the client id, and the resource the page asks for). A new
- * tab then launches without the round trip through the provider for as long as the sign-in is kept.
- * A renewal the provider refuses drops the kept sign-in: the tab signs in at the provider.
+ * The kept sign-in as the page's API uses it (the cookie: sign-in-cookie.ts). When its access token
+ * runs out, the page's short `GET /api/sign-in`, which a tab asks before it launches, renews it with
+ * the refresh token at the provider's token endpoint, as the page's public client (its client id, and
+ * the resource the page asks for). The long calls (a launch waits for its session) never renew: their
+ * cookie could come back after a newer one. The tab hands its refresh token over to the page's server
+ * and keeps none (client/main.ts): one holder, so a rotated refresh token is never spent twice, which
+ * providers punish by revoking the whole sign-in.
  */
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
@@ -12,24 +14,25 @@ import type { SignIn, SignInCookie } from './sign-in-cookie.js';
 
 const TIMEOUT_MS = 5_000;
 /**
- * How long a renewal answers for its refresh token after it is done: a tab's launch and progress
- * stream leave together with the same cookie, and the provider refuses a rotated refresh token reused.
+ * How long a renewal's outcome answers for its refresh token: requests that left with the same cookie
+ * share it (the provider refuses a rotated refresh token spent again), and a cookie the provider
+ * refused, replayed, does not reach the provider again.
  */
 const REUSE_MS = 30_000;
+/** Renewals at the provider at once, for the whole page: a flood of cookies does not become one there. */
+const MAX_IN_FLIGHT = 16;
 
 export interface RefreshClient {
   clientId: string;
   resource?: string;
 }
 
-interface Renewal {
-  token: string;
-  refreshToken?: string;
-}
+/** A renewal's outcome: new tokens, the provider's refusal (the sign-in is over), or no answer. */
+type Renewal = { token: string; refreshToken?: string } | 'refused' | 'unavailable';
 
 export class KeptSignIns {
-  /** Renewals by refresh token, under way or just done: requests at once share one (see REUSE_MS). */
-  private readonly pending = new Map<string, Promise<Renewal | undefined>>();
+  private readonly renewals = new Map<string, Promise<Renewal>>();
+  private inFlight = 0;
 
   constructor(
     readonly cookie: SignInCookie,
@@ -38,12 +41,22 @@ export class KeptSignIns {
     private readonly logger: Logger,
   ) {}
 
-  /** The request's kept sign-in with an access token fit to send on (renewed and re-sealed if need be). */
-  async read(req: Request, res: Response): Promise<SignIn | undefined> {
+  /** The request's kept sign-in if its access token can be sent on as it is. */
+  current(req: Request): SignIn | undefined {
+    const kept = this.cookie.read(req);
+    return kept && !this.cookie.expiring(kept) ? kept : undefined;
+  }
+
+  /**
+   * The request's kept sign-in, its access token renewed and re-sealed if it ran out. A refusal drops
+   * it; a provider that does not answer leaves it for a later try.
+   */
+  async refreshed(req: Request, res: Response): Promise<SignIn | undefined> {
     const kept = this.cookie.read(req);
     if (!kept || !this.cookie.expiring(kept)) return kept;
-    const renewal = kept.refreshToken ? await this.renew(kept.refreshToken) : undefined;
-    const renewed = renewal && this.cookie.renewed(kept, renewal.token, renewal.refreshToken);
+    const renewal = kept.refreshToken ? await this.renewal(kept.refreshToken) : 'refused';
+    if (renewal === 'unavailable') return undefined;
+    const renewed = renewal !== 'refused' ? this.cookie.renewed(kept, renewal.token, renewal.refreshToken) : undefined;
     if (!renewed || this.cookie.expiring(renewed)) {
       this.cookie.clear(res);
       return undefined;
@@ -52,52 +65,80 @@ export class KeptSignIns {
     return renewed;
   }
 
-  private renew(refreshToken: string): Promise<Renewal | undefined> {
-    let renewal = this.pending.get(refreshToken);
-    if (!renewal) {
-      renewal = this.redeem(refreshToken).then((renewed) => {
-        const forget = () => this.pending.delete(refreshToken);
-        if (renewed) setTimeout(forget, REUSE_MS).unref();
-        else forget();
-        return renewed;
+  /** Drops the request's kept sign-in, and revokes its refresh token at the provider (best effort). */
+  drop(req: Request, res: Response): void {
+    const refreshToken = this.cookie.read(req)?.refreshToken;
+    this.cookie.clear(res);
+    if (refreshToken) void this.revoke(refreshToken);
+  }
+
+  private renewal(refreshToken: string): Promise<Renewal> {
+    let renewal = this.renewals.get(refreshToken);
+    if (renewal) return renewal;
+    if (this.inFlight >= MAX_IN_FLIGHT) return Promise.resolve('unavailable');
+    this.inFlight++;
+    renewal = this.redeem(refreshToken)
+      .catch((): Renewal => 'unavailable')
+      .then((outcome) => {
+        this.inFlight--;
+        const forget = () => this.renewals.delete(refreshToken);
+        if (outcome === 'unavailable') forget();
+        else setTimeout(forget, REUSE_MS).unref();
+        return outcome;
       });
-      this.pending.set(refreshToken, renewal);
-    }
+    this.renewals.set(refreshToken, renewal);
     return renewal;
   }
 
-  /** The refresh grant (RFC 6749 §6). Logs only the outcome: never a token, nor the provider's answer. */
-  private async redeem(refreshToken: string): Promise<Renewal | undefined> {
-    const endpoint = await this.metadata.tokenEndpoint();
+  /** The refresh grant (RFC 6749 §6). Logs the outcome only: never a token, nor the provider's answer. */
+  private async redeem(refreshToken: string): Promise<Renewal> {
+    const endpoint = await this.metadata.endpoint('token_endpoint');
     if (!endpoint) {
-      this.logger.warn('kept sign-in not renewed: the provider names no token endpoint');
-      return undefined;
+      this.logger.warn('kept sign-in not renewed: no token endpoint from the provider');
+      return 'unavailable';
     }
-    const form = new URLSearchParams({
-      grant_type: 'refresh_token',
-      refresh_token: refreshToken,
-      client_id: this.client.clientId,
-    });
-    if (this.client.resource) form.set('resource', this.client.resource);
+    const grant: Record<string, string> = { grant_type: 'refresh_token', refresh_token: refreshToken };
+    if (this.client.resource) grant.resource = this.client.resource;
+    const answer = await this.post(endpoint, grant);
+    if (!answer) return 'unavailable';
+    if (answer.status === 400 || answer.status === 401) {
+      this.logger.info({ status: answer.status }, 'kept sign-in not renewed: the provider refused');
+      return 'refused';
+    }
+    const body = answer.ok ? ((await answer.json().catch(() => undefined)) as Record<string, unknown> | undefined) : {};
+    if (typeof body?.access_token !== 'string') {
+      this.logger.warn({ status: answer.status }, 'kept sign-in not renewed: no access token from the provider');
+      return 'unavailable';
+    }
+    return {
+      token: body.access_token,
+      ...(typeof body.refresh_token === 'string' ? { refreshToken: body.refresh_token } : {}),
+    };
+  }
+
+  /** Token revocation (RFC 7009), where the provider offers it. */
+  private async revoke(refreshToken: string): Promise<void> {
+    const endpoint = await this.metadata.endpoint('revocation_endpoint');
+    if (endpoint) await this.post(endpoint, { token: refreshToken, token_type_hint: 'refresh_token' });
+  }
+
+  /** A form POST of the page's client to the provider; undefined when it does not answer. */
+  private async post(endpoint: URL, fields: Record<string, string>): Promise<globalThis.Response | undefined> {
+    const form = new URLSearchParams({ ...fields, client_id: this.client.clientId });
     try {
-      const response = await fetch(endpoint, {
+      return await fetch(endpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
         body: form,
+        // The form holds a token: never re-sent to wherever a redirect points.
+        redirect: 'error',
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
-      if (!response.ok) {
-        this.logger.info({ status: response.status }, 'kept sign-in not renewed: the provider refused');
-        return undefined;
-      }
-      const answer = (await response.json()) as { access_token?: unknown; refresh_token?: unknown };
-      if (typeof answer.access_token !== 'string') return undefined;
-      return {
-        token: answer.access_token,
-        ...(typeof answer.refresh_token === 'string' ? { refreshToken: answer.refresh_token } : {}),
-      };
     } catch (error) {
-      this.logger.warn({ errorName: (error as Error)?.name }, 'kept sign-in not renewed: the provider did not answer');
+      this.logger.warn(
+        { errorName: (error as Error)?.name, endpoint: endpoint.pathname },
+        'the provider did not answer',
+      );
       return undefined;
     }
   }

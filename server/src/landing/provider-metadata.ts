@@ -20,13 +20,17 @@ export class ProviderMetadata {
     return this.value;
   }
 
-  /** The provider's token endpoint, from the document (fetched first if there is none yet). */
-  async tokenEndpoint(): Promise<URL | undefined> {
+  /**
+   * An endpoint the document names (`token_endpoint`, `revocation_endpoint`), fetched first if there is
+   * none yet. Only https, or http where the issuer itself is http (a local provider); tokens are sent there.
+   */
+  async endpoint(name: 'token_endpoint' | 'revocation_endpoint'): Promise<URL | undefined> {
     if (!this.current()) await this.refresh();
-    const endpoint = this.value?.token_endpoint;
+    const endpoint = this.value?.[name];
     if (typeof endpoint !== 'string' || !URL.canParse(endpoint)) return undefined;
     const url = new URL(endpoint);
-    return url.protocol === 'https:' || url.protocol === 'http:' ? url : undefined;
+    const allowed = new URL(this.issuer).protocol === 'http:' ? ['https:', 'http:'] : ['https:'];
+    return allowed.includes(url.protocol) ? url : undefined;
   }
 
   /** Fetches the document now (once at a time); a failure keeps what was there. */

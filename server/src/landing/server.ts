@@ -179,7 +179,7 @@ function apiRouter(config: LandingConfig, service: ServiceClient, signIns?: Kept
   if (signIns) signInRoutes(api, signIns);
 
   api.post('/launch', async (req, res) => {
-    const target = await resolveTarget(req, res, config, signIns);
+    const target = resolveTarget(req, config, signIns);
     const controller = new AbortController();
     res.on('close', () => controller.abort());
     const template = templateFor(target.app, target.body.template);
@@ -203,7 +203,7 @@ function apiRouter(config: LandingConfig, service: ServiceClient, signIns?: Kept
   });
 
   api.post('/cancel', async (req, res) => {
-    const target = await resolveTarget(req, res, config, signIns);
+    const target = resolveTarget(req, config, signIns);
     send(res, await service.stop(target.sessionName, target.user, target.authorization));
   });
 
@@ -219,7 +219,7 @@ function apiRouter(config: LandingConfig, service: ServiceClient, signIns?: Kept
  */
 function signInRoutes(api: express.Router, signIns: KeptSignIns): void {
   api.get('/sign-in', async (req, res) => {
-    const kept = await signIns.read(req, res);
+    const kept = await signIns.refreshed(req, res);
     if (!kept) {
       res.status(401).json({ code: 401, reason: 'sign in first' });
       return;
@@ -238,13 +238,20 @@ function signInRoutes(api: express.Router, signIns: KeptSignIns): void {
           : 'a bearer token and the user are required',
       );
     }
-    const signIn = signIns.cookie.signInOf(token, body.data.user, body.data.refreshToken);
+    // A tab that signed in earlier sends its new access token alone: the sign-in kept for this browser
+    // and user keeps its refresh token and its end.
+    const { user, refreshToken } = body.data;
+    const held = signIns.cookie.read(req);
+    const signIn =
+      !refreshToken && held?.refreshToken && held.user === user
+        ? signIns.cookie.renewed(held, token)
+        : signIns.cookie.signInOf(token, user, refreshToken);
     if (!signIn) throw new LandingError(400, 'this token cannot be kept');
     signIns.cookie.write(res, signIn);
     res.status(204).end();
   });
-  api.delete('/sign-in', (_req, res) => {
-    signIns.cookie.clear(res);
+  api.delete('/sign-in', (req, res) => {
+    signIns.drop(req, res);
     res.status(204).end();
   });
 }
@@ -253,7 +260,7 @@ function signInRoutes(api: express.Router, signIns: KeptSignIns): void {
  * The target of a request: its app (checked against this page's list), user and workspace, and the
  * bearer to send on: the request's own, else the sign-in its cookie keeps.
  */
-async function resolveTarget(req: Request, res: Response, config: LandingConfig, signIns?: KeptSignIns) {
+function resolveTarget(req: Request, config: LandingConfig, signIns?: KeptSignIns) {
   const identityProvider = config.identityProvider !== undefined;
   const parsed = LaunchBodySchema.safeParse(req.body);
   if (!parsed.success) throw new LandingError(400, 'invalid request body');
@@ -262,7 +269,7 @@ async function resolveTarget(req: Request, res: Response, config: LandingConfig,
   const app = config.apps.find((a) => a.name === params.appDef);
   if (!app) throw new LandingError(473, 'unknown app definition');
   const own = req.get('authorization');
-  const kept = signIns && !own ? await signIns.read(req, res) : undefined;
+  const kept = signIns && !own ? signIns.current(req) : undefined;
   const authorization = kept ? `Bearer ${kept.token}` : own;
   const user = identityProvider ? (kept?.user ?? body.user) : params.user;
   if (!user)
@@ -278,7 +285,7 @@ async function resolveTarget(req: Request, res: Response, config: LandingConfig,
 function progressHandler(config: LandingConfig, service: ServiceClient, signIns?: KeptSignIns) {
   const streams = new OpenCounts();
   return async (req: Request, res: Response): Promise<void> => {
-    const target = await resolveTarget(req, res, config, signIns);
+    const target = resolveTarget(req, config, signIns);
     const admitted = admitStream(streams, config, req);
     if ('refused' in admitted) {
       res.status(429).set('Retry-After', '10').json({ code: 429, reason: admitted.refused });

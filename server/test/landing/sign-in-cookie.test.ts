@@ -14,6 +14,14 @@ import { listen, type Listening } from '../../src/http/listen.js';
 const SECRET = 'a-service-token-of-the-page';
 const HOUR_S = 3600;
 
+async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 function token(expiresInS: number | undefined, email = 'grace@example.com'): string {
   const jwt = new UnsecuredJWT({ email });
   if (expiresInS !== undefined) jwt.setExpirationTime(Math.floor(Date.now() / 1000) + expiresInS);
@@ -90,8 +98,14 @@ describe('landing page: the kept sign-in, served', () => {
   const received: { authorization?: string; body: { user?: string } }[] = [];
   /** The refresh grants the provider's stand-in was sent, and its answer to the next ones. */
   const grants: URLSearchParams[] = [];
-  let grantAnswer: { status: number; body: object } = { status: 400, body: { error: 'invalid_grant' } };
+  const revoked: URLSearchParams[] = [];
+  let grantAnswer: { status: number; body: object };
   const logs: string[] = [];
+  beforeEach(() => {
+    grantAnswer = { status: 400, body: { error: 'invalid_grant' } };
+    grants.length = 0;
+    received.length = 0;
+  });
 
   before(async () => {
     // The service's side of a launch, as the landing page sees it: its answer and what it was sent.
@@ -125,12 +139,23 @@ describe('landing page: the kept sign-in, served', () => {
       const origin = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
       if (req.url === '/.well-known/openid-configuration') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ issuer: origin, token_endpoint: `${origin}/token` }));
+        res.end(
+          JSON.stringify({
+            issuer: origin,
+            token_endpoint: `${origin}/token`,
+            revocation_endpoint: `${origin}/revoke`,
+          }),
+        );
         return;
       }
       let text = '';
       req.on('data', (chunk: Buffer) => (text += chunk.toString()));
       req.on('end', () => {
+        if (req.url === '/revoke') {
+          revoked.push(new URLSearchParams(text));
+          res.writeHead(200).end();
+          return;
+        }
         grants.push(new URLSearchParams(text));
         // Slow enough for two tabs' requests to meet here.
         setTimeout(() => {
@@ -223,66 +248,111 @@ describe('landing page: the kept sign-in, served', () => {
     assert.equal(received.length, 2);
   });
 
-  it('renews a kept access token that ran out with its refresh token: once for all the requests that carry it, re-sealed', async () => {
-    const pair = (
-      (await keep(token(30), 'grace@example.com', { refreshToken: 'refresh-1' }, renewingPage.url)).headers.get(
-        'set-cookie',
-      ) ?? ''
-    ).split(';')[0]!;
-    assert.ok(pair.startsWith(`${SIGN_IN_COOKIE}=`), 'a token near its expiry is kept with its refresh token');
+  /** A sign-in kept by the renewing page, its access token about to run out, with `refreshToken`. */
+  const keptRunningOut = async (refreshToken: string, user = 'grace@example.com') => {
+    const kept = await keep(token(30, user), user, { refreshToken }, renewingPage.url);
+    assert.equal(kept.status, 204, 'a token near its expiry is kept with its refresh token');
+    return pairOf(kept);
+  };
+  const pairOf = (response: globalThis.Response) => (response.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const askSignIn = (pair: string) => fetch(`${renewingPage.url}/api/sign-in`, { headers: { cookie: pair } });
+
+  it('renews a kept access token that ran out when a tab asks for the sign-in: once for a refresh token, re-sealed', async () => {
+    const pair = await keptRunningOut('refresh-1');
+    // The launch's long call never renews: it would answer with its cookie late.
+    assert.equal((await launch({ cookie: pair }, undefined, renewingPage.url)).status, 401);
+    assert.equal(grants.length, 0);
+
     const renewedToken = token(HOUR_S);
     grantAnswer = {
       status: 200,
       body: { access_token: renewedToken, refresh_token: 'refresh-2', token_type: 'Bearer' },
     };
-    grants.length = 0;
-    received.length = 0;
-    const answers = await Promise.all([1, 2].map(() => launch({ cookie: pair }, undefined, renewingPage.url)));
+    const answers = await Promise.all([1, 2].map(() => askSignIn(pair)));
     assert.deepEqual(
       answers.map((a) => a.status),
       [200, 200],
     );
-    // A request that left with the same cookie and comes after the renewal: the provider would refuse
-    // the rotated refresh token again.
-    assert.equal((await launch({ cookie: pair }, undefined, renewingPage.url)).status, 200);
+    // Asked again with the same cookie after the renewal: the provider would refuse the rotated token.
+    assert.equal((await askSignIn(pair)).status, 200);
     assert.equal(grants.length, 1, 'one renewal for all three');
     assert.deepEqual(Object.fromEntries(grants[0]!), {
       grant_type: 'refresh_token',
       refresh_token: 'refresh-1',
-      client_id: 'ide-cloud-landing-page',
       resource: 'api://ide',
+      client_id: 'ide-cloud-landing-page',
     });
-    assert.deepEqual(
-      received.map((r) => r.authorization),
-      [`Bearer ${renewedToken}`, `Bearer ${renewedToken}`, `Bearer ${renewedToken}`],
-    );
-    const resealed = cookieValue(answers[0]!.headers.get('set-cookie') ?? '', SIGN_IN_COOKIE)!;
-    const opened = new SignInCookie(SECRET).open(resealed.split(';')[0]!)!;
+    const resealed = pairOf(answers[0]!);
+    const opened = new SignInCookie(SECRET).open(resealed.slice(SIGN_IN_COOKIE.length + 1))!;
     assert.equal(opened.token, renewedToken);
     assert.equal(opened.refreshToken, 'refresh-2', 'the rotated refresh token is kept');
+    assert.equal((await launch({ cookie: resealed }, undefined, renewingPage.url)).status, 200);
+    assert.equal(received[0]?.authorization, `Bearer ${renewedToken}`);
+
+    // The tab's own newer access token, kept again: the sign-in keeps its refresh token and its end.
+    const own = token(HOUR_S);
+    const again = pairOf(
+      await fetch(`${renewingPage.url}/api/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${own}`, cookie: resealed },
+        body: JSON.stringify({ user: 'grace@example.com' }),
+      }),
+    );
+    const keptAgain = new SignInCookie(SECRET).open(again.slice(SIGN_IN_COOKIE.length + 1))!;
+    assert.equal(keptAgain.token, own);
+    assert.equal(keptAgain.refreshToken, 'refresh-2');
+    assert.equal(keptAgain.keptUntil, opened.keptUntil);
     assert.ok(!logs.join('').includes('refresh-'), 'no refresh token in the logs');
   });
 
-  it('drops a kept sign-in the provider will not renew, and keeps no refresh token too large for a cookie', async () => {
-    const pair = (
-      (await keep(token(30), 'grace@example.com', { refreshToken: 'refresh-3' }, renewingPage.url)).headers.get(
-        'set-cookie',
-      ) ?? ''
-    ).split(';')[0]!;
-    grantAnswer = { status: 400, body: { error: 'invalid_grant' } };
-    const asked = await fetch(`${renewingPage.url}/api/sign-in`, { headers: { cookie: pair } });
+  it('drops a kept sign-in the provider refuses to renew (once), keeps one it could not ask, revokes one dropped', async () => {
+    const refused = await keptRunningOut('refresh-3');
+    const asked = await askSignIn(refused);
     assert.equal(asked.status, 401);
     assert.match(asked.headers.get('set-cookie') ?? '', new RegExp(`^${SIGN_IN_COOKIE}=;.*Expires=Thu, 01 Jan 1970`));
-    assert.ok(!logs.join('').includes('refresh-3'));
+    assert.equal((await askSignIn(refused)).status, 401);
+    assert.equal(grants.length, 1, 'a refused cookie replayed does not reach the provider again');
     assert.match(logs.join(''), /kept sign-in not renewed: the provider refused/);
 
-    const huge = await keep(token(HOUR_S), 'grace@example.com', { refreshToken: 'r'.repeat(4000) }, renewingPage.url);
-    assert.equal(huge.status, 204);
-    const setCookie = huge.headers.get('set-cookie') ?? '';
-    assert.ok(setCookie.length < 4096, `${setCookie.length} bytes`);
-    const kept = new SignInCookie(SECRET).open(cookieValue(setCookie, SIGN_IN_COOKIE)!.split(';')[0]!)!;
-    assert.equal(kept.refreshToken, undefined);
-    const spaced = await keep(token(HOUR_S), 'grace@example.com', { refreshToken: 'a b' }, renewingPage.url);
+    const unanswered = await keptRunningOut('refresh-4');
+    grantAnswer = { status: 503, body: { error: 'temporarily_unavailable' } };
+    const later = await askSignIn(unanswered);
+    assert.equal(later.status, 401);
+    assert.equal(later.headers.get('set-cookie'), null, 'kept for a later try');
+
+    revoked.length = 0;
+    const dropped = await fetch(`${renewingPage.url}/api/sign-in`, {
+      method: 'DELETE',
+      headers: { cookie: unanswered },
+    });
+    assert.equal(dropped.status, 204);
+    await waitUntil(() => revoked.length === 1);
+    assert.deepEqual(Object.fromEntries(revoked[0]!), {
+      token: 'refresh-4',
+      token_type_hint: 'refresh_token',
+      client_id: 'ide-cloud-landing-page',
+    });
+    assert.ok(!logs.join('').includes('refresh-3') && !logs.join('').includes('refresh-4'));
+  });
+
+  it('keeps no refresh token that would make the cookie too large for browsers, and refuses a malformed one', async () => {
+    const bearer = token(HOUR_S);
+    const fits =
+      3800 -
+      new SignInCookie(SECRET).seal({ token: bearer, user: 'grace@example.com', expiresAt: 0, keptUntil: 0 }).length;
+    for (const [length, keeps] of [
+      [Math.floor(fits * 0.7), true],
+      [fits, false],
+    ] as const) {
+      const kept = await keep(bearer, 'grace@example.com', { refreshToken: 'r'.repeat(length) }, renewingPage.url);
+      assert.equal(kept.status, 204);
+      const setCookie = kept.headers.get('set-cookie') ?? '';
+      assert.ok(setCookie.length < 4096, `${setCookie.length} bytes`);
+      const opened = new SignInCookie(SECRET).open(pairOf(kept).slice(SIGN_IN_COOKIE.length + 1))!;
+      assert.equal(opened.refreshToken !== undefined, keeps, `a refresh token of ${length} characters`);
+      if (!keeps) assert.equal(opened.keptUntil, opened.expiresAt, 'without it, the sign-in ends with its token');
+    }
+    const spaced = await keep(bearer, 'grace@example.com', { refreshToken: 'a b' }, renewingPage.url);
     assert.equal(spaced.status, 400);
     assert.deepEqual(await spaced.json(), {
       code: 400,

@@ -112,6 +112,8 @@ async function signIn(
     response_type: 'code',
     scope: config.scope,
     loadUserInfo: false,
+    // The refresh token is handed over to the page's server (ownIdentity): the tab never spends it.
+    automaticSilentRenew: false,
     ...(config.metadata ? { metadata: config.metadata } : {}),
     userStore: new WebStorageStateStore({ store: window.sessionStorage }),
     ...(extra ? { extraQueryParams: extra, extraTokenParams: extra } : {}),
@@ -127,7 +129,12 @@ async function signIn(
     const kept = sessionStorage.getItem(STORED_PARAMETERS);
     sessionStorage.removeItem(STORED_PARAMETERS);
     const restored = kept ? (JSON.parse(kept) as LaunchParameters) : {};
-    return { identity: ownIdentity(user), params: { ...restored, ...params } };
+    const identity = ownIdentity(user);
+    if (user.refresh_token) {
+      user.refresh_token = undefined;
+      await manager.storeUser(user);
+    }
+    return { identity, params: { ...restored, ...params } };
   }
   const user = await manager.getUser();
   if (user && !user.expired) return { identity: ownIdentity(user), params };
@@ -144,8 +151,9 @@ async function signIn(
 }
 
 /**
- * This tab's own sign-in, also kept for the browser's other tabs with its refresh token, if the provider
- * issued one (best effort: they sign in themselves otherwise).
+ * This tab's own sign-in, also kept for the browser's other tabs (best effort: they sign in themselves
+ * otherwise), with the refresh token if the provider issued one: fresh from the provider, the tab
+ * hands it over to the page's server, which renews the kept sign-in with it.
  */
 function ownIdentity(user: User): Identity {
   const identity = { authorization: `Bearer ${user.access_token}`, user: emailOf(user) };
@@ -154,13 +162,22 @@ function ownIdentity(user: User): Identity {
   return identity;
 }
 
-/** The user of the sign-in another tab kept, if the page's server still holds it valid. */
+/** When the page's server last said the kept sign-in was fit to use (its token good for a minute more). */
+let keptCheckedAt = 0;
+const KEPT_FRESH_MS = 30_000;
+
+/**
+ * The user of the sign-in another tab kept, if the page's server still holds it valid (it renews the
+ * access token here when it ran out).
+ */
 async function keptSignIn(): Promise<string | undefined> {
   try {
     const response = await fetch('api/sign-in', { cache: 'no-store' });
     if (!response.ok) return undefined;
     const { user } = (await response.json()) as { user?: unknown };
-    return typeof user === 'string' ? user : undefined;
+    if (typeof user !== 'string') return undefined;
+    keptCheckedAt = Date.now();
+    return user;
   } catch {
     return undefined;
   }
@@ -285,6 +302,12 @@ async function launch(
   template?: string,
 ): Promise<void> {
   const again = () => void launch(config, params, identity, template);
+  // A launch with the kept sign-in (a retry, the form sent minutes later) has it renewed first if need
+  // be, by the short request: the launch's own answer waits for the session.
+  if (identity.signInAgain && Date.now() - keptCheckedAt > KEPT_FRESH_MS && !(await keptSignIn())) {
+    await identity.signInAgain();
+    return;
+  }
   await new PageLaunch({ parameters: params, user: identity.user, template }, identity, again).run();
 }
 
