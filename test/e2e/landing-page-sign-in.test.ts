@@ -45,6 +45,13 @@ describe('landing page in a real browser (identity provider on)', function () {
     await idp?.close();
   });
 
+  /** Puts a sealed sign-in in the browser as the page's server would have set it. */
+  async function keepInBrowser(sealed: string): Promise<void> {
+    const domain = new URL(stack.landing.url).hostname;
+    const attributes = { domain, path: '/', httpOnly: true, secure: true, sameSite: 'Strict' as const };
+    await context.addCookies([{ name: SIGN_IN_COOKIE, value: sealed, ...attributes }]);
+  }
+
   it('signs in first (authorization code + PKCE), then auto-starts as the signed-in user', async () => {
     const email = 'grace@example.com';
     const { workspaceName, sessionName } = launchTarget('python-latest', email, repo);
@@ -138,18 +145,7 @@ describe('landing page in a real browser (identity provider on)', function () {
     assert.ok(kept.refreshToken, 'the page kept the refresh token the provider issued');
     // The same sign-in, its access token run out (as five minutes later with this provider).
     const ranOut = seals.seal({ ...kept, expiresAt: Date.now() - 1000 });
-    const landing = new URL(stack.landing.url);
-    await context.addCookies([
-      {
-        name: SIGN_IN_COOKIE,
-        value: ranOut,
-        domain: landing.hostname,
-        path: '/',
-        httpOnly: true,
-        secure: true,
-        sameSite: 'Strict',
-      },
-    ]);
+    await keepInBrowser(ranOut);
     const page = await context.newPage();
     const toProvider: string[] = [];
     page.on('request', (request) => {
@@ -179,18 +175,7 @@ describe('landing page in a real browser (identity provider on)', function () {
       user: 'grace@example.com',
       expiresAt: Date.now() + 3_600_000,
     });
-    const landing = new URL(stack.landing.url);
-    await context.addCookies([
-      {
-        name: SIGN_IN_COOKIE,
-        value: sealed,
-        domain: landing.hostname,
-        path: '/',
-        httpOnly: true,
-        secure: true,
-        sameSite: 'Strict',
-      },
-    ]);
+    await keepInBrowser(sealed);
     const page = await context.newPage();
     const authorize: string[] = [];
     page.on('request', (request) => {
