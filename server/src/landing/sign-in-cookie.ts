@@ -75,12 +75,8 @@ export class SignInCookie {
     const keptUntil = signIn.keptUntil ?? signIn.expiresAt;
     if (typeof exp !== 'number' || keptUntil <= now) return undefined;
     const kept = refreshToken ?? signIn.refreshToken;
-    return {
-      token,
-      user: signIn.user,
-      expiresAt: Math.min(exp * 1000, keptUntil),
-      ...(kept ? { refreshToken: kept, keptUntil } : { keptUntil }),
-    };
+    const expiresAt = Math.min(exp * 1000, keptUntil);
+    return { token, user: signIn.user, expiresAt, keptUntil, ...(kept ? { refreshToken: kept } : {}) };
   }
 
   /** Whether the access token is too near its expiry to be sent on: renew it first, if it can be. */

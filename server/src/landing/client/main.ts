@@ -157,7 +157,7 @@ async function signIn(
  */
 function ownIdentity(user: User): Identity {
   const identity = { authorization: `Bearer ${user.access_token}`, user: emailOf(user) };
-  const kept = user.refresh_token ? { user: identity.user, refreshToken: user.refresh_token } : { user: identity.user };
+  const kept = { user: identity.user, refreshToken: user.refresh_token ?? undefined };
   if (identity.user) void api('api/sign-in', kept, identity).catch(() => undefined);
   return identity;
 }
