@@ -20,6 +20,24 @@ const examples: Record<string, Record<string, unknown>> = {
   sessions: { user: 'alice@example.com', appDefinition: 'python-latest', workspace: 'ws-1', envVars: { IDE: 'true' } },
 };
 
+/**
+ * A watch of `path`, open (answered 200) when this resolves: an API server that has just started
+ * refuses watches (429) until its watch cache of the collection is ready, so a refused one is asked
+ * again, until a deadline.
+ */
+async function openWatch(
+  kc: k8s.KubeConfig,
+  path: string,
+  onEvent: (phase: string, object: CustomObject) => void,
+): Promise<AbortController> {
+  return eventually(async () => {
+    let ended: unknown;
+    const request = await new k8s.Watch(kc).watch(path, {}, onEvent, (error) => (ended = error ?? 'closed'));
+    if (ended !== undefined) throw new Error(`the watch of ${path} was not opened: ${String(ended)}`);
+    return request;
+  }, 30_000);
+}
+
 describe('foundation on the real kube-apiserver', function () {
   this.timeout(15 * 60_000); // the very first run builds the Kubernetes binaries
   const stack = useStack('foundation');
@@ -48,14 +66,12 @@ describe('foundation on the real kube-apiserver', function () {
     it(`creates, reads, lists, watches and deletes ${plural}`, async () => {
       const name = plural === 'appdefinitions' ? 'python-latest' : `${plural}-crud`;
       const events: string[] = [];
-      const watch = new k8s.Watch(stack.kc);
-      const request = await watch.watch(
+      const request = await openWatch(
+        stack.kc,
         `/apis/${GROUP}/${VERSION}/namespaces/${stack.namespace}/${plural}`,
-        {},
-        (phase: string, object: CustomObject) => {
+        (phase, object) => {
           if (object.metadata?.name === name) events.push(phase);
         },
-        () => undefined,
       );
       try {
         const created = (await custom.createNamespacedCustomObject({
