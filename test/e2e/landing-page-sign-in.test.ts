@@ -165,6 +165,22 @@ describe('landing page in a real browser (identity provider on)', function () {
     for (const secret of [kept.refreshToken, renewed.refreshToken, renewed.token]) assert.ok(!logs.includes(secret));
   });
 
+  it('keeps no sign-in whose token the service refuses: nothing sealed for a token the provider never issued', async () => {
+    const forged = new UnsecuredJWT({ email: 'grace@example.com', email_verified: true })
+      .setIssuer(idp.issuer)
+      .setAudience(idp.audience)
+      .setExpirationTime(Math.floor(Date.now() / 1000) + 3600)
+      .encode();
+    const answer = await fetch(`${stack.landing.url}/api/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${forged}` },
+      body: JSON.stringify({ user: 'grace@example.com', refreshToken: 'made-up-refresh-token' }),
+    });
+    assert.equal(answer.status, 401);
+    assert.deepEqual(await answer.json(), { code: 401, reason: 'the service does not take this token for this user' });
+    assert.equal(answer.headers.get('set-cookie'), null, 'nothing sealed, so the made-up refresh token goes nowhere');
+  });
+
   it('a kept sign-in the service refuses is dropped, and the tab signs in at the provider', async () => {
     // A sign-in sealed with the page's key but a token the provider never issued: the service's 401.
     const forged = new UnsecuredJWT({ email: 'grace@example.com' })

@@ -5,11 +5,14 @@
  * the resource the page asks for). The long calls (a launch waits for its session) never renew: their
  * cookie could come back after a newer one. The tab hands its refresh token over to the page's server
  * and keeps none (client/main.ts): one holder, so a rotated refresh token is never spent twice, which
- * providers punish by revoking the whole sign-in.
+ * providers punish by revoking the whole sign-in. A token is kept, and a renewed one used, only once
+ * the service takes it as the user's (its auth layer: the issuer's keys, the audience, the user claim),
+ * so a made-up token is never sealed, nor a made-up refresh token sent to the provider.
  */
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ProviderMetadata } from './provider-metadata.js';
+import type { ServiceClient, UserConfirmation } from './service-client.js';
 import type { SignIn, SignInCookie } from './sign-in-cookie.js';
 
 const TIMEOUT_MS = 5_000;
@@ -38,8 +41,32 @@ export class KeptSignIns {
     readonly cookie: SignInCookie,
     private readonly metadata: ProviderMetadata,
     private readonly client: RefreshClient,
+    private readonly service: Pick<ServiceClient, 'confirmsUser'>,
     private readonly logger: Logger,
   ) {}
+
+  /**
+   * Keeps a tab's sign-in once the service confirms the token as the user's. A tab that signed in
+   * earlier sends its new access token alone: the sign-in kept for this browser and user keeps its
+   * refresh token and its end. `unkeepable`: a token that is not a JWT with an expiry, or expires at once.
+   */
+  async keep(
+    req: Request,
+    res: Response,
+    keeping: { token: string; user: string; refreshToken?: string },
+  ): Promise<'kept' | 'unkeepable' | Exclude<UserConfirmation, 'confirmed'>> {
+    const { token, user, refreshToken } = keeping;
+    const held = this.cookie.read(req);
+    const signIn =
+      !refreshToken && held?.refreshToken && held.user === user
+        ? this.cookie.renewed(held, token)
+        : this.cookie.signInOf(token, user, refreshToken);
+    if (!signIn) return 'unkeepable';
+    const confirmation = await this.service.confirmsUser(user, `Bearer ${token}`);
+    if (confirmation !== 'confirmed') return confirmation;
+    this.cookie.write(res, signIn);
+    return 'kept';
+  }
 
   /** The request's kept sign-in if its access token can be sent on as it is. */
   current(req: Request): SignIn | undefined {
@@ -54,7 +81,7 @@ export class KeptSignIns {
   async refreshed(req: Request, res: Response): Promise<SignIn | undefined> {
     const kept = this.cookie.read(req);
     if (!kept || !this.cookie.expiring(kept)) return kept;
-    const renewal = kept.refreshToken ? await this.renewal(kept.refreshToken) : 'refused';
+    const renewal = kept.refreshToken ? await this.renewal(kept.refreshToken, kept.user) : 'refused';
     if (renewal === 'unavailable') return undefined;
     const renewed = renewal !== 'refused' ? this.cookie.renewed(kept, renewal.token, renewal.refreshToken) : undefined;
     if (!renewed || this.cookie.expiring(renewed)) {
@@ -72,12 +99,13 @@ export class KeptSignIns {
     if (refreshToken) void this.revoke(refreshToken);
   }
 
-  private renewal(refreshToken: string): Promise<Renewal> {
+  private renewal(refreshToken: string, user: string): Promise<Renewal> {
     let renewal = this.renewals.get(refreshToken);
     if (renewal) return renewal;
     if (this.inFlight >= MAX_IN_FLIGHT) return Promise.resolve('unavailable');
     this.inFlight++;
     renewal = this.redeem(refreshToken)
+      .then((outcome) => (typeof outcome === 'object' ? this.confirmed(outcome, user, refreshToken) : outcome))
       .catch((): Renewal => 'unavailable')
       .then((outcome) => {
         this.inFlight--;
@@ -114,6 +142,20 @@ export class KeptSignIns {
       token: body.access_token,
       ...(typeof body.refresh_token === 'string' ? { refreshToken: body.refresh_token } : {}),
     };
+  }
+
+  /**
+   * A renewal's tokens if the service takes the new access token as the kept user's: the provider may
+   * have changed the user's claim since the sign-in. The refresh token of one the service refuses is
+   * revoked (the rotated one, else the one spent). A service that does not answer leaves the tokens
+   * kept (the provider may have rotated the refresh token: the old one is spent); the launch asks the
+   * service again.
+   */
+  private async confirmed(renewal: Exclude<Renewal, string>, user: string, spent: string): Promise<Renewal> {
+    if ((await this.service.confirmsUser(user, `Bearer ${renewal.token}`)) !== 'refused') return renewal;
+    this.logger.info('kept sign-in not renewed: the service refused the renewed token for its user');
+    void this.revoke(renewal.refreshToken ?? spent);
+    return 'refused';
   }
 
   /** Token revocation (RFC 7009), where the provider offers it. */

@@ -98,6 +98,7 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
           new SignInCookie(config.serviceAuthToken),
           metadata,
           { clientId: idp.clientId, ...(idp.resource ? { resource: idp.resource } : {}) },
+          service,
           logger,
         )
       : undefined;
@@ -226,7 +227,7 @@ function signInRoutes(api: express.Router, signIns: KeptSignIns): void {
     }
     res.json({ user: kept.user });
   });
-  api.post('/sign-in', (req, res) => {
+  api.post('/sign-in', async (req, res) => {
     const token = /^Bearer (\S+)$/.exec(req.get('authorization') ?? '')?.[1];
     const body = SignInBodySchema.safeParse(req.body);
     if (!token || !body.success) {
@@ -238,16 +239,10 @@ function signInRoutes(api: express.Router, signIns: KeptSignIns): void {
           : 'a bearer token and the user are required',
       );
     }
-    // A tab that signed in earlier sends its new access token alone: the sign-in kept for this browser
-    // and user keeps its refresh token and its end.
-    const { user, refreshToken } = body.data;
-    const held = signIns.cookie.read(req);
-    const signIn =
-      !refreshToken && held?.refreshToken && held.user === user
-        ? signIns.cookie.renewed(held, token)
-        : signIns.cookie.signInOf(token, user, refreshToken);
-    if (!signIn) throw new LandingError(400, 'this token cannot be kept');
-    signIns.cookie.write(res, signIn);
+    const outcome = await signIns.keep(req, res, { token, ...body.data });
+    if (outcome === 'unkeepable') throw new LandingError(400, 'this token cannot be kept');
+    if (outcome === 'refused') throw new LandingError(401, 'the service does not take this token for this user');
+    if (outcome === 'unavailable') throw new LandingError(503, 'the service did not answer; try again');
     res.status(204).end();
   });
   api.delete('/sign-in', (req, res) => {

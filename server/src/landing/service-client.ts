@@ -8,6 +8,9 @@ export interface Forwarded {
   body: string;
 }
 
+/** The service's word on a bearer token for a user (ServiceClient.confirmsUser). */
+export type UserConfirmation = 'confirmed' | 'refused' | 'unavailable';
+
 /** The workspace and session a landing-page launch of these parameters uses (DESIGN.md name rule). */
 export function launchTarget(
   appDefinition: string,
@@ -53,6 +56,26 @@ export class ServiceClient {
       return response.ok && (await response.json()) === true;
     } catch {
       return false;
+    }
+  }
+
+  /**
+   * Whether the service takes `authorization` as `user`'s bearer (its auth layer: the issuer's keys,
+   * the audience, the user claim): its listing of the user's workspaces, asked and not read. Refused
+   * for 401 and 403; unavailable when the service gives no such answer.
+   */
+  async confirmsUser(user: string, authorization: string): Promise<UserConfirmation> {
+    const path = ['service', 'workspace', this.appId, user].map(encodeURIComponent).join('/');
+    try {
+      const response = await fetch(`${this.baseUrl}/${path}`, {
+        headers: this.headers(authorization, false),
+        signal: AbortSignal.timeout(10_000),
+      });
+      await response.body?.cancel();
+      if (response.ok) return 'confirmed';
+      return response.status === 401 || response.status === 403 ? 'refused' : 'unavailable';
+    } catch {
+      return 'unavailable';
     }
   }
 

@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { UnsecuredJWT } from 'jose';
+import { decodeJwt, UnsecuredJWT } from 'jose';
 import { pino } from 'pino';
 import { loadLandingConfig } from '../../src/landing/config.js';
 import { createLandingApp } from '../../src/landing/server.js';
@@ -22,8 +22,9 @@ async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<vo
   }
 }
 
-function token(expiresInS: number | undefined, email = 'grace@example.com'): string {
-  const jwt = new UnsecuredJWT({ email });
+/** A token of `email`; the service's stand-in refuses a `forged` one (401), as one not signed by the issuer. */
+function token(expiresInS: number | undefined, email = 'grace@example.com', forged = false): string {
+  const jwt = new UnsecuredJWT({ email, ...(forged ? { forged } : {}) });
   if (expiresInS !== undefined) jwt.setExpirationTime(Math.floor(Date.now() / 1000) + expiresInS);
   return jwt.encode();
 }
@@ -96,6 +97,9 @@ describe('landing page: the kept sign-in, served', () => {
   let renewingPage: Listening;
   let anonymousPage: Listening;
   const received: { authorization?: string; body: { user?: string } }[] = [];
+  /** The service's confirmations of a token for a user (its workspace listing), and its answer to them. */
+  const confirmations: { path: string; authorization?: string }[] = [];
+  let serviceAnswers = true;
   /** The refresh grants the provider's stand-in was sent, and its answer to the next ones. */
   const grants: URLSearchParams[] = [];
   const revoked: URLSearchParams[] = [];
@@ -105,11 +109,34 @@ describe('landing page: the kept sign-in, served', () => {
     grantAnswer = { status: 400, body: { error: 'invalid_grant' } };
     grants.length = 0;
     received.length = 0;
+    confirmations.length = 0;
+    serviceAnswers = true;
   });
 
   before(async () => {
     // The service's side of a launch, as the landing page sees it: its answer and what it was sent.
     service = http.createServer((req, res) => {
+      const listing = /^\/service\/workspace\/[^/]+\/([^/]+)$/.exec(req.url ?? '');
+      if (req.method === 'GET' && listing) {
+        // As the service's auth layer: 401 for a token it cannot verify, 403 for another user's.
+        confirmations.push({ path: req.url!, authorization: req.headers.authorization });
+        const claims = (() => {
+          try {
+            return decodeJwt((req.headers.authorization ?? '').replace(/^Bearer /, ''));
+          } catch {
+            return undefined;
+          }
+        })();
+        const status = !serviceAnswers
+          ? 503
+          : !claims || claims.forged
+            ? 401
+            : claims.email !== decodeURIComponent(listing[1]!)
+              ? 403
+              : 200;
+        res.writeHead(status, { 'content-type': 'application/json' }).end(status === 200 ? '[]' : '{}');
+        return;
+      }
       let text = '';
       req.on('data', (chunk: Buffer) => (text += chunk.toString()));
       req.on('end', () => {
@@ -226,6 +253,32 @@ describe('landing page: the kept sign-in, served', () => {
     assert.equal((await keep('an-opaque-token')).status, 400);
   });
 
+  it('keeps only a token the service takes as the user’s: a forged one, another user’s, or none when the service is down', async () => {
+    const bearer = token(HOUR_S);
+    assert.equal((await keep(bearer)).status, 204);
+    assert.deepEqual(confirmations, [
+      { path: `/service/workspace/${SECRET}/grace%40example.com`, authorization: `Bearer ${bearer}` },
+    ]);
+    const refusals = [
+      [keep(token(HOUR_S, 'grace@example.com', true), 'grace@example.com', { refreshToken: 'made-up' }), 401],
+      [keep(token(HOUR_S, 'mallory@example.com'), 'grace@example.com'), 401],
+    ] as const;
+    for (const [answer, status] of refusals) {
+      const refused = await answer;
+      assert.equal(refused.status, status);
+      assert.deepEqual(await refused.json(), {
+        code: 401,
+        reason: 'the service does not take this token for this user',
+      });
+      assert.equal(refused.headers.get('set-cookie'), null, 'nothing sealed');
+    }
+    serviceAnswers = false;
+    const down = await keep(bearer);
+    assert.equal(down.status, 503);
+    assert.equal(down.headers.get('set-cookie'), null);
+    assert.equal(received.length, 0, 'no launch, no stop');
+  });
+
   it('launches a new tab with the kept token and its user; a tab’s own bearer goes first', async () => {
     const bearer = token(HOUR_S);
     const pair = ((await keep(bearer)).headers.get('set-cookie') ?? '').split(';')[0]!;
@@ -276,6 +329,8 @@ describe('landing page: the kept sign-in, served', () => {
     // Asked again with the same cookie after the renewal: the provider would refuse the rotated token.
     assert.equal((await askSignIn(pair)).status, 200);
     assert.equal(grants.length, 1, 'one renewal for all three');
+    const confirmed = confirmations.filter((c) => c.authorization === `Bearer ${renewedToken}`);
+    assert.equal(confirmed.length, 1, 'the renewed token confirmed once, for all three');
     assert.deepEqual(Object.fromEntries(grants[0]!), {
       grant_type: 'refresh_token',
       refresh_token: 'refresh-1',
@@ -333,6 +388,25 @@ describe('landing page: the kept sign-in, served', () => {
       client_id: 'ide-cloud-landing-page',
     });
     assert.ok(!logs.join('').includes('refresh-3') && !logs.join('').includes('refresh-4'));
+  });
+
+  it('drops a kept sign-in whose renewed token the service does not take as its user’s, and revokes it', async () => {
+    const pair = await keptRunningOut('refresh-5');
+    grantAnswer = {
+      status: 200,
+      body: { access_token: token(HOUR_S, 'someone-else@example.com'), refresh_token: 'refresh-6' },
+    };
+    revoked.length = 0;
+    confirmations.length = 0;
+    const asked = await askSignIn(pair);
+    assert.equal(asked.status, 401);
+    assert.match(asked.headers.get('set-cookie') ?? '', new RegExp(`^${SIGN_IN_COOKIE}=;`));
+    assert.equal(confirmations.length, 1, 'the renewed token, for the kept user');
+    assert.match(confirmations[0]!.path, /grace%40example\.com$/);
+    await waitUntil(() => revoked.length === 1);
+    assert.equal(revoked[0]!.get('token'), 'refresh-6');
+    assert.match(logs.join(''), /the service refused the renewed token for its user/);
+    assert.ok(!logs.join('').includes('refresh-5') && !logs.join('').includes('refresh-6'));
   });
 
   it('keeps no refresh token that would make the cookie too large for browsers, and refuses a malformed one', async () => {
