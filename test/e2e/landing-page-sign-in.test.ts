@@ -12,8 +12,10 @@ import { screenshot } from '../support/browser.js';
 import { recordReports, SESSION_HOST, sessionUrlPattern, sessionHostContext } from '../support/landing.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
 import { appDefinitionSpec, provideVolume } from '../support/operator.js';
-import { SERVICE_AUTH_TOKEN } from '../support/service-harness.js';
 import { useStack } from '../support/stack.js';
+
+/** The page's LANDING_PAGE_COOKIE_SECRET: the test seals sign-ins as the page would. */
+const COOKIE_SECRET = `cookie-secret-${randomUUID()}`;
 
 describe('landing page in a real browser (identity provider on)', function () {
   this.timeout(240_000);
@@ -33,6 +35,7 @@ describe('landing page in a real browser (identity provider on)', function () {
     service: () => ({ identityProvider: { issuer: idp.issuer, audience: idp.audience } }),
     landing: () => ({
       identityProvider: { issuer: idp.issuer, clientId: 'ide-cloud-landing-page', scope: idp.scope },
+      cookieSecret: COOKIE_SECRET,
     }),
     browser: true,
   });
@@ -138,7 +141,7 @@ describe('landing page in a real browser (identity provider on)', function () {
   it("a kept sign-in whose access token ran out is renewed with the provider's refresh token: no round trip", async () => {
     const email = 'grace@example.com';
     const { sessionName } = launchTarget('python-latest', email, repo);
-    const seals = new SignInCookie(SERVICE_AUTH_TOKEN);
+    const seals = new SignInCookie(COOKIE_SECRET);
     const keptCookie = async () =>
       (await context.cookies(stack.landing.url)).find((c) => c.name === SIGN_IN_COOKIE)?.value;
     const kept = seals.open((await keptCookie())!)!;
@@ -186,7 +189,7 @@ describe('landing page in a real browser (identity provider on)', function () {
     const forged = new UnsecuredJWT({ email: 'grace@example.com' })
       .setExpirationTime(Math.floor(Date.now() / 1000) + 3600)
       .encode();
-    const sealed = new SignInCookie(SERVICE_AUTH_TOKEN).seal({
+    const sealed = new SignInCookie(COOKIE_SECRET).seal({
       token: forged,
       user: 'grace@example.com',
       expiresAt: Date.now() + 3_600_000,

@@ -286,6 +286,22 @@ describe('Helm chart', function () {
     const tokens = await core.readNamespacedSecret({ name: 'rel-ide-cloud-tokens', namespace });
     const decode = (key: string) => Buffer.from(tokens.data![key]!, 'base64').toString();
     assert.equal(decode('service-auth-token').length, 40);
+    // The landing page's cookie key is its own: learning platforms hold the service auth token (appId).
+    assert.equal(decode('landing-page-cookie-secret').length, 40);
+    assert.notEqual(decode('landing-page-cookie-secret'), decode('service-auth-token'));
+    const landing = await cluster.kc
+      .makeApiClient(k8s.AppsV1Api)
+      .readNamespacedDeployment({ name: 'rel-ide-cloud-landing-page', namespace });
+    const cookieSecret = landing.spec?.template.spec?.containers[0]?.env?.find(
+      (e) => e.name === 'LANDING_PAGE_COOKIE_SECRET',
+    );
+    assert.deepEqual(
+      { ...cookieSecret?.valueFrom?.secretKeyRef },
+      {
+        name: 'rel-ide-cloud-tokens',
+        key: 'landing-page-cookie-secret',
+      },
+    );
 
     // The admin PATCH through the real service, authenticated with the generated admin token.
     const service = await startService(

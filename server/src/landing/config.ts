@@ -10,6 +10,7 @@ import { trustProxySchema } from '../http/client-address.js';
  * |------------------------------|----------------------------------------------------------------|------------------------|
  * | SERVICE_URL                  | base URL of the REST service                                   | required               |
  * | SERVICE_AUTH_TOKEN           | the service auth token, sent as appId; never reaches a browser | required (secret)      |
+ * | LANDING_PAGE_COOKIE_SECRET   | key of the kept sign-in's sealed cookie (replicas share it)    | one of the process     |
  * | LANDING_PAGE_APPS_FILE       | apps.json: [{name, label, buildSystems: [{id, label}]}]        | required               |
  * | IDENTITY_PROVIDER_ISSUER     | OpenID Connect issuer; unset or "disabled": anonymous mode     | disabled               |
  * | IDENTITY_PROVIDER_CLIENT_ID  | public client (authorization code + PKCE) of the landing page  | ide-cloud-landing-page |
@@ -38,6 +39,12 @@ const ConfigSchema = z.object({
     .string({ error: 'SERVICE_AUTH_TOKEN is required' })
     .trim()
     .min(8, { error: 'SERVICE_AUTH_TOKEN must be at least 8 characters' }),
+  // The kept sign-in's key, apart from the service auth token, which learning platforms also hold (appId).
+  cookieSecret: z
+    .string()
+    .trim()
+    .min(32, { error: 'LANDING_PAGE_COOKIE_SECRET must be at least 32 characters' })
+    .optional(),
   apps: z.array(LandingAppSchema, { error: 'LANDING_PAGE_APPS_FILE must hold a list of apps' }),
   identityProvider: z
     .object({
@@ -101,6 +108,7 @@ export function loadLandingConfig(env: Record<string, string | undefined> = proc
   return parseLandingConfig({
     serviceUrl: get('SERVICE_URL') as string,
     serviceAuthToken: env.SERVICE_AUTH_TOKEN as string,
+    cookieSecret: get('LANDING_PAGE_COOKIE_SECRET'),
     apps: apps as LandingConfigInput['apps'],
     identityProvider:
       issuer && issuer !== 'disabled'

@@ -48,7 +48,9 @@ export class KeptSignIns {
   /**
    * Keeps a tab's sign-in once the service confirms the token as the user's. A tab that signed in
    * earlier sends its new access token alone: the sign-in kept for this browser and user keeps its
-   * refresh token and its end. `unkeepable`: a token that is not a JWT with an expiry, or expires at once.
+   * refresh token and its end, unless that refresh token was renewed meanwhile (its renewal's cookie
+   * is the newer one, and the refresh token it held may be spent). `unkeepable`: a token that is not
+   * a JWT with an expiry, or expires at once.
    */
   async keep(
     req: Request,
@@ -57,14 +59,13 @@ export class KeptSignIns {
   ): Promise<'kept' | 'unkeepable' | Exclude<UserConfirmation, 'confirmed'>> {
     const { token, user, refreshToken } = keeping;
     const held = this.cookie.read(req);
-    const signIn =
-      !refreshToken && held?.refreshToken && held.user === user
-        ? this.cookie.renewed(held, token)
-        : this.cookie.signInOf(token, user, refreshToken);
+    const keepsHeld = !refreshToken && held?.refreshToken !== undefined && held.user === user;
+    const signIn = keepsHeld ? this.cookie.renewed(held, token) : this.cookie.signInOf(token, user, refreshToken);
     if (!signIn) return 'unkeepable';
     const confirmation = await this.service.confirmsUser(user, `Bearer ${token}`);
+    if (confirmation === 'unavailable') this.logger.warn('sign-in not kept: the service did not answer for its token');
     if (confirmation !== 'confirmed') return confirmation;
-    this.cookie.write(res, signIn);
+    if (!(keepsHeld && this.renewals.has(renewalKey(user, held.refreshToken!)))) this.cookie.write(res, signIn);
     return 'kept';
   }
 
@@ -100,7 +101,8 @@ export class KeptSignIns {
   }
 
   private renewal(refreshToken: string, user: string): Promise<Renewal> {
-    let renewal = this.renewals.get(refreshToken);
+    const key = renewalKey(user, refreshToken);
+    let renewal = this.renewals.get(key);
     if (renewal) return renewal;
     if (this.inFlight >= MAX_IN_FLIGHT) return Promise.resolve('unavailable');
     this.inFlight++;
@@ -109,12 +111,12 @@ export class KeptSignIns {
       .catch((): Renewal => 'unavailable')
       .then((outcome) => {
         this.inFlight--;
-        const forget = () => this.renewals.delete(refreshToken);
+        const forget = () => this.renewals.delete(key);
         if (outcome === 'unavailable') forget();
         else setTimeout(forget, REUSE_MS).unref();
         return outcome;
       });
-    this.renewals.set(refreshToken, renewal);
+    this.renewals.set(key, renewal);
     return renewal;
   }
 
@@ -152,7 +154,10 @@ export class KeptSignIns {
    * service again.
    */
   private async confirmed(renewal: Exclude<Renewal, string>, user: string, spent: string): Promise<Renewal> {
-    if ((await this.service.confirmsUser(user, `Bearer ${renewal.token}`)) !== 'refused') return renewal;
+    const confirmation = await this.service.confirmsUser(user, `Bearer ${renewal.token}`);
+    if (confirmation === 'unavailable')
+      this.logger.warn('kept sign-in renewed unconfirmed: the service did not answer');
+    if (confirmation !== 'refused') return renewal;
     this.logger.info('kept sign-in not renewed: the service refused the renewed token for its user');
     void this.revoke(renewal.refreshToken ?? spent);
     return 'refused';
@@ -184,4 +189,9 @@ export class KeptSignIns {
       return undefined;
     }
   }
+}
+
+/** The renewals' key: a refresh token's outcome answers only for the user it was confirmed for. */
+function renewalKey(user: string, refreshToken: string): string {
+  return `${user}\n${refreshToken}`;
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import express, {
   type ErrorRequestHandler,
@@ -95,7 +96,9 @@ export function createLandingApp(config: LandingConfig, logger: Logger, script: 
   const signIns =
     idp && metadata
       ? new KeptSignIns(
-          new SignInCookie(config.serviceAuthToken),
+          // Without a secret of the installation's (the chart sets one), a key of this process: its
+          // kept sign-ins end with it, and another replica's tabs sign in at the provider.
+          new SignInCookie(config.cookieSecret ?? randomBytes(32).toString('base64url')),
           metadata,
           { clientId: idp.clientId, ...(idp.resource ? { resource: idp.resource } : {}) },
           service,

@@ -61,19 +61,21 @@ export class ServiceClient {
 
   /**
    * Whether the service takes `authorization` as `user`'s bearer (its auth layer: the issuer's keys,
-   * the audience, the user claim): its listing of the user's workspaces, asked and not read. Refused
-   * for 401 and 403; unavailable when the service gives no such answer.
+   * the audience, the user claim): its listing of the user's workspaces, asked and not used. Refused
+   * for 401 and 403; unavailable when the service gives no such answer (nor a listing).
    */
   async confirmsUser(user: string, authorization: string): Promise<UserConfirmation> {
-    const path = ['service', 'workspace', this.appId, user].map(encodeURIComponent).join('/');
     try {
+      const path = ['service', 'workspace', this.appId, user].map(encodeURIComponent).join('/');
       const response = await fetch(`${this.baseUrl}/${path}`, {
         headers: this.headers(authorization, false),
+        // The bearer goes to the service only, never to wherever a redirect points.
+        redirect: 'error',
         signal: AbortSignal.timeout(10_000),
       });
-      await response.body?.cancel();
-      if (response.ok) return 'confirmed';
-      return response.status === 401 || response.status === 403 ? 'refused' : 'unavailable';
+      if (response.status === 401 || response.status === 403) return 'refused';
+      const listing: unknown = response.ok ? await response.json() : undefined;
+      return Array.isArray(listing) ? 'confirmed' : 'unavailable';
     } catch {
       return 'unavailable';
     }

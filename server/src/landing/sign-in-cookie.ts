@@ -44,7 +44,7 @@ const COOKIE_OPTIONS: CookieOptions = { httpOnly: true, secure: true, sameSite: 
 export class SignInCookie {
   private readonly key: Buffer;
 
-  /** `secret`: the landing page's own secret (the service auth token); the key is derived from it. */
+  /** `secret`: the landing page's cookie secret (config.ts); the key is derived from it. */
   constructor(secret: string) {
     this.key = Buffer.from(hkdfSync('sha256', secret, 'ide-cloud', 'landing page sign-in cookie', 32));
   }

@@ -114,6 +114,14 @@ describe('landing page: configuration', () => {
       /LANDING_PAGE_APPS_FILE/,
     );
     assert.throws(() => loadLandingConfig({ ...base, SERVICE_URL: 'not a url' }), /SERVICE_URL/);
+    assert.throws(
+      () => loadLandingConfig({ ...base, LANDING_PAGE_COOKIE_SECRET: 'too-short-a-cookie-secret' }),
+      (e: Error) => {
+        assert.match(e.message, /LANDING_PAGE_COOKIE_SECRET must be at least 32 characters/);
+        assert.ok(!e.message.includes('too-short'));
+        return true;
+      },
+    );
   });
 });
 

@@ -11,7 +11,9 @@ import { createLandingApp } from '../../src/landing/server.js';
 import { cookieValue, SIGN_IN_COOKIE, SignInCookie } from '../../src/landing/sign-in-cookie.js';
 import { listen, type Listening } from '../../src/http/listen.js';
 
-const SECRET = 'a-service-token-of-the-page';
+const SERVICE_TOKEN = 'a-service-token-of-the-page';
+/** The pages' cookie secret (LANDING_PAGE_COOKIE_SECRET). */
+const SECRET = 'a-cookie-secret-of-the-page-apart-from-its-service-token';
 const HOUR_S = 3600;
 
 async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
@@ -96,6 +98,7 @@ describe('landing page: the kept sign-in, served', () => {
   let page: Listening;
   let renewingPage: Listening;
   let anonymousPage: Listening;
+  let keyOfItsOwnPage: Listening;
   const received: { authorization?: string; body: { user?: string } }[] = [];
   /** The service's confirmations of a token for a user (its workspace listing), and its answer to them. */
   const confirmations: { path: string; authorization?: string }[] = [];
@@ -153,13 +156,20 @@ describe('landing page: the kept sign-in, served', () => {
     writeFileSync(apps, JSON.stringify([{ name: 'python-latest', label: 'Python' }]));
     const env = {
       SERVICE_URL: `http://127.0.0.1:${(service.address() as AddressInfo).port}`,
-      SERVICE_AUTH_TOKEN: SECRET,
+      SERVICE_AUTH_TOKEN: SERVICE_TOKEN,
+      LANDING_PAGE_COOKIE_SECRET: SECRET,
       LANDING_PAGE_APPS_FILE: apps,
     };
     const silent = pino({ level: 'silent' });
     // The issuer is never reached: the page's metadata fetch fails quietly.
     const config = loadLandingConfig({ ...env, IDENTITY_PROVIDER_ISSUER: 'http://127.0.0.1:9/realms/x' });
     page = await listen(createLandingApp(config, silent, ''), 0, '127.0.0.1');
+    const { LANDING_PAGE_COOKIE_SECRET: _none, ...withoutSecret } = env;
+    const keyOfItsOwn = loadLandingConfig({
+      ...withoutSecret,
+      IDENTITY_PROVIDER_ISSUER: 'http://127.0.0.1:9/realms/x',
+    });
+    keyOfItsOwnPage = await listen(createLandingApp(keyOfItsOwn, silent, ''), 0, '127.0.0.1');
     // The provider's side of a renewal: its discovery document and token endpoint (the e2e suite
     // renews at a real provider).
     provider = http.createServer((req, res) => {
@@ -207,6 +217,7 @@ describe('landing page: the kept sign-in, served', () => {
     await page?.close();
     await renewingPage?.close();
     await anonymousPage?.close();
+    await keyOfItsOwnPage?.close();
     await new Promise((resolve) => service?.close(resolve));
     await new Promise((resolve) => provider?.close(resolve));
   });
@@ -257,7 +268,7 @@ describe('landing page: the kept sign-in, served', () => {
     const bearer = token(HOUR_S);
     assert.equal((await keep(bearer)).status, 204);
     assert.deepEqual(confirmations, [
-      { path: `/service/workspace/${SECRET}/grace%40example.com`, authorization: `Bearer ${bearer}` },
+      { path: `/service/workspace/${SERVICE_TOKEN}/grace%40example.com`, authorization: `Bearer ${bearer}` },
     ]);
     const refusals = [
       [keep(token(HOUR_S, 'grace@example.com', true), 'grace@example.com', { refreshToken: 'made-up' }), 401],
@@ -276,7 +287,21 @@ describe('landing page: the kept sign-in, served', () => {
     const down = await keep(bearer);
     assert.equal(down.status, 503);
     assert.equal(down.headers.get('set-cookie'), null);
-    assert.equal(received.length, 0, 'no launch, no stop');
+  });
+
+  it('seals with its own cookie secret; without one, with a key of its process, never the service auth token', async () => {
+    const sealedBy = async (url: string) =>
+      pairOf(await keep(token(HOUR_S), 'grace@example.com', {}, url)).slice(SIGN_IN_COOKIE.length + 1);
+    const withSecret = await sealedBy(page.url);
+    assert.ok(new SignInCookie(SECRET).open(withSecret));
+    assert.equal(new SignInCookie(SERVICE_TOKEN).open(withSecret), undefined);
+    const withoutSecret = await sealedBy(keyOfItsOwnPage.url);
+    assert.equal(new SignInCookie(SERVICE_TOKEN).open(withoutSecret), undefined);
+    assert.equal(new SignInCookie(SECRET).open(withoutSecret), undefined);
+    const asked = await fetch(`${keyOfItsOwnPage.url}/api/sign-in`, {
+      headers: { cookie: `${SIGN_IN_COOKIE}=${withoutSecret}` },
+    });
+    assert.deepEqual(await asked.json(), { user: 'grace@example.com' }, 'the page opens what it sealed');
   });
 
   it('launches a new tab with the kept token and its user; a tab’s own bearer goes first', async () => {
@@ -407,6 +432,35 @@ describe('landing page: the kept sign-in, served', () => {
     assert.equal(revoked[0]!.get('token'), 'refresh-6');
     assert.match(logs.join(''), /the service refused the renewed token for its user/);
     assert.ok(!logs.join('').includes('refresh-5') && !logs.join('').includes('refresh-6'));
+  });
+
+  it('keeps a renewal the service could not confirm: its refresh token is spent, the launch asks the service again', async () => {
+    const pair = await keptRunningOut('refresh-7');
+    const renewedToken = token(HOUR_S);
+    grantAnswer = { status: 200, body: { access_token: renewedToken, refresh_token: 'refresh-8' } };
+    serviceAnswers = false;
+    const asked = await askSignIn(pair);
+    assert.equal(asked.status, 200);
+    const opened = new SignInCookie(SECRET).open(pairOf(asked).slice(SIGN_IN_COOKIE.length + 1))!;
+    assert.deepEqual([opened.token, opened.refreshToken], [renewedToken, 'refresh-8']);
+    assert.match(logs.join(''), /kept sign-in renewed unconfirmed: the service did not answer/);
+  });
+
+  it('a tab re-keeping its token while the kept refresh token is renewed leaves the renewal’s cookie in place', async () => {
+    const pair = await keptRunningOut('refresh-9');
+    grantAnswer = { status: 200, body: { access_token: token(HOUR_S), refresh_token: 'refresh-10' } };
+    const renewing = askSignIn(pair);
+    await waitUntil(() => grants.length === 1);
+    // The tab's own newer access token, sent with the cookie it had: the renewal is on its way.
+    const rekept = await fetch(`${renewingPage.url}/api/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token(HOUR_S)}`, cookie: pair },
+      body: JSON.stringify({ user: 'grace@example.com' }),
+    });
+    assert.equal(rekept.status, 204);
+    assert.equal(rekept.headers.get('set-cookie'), null, 'no cookie that would bring back the spent refresh-9');
+    const renewed = new SignInCookie(SECRET).open(pairOf(await renewing).slice(SIGN_IN_COOKIE.length + 1))!;
+    assert.equal(renewed.refreshToken, 'refresh-10');
   });
 
   it('keeps no refresh token that would make the cookie too large for browsers, and refuses a malformed one', async () => {
