@@ -7,7 +7,7 @@
  * and keeps none (client/main.ts): one holder, so a rotated refresh token is never spent twice, which
  * providers punish by revoking the whole sign-in. A token is kept, and a renewed one used, only once
  * the service takes it as the user's (its auth layer: the issuer's keys, the audience, the user claim),
- * so a made-up token is never sealed, nor a made-up refresh token sent to the provider.
+ * so a made-up token is never sealed and only a verified user can have a refresh token kept.
  */
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';

@@ -73,9 +73,11 @@ export class ServiceClient {
         redirect: 'error',
         signal: AbortSignal.timeout(10_000),
       });
-      if (response.status === 401 || response.status === 403) return 'refused';
-      const listing: unknown = response.ok ? await response.json() : undefined;
-      return Array.isArray(listing) ? 'confirmed' : 'unavailable';
+      if (!response.ok) {
+        await response.body?.cancel();
+        return response.status === 401 || response.status === 403 ? 'refused' : 'unavailable';
+      }
+      return Array.isArray(await response.json()) ? 'confirmed' : 'unavailable';
     } catch {
       return 'unavailable';
     }
