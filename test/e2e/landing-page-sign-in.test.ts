@@ -17,6 +17,11 @@ import { useStack } from '../support/stack.js';
 /** The page's LANDING_PAGE_COOKIE_SECRET: the test seals sign-ins as the page would. */
 const COOKIE_SECRET = `cookie-secret-${randomUUID()}`;
 
+/** A token the provider never issued (unsigned), with `claims` and an hour to run. */
+function forgedToken(claims: Record<string, unknown>): string {
+  return new UnsecuredJWT(claims).setExpirationTime(Math.floor(Date.now() / 1000) + 3600).encode();
+}
+
 describe('landing page in a real browser (identity provider on)', function () {
   this.timeout(240_000);
   let idp: LoginProvider;
@@ -169,11 +174,12 @@ describe('landing page in a real browser (identity provider on)', function () {
   });
 
   it('keeps no sign-in whose token the service refuses: nothing sealed for a token the provider never issued', async () => {
-    const forged = new UnsecuredJWT({ email: 'grace@example.com', email_verified: true })
-      .setIssuer(idp.issuer)
-      .setAudience(idp.audience)
-      .setExpirationTime(Math.floor(Date.now() / 1000) + 3600)
-      .encode();
+    const forged = forgedToken({
+      email: 'grace@example.com',
+      email_verified: true,
+      iss: idp.issuer,
+      aud: idp.audience,
+    });
     const answer = await fetch(`${stack.landing.url}/api/sign-in`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${forged}` },
@@ -186,9 +192,7 @@ describe('landing page in a real browser (identity provider on)', function () {
 
   it('a kept sign-in the service refuses is dropped, and the tab signs in at the provider', async () => {
     // A sign-in sealed with the page's key but a token the provider never issued: the service's 401.
-    const forged = new UnsecuredJWT({ email: 'grace@example.com' })
-      .setExpirationTime(Math.floor(Date.now() / 1000) + 3600)
-      .encode();
+    const forged = forgedToken({ email: 'grace@example.com' });
     const sealed = new SignInCookie(COOKIE_SECRET).seal({
       token: forged,
       user: 'grace@example.com',

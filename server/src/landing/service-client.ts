@@ -39,6 +39,11 @@ export class ServiceClient {
     };
   }
 
+  /** The service's URL of these path segments, each encoded (a user or workspace may hold any character). */
+  private url(...segments: string[]): string {
+    return [this.baseUrl, ...segments.map(encodeURIComponent)].join('/');
+  }
+
   private async forward(response: Response): Promise<Forwarded> {
     return {
       status: response.status,
@@ -50,7 +55,7 @@ export class ServiceClient {
   /** The public ping: true when the service answers and says it is healthy. */
   async ping(signal?: AbortSignal): Promise<boolean> {
     try {
-      const response = await fetch(`${this.baseUrl}/service/${encodeURIComponent(this.appId)}`, {
+      const response = await fetch(this.url('service', this.appId), {
         signal: signal ?? AbortSignal.timeout(10_000),
       });
       return response.ok && (await response.json()) === true;
@@ -66,8 +71,7 @@ export class ServiceClient {
    */
   async confirmsUser(user: string, authorization: string): Promise<UserConfirmation> {
     try {
-      const path = ['service', 'workspace', this.appId, user].map(encodeURIComponent).join('/');
-      const response = await fetch(`${this.baseUrl}/${path}`, {
+      const response = await fetch(this.url('service', 'workspace', this.appId, user), {
         headers: this.headers(authorization, false),
         // The bearer goes to the service only, never to wherever a redirect points.
         redirect: 'error',
@@ -96,7 +100,7 @@ export class ServiceClient {
     authorization: string | undefined,
     signal: AbortSignal,
   ): Promise<Forwarded> {
-    const response = await fetch(`${this.baseUrl}/service`, {
+    const response = await fetch(this.url('service'), {
       method: 'POST',
       headers: this.headers(authorization, true),
       body: JSON.stringify({
@@ -114,7 +118,7 @@ export class ServiceClient {
 
   /** DELETE /service/session: stops the session (true also when already gone). */
   async stop(sessionName: string, user: string | undefined, authorization: string | undefined): Promise<Forwarded> {
-    const response = await fetch(`${this.baseUrl}/service/session`, {
+    const response = await fetch(this.url('service', 'session'), {
       method: 'DELETE',
       headers: this.headers(authorization, true),
       body: JSON.stringify({ appId: this.appId, ...(user ? { user } : {}), sessionName }),
@@ -130,7 +134,7 @@ export class ServiceClient {
     authorization: string | undefined,
     signal: AbortSignal,
   ): Promise<Response> {
-    const path = ['service', 'session', 'events', this.appId, user, workspaceName].map(encodeURIComponent).join('/');
-    return fetch(`${this.baseUrl}/${path}`, { headers: this.headers(authorization, false), signal });
+    const url = this.url('service', 'session', 'events', this.appId, user, workspaceName);
+    return fetch(url, { headers: this.headers(authorization, false), signal });
   }
 }
