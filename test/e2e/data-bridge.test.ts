@@ -210,8 +210,15 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       );
       assert.deepEqual(after.result, SECRETS);
       assert.equal((await fetch(`${bridge}/health`)).status, 200);
-      const logs = await host.outputChannelLogs(CHANNEL);
-      assert.ok(logs.length >= 2, `one "${CHANNEL}" log per extension host, found ${logs.length}`);
+      // The new host's log file is flushed on its own schedule, after its consumer may already answer.
+      const logs = await waitFor(
+        `a second "${CHANNEL}" log`,
+        async () => {
+          const found = await host.outputChannelLogs(CHANNEL);
+          return found.length >= 2 && /\[info\] restored/.test(found.at(-1)!.text) && found;
+        },
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
       assert.match(logs.at(-1)!.text, /\[info\] restored 3 key\(s\): /);
     });
 
