@@ -256,7 +256,7 @@ describe('landing page: the kept sign-in, served', () => {
     assert.deepEqual(await asked.json(), { user: 'grace@example.com' });
   });
 
-  it('refuses to keep what it cannot: no bearer, no user, an opaque token', async () => {
+  it('refuses to keep what it cannot: no bearer, no user, a dot segment for a user, an opaque token', async () => {
     const noBearer = await fetch(`${page.url}/api/sign-in`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -265,7 +265,9 @@ describe('landing page: the kept sign-in, served', () => {
     assert.equal(noBearer.status, 400);
     assert.equal(noBearer.headers.get('set-cookie'), null);
     assert.equal((await keep(token(HOUR_S), '')).status, 400);
+    for (const dots of ['.', '..']) assert.equal((await keep(token(HOUR_S, dots), dots)).status, 400, dots);
     assert.equal((await keep('an-opaque-token')).status, 400);
+    assert.deepEqual(confirmations, [], 'nothing was asked of the service');
   });
 
   it('keeps only a token the service takes as the user’s: a forged one, another user’s, or none when the service is down', async () => {
