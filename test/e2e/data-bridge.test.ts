@@ -56,6 +56,18 @@ function channelText(logs: LogFile[]): string {
   return logs.map((log) => log.text).join('');
 }
 
+/** The channel's text once it matches `pattern`: a host writes its log file on its own schedule. */
+function channelMatching(host: VscodeHost, pattern: RegExp): Promise<string> {
+  return waitFor(
+    `the "${CHANNEL}" log to match ${pattern}`,
+    async () => {
+      const text = channelText(await host.outputChannelLogs(CHANNEL));
+      return pattern.test(text) && text;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
 describe('data bridge in a real VS Code host (e2e)', function () {
   this.timeout(5 * 60_000);
   let install: VscodeHostInstall;
@@ -125,9 +137,8 @@ describe('data bridge in a real VS Code host (e2e)', function () {
       const res = await fetch(`${bridge}/health`);
       assert.equal(res.status, 200);
       assert.deepEqual(await res.json(), { status: 'UP' });
-      const log = channelText(await host.outputChannelLogs(CHANNEL));
+      const log = await channelMatching(host, /\[info\] data bridge active/);
       assert.match(log, /\[info\] listening on 0\.0\.0\.0:\d+/);
-      assert.match(log, /\[info\] data bridge active/);
     });
 
     it('rejects bad bodies with 400 naming the problem, 413 over 64 KiB, 404 elsewhere', async () => {
@@ -360,8 +371,7 @@ describe('data bridge in a real VS Code host (e2e)', function () {
         { timeoutMs: 90_000, intervalMs: 500 },
       );
       assert.deepEqual(answer.result, SECRETS);
-      const log = channelText(await host.outputChannelLogs(CHANNEL));
-      assert.match(log, /data bridge active: the values come from the bridge process/);
+      const log = await channelMatching(host, /data bridge active: the values come from the bridge process/);
       for (const value of Object.values(SECRETS)) {
         assert.ok(!log.includes(value) && !processOutput.join('').includes(value), 'a value reached a log');
       }

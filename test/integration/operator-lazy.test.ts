@@ -236,11 +236,14 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     // bob-1 (c-latest, timeout 1 minute) reports activity two minutes ago, as PATCH /service/session would.
     await stack.resources.sessions.patchStatus('bob-1', { lastActivity: new Date(Date.now() - 120_000).toISOString() });
     await eventually(async () => assert.equal(await stack.resources.sessions.find('bob-1'), undefined), 30_000);
-    const events = await stack.core.listNamespacedEvent({
-      namespace: stack.namespace,
-      fieldSelector: 'involvedObject.name=bob-1,reason=Stopped',
+    // The recorder's background writer sends the Event beside the delete, not before it.
+    await eventually(async () => {
+      const events = await stack.core.listNamespacedEvent({
+        namespace: stack.namespace,
+        fieldSelector: 'involvedObject.name=bob-1,reason=Stopped',
+      });
+      assert.match(events.items[0]?.message ?? '', /Idle/);
     });
-    assert.match(events.items[0]?.message ?? '', /Idle/);
     await eventually(async () => {
       const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
       const sessions = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path?.split('/')[1]));
@@ -254,11 +257,13 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       assert.equal(await stack.resources.sessions.find('session-alice-1'), undefined);
       assert.equal(await stack.resources.workspaces.find('ws-alice-1'), undefined);
     }, 30_000);
-    const stopped = await stack.core.listNamespacedEvent({
-      namespace: stack.namespace,
-      fieldSelector: 'involvedObject.name=session-alice-1,reason=Stopped',
+    await eventually(async () => {
+      const stopped = await stack.core.listNamespacedEvent({
+        namespace: stack.namespace,
+        fieldSelector: 'involvedObject.name=session-alice-1,reason=Stopped',
+      });
+      assert.match(stopped.items[0]?.message ?? '', /WorkspaceDeleted/);
     });
-    assert.match(stopped.items[0]?.message ?? '', /WorkspaceDeleted/);
     await eventually(async () => {
       const deployments = (
         await stack.apps.listNamespacedDeployment({

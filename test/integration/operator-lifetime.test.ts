@@ -69,12 +69,16 @@ describe("operator: an app definition's maximum lifetime stops its sessions howe
     } finally {
       watch.abort();
     }
-    const events = await stack.core.listNamespacedEvent({
-      namespace: stack.namespace,
-      fieldSelector: `involvedObject.kind=Session,involvedObject.name=timed-1`,
+    // The recorder's background writer sends the Event beside the delete, not before it.
+    const stopped = await eventually(async () => {
+      const events = await stack.core.listNamespacedEvent({
+        namespace: stack.namespace,
+        fieldSelector: `involvedObject.kind=Session,involvedObject.name=timed-1`,
+      });
+      const found = events.items.find((e) => e.reason === 'Stopped');
+      assert.ok(found, 'a Stopped Event');
+      return found;
     });
-    const stopped = events.items.find((e) => e.reason === 'Stopped');
-    assert.ok(stopped, 'a Stopped Event');
     assert.equal(stopped.involvedObject.uid, timed.metadata.uid);
     assert.match(stopped.message ?? '', new RegExp(`^session stopped: ${LIFETIME_REASON}`));
     const untimed = await stack.resources.sessions.get('untimed-1');

@@ -316,7 +316,10 @@ describe('operator: warm pool and eager start', function () {
     });
     const hal = await runningOn('ws-hal', 'ws-hal-1', 'hal@example.com');
     assert.equal(hal.status?.startStrategy, 'lazy');
-    assert.equal((await stack.resources.workspaces.get('ws-hal')).status?.claimName, 'ws-hal');
+    // The workspace's reconciler writes its claim in its own pass, not before the session's.
+    await eventually(async () =>
+      assert.equal((await stack.resources.workspaces.get('ws-hal')).status?.claimName, 'ws-hal'),
+    );
     await stack.resources.sessions.delete('ws-hal-1');
     await eventually(async () => assert.deepEqual(await stack.resources.sessions.list(), []), 30_000);
   });

@@ -131,6 +131,14 @@ describe('operator: a warning before any stop, activity keeps the session, then 
     return list.items;
   }
 
+  /** The session's Event of that reason, once the recorder's background writer has sent it. */
+  const eventOf = (name: string, reason: string) =>
+    eventually(async () => {
+      const event = (await eventsOf(name)).find((e) => e.reason === reason);
+      assert.ok(event, `no ${reason} Event for ${name} yet`);
+      return event;
+    });
+
   const gone = (name: string) =>
     eventually(
       async () => {
@@ -345,17 +353,17 @@ describe('operator: a warning before any stop, activity keeps the session, then 
       assert.equal(warning.kind, 'Idle', 'the warning names the stop it is for');
       return warning.at;
     });
-    const warning = (await eventsOf('idle-quiet')).find((e) => e.reason === 'StopWarning');
-    assert.match(warning?.message ?? '', /^the IDE was warned: Idle stop in \d+ s$/);
+    const warning = await eventOf('idle-quiet', 'StopWarning');
+    assert.match(warning.message ?? '', /^the IDE was warned: Idle stop in \d+ s$/);
 
     await gone('idle-quiet');
-    const stopped = (await eventsOf('idle-quiet')).find((e) => e.reason === 'Stopped');
+    const stopped = await eventOf('idle-quiet', 'Stopped');
     assert.match(
-      stopped?.message ?? '',
+      stopped.message ?? '',
       new RegExp(`^session stopped: Idle: no activity for more than ${minutesPattern(IDLE_MINUTES)} minute`),
     );
     // Not before the window had run out after the warning (Event times are whole seconds).
-    const stoppedAt = new Date(stopped!.firstTimestamp!).getTime();
+    const stoppedAt = new Date(stopped.firstTimestamp!).getTime();
     assert.ok(stoppedAt >= warned + IDLE_WINDOW * 1000 - 1000, `stopped ${stoppedAt - warned} ms after the warning`);
     const warnings = (await eventsOf('idle-quiet')).filter((e) => e.reason === 'StopWarning');
     assert.deepEqual(
@@ -402,9 +410,9 @@ describe('operator: a warning before any stop, activity keeps the session, then 
     assert.ok(notice.secondsLeft > 0 && notice.secondsLeft <= IDLE_WINDOW, `seconds left: ${notice.secondsLeft}`);
     await reportActivity(bridge);
     await gone('timed-1');
-    const stopped = (await eventsOf('timed-1')).find((e) => e.reason === 'Stopped');
+    const stopped = await eventOf('timed-1', 'Stopped');
     assert.match(
-      stopped?.message ?? '',
+      stopped.message ?? '',
       new RegExp(`^session stopped: MaxLifetime: running for more than ${minutesPattern(LIFETIME_MINUTES)} minute`),
     );
     assert.ok((await eventsOf('timed-1')).some((e) => e.reason === 'StopWarning'));

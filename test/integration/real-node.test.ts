@@ -277,8 +277,15 @@ describe('the real node', function () {
     assert.deepEqual(routed, { status: 200, body: 'OK' });
     assert.equal(node.ingressUrl.startsWith('http://127.0.0.1:'), true);
     // The pod served it (its log has a /ping from someone other than kubelet's probe).
-    const logs = await core.readNamespacedPodLog({ name: 'routed', namespace: 'default' });
-    assert.match(logs, /GET - "\/ping" HTTP\/1\.1 "(?!kube-probe)[^"]*" 200/);
+    // Its log reaches the kubelet by a path of its own, after the answer came back through Traefik.
+    await waitFor(
+      'the pod log of the routed /ping',
+      async () =>
+        /GET - "\/ping" HTTP\/1\.1 "(?!kube-probe)[^"]*" 200/.test(
+          await core.readNamespacedPodLog({ name: 'routed', namespace: 'default' }),
+        ) || undefined,
+      30_000,
+    );
     assert.equal((await get(`${node.ingressUrl}/oauth2/sign_in`, host)).status, 404);
     assert.equal((await get(`${node.ingressUrl}/ping`, { Host: 'elsewhere.example' })).status, 404);
     // Its default TLS certificate comes from the file provider: without one Traefik makes an RSA key at
