@@ -28,6 +28,14 @@ import {
   type ControlPlaneState,
 } from '../cluster/control-plane.js';
 import { AuditLog } from './auditlog.js';
+import {
+  chartMemoryLimit,
+  inCgroup,
+  makeMemoryCgroup,
+  removeMemoryCgroup,
+  type MemoryLimit,
+  type ServerPart,
+} from './memory-limit.js';
 import { processStats, sleep, until } from './util.js';
 
 export const NAMESPACE = 'bench';
@@ -144,14 +152,18 @@ export interface PodTimes {
   readyTransition?: string;
 }
 
+/** The memory limit each part last started under (memory-limit.ts), for the run's results. */
+export const serverMemoryLimits: Partial<Record<ServerPart, MemoryLimit>> = {};
+
 /**
- * The operator or the service as the image runs it: `node <entry>` directly (no npm or shell in
- * between), so the PID is the process's own and /proc/<pid> shows its memory and CPU; its node flags
- * and NODE_ENV production, so a NODE_OPTIONS of the caller's shell is not passed on. Output to `logFile`.
+ * The operator or the service as the image runs it, under its pod's memory limit: `node <entry>`
+ * (a shell that joins the cgroup execs it), so the PID is the process's own and /proc/<pid> shows its
+ * memory and CPU; its node flags and NODE_ENV production, so a NODE_OPTIONS of the caller's shell is
+ * not passed on. Output to `logFile`.
  */
 export function spawnServerPart(
   root: string,
-  name: 'operator' | 'service',
+  name: ServerPart,
   env: Record<string, string>,
   logFile: string,
 ): ChildProcess {
@@ -161,12 +173,21 @@ export function spawnServerPart(
   // Where a burst's time goes inside the process (USAGE): the profile is written when it stops.
   const profileDir = process.env.BENCH_CPU_PROFILE_DIR;
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir, name)}`] : [];
-  const child = spawn(process.execPath, [...nodeFlags, ...profile, entry], {
+  const limit = chartMemoryLimit(root, name);
+  const cgroup = makeMemoryCgroup(`ide-cloud-bench-${process.pid}-${name}`, limit.bytes);
+  const argv = [process.execPath, ...nodeFlags, ...profile, entry];
+  const [command, ...args] = 'dir' in cgroup ? inCgroup(cgroup, argv) : argv;
+  serverMemoryLimits[name] =
+    'dir' in cgroup
+      ? { limit: limit.quantity, cgroup: `v${cgroup.version} ${cgroup.dir}` }
+      : { limit: limit.quantity, notApplied: cgroup.reason };
+  const child = spawn(command!, args, {
     cwd: root,
     env: { ...inherited, NODE_ENV, ...env },
     stdio: ['ignore', fd, fd],
   });
   closeSync(fd);
+  if ('dir' in cgroup) child.on('exit', () => removeMemoryCgroup(cgroup));
   return child;
 }
 

@@ -8,7 +8,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiMetrics } from './apimetrics.js';
 import { USAGE, parseOptions, sizes as sizesAt } from './config.js';
-import { Bench, NODE_ENV, OPERATOR_SETTINGS, buildServer, commandLine, imageCommand } from './harness.js';
+import {
+  Bench,
+  NODE_ENV,
+  OPERATOR_SETTINGS,
+  buildServer,
+  commandLine,
+  imageCommand,
+  serverMemoryLimits,
+} from './harness.js';
 import { Progress } from './progress.js';
 import { writeReports } from './report.js';
 import type { Results } from './results.js';
@@ -149,6 +157,7 @@ function runtime(bench: Bench, build: ReturnType<typeof buildServer>): NonNullab
     nodeFlags: operator.nodeFlags,
     entryPoints: { operator: operator.entry, service: imageCommand(root, 'service').entry },
     commandLines: { operator: commandLine(bench.operatorPid()), service: commandLine(bench.servicePid()) },
+    memoryLimits: { ...serverMemoryLimits },
   };
 }
 
