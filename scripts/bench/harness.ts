@@ -32,8 +32,10 @@ import {
   chartMemoryLimit,
   inCgroup,
   makeMemoryCgroup,
+  memoryUsage,
   removeMemoryCgroup,
-  type MemoryLimit,
+  type AppliedMemoryLimit,
+  type MemoryCgroup,
   type ServerPart,
 } from './memory-limit.js';
 import { processStats, sleep, until } from './util.js';
@@ -152,8 +154,13 @@ export interface PodTimes {
   readyTransition?: string;
 }
 
-/** The memory limit each part last started under (memory-limit.ts), for the run's results. */
-export const serverMemoryLimits: Partial<Record<ServerPart, MemoryLimit>> = {};
+/** A started operator or service, and the chart's memory limit it runs under. */
+export interface ServerPartProcess {
+  child: ChildProcess;
+  memoryLimit: AppliedMemoryLimit;
+  /** Its memory cgroup while it runs, if the machine gave one. */
+  cgroup?: MemoryCgroup;
+}
 
 /**
  * The operator or the service as the image runs it, under its pod's memory limit: `node <entry>`
@@ -166,29 +173,33 @@ export function spawnServerPart(
   name: ServerPart,
   env: Record<string, string>,
   logFile: string,
-): ChildProcess {
+): ServerPartProcess {
   const { nodeFlags, entry } = imageCommand(root, name);
-  const fd = openSync(logFile, 'a');
   const { NODE_OPTIONS: _ignored, ...inherited } = process.env;
   // Where a burst's time goes inside the process (USAGE): the profile is written when it stops.
   const profileDir = process.env.BENCH_CPU_PROFILE_DIR;
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir, name)}`] : [];
-  const limit = chartMemoryLimit(root, name);
-  const cgroup = makeMemoryCgroup(`ide-cloud-bench-${process.pid}-${name}`, limit.bytes);
   const argv = [process.execPath, ...nodeFlags, ...profile, entry];
-  const [command, ...args] = 'dir' in cgroup ? inCgroup(cgroup, argv) : argv;
-  serverMemoryLimits[name] =
-    'dir' in cgroup
-      ? { limit: limit.quantity, cgroup: `v${cgroup.version} ${cgroup.dir}` }
-      : { limit: limit.quantity, notApplied: cgroup.reason };
+  const limit = chartMemoryLimit(root, name);
+  const made = makeMemoryCgroup(name, limit.bytes);
+  const cgroup = 'dir' in made ? made : undefined;
+  const [command, ...args] = cgroup ? inCgroup(cgroup, argv) : argv;
+  const fd = openSync(logFile, 'a');
   const child = spawn(command!, args, {
     cwd: root,
     env: { ...inherited, NODE_ENV, ...env },
     stdio: ['ignore', fd, fd],
   });
   closeSync(fd);
-  if ('dir' in cgroup) child.on('exit', () => removeMemoryCgroup(cgroup));
-  return child;
+  if (!cgroup)
+    return { child, memoryLimit: { quantity: limit.quantity, notApplied: (made as { reason: string }).reason } };
+  const remove = () => removeMemoryCgroup(cgroup);
+  child.once('exit', remove).once('error', remove);
+  return {
+    child,
+    cgroup,
+    memoryLimit: { quantity: limit.quantity, cgroup: cgroup.dir, cgroupVersion: cgroup.version },
+  };
 }
 
 /** The operator's environment for `settings` (objects as JSON, as the chart writes them). */
@@ -212,6 +223,8 @@ export class Bench {
   apps!: k8s.AppsV1Api;
   operator?: ChildProcess;
   service?: ChildProcess;
+  /** The operator and the service as last started, with their memory limits. */
+  private readonly parts: Partial<Record<ServerPart, ServerPartProcess>> = {};
   serviceUrl = '';
   readonly appId = randomBytes(12).toString('hex');
   bridgePort = 0;
@@ -288,8 +301,23 @@ export class Bench {
     }
   }
 
-  private spawnChild(name: 'operator' | 'service', env: Record<string, string>): ChildProcess {
-    const child = spawnServerPart(this.root, name, env, path.join(this.dir, `${name}.log`));
+  /**
+   * The chart's memory limit each part runs under, with what its cgroup counted so far (its peak, and
+   * whether the limit bit): read while the parts run.
+   */
+  memoryLimits(): Partial<Record<ServerPart, AppliedMemoryLimit>> {
+    const limits: Partial<Record<ServerPart, AppliedMemoryLimit>> = {};
+    for (const [name, started] of Object.entries(this.parts) as [ServerPart, ServerPartProcess][]) {
+      const usage = started.cgroup && memoryUsage(started.cgroup);
+      limits[name] = usage ? { ...started.memoryLimit, usage } : started.memoryLimit;
+    }
+    return limits;
+  }
+
+  private spawnChild(name: ServerPart, env: Record<string, string>): ChildProcess {
+    const started = spawnServerPart(this.root, name, env, path.join(this.dir, `${name}.log`));
+    this.parts[name] = started;
+    const { child } = started;
     child.on('exit', (code, signal) => {
       if (!this.stopped) process.stderr.write(`\n${name} exited (${code ?? signal}):\n${this.logTail(name)}\n`);
     });

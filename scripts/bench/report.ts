@@ -365,6 +365,20 @@ function stepP50(r: Results, caseName: string, step: string): number | undefined
   return num(cases?.[caseName]?.steps?.[step], 'p50Ms');
 }
 
+/** The pods' memory limits the operator and the service ran under (`runtime.memoryLimits`), if recorded. */
+function memoryLimitsLine(r: Results): string {
+  const limits = Object.entries(r.runtime?.memoryLimits ?? {});
+  if (limits.length === 0) return '';
+  const parts = limits.map(([part, l]) => {
+    if ('notApplied' in l) return `the ${part} **without** its ${l.quantity} (${l.notApplied})`;
+    const usage = l.usage
+      ? `: peak ${fmt(l.usage.peakMb)} MB, the limit reached ${fmt(l.usage.limitHits)} times, OOM kills ${fmt(l.usage.oomKills)}`
+      : '';
+    return `the ${part} under ${l.quantity} (cgroup v${l.cgroupVersion}${usage})`;
+  });
+  return ` Memory limits of the pods (\`runtime.memoryLimits\`): ${parts.join('; ')}.`;
+}
+
 /** The generated results: what ran, then the tables. */
 export function results(r: Results): string {
   const m = r.machine;
@@ -376,7 +390,8 @@ export function results(r: Results): string {
     `One run of \`npm run bench\` (${scope}) on commit \`${r.commit}\`, ${r.date}, ${fmt(r.runSeconds)} s. ` +
       `Machine: ${m.nproc} cores (${m.cpuModel}), ${m.memoryGiB} GiB, shared with other work: load average ` +
       `${m.loadAverage1m} at the start, ${m.loadAverage1mEnd ?? 'n/a'} at the end. Every figure is in ` +
-      '`BENCHMARKS.json` under the key given beside it (the unit in the name).',
+      '`BENCHMARKS.json` under the key given beside it (the unit in the name).' +
+      memoryLimitsLine(r),
     '',
     '### Against the floor',
     '',

@@ -1,6 +1,6 @@
 // What one run of the benchmark produces: BENCHMARKS.json is a `Results`. Each scenario module
 // (scenarios/*.ts) returns the keys it measures; report.ts and targets.ts only read them.
-import type { MemoryLimit, ServerPart } from './memory-limit.js';
+import type { AppliedMemoryLimit, ServerPart } from './memory-limit.js';
 import type { Summary } from './util.js';
 
 /** The figures of one scenario: flat `name → number` (the unit in the name), with a few nested breakdowns. */
@@ -25,8 +25,11 @@ export interface Runtime {
   entryPoints: { operator: string; service: string };
   /** Read from /proc/<pid>/cmdline of the measured processes. */
   commandLines: { operator?: string; service?: string };
-  /** The chart's memory limit each part ran under (a memory cgroup), or why it ran without. */
-  memoryLimits: Partial<Record<ServerPart, MemoryLimit>>;
+  /**
+   * The chart's memory limit each part ran under (a memory cgroup; its peak and whether the limit bit,
+   * read before the parts stop), or why it ran without.
+   */
+  memoryLimits: Partial<Record<ServerPart, AppliedMemoryLimit>>;
 }
 
 /** The floor's figures of one mode (scenarios/floor.ts): per sequence, from its create to the watch seeing its URL. */

@@ -8,15 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiMetrics } from './apimetrics.js';
 import { USAGE, parseOptions, sizes as sizesAt } from './config.js';
-import {
-  Bench,
-  NODE_ENV,
-  OPERATOR_SETTINGS,
-  buildServer,
-  commandLine,
-  imageCommand,
-  serverMemoryLimits,
-} from './harness.js';
+import { Bench, NODE_ENV, OPERATOR_SETTINGS, buildServer, commandLine, imageCommand } from './harness.js';
 import { Progress } from './progress.js';
 import { writeReports } from './report.js';
 import type { Results } from './results.js';
@@ -117,6 +109,7 @@ async function main(): Promise<void> {
       if (scenario.needs === 'real-node') {
         // The real node's seconds on a quiet machine: the fake nodes' control plane goes first.
         if (bench.operator) results.bridgeRequests = { ...bench.bridgeRequests };
+        recordMemoryLimits(results, bench);
         await cleanup();
       }
       if (scenario.needs === 'ide-cloud' && !bench.operator) {
@@ -141,6 +134,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   process.stderr.write('stopping everything the benchmark started…\n');
+  recordMemoryLimits(results, bench);
   await cleanup();
   const tables = await writeReports(options.out, results);
   process.stdout.write(tables);
@@ -157,8 +151,13 @@ function runtime(bench: Bench, build: ReturnType<typeof buildServer>): NonNullab
     nodeFlags: operator.nodeFlags,
     entryPoints: { operator: operator.entry, service: imageCommand(root, 'service').entry },
     commandLines: { operator: commandLine(bench.operatorPid()), service: commandLine(bench.servicePid()) },
-    memoryLimits: { ...serverMemoryLimits },
+    memoryLimits: bench.memoryLimits(),
   };
+}
+
+/** The parts' memory limits with what their cgroups counted, while they still run. */
+function recordMemoryLimits(results: Results, bench: Bench): void {
+  if (results.runtime && bench.operator) results.runtime.memoryLimits = bench.memoryLimits();
 }
 
 /** A scenario's figures into the results; an object already there (e.g. claimThroughput) is extended. */

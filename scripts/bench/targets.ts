@@ -79,10 +79,11 @@ function check(
   value: number | undefined,
   limit: number,
   unit: string,
-  options: { atLeast?: boolean; absent?: string; also?: string } = {},
+  options: { atLeast?: boolean; absent?: string; also?: string; unjudged?: string } = {},
 ): Target {
   const target = `${options.atLeast ? '≥' : '≤'} ${limit}${unit}`;
   if (value === undefined) return { what, figure, value, target, met: undefined, by: options.absent };
+  if (options.unjudged) return { what, figure, value, target, met: undefined, by: options.unjudged };
   const met = options.atLeast ? value >= limit : value <= limit;
   const gap = Math.abs(value - limit);
   // A small gap keeps two decimals, not rounded to "0 over".
@@ -141,6 +142,12 @@ export function targets(r: Results): Target[] {
   const stalled = (r.scale ?? []).find((x) => (num(x, 'eagerLaunchN') ?? 0) === 0);
   const flat = stalled ? false : requestGrowth !== undefined ? requestGrowth <= 1.25 : undefined;
   const upper = scaleStep(r, 'scaleUpperTargetLevel');
+  // RSS is judged only of an operator that ran under its pod's memory limit (memory-limit.ts).
+  const operatorLimit = r.runtime?.memoryLimits?.operator;
+  const rssUnjudged =
+    operatorLimit && 'notApplied' in operatorLimit
+      ? `not judged: the operator ran without its pod's memory limit (${operatorLimit.notApplied})`
+      : undefined;
   const upperAbsent =
     upper.step !== undefined
       ? undefined
@@ -210,6 +217,7 @@ export function targets(r: Results): Target[] {
       num(last, 'operatorRssMb'),
       150,
       ' MB',
+      { unjudged: rssUnjudged },
     ),
     check(
       `operator RSS at ${fmt(num(upper.step, 'sessions') ?? upper.level)} sessions`,
@@ -217,7 +225,7 @@ export function targets(r: Results): Target[] {
       num(upper.step, 'operatorRssMb'),
       250,
       ' MB',
-      { absent: upperAbsent },
+      { absent: upperAbsent, unjudged: rssUnjudged },
     ),
     check(
       `list p99 at ${fmt(num(last, 'sessions'))} sessions`,

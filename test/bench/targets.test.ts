@@ -1,6 +1,6 @@
 // Issue 29's targets read from one run's results: each limit at its edge (met) and just past it
-// (missed, naming the figure), and the upper memory step listed as not measured when the scale
-// scenario stopped before it.
+// (missed, naming the figure), the upper memory step listed as not measured when the scale
+// scenario stopped before it, and no RSS judged of an operator run without its memory limit.
 import assert from 'node:assert/strict';
 import type { Results } from '../../scripts/bench/results.js';
 import { targets } from '../../scripts/bench/targets.js';
@@ -75,5 +75,16 @@ describe('bench: targets of issue 29', () => {
     const upper = targets(r).find((x) => x.figure === 'scale[level=2000].operatorRssMb')!;
     assert.equal(upper.met, undefined);
     assert.match(upper.by ?? '', /stopped before 2000 sessions/);
+  });
+
+  it("judges no RSS of an operator that ran without its pod's memory limit, and says why", () => {
+    const runtime = { memoryLimits: { operator: { quantity: '512Mi', notApplied: 'cgroup v2: EACCES' } } };
+    const t = targets({ ...results(true), runtime: runtime as unknown as Results['runtime'] });
+    for (const figure of ['scale[level=1000].operatorRssMb', 'scale[level=2000].operatorRssMb']) {
+      const found = t.find((x) => x.figure === figure)!;
+      assert.equal(found.met, undefined, figure);
+      assert.equal(found.by, "not judged: the operator ran without its pod's memory limit (cgroup v2: EACCES)");
+    }
+    assert.equal(t.find((x) => x.figure === 'lazyConcurrent.p50Ms')!.met, false, 'the other targets are judged');
   });
 });

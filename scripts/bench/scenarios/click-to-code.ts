@@ -112,7 +112,7 @@ export const clickToCode: Scenario = {
       standbyClaims: STANDBY_CLAIMS,
       startService: async ({ kubeconfig }, identityProvider) => {
         const port = await freePort();
-        const child = spawnServerPart(
+        const { child } = spawnServerPart(
           bench.root,
           'service',
           {
@@ -142,7 +142,7 @@ export const clickToCode: Scenario = {
         return { url, close: () => stopChild(child) };
       },
       startOperator: async ({ kubeconfig }, settings) => {
-        const child = spawnServerPart(
+        const { child } = spawnServerPart(
           bench.root,
           'operator',
           { ...operatorEnv({ ...settings, kubeconfig }), IDE_CLOUD_LOG_LEVEL: 'warn' },
