@@ -155,9 +155,10 @@ function runtime(bench: Bench, build: ReturnType<typeof buildServer>): NonNullab
   };
 }
 
-/** The parts' memory limits with what their cgroups counted, while they still run. */
+/** The parts' memory limits with what their cgroups counted, while they still run (a cgroup goes with its process). */
 function recordMemoryLimits(results: Results, bench: Bench): void {
-  if (results.runtime && bench.operator) results.runtime.memoryLimits = bench.memoryLimits();
+  const running = bench.operator && bench.operator.exitCode === null && bench.operator.signalCode === null;
+  if (results.runtime && running) results.runtime.memoryLimits = bench.memoryLimits();
 }
 
 /** A scenario's figures into the results; an object already there (e.g. claimThroughput) is extended. */
