@@ -181,9 +181,8 @@ export function spawnServerPart(
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir, name)}`] : [];
   const argv = [process.execPath, ...nodeFlags, ...profile, entry];
   const limit = chartMemoryLimit(root, name);
-  const made = makeMemoryCgroup(name, limit.bytes);
-  const cgroup = 'dir' in made ? made : undefined;
-  const [command, ...args] = cgroup ? inCgroup(cgroup, argv) : argv;
+  const cgroup = makeMemoryCgroup(name, limit.bytes);
+  const [command, ...args] = 'dir' in cgroup ? inCgroup(cgroup, argv) : argv;
   const fd = openSync(logFile, 'a');
   const child = spawn(command!, args, {
     cwd: root,
@@ -191,8 +190,7 @@ export function spawnServerPart(
     stdio: ['ignore', fd, fd],
   });
   closeSync(fd);
-  if (!cgroup)
-    return { child, memoryLimit: { quantity: limit.quantity, notApplied: (made as { reason: string }).reason } };
+  if ('reason' in cgroup) return { child, memoryLimit: { quantity: limit.quantity, notApplied: cgroup.reason } };
   const remove = () => removeMemoryCgroup(cgroup);
   child.once('exit', remove).once('error', remove);
   return {
@@ -225,6 +223,7 @@ export class Bench {
   service?: ChildProcess;
   /** The operator and the service as last started, with their memory limits. */
   private readonly parts: Partial<Record<ServerPart, ServerPartProcess>> = {};
+  private memoryLimitsAtStop?: Partial<Record<ServerPart, AppliedMemoryLimit>>;
   serviceUrl = '';
   readonly appId = randomBytes(12).toString('hex');
   bridgePort = 0;
@@ -302,10 +301,12 @@ export class Bench {
   }
 
   /**
-   * The chart's memory limit each part runs under, with what its cgroup counted so far (its peak, and
-   * whether the limit bit): read while the parts run.
+   * The chart's memory limit each part runs under, with what its cgroup counted (its peak, and whether
+   * the limit bit): so far while the parts run, up to their stop once stopped (a cgroup goes with its
+   * process).
    */
   memoryLimits(): Partial<Record<ServerPart, AppliedMemoryLimit>> {
+    if (this.memoryLimitsAtStop) return this.memoryLimitsAtStop;
     const limits: Partial<Record<ServerPart, AppliedMemoryLimit>> = {};
     for (const [name, started] of Object.entries(this.parts) as [ServerPart, ServerPartProcess][]) {
       const usage = started.cgroup && memoryUsage(started.cgroup);
@@ -601,6 +602,7 @@ export class Bench {
     if (this.stopped) return;
     this.stopped = true;
     await Promise.all(this.sources.map((s) => s.stop().catch(() => undefined)));
+    this.memoryLimitsAtStop = this.memoryLimits();
     await Promise.all([this.operator, this.service].map((c) => stopChild(c)));
     await this.audit?.close().catch(() => undefined);
     await new Promise<void>((resolve) => (this.bridge ? this.bridge.close(() => resolve()) : resolve()));

@@ -109,7 +109,6 @@ async function main(): Promise<void> {
       if (scenario.needs === 'real-node') {
         // The real node's seconds on a quiet machine: the fake nodes' control plane goes first.
         if (bench.operator) results.bridgeRequests = { ...bench.bridgeRequests };
-        recordMemoryLimits(results, bench);
         await cleanup();
       }
       if (scenario.needs === 'ide-cloud' && !bench.operator) {
@@ -134,8 +133,9 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   process.stderr.write('stopping everything the benchmark started…\n');
-  recordMemoryLimits(results, bench);
   await cleanup();
+  // What the parts' cgroups counted up to their stop.
+  if (results.runtime) results.runtime.memoryLimits = bench.memoryLimits();
   const tables = await writeReports(options.out, results);
   process.stdout.write(tables);
   process.stderr.write(`wrote BENCHMARKS.json and BENCHMARKS.md in ${options.out}\n`);
@@ -153,12 +153,6 @@ function runtime(bench: Bench, build: ReturnType<typeof buildServer>): NonNullab
     commandLines: { operator: commandLine(bench.operatorPid()), service: commandLine(bench.servicePid()) },
     memoryLimits: bench.memoryLimits(),
   };
-}
-
-/** The parts' memory limits with what their cgroups counted, while they still run (a cgroup goes with its process). */
-function recordMemoryLimits(results: Results, bench: Bench): void {
-  const running = bench.operator && bench.operator.exitCode === null && bench.operator.signalCode === null;
-  if (results.runtime && running) results.runtime.memoryLimits = bench.memoryLimits();
 }
 
 /** A scenario's figures into the results; an object already there (e.g. claimThroughput) is extended. */
