@@ -11,12 +11,14 @@ import * as k8s from '@kubernetes/client-node';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import { findCondition } from '../../server/src/model/conditions.js';
+import type { AdminAppDefinitionItem } from '../../server/src/model/requests.js';
 import { SessionCondition } from '../../server/src/model/session.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { poolInstanceName } from '../../server/src/operator/manifests.js';
+import { Delay } from '../../server/src/operator/runtime/outcome.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { startKubeWriteProxy, type KubeWriteProxy, type WriteRecord } from '../support/kube-write-proxy.js';
-import { createTestNamespace, eventually } from '../support/kube.js';
+import { consistently, createTestNamespace, eventually } from '../support/kube.js';
 import {
   bridgeToken,
   cleanUpSuite,
@@ -27,7 +29,13 @@ import {
   testOperator,
   type Bridge,
 } from '../support/operator.js';
-import { call, SERVICE_AUTH_TOKEN, startTestService, type TestService } from '../support/service-harness.js';
+import {
+  ADMIN_API_TOKEN,
+  call,
+  SERVICE_AUTH_TOKEN,
+  startTestService,
+  type TestService,
+} from '../support/service-harness.js';
 
 const WARM = 'warm-app';
 const LAZY = 'lazy-app';
@@ -60,17 +68,10 @@ describe('the API writes of a launch, Events included', function () {
     return `${w.method} ${resource}${sub ? `/${sub}` : ''}`;
   }
 
-  /**
-   * The launch's writes, but the pool's counts in the app definition's status: one write per burst of
-   * reservations (Delay.poolStatusBatch), not per launch.
-   */
+  /** The launch's writes, whatever object they changed. */
   function writesOf(name: string): string[] {
     const launch = launches.get(name)!;
-    return proxy.writes
-      .slice(launch.from, launch.to)
-      .filter((w) => !w.path.includes('/appdefinitions/'))
-      .map(signature)
-      .sort();
+    return proxy.writes.slice(launch.from, launch.to).map(signature).sort();
   }
 
   /**
@@ -124,7 +125,7 @@ describe('the API writes of a launch, Events included', function () {
   it('a warm launch: session, claim, route, status with the URL, answered mark: 5 writes, no Event', async () => {
     const ip = await eventually(
       async () => {
-        assert.deepEqual((await r.appDefinitions.get(WARM)).status?.pool, { desired: 1, ready: 1, reserved: 0 });
+        assert.deepEqual((await r.appDefinitions.get(WARM)).status?.pool, { desired: 1, ready: 1 });
         const pods = await cluster.kc.makeApiClient(k8s.CoreV1Api).listNamespacedPod({
           namespace,
           labelSelector: `${LABELS.poolInstance}=${INSTANCE}`,
@@ -163,6 +164,24 @@ describe('the API writes of a launch, Events included', function () {
       [['wendy@example.com', 'wendy@example.com']],
     );
     await countedAsExpected(name);
+    // The claim wakes the pool's pass a burst's delay later; the reservation changed none of its
+    // counts, so it writes nothing.
+    await consistently(
+      () => assert.deepEqual(writesOf(name), launches.get(name)!.expected),
+      Delay.poolStatusBatch + 1500,
+      200,
+    );
+    // The reservation is the session's to tell: the admin view and the metrics count it.
+    const admin = await call(service!.url, 'GET', '/service/admin/appdefinition', {
+      headers: { 'x-admin-api-token': ADMIN_API_TOKEN },
+    });
+    assert.deepEqual(
+      (admin.json as AdminAppDefinitionItem[]).find((d) => d.appDefinitionName === WARM)?.pool,
+      { desired: 1, ready: 1, reserved: 1 },
+      admin.text,
+    );
+    const metrics = await call(service!.url, 'GET', '/q/metrics');
+    assert.match(metrics.text, /ide_cloud_pool_instances\{app_definition="warm-app",state="reserved"\} 1\n/);
   });
 
   it('a lazy launch: session, Secret, Deployment, Service, route, two status writes, answered mark: 8 writes, no Event', async () => {

@@ -147,8 +147,7 @@ describe('operator: two real operator processes, one Lease', function () {
     await Promise.all((await r.sessions.list()).map((s) => r.sessions.delete(s.metadata.name)));
     await eventually(async () => assert.deepEqual(await r.sessions.list(), []), 60_000, 300);
     await eventually(
-      async () =>
-        assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: POOL, ready: POOL, reserved: 0 }),
+      async () => assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: POOL, ready: POOL }),
       90_000,
       300,
     );

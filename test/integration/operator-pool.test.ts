@@ -62,7 +62,7 @@ describe('operator: warm pool and eager start', function () {
   stack.cleanUp(() => Promise.all(bridges.map((b) => b.close())));
 
   it('keeps minInstances generic instances with the data bridge on, labelled with the generation', async () => {
-    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 60_000);
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2 }), 60_000);
     const list = await instances();
     assert.deepEqual(
       list.map((d) => d.metadata?.name),
@@ -185,7 +185,7 @@ describe('operator: warm pool and eager start', function () {
     assert.ok(!JSON.stringify(events.items.map((e) => e.message)).includes('tok-123'));
     assert.ok(stack.operatorLogs.length > 0, 'the operator logged');
     assert.ok(!stack.operatorLogs.join('').includes('tok-123'), 'the injected token is not in the operator logs');
-    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 1, reserved: 1 }));
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2 }));
   });
 
   it('returns the instance to the pool when the session ends (id within minInstances), with a fresh pod', async () => {
@@ -206,7 +206,7 @@ describe('operator: warm pool and eager start', function () {
       assert.ok(after.spec?.template.metadata?.annotations?.['ide-cloud.io/recycled-at'], 'pod restarted');
       assert.ok(!after.metadata?.ownerReferences?.some((o) => o.kind === 'Session'));
     }, 30_000);
-    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2 }), 30_000);
     const ingress = await stack.net
       .readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace })
       .catch(() => undefined);
@@ -217,7 +217,7 @@ describe('operator: warm pool and eager start', function () {
     // Earlier bridges go first: the restarted pod may get a former pod's address, and one still
     // listening there would take the values.
     await Promise.all(bridges.splice(0).map((b) => b.close()));
-    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2 }), 30_000);
     const podsBefore = await instancePods();
     const claimsBefore = new Map((await instances()).map((d) => [d.metadata!.name!, claimOf(d)]));
     // As the service makes it in a launch (POST /service without an existing workspace).
@@ -287,7 +287,7 @@ describe('operator: warm pool and eager start', function () {
     }, 30_000);
     // The workspace keeps its claim.
     await stack.core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: stack.namespace });
-    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2, reserved: 0 }), 30_000);
+    await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2 }), 30_000);
   });
 
   /** A session of `user` on `workspace`, made as the service makes it, once it runs. */
@@ -423,6 +423,6 @@ describe('operator: warm pool and eager start', function () {
     await createSession(stack.resources, 'after-empty', { user: 'z@example.com', appDefinition: APP });
     const s = await waitForSession(stack.resources, 'after-empty', running);
     assert.equal(s.status?.startStrategy, 'lazy-fallback');
-    assert.deepEqual(await poolStatus(), { desired: 0, ready: 0, reserved: 0 });
+    assert.deepEqual(await poolStatus(), { desired: 0, ready: 0 });
   });
 });

@@ -88,7 +88,6 @@ describe('operator: concurrency, restarts and dropped watches', function () {
         assert.deepEqual((await stack.resources.appDefinitions.get(APP)).status?.pool, {
           desired: 10,
           ready: 10,
-          reserved: 0,
         }),
       90_000,
       300,

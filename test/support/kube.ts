@@ -20,6 +20,23 @@ export async function deleteTestNamespace(kc: k8s.KubeConfig, name: string): Pro
     .catch(() => undefined);
 }
 
+/**
+ * Checks `check` over `durationMs` (at least twice): for what must not happen, such as a write due a
+ * known delay after a step. The first failure is thrown.
+ */
+export async function consistently(
+  check: () => Promise<void> | void,
+  durationMs: number,
+  intervalMs = 100,
+): Promise<void> {
+  const end = Date.now() + durationMs;
+  do {
+    await check();
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  } while (Date.now() <= end);
+  await check();
+}
+
 /** Retries `check` until it stops throwing or the deadline passes; the last error is rethrown. */
 export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 20_000, intervalMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;

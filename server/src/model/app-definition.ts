@@ -156,11 +156,14 @@ export const AppDefinitionSpecSchema = z
 export type AppDefinitionSpec = z.output<typeof AppDefinitionSpecSchema>;
 export type AppDefinitionSpecInput = z.input<typeof AppDefinitionSpecSchema>;
 
+/**
+ * The warm pool's counts. What the sessions hold is theirs to tell (`countReservedInstances`): a launch
+ * reserves an instance without changing these, so it costs no write of the AppDefinition.
+ */
 export const PoolStatusSchema = z
   .object({
     desired: z.number().int().min(0),
-    ready: z.number().int().min(0),
-    reserved: z.number().int().min(0),
+    ready: z.number().int().min(0).describe('instances of the pool that are ready, free or reserved'),
   })
   .strict();
 

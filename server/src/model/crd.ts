@@ -41,7 +41,6 @@ export const RESOURCE_KINDS = {
       { name: 'Min', type: 'integer', jsonPath: '.spec.minInstances' },
       { name: 'Max', type: 'integer', jsonPath: '.spec.maxInstances' },
       { name: 'Ready', type: 'integer', jsonPath: '.status.pool.ready' },
-      { name: 'Reserved', type: 'integer', jsonPath: '.status.pool.reserved' },
       age,
     ],
     rootValidations: [{ rule: 'self.spec.name == self.metadata.name', message: 'spec.name must equal metadata.name' }],

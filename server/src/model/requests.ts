@@ -260,9 +260,13 @@ export type AppDefinitionScaling = z.infer<typeof AppDefinitionScalingSchema>;
 
 export const AdminAppDefinitionItemSchema = AppDefinitionScalingSchema.extend({
   pool: z
-    .object({ desired: z.number().int(), ready: z.number().int(), reserved: z.number().int() })
+    .object({
+      desired: z.number().int(),
+      ready: z.number().int().describe('instances ready, free or reserved, as the operator last reported them'),
+      reserved: z.number().int().describe('instances held by active sessions'),
+    })
     .optional()
-    .describe('warm pool as last observed by the operator'),
+    .describe('warm pool'),
 }).meta({ id: 'AdminAppDefinition' });
 export type AdminAppDefinitionItem = z.infer<typeof AdminAppDefinitionItemSchema>;
 

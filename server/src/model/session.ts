@@ -236,6 +236,19 @@ export function isActiveSession(session: Pick<Session, 'status' | 'metadata'>): 
   return !isSessionFailed(session) && !isSessionStopping(session);
 }
 
+/** The warm instances the active sessions hold, by app definition: the pool's reserved count. */
+export function countReservedInstances(
+  sessions: Iterable<Pick<Session, 'spec' | 'status' | 'metadata'>>,
+): Map<string, number> {
+  const reserved = new Map<string, number>();
+  for (const session of sessions) {
+    if (!isActiveSession(session) || decidedStartStrategy(session) !== 'eager') continue;
+    const name = session.spec.appDefinition;
+    reserved.set(name, (reserved.get(name) ?? 0) + 1);
+  }
+  return reserved;
+}
+
 /**
  * The annotations the spec asks of a decided session (`ide-cloud.io/session-start-strategy` and, on a
  * warm instance, `ide-cloud.io/instance-id`) that its metadata does not carry yet, from the decision in

@@ -2,6 +2,7 @@ import type { AppDefinition } from '../model/app-definition.js';
 import { ErrorCode } from '../model/error-codes.js';
 import { isDnsLabel } from '../model/names.js';
 import type { AppDefinitionUpdateRequest } from '../model/requests.js';
+import { countReservedInstances, type Session } from '../model/session.js';
 import type { JsonPatchOperation } from '../kube/resources.js';
 import type { CachedResource } from './cache.js';
 import { ApiError } from './errors.js';
@@ -16,7 +17,13 @@ export class AppDefinitionCatalog {
   constructor(
     private readonly resources: ServiceResources,
     private readonly cache: CachedResource<AppDefinition>,
+    private readonly sessions: Pick<CachedResource<Session>, 'list'>,
   ) {}
+
+  /** The warm instances each app definition's active sessions hold, from the session cache. */
+  reservedInstances(): Map<string, number> {
+    return countReservedInstances(this.sessions.list());
+  }
 
   list(): AppDefinition[] {
     return this.cache.list().sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));

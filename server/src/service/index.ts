@@ -55,7 +55,7 @@ export function createServiceContext(
     onError: (kind, error) => logger.warn({ kind, err: describeError(error) }, 'cache watch failed; it lists again'),
   });
   const metrics = new ServiceMetrics(caches);
-  const catalog = new AppDefinitionCatalog(resources, caches.appDefinitions);
+  const catalog = new AppDefinitionCatalog(resources, caches.appDefinitions, caches.sessions);
   const workspaces = new WorkspaceService(resources, caches, config.workspacesPerUser);
   const sessions = new SessionService(resources, caches.sessions);
   const launcher = new Launcher({

@@ -1,6 +1,6 @@
 import client from 'prom-client';
 import { findCondition } from '../model/conditions.js';
-import { SessionCondition, isSessionFailed, type Session } from '../model/session.js';
+import { SessionCondition, countReservedInstances, isSessionFailed, type Session } from '../model/session.js';
 import type { ServiceCaches } from './cache.js';
 
 export type LaunchOutcome = 'success' | 'reused' | 'timeout' | 'refused' | 'failed' | 'error';
@@ -50,7 +50,7 @@ export class ServiceMetrics {
     });
     this.registerSessionGauges(caches.sessions);
     this.countStartFailures(caches.sessions);
-    this.registerPoolGauge(caches.appDefinitions);
+    this.registerPoolGauge(caches);
   }
 
   /** The sessions present, by phase, and the failed ones by reason: read from the cache at scrape time. */
@@ -105,21 +105,25 @@ export class ServiceMetrics {
     });
   }
 
-  /** The warm pools as the operator reports them in each AppDefinition's status. */
-  private registerPoolGauge(appDefinitions: ServiceCaches['appDefinitions']): void {
+  /**
+   * The warm pools: desired and ready as the operator reports them in each AppDefinition's status,
+   * reserved as the sessions hold them.
+   */
+  private registerPoolGauge({ appDefinitions, sessions }: Pick<ServiceCaches, 'sessions' | 'appDefinitions'>): void {
     new client.Gauge({
       name: 'ide_cloud_pool_instances',
-      help: 'Warm pool instances by app definition and state (desired, ready, reserved), as the operator reports them',
+      help: 'Warm pool instances by app definition and state (desired; ready, free or reserved; reserved)',
       labelNames: ['app_definition', 'state'],
       registers: [this.registry],
       collect() {
         this.reset();
+        const reserved = countReservedInstances(sessions.list());
         for (const definition of appDefinitions.list()) {
           const pool = definition.status?.pool;
           const name = definition.metadata.name;
           this.set({ app_definition: name, state: 'desired' }, pool?.desired ?? definition.spec.minInstances ?? 0);
           this.set({ app_definition: name, state: 'ready' }, pool?.ready ?? 0);
-          this.set({ app_definition: name, state: 'reserved' }, pool?.reserved ?? 0);
+          this.set({ app_definition: name, state: 'reserved' }, reserved.get(name) ?? 0);
         }
       },
     });

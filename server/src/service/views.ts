@@ -69,9 +69,10 @@ export function toScaling(definition: AppDefinition): AppDefinitionScaling {
   };
 }
 
-export function toAdminItem(definition: AppDefinition): AdminAppDefinitionItem {
+/** `reserved`: the instances its active sessions hold (`countReservedInstances`). */
+export function toAdminItem(definition: AppDefinition, reserved: number): AdminAppDefinitionItem {
   const pool = definition.status?.pool;
-  return { ...toScaling(definition), ...(pool ? { pool } : {}) };
+  return { ...toScaling(definition), ...(pool ? { pool: { ...pool, reserved } } : {}) };
 }
 
 /** Splits a Kubernetes quantity such as `12345n` or `1024Ki` into amount and format (unit suffix). */

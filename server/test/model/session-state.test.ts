@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { setCondition } from '../../src/model/conditions.js';
 import { checkSessionLimits } from '../../src/model/limits.js';
 import {
+  countReservedInstances,
   isActiveSession,
   isSessionFailed,
   isSessionReady,
@@ -77,5 +78,31 @@ describe('session state from conditions', () => {
     assert.equal(phase('False', SessionReadyReason.stopping, 'lazy'), 'Stopping');
     assert.equal(sessionPhase({ phase: 'Running' }), 'Running', 'no Ready condition: the phase as written');
     assert.equal(sessionPhase({}), undefined);
+  });
+});
+
+describe('countReservedInstances', () => {
+  const on = (appDefinition: string, status: SessionStatus, deleting = false): Session => ({
+    ...session(status, deleting),
+    spec: { user: 'u', appDefinition },
+  });
+  it('counts the active sessions on a warm instance, by app definition', () => {
+    const counted = countReservedInstances([
+      on('a', { startStrategy: 'eager', instanceId: '1' }),
+      on('a', { startStrategy: 'eager', instanceId: '2', conditions: ready('True', 'PodReady'), url: 'u' }),
+      on('b', { startStrategy: 'eager', instanceId: '1' }),
+      on('b', { startStrategy: 'lazy-fallback' }),
+      on('b', { startStrategy: 'eager', instanceId: '2', conditions: ready('False', 'Failed') }),
+      on('b', { startStrategy: 'eager', instanceId: '3', conditions: ready('False', 'Stopping') }),
+      on('b', { startStrategy: 'eager', instanceId: '4' }, true),
+      on('c', { startStrategy: 'lazy' }),
+    ]);
+    assert.deepEqual(
+      [...counted],
+      [
+        ['a', 2],
+        ['b', 1],
+      ],
+    );
   });
 });

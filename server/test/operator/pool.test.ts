@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import {
+  freeInstancesStarting,
   planPool,
   poolStatus,
   reservationCandidates,
@@ -74,12 +75,14 @@ describe('operator pool arithmetic (the pool table)', () => {
     assert.deepEqual(planPool({ minInstances: 2, generation: 3, instances: [free(1, 2), free(2, 3)] }).recreate, [1]);
   });
 
-  it('counts ready and reserved instances', () => {
-    assert.deepEqual(poolStatus(3, [free(1), free(2, 1, false), reserved(3), released(4)]), {
-      desired: 3,
-      ready: 1,
-      reserved: 1,
-    });
+  it('counts the ready instances, free or reserved: a reservation of a ready one changes no count', () => {
+    assert.deepEqual(poolStatus(3, [free(1), free(2, 1, false), reserved(3), released(4)]), { desired: 3, ready: 3 });
+    assert.deepEqual(poolStatus(2, [free(1), free(2)]), poolStatus(2, [free(1), reserved(2)]));
+  });
+
+  it('counts the free instances still starting: none when the reserved ones are', () => {
+    assert.equal(freeInstancesStarting([free(1), free(2, 1, false), free(3, 1, false)]), 2);
+    assert.equal(freeInstancesStarting([free(1), { ...reserved(2), ready: false }, released(3)]), 0);
   });
 
   it('tries ready instances first, then the lowest id', () => {

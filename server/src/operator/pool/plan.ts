@@ -46,13 +46,14 @@ export function planPool(input: {
   return plan;
 }
 
-/** Pool counts for AppDefinition status. */
+/** Pool counts for AppDefinition status: unchanged by a reservation, so a launch writes none. */
 export function poolStatus(minInstances: number, instances: readonly PoolInstanceState[]) {
-  return {
-    desired: minInstances,
-    ready: instances.filter((i) => i.ready && !i.reserved && !i.released).length,
-    reserved: instances.filter((i) => i.reserved).length,
-  };
+  return { desired: minInstances, ready: instances.filter((i) => i.ready).length };
+}
+
+/** Free instances still starting: the pool is Ready when none is (reserving a ready one changes nothing). */
+export function freeInstancesStarting(instances: readonly PoolInstanceState[]): number {
+  return instances.filter((i) => !i.reserved && !i.released && !i.ready).length;
 }
 
 /** Order in which free instances are tried: ready first, then lowest id. */

@@ -38,7 +38,7 @@ export const Delay = {
    * status write instead of two; a slow one never holds the URL longer.
    */
   injectionGrace: 200,
-  /** Pool counts change with every reservation: launches within this delay share one status write. */
+  /** Warm instances' changes within this delay share one app definition pass. */
   poolStatusBatch: 2000,
   /**
    * How long a starting session's pass waits for the ingress to take its route up (asking every

@@ -50,7 +50,7 @@ export interface FinalizeDeps {
   sessionsApi: Pick<CustomResourceClient<'session'>, 'patchStatus' | 'mergePatch'>;
   routes: RouteTable;
   injector: Pick<DataInjector, 'forget'>;
-  /** Tells the pool its counts changed. */
+  /** Tells the pool a session ended: its instance goes back. */
   poolChanged: (appDefinitionName: string) => void;
 }
 

@@ -10,7 +10,8 @@ export function adminRouter({ auth, catalog, logger }: ServiceContext): Router {
 
   router.get('/service/admin/appdefinition', async (req, res) => {
     auth.requireAdminToken(req);
-    res.json(catalog.list().map(toAdminItem));
+    const reserved = catalog.reservedInstances();
+    res.json(catalog.list().map((d) => toAdminItem(d, reserved.get(d.metadata.name) ?? 0)));
   });
 
   router.get('/service/admin/appdefinition/:appDefinitionName', async (req, res) => {

@@ -42,8 +42,6 @@ export interface SessionStepDeps {
   core: Pick<k8s.CoreV1Api, 'patchNamespacedPersistentVolumeClaim'>;
   routes: RouteTable;
   injector: Pick<DataInjector, 'ensure' | 'state' | 'attempted'>;
-  /** Tells the pool its counts changed (a reservation); the app definition's pass follows shortly. */
-  poolChanged: (appDefinitionName: string) => void;
   /** The metadata of a Secret or ConfigMap a session names for its environment (undefined: none such). */
   envSource: (kind: EnvSourceKind, name: string) => Promise<{ labels?: Record<string, string> } | undefined>;
   /**

@@ -69,7 +69,6 @@ export async function chooseStrategy(step: GuardedStep): Promise<void> {
       if (instance) {
         pass.status.startStrategy = 'eager';
         pass.status.instanceId = String(instance.id);
-        deps.poolChanged(appDefinition.metadata.name);
       } else pass.status.startStrategy = 'lazy-fallback';
     }
     // Decided on this pass, so no pod mounts the workspace's own claim yet: a standby one can be it.
