@@ -4,12 +4,21 @@
 // service (identity-provider mode), the real operator and the local control plane.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { UnsecuredJWT } from 'jose';
 import type { BrowserContext } from 'playwright-core';
 import { launchTarget } from '../../server/src/landing/index.js';
 import { SIGN_IN_COOKIE, SignInCookie } from '../../server/src/landing/sign-in-cookie.js';
 import { screenshot } from '../support/browser.js';
-import { recordReports, SESSION_HOST, sessionUrlPattern, sessionHostContext } from '../support/landing.js';
+import { eventually } from '../support/kube.js';
+import {
+  recordReports,
+  SESSION_HOST,
+  SESSION_ORIGIN,
+  sessionUrlPattern,
+  sessionHostContext,
+} from '../support/landing.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
 import { appDefinitionSpec, provideVolume } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
@@ -22,9 +31,93 @@ function forgedToken(claims: Record<string, unknown>): string {
   return new UnsecuredJWT(claims).setExpirationTime(Math.floor(Date.now() / 1000) + 3600).encode();
 }
 
+interface HeldRequest {
+  /** Resolves once the request reached the proxy (and waits there). */
+  arrived: Promise<void>;
+  /** Sends it on to the service; before it arrived, disarms the hold (it then passes as it comes). */
+  release(): void;
+}
+
+/**
+ * A plain-http proxy between the landing page's server and the service: everything passes as it comes,
+ * but a test can hold the next request it names before it reaches the service, as a slow service
+ * would answer it. `upstream`: the service's URL, read per request (the service starts after the proxy).
+ */
+async function listenHoldingProxy(upstream: () => string) {
+  let holding: { matches: (method: string, url: string) => boolean; arrived: (send: () => void) => void } | undefined;
+  const forward = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const target = new URL(upstream());
+    const forwarded = http.request({
+      hostname: target.hostname,
+      port: target.port,
+      method: req.method,
+      path: target.pathname.replace(/\/$/, '') + (req.url ?? '/'),
+      headers: { ...req.headers, host: target.host },
+    });
+    forwarded.on('error', () => res.destroy());
+    res.on('close', () => {
+      if (!res.writableFinished) forwarded.destroy();
+    });
+    forwarded.on('response', (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    req.pipe(forwarded);
+  };
+  const server = http.createServer((req, res) => {
+    if (holding?.matches(req.method ?? 'GET', req.url ?? '/')) {
+      const { arrived } = holding;
+      holding = undefined;
+      return arrived(() => forward(req, res));
+    }
+    forward(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    /** Holds the next request whose method and path (query included) `matches`. */
+    hold(matches: (method: string, url: string) => boolean): HeldRequest {
+      if (holding) throw new Error('a hold is armed already');
+      let send: (() => void) | undefined;
+      let arrive!: () => void;
+      const arrived = new Promise<void>((resolve) => (arrive = resolve));
+      const hold = {
+        matches,
+        arrived: (sendOn: () => void) => {
+          send = sendOn;
+          arrive();
+        },
+      };
+      holding = hold;
+      return {
+        arrived,
+        release() {
+          if (holding === hold) holding = undefined;
+          send?.();
+          send = undefined;
+        },
+      };
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** `promise`, or an error naming `what` after `ms`. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 describe('landing page in a real browser (identity provider on)', function () {
   this.timeout(240_000);
   let idp: LoginProvider;
+  let proxy: Awaited<ReturnType<typeof listenHoldingProxy>>;
   let context: BrowserContext;
   let blocked: string[];
   const visited: string[] = [];
@@ -33,12 +126,15 @@ describe('landing page in a real browser (identity provider on)', function () {
 
   before(async () => {
     idp = await listenLoginProvider();
+    proxy = await listenHoldingProxy(() => stack.service.url);
   });
   const stack = useStack('landing-sso', {
     apps: [appDefinitionSpec('python-latest')],
     operator: { eagerStart: false, sessionHost: SESSION_HOST },
     service: () => ({ identityProvider: { issuer: idp.issuer, audience: idp.audience } }),
     landing: () => ({
+      // The service as the page's server reaches it: through the proxy, which can hold a request.
+      serviceUrl: proxy.url,
       identityProvider: { issuer: idp.issuer, clientId: 'ide-cloud-landing-page', scope: idp.scope },
       cookieSecret: COOKIE_SECRET,
     }),
@@ -52,6 +148,7 @@ describe('landing page in a real browser (identity provider on)', function () {
     await context?.close();
     await idp?.close();
   });
+  stack.cleanUp(() => proxy?.close(), 'last');
 
   /** Puts a sealed sign-in in the browser as the page's server would have set it. */
   async function keepInBrowser(sealed: string): Promise<void> {
@@ -213,5 +310,58 @@ describe('landing page in a real browser (identity provider on)', function () {
     assert.equal(authorize.length, 1, 'signed in at the provider once');
     const [kept] = (await context.cookies(stack.landing.url)).filter((c) => c.name === SIGN_IN_COOKIE);
     assert.ok(kept && kept.value !== sealed, 'the refused sign-in was replaced by the new one');
+  });
+
+  it('a tab that leaves while its sign-in is handed over still keeps it: a new tab launches without the provider', async () => {
+    const email = 'ada@example.com';
+    const { workspaceName, sessionName } = launchTarget('python-latest', email, repo);
+    await provideVolume(stack.kc, stack.namespace, workspaceName);
+    // A browser of its own: nothing kept in it yet, at the page or at the provider.
+    const { context: own } = await sessionHostContext(stack.browser);
+    // The service's word on the tab's token waits at the proxy, and the hand-over's answer with it.
+    const confirmation = proxy.hold(
+      (method, url) =>
+        method === 'GET' && url.startsWith('/service/workspace/') && url.endsWith(`/${encodeURIComponent(email)}`),
+    );
+    try {
+      const page = await own.newPage();
+      await page.goto(`${stack.landing.url}/`);
+      await page.waitForSelector('input[name=login]', { timeout: 30_000 });
+      await page.fill('input[name=login]', email);
+      await page.fill('input[name=password]', 'any password');
+      await page.click('button[type=submit]');
+      await page.waitForSelector('input[name=prompt][value=consent]', { state: 'attached', timeout: 30_000 });
+      const handOver = page.waitForRequest(
+        (request) => request.method() === 'POST' && request.url() === `${stack.landing.url}/api/sign-in`,
+        { timeout: 30_000 },
+      );
+      await page.click('button[type=submit]');
+      await handOver;
+      await within(confirmation.arrived, 30_000, "the page's server asking the service to confirm the token");
+      // The tab leaves before the answer, as the student may, or the page itself for the IDE.
+      await page.goto(`${SESSION_ORIGIN}/`);
+      assert.equal(new URL(page.url()).hostname, SESSION_HOST);
+      confirmation.release();
+      const kept = await eventually(async () => {
+        const cookie = (await own.cookies(stack.landing.url)).find((c) => c.name === SIGN_IN_COOKIE);
+        assert.ok(cookie, 'the sign-in was kept, though its tab had left');
+        return cookie;
+      }, 15_000);
+      assert.equal(new SignInCookie(COOKIE_SECRET).open(kept.value)?.user, email);
+
+      const next = await own.newPage();
+      const toProvider: string[] = [];
+      next.on('request', (request) => {
+        if (request.url().startsWith(idp.issuer)) toProvider.push(request.url());
+      });
+      await next.goto(
+        `${stack.landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`,
+      );
+      await next.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
+      assert.deepEqual(toProvider, [], 'the new tab never went to the provider');
+    } finally {
+      confirmation.release();
+      await own.close();
+    }
   });
 });

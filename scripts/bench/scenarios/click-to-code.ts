@@ -20,6 +20,7 @@ import { decideNodes } from '../../cluster/real-node.js';
 import { LABELS } from '../../../server/src/model/api-group.js';
 import type { Session } from '../../../server/src/model/session.js';
 import { launchTarget } from '../../../server/src/landing/index.js';
+import { SIGN_IN_COOKIE } from '../../../server/src/landing/sign-in-cookie.js';
 import { Informer, type Obj } from '../../../server/src/kube/informer.js';
 import { deploymentReady, podReady } from '../../../server/src/operator/index.js';
 import { COMPONENT, poolInstanceName, sessionOfRoutePath } from '../../../server/src/operator/manifests.js';
@@ -478,6 +479,10 @@ async function signIn(course: Course, student: Student): Promise<void> {
     { timeout: 30_000 },
   );
   student.accessToken = (await token.jsonValue()) as string;
+  // The tab's sign-in is kept for the student's next tabs by the answer to its hand-over (a cookie
+  // the page's server sets once the service confirmed the token): without it a launch goes to the provider.
+  const kept = async () => (await student.context.cookies(course.landingOrigin)).some((c) => c.name === SIGN_IN_COOKIE);
+  await until(`the landing page's kept sign-in cookie (${SIGN_IN_COOKIE}) of ${student.email}`, kept, 30_000);
   await page.goto(`${course.sessionOrigin}/oauth2/start?rd=%2F`);
   await course.signInIfAsked(page, student.email);
   await page.waitForURL((u) => u.hostname === SESSION_HOST, { timeout: 60_000 });

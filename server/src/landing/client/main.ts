@@ -156,9 +156,15 @@ async function signIn(
  * hands it over to the page's server, which renews the kept sign-in with it.
  */
 function ownIdentity(user: User): Identity {
-  const identity = { authorization: `Bearer ${user.access_token}`, user: emailOf(user) };
+  const identity: Identity = { authorization: `Bearer ${user.access_token}`, user: emailOf(user) };
   const kept = { user: identity.user, refreshToken: user.refresh_token ?? undefined };
-  if (identity.user) void api('api/sign-in', kept, identity).catch(() => undefined);
+  // keepalive: the answer, which carries the kept sign-in's cookie, waits for the service's word on
+  // the token; the browser completes it even when the tab leaves meanwhile.
+  if (identity.user)
+    identity.handOver = api('api/sign-in', kept, identity, { keepalive: true }).then(
+      () => undefined,
+      () => undefined,
+    );
   return identity;
 }
 
@@ -202,17 +208,50 @@ interface Identity {
   user?: string;
   /** A kept sign-in the service refused (expired, revoked): drop it and sign in at the provider. */
   signInAgain?: () => Promise<void>;
+  /** This tab's sign-in on its way to the page's server (ownIdentity); settles, never rejects. */
+  handOver?: Promise<void>;
 }
 
-async function api(path: string, body: unknown, identity: Identity, signal?: AbortSignal): Promise<Response> {
+/** The browser refuses a keepalive request whose body is over 64 KiB (all such requests of the page together). */
+const KEEPALIVE_MAX_BYTES = 64 * 1024;
+
+/**
+ * A POST of the page's API. `keepalive`: the browser completes it, and stores its cookies, even once
+ * the page has gone; a body too large for that is sent as an ordinary request.
+ */
+async function api(
+  path: string,
+  body: unknown,
+  identity: Identity,
+  options: { signal?: AbortSignal; keepalive?: boolean } = {},
+): Promise<Response> {
+  const json = JSON.stringify(body);
+  const keepalive = options.keepalive === true && new TextEncoder().encode(json).length <= KEEPALIVE_MAX_BYTES;
   return fetch(path, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
       ...(identity.authorization ? { authorization: identity.authorization } : {}),
     },
-    body: JSON.stringify(body),
-    signal,
+    body: json,
+    signal: options.signal,
+    keepalive,
+  });
+}
+
+/** How long the page waits for its sign-in's hand-over before it leaves for the IDE: never a hung server's whole time. */
+const HAND_OVER_WAIT_MS = 2_000;
+
+/** Resolves when `promise` has settled, or after `ms`, whichever comes first. */
+function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
+  if (!promise) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = window.setTimeout(resolve, ms);
+    const done = () => {
+      window.clearTimeout(timer);
+      resolve();
+    };
+    promise.then(done, done);
   });
 }
 
@@ -374,7 +413,7 @@ class PageLaunch {
 
   private async followProgress(): Promise<void> {
     try {
-      const response = await api('api/progress', this.body, this.identity, this.streamControl.signal);
+      const response = await api('api/progress', this.body, this.identity, { signal: this.streamControl.signal });
       if (!response.ok) return;
       await readEvents(response, (event, data) => {
         if (this.finished) return;
@@ -407,7 +446,7 @@ class PageLaunch {
     for (;;) {
       let response: Response;
       try {
-        response = await api('api/launch', this.body, this.identity, this.launchControl.signal);
+        response = await api('api/launch', this.body, this.identity, { signal: this.launchControl.signal });
       } catch {
         if (!this.cancelled && !this.finished) {
           this.finish();
@@ -428,6 +467,8 @@ class PageLaunch {
       this.progress.reach('ready');
       this.finish();
       this.progress.detail('Opening your IDE…');
+      // The kept sign-in's cookie comes with the hand-over's answer: the browser's next tab needs it.
+      await settledWithin(this.identity.handOver, HAND_OVER_WAIT_MS);
       location.assign(url);
       return;
     }
