@@ -212,12 +212,9 @@ interface Identity {
   handOver?: Promise<void>;
 }
 
-/** The browser refuses a keepalive request whose body is over 64 KiB (all such requests of the page together). */
-const KEEPALIVE_MAX_BYTES = 64 * 1024;
-
 /**
  * A POST of the page's API. `keepalive`: the browser completes it, and stores its cookies, even once
- * the page has gone; a body too large for that is sent as an ordinary request.
+ * the page has gone (for small bodies only: 64 KiB at most, the sign-in's is a few).
  */
 async function api(
   path: string,
@@ -225,17 +222,15 @@ async function api(
   identity: Identity,
   options: { signal?: AbortSignal; keepalive?: boolean } = {},
 ): Promise<Response> {
-  const json = JSON.stringify(body);
-  const keepalive = options.keepalive === true && new TextEncoder().encode(json).length <= KEEPALIVE_MAX_BYTES;
   return fetch(path, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
       ...(identity.authorization ? { authorization: identity.authorization } : {}),
     },
-    body: json,
+    body: JSON.stringify(body),
     signal: options.signal,
-    keepalive,
+    keepalive: options.keepalive ?? false,
   });
 }
 
