@@ -51,10 +51,7 @@ const LaunchBodySchema = z
   .strip();
 type LaunchBody = z.infer<typeof LaunchBodySchema>;
 const SignInBodySchema = z.object({
-  // A dot segment could not name the user in the service's path (a URL resolves it away).
-  user: UserSchema.trim()
-    .min(1)
-    .refine((user) => user !== '.' && user !== '..'),
+  user: z.string().trim().min(1).pipe(UserSchema),
   /** The provider's refresh token of the tab's sign-in, if it issued one. */
   refreshToken: z
     .string()

@@ -66,7 +66,12 @@ const EnvName = z
   });
 
 export const AppIdSchema = z.string().describe('the shared service auth token');
-export const UserSchema = z.string().max(320).describe("user id, usually the user's e-mail");
+/** Never a dot segment: it could not name the user in a URL's path (a URL resolves it away). */
+export const UserSchema = z
+  .string()
+  .max(320)
+  .regex(/^(?!\.\.?$)/, 'a user cannot be "." or ".."')
+  .describe("user id, usually the user's e-mail");
 
 /** The launch timeout when a request gives none (the service's LAUNCH_TIMEOUT_MINUTES by default). */
 export const DEFAULT_LAUNCH_TIMEOUT_MINUTES = 3;

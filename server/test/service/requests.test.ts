@@ -34,6 +34,13 @@ describe('request models', () => {
     assert.equal(SessionActivityRequestSchema.safeParse({ appId: 't' }).success, false);
   });
 
+  it('refuses a user that is a dot segment, which no URL path could name', () => {
+    for (const user of ['.', '..'])
+      assert.equal(LaunchRequestSchema.safeParse({ ...launch, user }).success, false, user);
+    for (const user of ['.a', 'a.', '...', 'a..b'])
+      assert.ok(LaunchRequestSchema.safeParse({ ...launch, user }).success, user);
+  });
+
   it("accepts the clients' envelope: its own kind in any case, and serviceUrl", () => {
     const envelope = { kind: 'launchRequest', serviceUrl: 'https://ide.example.org' };
     assert.deepEqual(LaunchRequestSchema.parse({ ...launch, ...envelope }), { ...launch, ...envelope });
