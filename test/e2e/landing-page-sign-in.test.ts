@@ -4,8 +4,6 @@
 // service (identity-provider mode), the real operator and the local control plane.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { UnsecuredJWT } from 'jose';
 import type { BrowserContext } from 'playwright-core';
 import { launchTarget } from '../../server/src/landing/index.js';
@@ -22,6 +20,7 @@ import {
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
 import { appDefinitionSpec, provideVolume } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
+import { startHoldProxy, type HoldProxy } from '../support/watch-hold-proxy.js';
 
 /** The page's LANDING_PAGE_COOKIE_SECRET: the test seals sign-ins as the page would. */
 const COOKIE_SECRET = `cookie-secret-${randomUUID()}`;
@@ -29,80 +28,6 @@ const COOKIE_SECRET = `cookie-secret-${randomUUID()}`;
 /** A token the provider never issued (unsigned), with `claims` and an hour to run. */
 function forgedToken(claims: Record<string, unknown>): string {
   return new UnsecuredJWT(claims).setExpirationTime(Math.floor(Date.now() / 1000) + 3600).encode();
-}
-
-interface HeldRequest {
-  /** Resolves once the request reached the proxy (and waits there). */
-  arrived: Promise<void>;
-  /** Sends it on to the service; before it arrived, disarms the hold (it then passes as it comes). */
-  release(): void;
-}
-
-/**
- * A plain-http proxy between the landing page's server and the service: everything passes as it comes,
- * but a test can hold the next request it names before it reaches the service, as a slow service
- * would answer it. `upstream`: the service's URL, read per request (the service starts after the proxy).
- */
-async function listenHoldingProxy(upstream: () => string) {
-  let holding: { matches: (method: string, url: string) => boolean; arrived: (send: () => void) => void } | undefined;
-  const forward = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const target = new URL(upstream());
-    const forwarded = http.request({
-      hostname: target.hostname,
-      port: target.port,
-      method: req.method,
-      path: target.pathname.replace(/\/$/, '') + (req.url ?? '/'),
-      headers: { ...req.headers, host: target.host },
-    });
-    forwarded.on('error', () => res.destroy());
-    res.on('close', () => {
-      if (!res.writableFinished) forwarded.destroy();
-    });
-    forwarded.on('response', (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    req.pipe(forwarded);
-  };
-  const server = http.createServer((req, res) => {
-    if (holding?.matches(req.method ?? 'GET', req.url ?? '/')) {
-      const { arrived } = holding;
-      holding = undefined;
-      return arrived(() => forward(req, res));
-    }
-    forward(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    /** Holds the next request whose method and path (query included) `matches`. */
-    hold(matches: (method: string, url: string) => boolean): HeldRequest {
-      if (holding) throw new Error('a hold is armed already');
-      let send: (() => void) | undefined;
-      let arrive!: () => void;
-      const arrived = new Promise<void>((resolve) => (arrive = resolve));
-      const hold = {
-        matches,
-        arrived: (sendOn: () => void) => {
-          send = sendOn;
-          arrive();
-        },
-      };
-      holding = hold;
-      return {
-        arrived,
-        release() {
-          if (holding === hold) holding = undefined;
-          send?.();
-          send = undefined;
-        },
-      };
-    },
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /** `promise`, or an error naming `what` after `ms`. */
@@ -117,7 +42,7 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 describe('landing page in a real browser (identity provider on)', function () {
   this.timeout(240_000);
   let idp: LoginProvider;
-  let proxy: Awaited<ReturnType<typeof listenHoldingProxy>>;
+  let proxy: HoldProxy;
   let context: BrowserContext;
   let blocked: string[];
   const visited: string[] = [];
@@ -126,7 +51,7 @@ describe('landing page in a real browser (identity provider on)', function () {
 
   before(async () => {
     idp = await listenLoginProvider();
-    proxy = await listenHoldingProxy(() => stack.service.url);
+    proxy = await startHoldProxy(() => new URL(stack.service.url));
   });
   const stack = useStack('landing-sso', {
     apps: [appDefinitionSpec('python-latest')],
@@ -319,10 +244,11 @@ describe('landing page in a real browser (identity provider on)', function () {
     // A browser of its own: nothing kept in it yet, at the page or at the provider.
     const { context: own } = await sessionHostContext(stack.browser);
     // The service's word on the tab's token waits at the proxy, and the hand-over's answer with it.
-    const confirmation = proxy.hold(
+    const confirmation = proxy.holdRequest(
       (method, url) =>
         method === 'GET' && url.startsWith('/service/workspace/') && url.endsWith(`/${encodeURIComponent(email)}`),
     );
+    let send: (() => void) | undefined;
     try {
       const page = await own.newPage();
       await page.goto(`${stack.landing.url}/`);
@@ -337,11 +263,12 @@ describe('landing page in a real browser (identity provider on)', function () {
       );
       await page.click('button[type=submit]');
       await handOver;
-      await within(confirmation.arrived, 30_000, "the page's server asking the service to confirm the token");
+      send = await within(confirmation, 30_000, "the page's server asking the service to confirm the token");
       // The tab leaves before the answer, as the student may, or the page itself for the IDE.
       await page.goto(`${SESSION_ORIGIN}/`);
       assert.equal(new URL(page.url()).hostname, SESSION_HOST);
-      confirmation.release();
+      send();
+      send = undefined;
       const kept = await eventually(async () => {
         const cookie = (await own.cookies(stack.landing.url)).find((c) => c.name === SIGN_IN_COOKIE);
         assert.ok(cookie, 'the sign-in was kept, though its tab had left');
@@ -360,7 +287,8 @@ describe('landing page in a real browser (identity provider on)', function () {
       await next.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
       assert.deepEqual(toProvider, [], 'the new tab never went to the provider');
     } finally {
-      confirmation.release();
+      proxy.disarmRequest();
+      send?.();
       await own.close();
     }
   });

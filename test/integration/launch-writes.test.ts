@@ -168,7 +168,7 @@ describe('the API writes of a launch, Events included', function () {
     // counts, so it writes nothing.
     await consistently(
       () => assert.deepEqual(writesOf(name), launches.get(name)!.expected),
-      Delay.poolStatusBatch + 1500,
+      Delay.poolPassBatch + 1500,
       200,
     );
     // The reservation is the session's to tell: the admin view and the metrics count it.

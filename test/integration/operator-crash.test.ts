@@ -21,6 +21,7 @@ import { useCluster, type TestCluster } from '../support/cluster.js';
 import { startKubeWriteProxy, type KubeWriteProxy, type WriteRecord } from '../support/kube-write-proxy.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
 import {
+  freeReadyInstances,
   bridgeToken,
   bundledOperator,
   cleanUpSuite,
@@ -126,6 +127,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       assert.equal(findCondition(app.status?.conditions, 'Ready')?.status, 'True', `${name} Ready`);
     }
     assert.deepEqual((await r.appDefinitions.get(EAGER_APP)).status?.pool, { desired: 1, ready: 1 });
+    assert.equal(await freeReadyInstances(cluster.kc, namespace, EAGER_APP), 1, 'the warm instance free and ready');
   }
 
   const poolsSettled = () => eventually(assertPoolsSettled, SETTLE_MS, 200);
@@ -644,29 +646,34 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
 /**
  * A warm launch of a session created with the finalizer: the claim, the route and the status that
  * carries the URL, and only after that status the session's metadata (its decision's annotations),
- * once; nothing of the lazy path. (The pool's counts in the app definition's status may come between.)
+ * once; nothing of the lazy path, nothing of the app definition (a reservation changes none of its
+ * pool's counts).
  */
 function assertWarmLaunchOrder(signatures: readonly string[]): void {
-  const own = signatures.filter((s) => !s.includes('/appdefinitions/'));
-  const first = (sig: string) => own.findIndex((s) => s.startsWith(sig));
+  assert.deepEqual(
+    signatures.filter((s) => s.includes('/appdefinitions/')),
+    [],
+    'no write of the app definition',
+  );
+  const first = (sig: string) => signatures.findIndex((s) => s.startsWith(sig));
   const claim = first(`PUT /apis/apps/v1/namespaces/<namespace>/deployments/${INSTANCE}`);
   // The Ingress created with the route (the first) or the route appended to it.
-  const route = own.findIndex((s) =>
+  const route = signatures.findIndex((s) =>
     /^(POST|PATCH) \/apis\/networking\.k8s\.io\/v1\/namespaces\/<namespace>\/ingresses/.test(s),
   );
   const status = first(`PATCH /apis/${API_VERSION}/namespaces/<namespace>/sessions/<session>/status`);
-  const metadata = own.indexOf(`PATCH /apis/${API_VERSION}/namespaces/<namespace>/sessions/<session>`);
-  const order = own.join('\n      ');
+  const metadata = signatures.indexOf(`PATCH /apis/${API_VERSION}/namespaces/<namespace>/sessions/<session>`);
+  const order = signatures.join('\n      ');
   assert.ok(claim >= 0 && route > claim && status > route, `claim, route, then status:\n      ${order}`);
   assert.ok(metadata > status, `the session's metadata after its first status write:\n      ${order}`);
   assert.equal(
-    own.filter((s) => s === own[metadata]).length,
+    signatures.filter((s) => s === signatures[metadata]).length,
     1,
     `the session's metadata written once:\n      ${order}`,
   );
   assert.equal(
-    own.length,
-    own.filter((s) => s === own[status]).length + 3,
+    signatures.length,
+    signatures.filter((s) => s === signatures[status]).length + 3,
     `claim, route, metadata and status only:\n      ${order}`,
   );
 }

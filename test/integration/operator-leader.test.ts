@@ -10,6 +10,7 @@ import type { Session } from '../../server/src/model/session.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, eventually } from '../support/kube.js';
 import {
+  freeReadyInstances,
   cleanUpSuite,
   createAppDefinition,
   createSession,
@@ -147,7 +148,10 @@ describe('operator: two real operator processes, one Lease', function () {
     await Promise.all((await r.sessions.list()).map((s) => r.sessions.delete(s.metadata.name)));
     await eventually(async () => assert.deepEqual(await r.sessions.list(), []), 60_000, 300);
     await eventually(
-      async () => assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: POOL, ready: POOL }),
+      async () => {
+        assert.deepEqual((await r.appDefinitions.get(APP)).status?.pool, { desired: POOL, ready: POOL });
+        assert.equal(await freeReadyInstances(cluster.kc, namespace, APP), POOL, 'every instance back in the pool');
+      },
       90_000,
       300,
     );

@@ -268,8 +268,7 @@ describe('operator: warm pool and eager start', function () {
     assert.equal((await instancePods()).get(name), podsBefore.get(name), 'the prewarmed pod served the session');
 
     await stack.resources.sessions.delete('ws-eager');
-    // The instance itself, not the pool counts: those are written at most every 2 s and can still show
-    // the state from before the reservation.
+    // The instance itself: the pool's counts do not tell a returned instance from a reserved one.
     const fresh = await eventually(async () => {
       const back = await stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace });
       assert.equal(back.metadata?.labels?.[LABELS.session], undefined, 'reservation dropped');

@@ -6,7 +6,7 @@ import { LABELS } from '../../server/src/model/api-group.js';
 import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { eventually } from '../support/kube.js';
-import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { appDefinitionSpec, createSession, freeReadyInstances, running, waitForSession } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
 
 const APP = 'rust-latest';
@@ -84,11 +84,10 @@ describe('operator: concurrency, restarts and dropped watches', function () {
     );
     await eventually(async () => assert.deepEqual(await stack.resources.sessions.list(), []), 60_000, 300);
     await eventually(
-      async () =>
-        assert.deepEqual((await stack.resources.appDefinitions.get(APP)).status?.pool, {
-          desired: 10,
-          ready: 10,
-        }),
+      async () => {
+        assert.deepEqual((await stack.resources.appDefinitions.get(APP)).status?.pool, { desired: 10, ready: 10 });
+        assert.equal(await freeReadyInstances(stack.kc, stack.namespace, APP), 10, 'every instance back in the pool');
+      },
       90_000,
       300,
     );

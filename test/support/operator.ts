@@ -16,8 +16,13 @@ import type { AppDefinitionSpecInput } from '../../server/src/model/app-definiti
 import { DATA_BRIDGE_RESERVATION_HEADER, DATA_BRIDGE_TOKEN_KEY } from '../../server/src/model/data-bridge.js';
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session, SessionSpec } from '../../server/src/model/session.js';
-import { startOperator, type OperatorConfigInput, type RunningOperator } from '../../server/src/operator/index.js';
-import { bridgeTokenSecretName } from '../../server/src/operator/manifests.js';
+import {
+  deploymentReady,
+  startOperator,
+  type OperatorConfigInput,
+  type RunningOperator,
+} from '../../server/src/operator/index.js';
+import { bridgeTokenSecretName, COMPONENT } from '../../server/src/operator/manifests.js';
 import { bundlePath, bundleServer } from '../../server/src/build/bundle.js';
 import { imageCommand, NODE_ENV, operatorEnv } from '../../scripts/bench/harness.js';
 import { eventually } from './kube.js';
@@ -283,6 +288,24 @@ export async function startBridge(
 }
 
 /** The data-bridge token of a warm instance, as the operator created it (what its pod reads). */
+/**
+ * The app definition's warm instances that no session holds and that are ready (a returned one only
+ * once its restarted pod is): all of them, in a pool settled after its sessions ended.
+ */
+export async function freeReadyInstances(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  appDefinition: string,
+): Promise<number> {
+  const { items } = await kc.makeApiClient(k8s.AppsV1Api).listNamespacedDeployment({
+    namespace,
+    labelSelector: `${LABELS.component}=${COMPONENT.poolInstance},${LABELS.appDefinition}=${appDefinition}`,
+  });
+  return items.filter(
+    (d) => !d.metadata?.deletionTimestamp && !d.metadata?.labels?.[LABELS.session] && deploymentReady(d),
+  ).length;
+}
+
 export async function bridgeToken(kc: k8s.KubeConfig, namespace: string, instanceName: string): Promise<string> {
   const secret = await eventually(
     () =>

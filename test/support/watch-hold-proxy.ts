@@ -1,16 +1,17 @@
-// A plain-http proxy in front of another plain-http endpoint (kube-write-proxy's) that can hold back
-// the events of chosen watches: what a watch event late on a loaded machine looks like, made at will;
-// and hold one chosen request before it reaches the API server, so a test can change the objects in
-// the instant between a client's read and its write. Everything else passes as it comes.
+// A plain-http proxy in front of another plain-http endpoint (kube-write-proxy's, or a server such as
+// the service) that can hold back the events of chosen watches: what a watch event late on a loaded
+// machine looks like, made at will; and hold one chosen request before it reaches the server, so a
+// test can change the world in the instant between a client's read and its write, or keep a request
+// in flight past what its client does meanwhile. Everything else passes as it comes.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-export interface WatchHoldProxy {
-  /** A kubeconfig file for a client: plain http to this proxy, no credentials in it. */
-  readonly kubeconfig: string;
+export interface HoldProxy {
+  /** The proxy's own URL (plain http on loopback). */
+  readonly url: string;
   /**
    * Holds back the events of every watch (open or opened later) whose path `matches` (query
    * included), until the answer is called: the held events then go out in order.
@@ -21,7 +22,14 @@ export interface WatchHoldProxy {
    * Resolves once it arrived with the function that sends it on.
    */
   holdRequest(matches: (method: string, pathAndQuery: string) => boolean): Promise<() => void>;
+  /** Drops a request hold armed but not met yet: the next such request passes as it comes. */
+  disarmRequest(): void;
   close(): Promise<void>;
+}
+
+export interface WatchHoldProxy extends HoldProxy {
+  /** A kubeconfig file for a client: plain http to this proxy, no credentials in it. */
+  readonly kubeconfig: string;
 }
 
 interface Stream {
@@ -33,9 +41,28 @@ interface Stream {
 
 /** Starts the proxy on 127.0.0.1 in front of the server that `upstreamKubeconfig` (a plain-http one) names. */
 export async function startWatchHoldProxy(upstreamKubeconfig: string): Promise<WatchHoldProxy> {
-  const server = /server: (http:\/\/[^\s]+)/.exec(await readFile(upstreamKubeconfig, 'utf8'))?.[1];
+  const upstreamConfig = await readFile(upstreamKubeconfig, 'utf8');
+  const server = /server: (http:\/\/[^\s]+)/.exec(upstreamConfig)?.[1];
   if (!server) throw new Error('the upstream kubeconfig names no plain-http server');
-  const upstream = new URL(server);
+  const proxy = await startHoldProxy(() => new URL(server));
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-hold-proxy-'));
+  const kubeconfig = path.join(dir, 'kubeconfig');
+  await writeFile(kubeconfig, upstreamConfig.replace(server, proxy.url), { mode: 0o600 });
+  return {
+    ...proxy,
+    kubeconfig,
+    async close() {
+      await proxy.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Starts the proxy on 127.0.0.1 in front of `upstream` (read per request: the server may start after
+ * the proxy), whose path prefix, if any, goes before each request's.
+ */
+export async function startHoldProxy(upstream: () => URL): Promise<HoldProxy> {
   const streams = new Set<Stream>();
   let holding: ((pathAndQuery: string) => boolean) | undefined;
   const held = (url: string) => !!holding?.(url) && url.includes('watch=');
@@ -53,12 +80,13 @@ export async function startWatchHoldProxy(upstreamKubeconfig: string): Promise<W
     forward(req, res, url);
   });
   const forward = (req: http.IncomingMessage, res: http.ServerResponse, url: string) => {
+    const target = upstream();
     const forwarded = http.request({
-      hostname: upstream.hostname,
-      port: upstream.port,
+      hostname: target.hostname,
+      port: target.port,
       method: req.method,
-      path: url,
-      headers: { ...req.headers, host: upstream.host },
+      path: target.pathname.replace(/\/$/, '') + url,
+      headers: { ...req.headers, host: target.host },
     });
     forwarded.on('error', () => res.destroy());
     res.on('close', () => {
@@ -87,13 +115,9 @@ export async function startWatchHoldProxy(upstreamKubeconfig: string): Promise<W
     proxy.listen(0, '127.0.0.1', () => resolve());
   });
   const { port } = proxy.address() as AddressInfo;
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'ide-cloud-hold-proxy-'));
-  const kubeconfig = path.join(dir, 'kubeconfig');
-  const upstreamConfig = await readFile(upstreamKubeconfig, 'utf8');
-  await writeFile(kubeconfig, upstreamConfig.replace(server, `http://127.0.0.1:${port}`), { mode: 0o600 });
 
   return {
-    kubeconfig,
+    url: `http://127.0.0.1:${port}`,
     hold(matches) {
       holding = matches;
       return () => {
@@ -111,10 +135,12 @@ export async function startWatchHoldProxy(upstreamKubeconfig: string): Promise<W
         holdingRequest = { matches, arrived: resolve };
       });
     },
+    disarmRequest() {
+      holdingRequest = undefined;
+    },
     async close() {
       proxy.closeAllConnections();
       await new Promise<void>((resolve) => proxy.close(() => resolve()));
-      await rm(dir, { recursive: true, force: true });
     },
   };
 }

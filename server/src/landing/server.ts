@@ -10,7 +10,7 @@ import express, {
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { z } from 'zod';
 import { clientKey } from '../http/client-address.js';
-import { UserSchema } from '../model/requests.js';
+import { NewUserSchema } from '../model/requests.js';
 import { listen, type Listening } from '../http/listen.js';
 import { capRefusal, OpenCounts } from '../http/open-counts.js';
 import { buildClientBundle } from './bundle.js';
@@ -51,7 +51,7 @@ const LaunchBodySchema = z
   .strip();
 type LaunchBody = z.infer<typeof LaunchBodySchema>;
 const SignInBodySchema = z.object({
-  user: z.string().trim().min(1).pipe(UserSchema),
+  user: z.string().trim().min(1).pipe(NewUserSchema),
   /** The provider's refresh token of the tab's sign-in, if it issued one. */
   refreshToken: z
     .string()

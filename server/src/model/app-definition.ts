@@ -166,6 +166,7 @@ export const PoolStatusSchema = z
     ready: z.number().int().min(0).describe('instances of the pool that are ready, free or reserved'),
   })
   .strict();
+export type PoolStatus = z.infer<typeof PoolStatusSchema>;
 
 export const AppDefinitionStatusSchema = z
   .object({

@@ -66,12 +66,14 @@ const EnvName = z
   });
 
 export const AppIdSchema = z.string().describe('the shared service auth token');
-/** Never a dot segment: it could not name the user in a URL's path (a URL resolves it away). */
-export const UserSchema = z
-  .string()
-  .max(320)
-  .regex(/^(?!\.\.?$)/, 'a user cannot be "." or ".."')
-  .describe("user id, usually the user's e-mail");
+export const UserSchema = z.string().max(320).describe("user id, usually the user's e-mail");
+/**
+ * The user a launch or a new workspace is for: never a dot segment, which could not name the user in
+ * a URL's path (a URL resolves it away). A pattern without lookahead, for RE2-based validators too.
+ */
+export const NewUserSchema = UserSchema.regex(/^(?:$|[^.]|\.[^.]|\.\.[\s\S])/, 'a user cannot be "." or ".."').describe(
+  `user id, usually the user's e-mail; not "." or ".."`,
+);
 
 /** The launch timeout when a request gives none (the service's LAUNCH_TIMEOUT_MINUTES by default). */
 export const DEFAULT_LAUNCH_TIMEOUT_MINUTES = 3;
@@ -99,7 +101,7 @@ export const LaunchRequestSchema = z
   .object({
     ...envelope(RequestKind.launch),
     appId: AppIdSchema,
-    user: UserSchema.optional().describe('required in anonymous mode; defaults to the token e-mail otherwise'),
+    user: NewUserSchema.optional().describe('required in anonymous mode; defaults to the token e-mail otherwise'),
     appDefinition: z.string().min(1).max(253),
     workspaceName: z.string().max(253).optional().describe('stable name of a workspace to reuse or create'),
     label: z.string().max(256).optional(),
@@ -114,7 +116,7 @@ export const WorkspaceCreationRequestSchema = z
   .object({
     ...envelope(RequestKind.workspaceCreation),
     appId: AppIdSchema,
-    user: UserSchema,
+    user: NewUserSchema,
     appDefinition: z.string().min(1).max(253).optional(),
     label: z.string().max(256).optional(),
   })
@@ -135,7 +137,7 @@ export const SessionStartRequestSchema = z
   .object({
     ...envelope(RequestKind.sessionStart),
     appId: AppIdSchema,
-    user: UserSchema,
+    user: NewUserSchema,
     appDefinition: z.string().min(1).max(253),
     workspaceName: z.string().max(253).optional().describe('existing workspace; without one the session is ephemeral'),
     timeout: TimeoutMinutesSchema.optional(),

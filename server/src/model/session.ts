@@ -236,7 +236,10 @@ export function isActiveSession(session: Pick<Session, 'status' | 'metadata'>): 
   return !isSessionFailed(session) && !isSessionStopping(session);
 }
 
-/** The warm instances the active sessions hold, by app definition: the pool's reserved count. */
+/**
+ * The warm instances the active sessions hold, by app definition: the pool's reserved count. A session
+ * counts once its decision is written (status or annotation), a launch's moment after its claim.
+ */
 export function countReservedInstances(
   sessions: Iterable<Pick<Session, 'spec' | 'status' | 'metadata'>>,
 ): Map<string, number> {

@@ -111,7 +111,7 @@ class Controllers {
     const appQueue = this.queue('app definition', Math.min(2, config.workers), (key) => apps.reconcile(key));
     const workspaceQueue = this.queue('workspace', Math.min(2, config.workers), (key) => workspaces.reconcile(key));
     // Warm instances change together in a burst (claims, readiness): one app definition pass per burst.
-    const poolChanged = (name: string) => appQueue.addAfter(name, Delay.poolStatusBatch);
+    const poolChanged = (name: string) => appQueue.addAfter(name, Delay.poolPassBatch);
     // The injector wakes the session's reconciler when an injection ends.
     this.injector = new DataInjector(clients.core, config, (name) => sessionQueue.add(name), log, cache.pods);
     const shared: Shared = { clients, config, cache, events, log, ...poolAndRoutes(clients, config, cache) };

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { ANNOTATIONS } from '../../src/model/api-group.js';
 import { setCondition } from '../../src/model/conditions.js';
 import { checkSessionLimits } from '../../src/model/limits.js';
 import {
@@ -96,12 +97,18 @@ describe('countReservedInstances', () => {
       on('b', { startStrategy: 'eager', instanceId: '3', conditions: ready('False', 'Stopping') }),
       on('b', { startStrategy: 'eager', instanceId: '4' }, true),
       on('c', { startStrategy: 'lazy' }),
+      // Decided, its status not written yet: the annotation tells.
+      {
+        ...on('c', {}),
+        metadata: { name: 'annotated', annotations: { [ANNOTATIONS.startStrategy]: 'eager' } },
+      },
     ]);
     assert.deepEqual(
       [...counted],
       [
         ['a', 2],
         ['b', 1],
+        ['c', 1],
       ],
     );
   });

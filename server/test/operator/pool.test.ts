@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import {
-  freeInstancesStarting,
   planPool,
   poolStatus,
   reservationCandidates,
@@ -75,14 +74,30 @@ describe('operator pool arithmetic (the pool table)', () => {
     assert.deepEqual(planPool({ minInstances: 2, generation: 3, instances: [free(1, 2), free(2, 3)] }).recreate, [1]);
   });
 
-  it('counts the ready instances, free or reserved: a reservation of a ready one changes no count', () => {
-    assert.deepEqual(poolStatus(3, [free(1), free(2, 1, false), reserved(3), released(4)]), { desired: 3, ready: 3 });
-    assert.deepEqual(poolStatus(2, [free(1), free(2)]), poolStatus(2, [free(1), reserved(2)]));
+  it('counts the ready instances, free or reserved, but not the released ones on their way back', () => {
+    assert.deepEqual(poolStatus(4, [free(1), free(2, 1, false), reserved(3), released(4)], false).pool, {
+      desired: 4,
+      ready: 2,
+    });
   });
 
-  it('counts the free instances still starting: none when the reserved ones are', () => {
-    assert.equal(freeInstancesStarting([free(1), free(2, 1, false), free(3, 1, false)]), 2);
-    assert.equal(freeInstancesStarting([free(1), { ...reserved(2), ready: false }, released(3)]), 0);
+  it('is Ready when every free instance is ready and nothing changes: a reservation of a ready one changes nothing', () => {
+    const before = poolStatus(2, [free(1), free(2)], false);
+    assert.equal(before.ready.status, 'True');
+    assert.deepEqual(poolStatus(2, [free(1), reserved(2)], false), before);
+    assert.deepEqual(poolStatus(2, [reserved(1), reserved(2)], false), before);
+    // A reserved instance still starting is its session's business, not the pool's.
+    assert.equal(poolStatus(2, [free(1), { ...reserved(2), ready: false }], false).ready.status, 'True');
+  });
+
+  it('is not Ready while a free instance starts, or while the pass creates, deletes or returns one', () => {
+    const starting = poolStatus(3, [free(1), free(2, 1, false), free(3, 1, false)], false).ready;
+    assert.deepEqual(starting, {
+      status: 'False',
+      reason: 'InstancesStarting',
+      message: 'free instances starting: 2',
+    });
+    assert.equal(poolStatus(1, [free(1)], true).ready.reason, 'PoolChanging');
   });
 
   it('tries ready instances first, then the lowest id', () => {

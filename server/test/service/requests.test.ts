@@ -4,6 +4,7 @@ import {
   ConfigValueRequestSchema,
   LaunchRequestSchema,
   SessionActivityRequestSchema,
+  SessionStopRequestSchema,
 } from '../../src/model/requests.js';
 
 describe('request models', () => {
@@ -34,9 +35,11 @@ describe('request models', () => {
     assert.equal(SessionActivityRequestSchema.safeParse({ appId: 't' }).success, false);
   });
 
-  it('refuses a user that is a dot segment, which no URL path could name', () => {
-    for (const user of ['.', '..'])
+  it('refuses a launch for a user that is a dot segment, which no URL path could name; a stop still names it', () => {
+    for (const user of ['.', '..']) {
       assert.equal(LaunchRequestSchema.safeParse({ ...launch, user }).success, false, user);
+      assert.ok(SessionStopRequestSchema.safeParse({ appId: 't', user, sessionName: 's' }).success, user);
+    }
     for (const user of ['.a', 'a.', '...', 'a..b'])
       assert.ok(LaunchRequestSchema.safeParse({ ...launch, user }).success, user);
   });

@@ -1,4 +1,5 @@
 /** Pure arithmetic of a warm pool: what to create, delete, recycle or keep. */
+import { AppDefinitionReadyReason, type PoolStatus } from '../../model/app-definition.js';
 import { stringHash32 } from '../../model/names.js';
 
 export interface PoolInstanceState {
@@ -46,14 +47,37 @@ export function planPool(input: {
   return plan;
 }
 
-/** Pool counts for AppDefinition status: unchanged by a reservation, so a launch writes none. */
-export function poolStatus(minInstances: number, instances: readonly PoolInstanceState[]) {
-  return { desired: minInstances, ready: instances.filter((i) => i.ready).length };
-}
-
-/** Free instances still starting: the pool is Ready when none is (reserving a ready one changes nothing). */
-export function freeInstancesStarting(instances: readonly PoolInstanceState[]): number {
-  return instances.filter((i) => !i.reserved && !i.released && !i.ready).length;
+/**
+ * The pool's part of the AppDefinition status: its counts (the instances ready, free or reserved) and
+ * its Ready condition (every free instance ready, nothing being created, deleted or returned). A
+ * reservation of a ready instance changes none of it, so a launch writes no AppDefinition status.
+ * `instances`: those the pass keeps; `acted`: whether it changed any.
+ */
+export function poolStatus(
+  minInstances: number,
+  instances: readonly PoolInstanceState[],
+  acted: boolean,
+): { pool: PoolStatus; ready: { status: 'True' | 'False'; reason: string; message: string } } {
+  const pool = { desired: minInstances, ready: instances.filter((i) => i.ready && !i.released).length };
+  const starting = instances.filter((i) => !i.reserved && !i.released && !i.ready).length;
+  const ready = acted
+    ? {
+        status: 'False' as const,
+        reason: AppDefinitionReadyReason.poolChanging,
+        message: 'instances being created, deleted or returned',
+      }
+    : starting > 0
+      ? {
+          status: 'False' as const,
+          reason: AppDefinitionReadyReason.instancesStarting,
+          message: `free instances starting: ${starting}`,
+        }
+      : {
+          status: 'True' as const,
+          reason: AppDefinitionReadyReason.poolReady,
+          message: `instances ready: ${pool.ready} of ${minInstances}`,
+        };
+  return { pool, ready };
 }
 
 /** Order in which free instances are tried: ready first, then lowest id. */

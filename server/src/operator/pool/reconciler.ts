@@ -18,7 +18,7 @@ import type { Logger } from '../runtime/logger.js';
 import { Delay, settle, type Reconciled } from '../runtime/outcome.js';
 import { writeStatusOnce } from '../runtime/status.js';
 import type { PoolInstance, PoolInstances } from './instances.js';
-import { freeInstancesStarting, planPool, poolStatus, type PoolInstanceState, type PoolPlan } from './plan.js';
+import { planPool, poolStatus, type PoolInstanceState, type PoolPlan } from './plan.js';
 
 /** Whether the session that reserved the instance still holds it: it exists (same uid) and is active. */
 function sessionHolds(instance: PoolInstance, sessions: Map<string, Session>): boolean {
@@ -83,23 +83,12 @@ export class AppDefinitionReconciler {
       // 3. Act.
       const waiting = await this.act(appDefinition, instances, sessions, plan);
       const acted = plan.delete.length + plan.recreate.length + plan.returnToPool.length + plan.create.length > 0;
-      const kept = states.filter((s) => !plan.delete.includes(s.id) && !plan.recreate.includes(s.id));
-      status.pool = poolStatus(min, kept);
-      // Neither the counts nor the condition change when a session reserves a ready instance.
-      const starting = freeInstancesStarting(kept);
+      const remaining = states.filter((s) => !plan.delete.includes(s.id) && !plan.recreate.includes(s.id));
+      const { pool, ready } = poolStatus(min, remaining, acted);
+      status.pool = pool;
       status.conditions = setCondition(status.conditions, {
         type: AppDefinitionCondition.ready,
-        status: starting === 0 && !acted ? 'True' : 'False',
-        reason: acted
-          ? AppDefinitionReadyReason.poolChanging
-          : starting === 0
-            ? AppDefinitionReadyReason.poolReady
-            : AppDefinitionReadyReason.instancesStarting,
-        message: acted
-          ? 'instances being created, deleted or returned'
-          : starting === 0
-            ? `${status.pool.ready} of ${min} instances ready`
-            : `${starting} free instances starting`,
+        ...ready,
         observedGeneration: generation,
       });
       // Recreated instances are created on the next pass, once the old Deployment is gone.

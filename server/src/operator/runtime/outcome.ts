@@ -39,7 +39,7 @@ export const Delay = {
    */
   injectionGrace: 200,
   /** Warm instances' changes within this delay share one app definition pass. */
-  poolStatusBatch: 2000,
+  poolPassBatch: 2000,
   /**
    * How long a starting session's pass waits for the ingress to take its route up (asking every
    * routeCheckEvery): an ingress that reloads within it (Traefik's provider throttle, when short)
