@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { UnsecuredJWT } from 'jose';
-import type { BrowserContext } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { launchTarget } from '../../server/src/landing/index.js';
 import { SIGN_IN_COOKIE, SignInCookie } from '../../server/src/landing/sign-in-cookie.js';
 import { screenshot } from '../support/browser.js';
@@ -74,6 +74,19 @@ describe('landing page in a real browser (identity provider on)', function () {
     await idp?.close();
   });
   stack.cleanUp(() => proxy?.close(), 'last');
+
+  /** Follows the course's deep link in `page` to the session; answers what it asked the provider on the way. */
+  async function deepLinkToSession(page: Page, sessionName: string, timeoutMs: number): Promise<string[]> {
+    const toProvider: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().startsWith(idp.issuer)) toProvider.push(request.url());
+    });
+    await page.goto(
+      `${stack.landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`,
+    );
+    await page.waitForURL(sessionUrlPattern(sessionName), { timeout: timeoutMs });
+    return toProvider;
+  }
 
   /** Puts a sealed sign-in in the browser as the page's server would have set it. */
   async function keepInBrowser(sealed: string): Promise<void> {
@@ -176,15 +189,7 @@ describe('landing page in a real browser (identity provider on)', function () {
     // The same sign-in, its access token run out (as five minutes later with this provider).
     const ranOut = seals.seal({ ...kept, expiresAt: Date.now() - 1000 });
     await keepInBrowser(ranOut);
-    const page = await context.newPage();
-    const toProvider: string[] = [];
-    page.on('request', (request) => {
-      if (request.url().startsWith(idp.issuer)) toProvider.push(request.url());
-    });
-    await page.goto(
-      `${stack.landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`,
-    );
-    await page.waitForURL(sessionUrlPattern(sessionName), { timeout: 60_000 });
+    const toProvider = await deepLinkToSession(await context.newPage(), sessionName, 60_000);
     assert.deepEqual(toProvider, [], 'the browser never went to the provider');
     const renewed = seals.open((await keptCookie())!)!;
     assert.notEqual(renewed.token, kept.token, 'a new access token from the provider');
@@ -276,15 +281,7 @@ describe('landing page in a real browser (identity provider on)', function () {
       }, 15_000);
       assert.equal(new SignInCookie(COOKIE_SECRET).open(kept.value)?.user, email);
 
-      const next = await own.newPage();
-      const toProvider: string[] = [];
-      next.on('request', (request) => {
-        if (request.url().startsWith(idp.issuer)) toProvider.push(request.url());
-      });
-      await next.goto(
-        `${stack.landing.url}/?${new URLSearchParams({ appDef: 'python-latest', gitUri: repo, platformToken })}`,
-      );
-      await next.waitForURL(sessionUrlPattern(sessionName), { timeout: 120_000 });
+      const toProvider = await deepLinkToSession(await own.newPage(), sessionName, 120_000);
       assert.deepEqual(toProvider, [], 'the new tab never went to the provider');
     } finally {
       proxy.disarmRequest();

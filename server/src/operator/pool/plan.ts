@@ -60,24 +60,12 @@ export function poolStatus(
 ): { pool: PoolStatus; ready: { status: 'True' | 'False'; reason: string; message: string } } {
   const pool = { desired: minInstances, ready: instances.filter((i) => i.ready && !i.released).length };
   const starting = instances.filter((i) => !i.reserved && !i.released && !i.ready).length;
-  const ready = acted
-    ? {
-        status: 'False' as const,
-        reason: AppDefinitionReadyReason.poolChanging,
-        message: 'instances being created, deleted or returned',
-      }
+  const [reason, message] = acted
+    ? [AppDefinitionReadyReason.poolChanging, 'instances being created, deleted or returned']
     : starting > 0
-      ? {
-          status: 'False' as const,
-          reason: AppDefinitionReadyReason.instancesStarting,
-          message: `free instances starting: ${starting}`,
-        }
-      : {
-          status: 'True' as const,
-          reason: AppDefinitionReadyReason.poolReady,
-          message: `instances ready: ${pool.ready} of ${minInstances}`,
-        };
-  return { pool, ready };
+      ? [AppDefinitionReadyReason.instancesStarting, `free instances starting: ${starting}`]
+      : [AppDefinitionReadyReason.poolReady, `instances ready: ${pool.ready} of ${minInstances}`];
+  return { pool, ready: { status: reason === AppDefinitionReadyReason.poolReady ? 'True' : 'False', reason, message } };
 }
 
 /** Order in which free instances are tried: ready first, then lowest id. */
