@@ -19,6 +19,7 @@ import { Delay, RetryLater } from '../../runtime/outcome.js';
 import type { Pass } from '../status.js';
 import { takeStandbyClaim } from '../../standby/claims.js';
 import type { GuardedStep, StepContext } from './context.js';
+import { routeBesideClaim } from './route.js';
 
 /**
  * A decision made by a pass whose status was not written (a crash, a failed write): from the
@@ -65,7 +66,9 @@ export async function chooseStrategy(step: GuardedStep): Promise<void> {
       const minInstances = effectiveMinInstances(deps.config, appDefinition);
       instance =
         deps.pool.findReservation(appDefinition.metadata.name, session) ??
-        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name));
+        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name, (name) =>
+          routeBesideClaim(step, name),
+        ));
       if (instance) {
         pass.status.startStrategy = 'eager';
         pass.status.instanceId = String(instance.id);
