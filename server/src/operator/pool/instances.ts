@@ -145,14 +145,13 @@ export class PoolInstances {
    * rotated by the session's name, so concurrent reservations rarely aim at the same instance.
    * Returns undefined when no instance is free. A new workspace (`workspace`) is named in the same
    * write: the instance's claim becomes that workspace's (workspace/reconciler.ts), and the pod, which
-   * mounts it already, is not touched. `claiming` is told each candidate's name as its claim is sent.
+   * mounts it already, is not touched.
    */
   async reserve(
     appDefinition: AppDefinition,
     minInstances: number,
     session: Session,
     workspace: string | undefined,
-    claiming?: (instanceName: string) => void,
   ): Promise<PoolInstance | undefined> {
     const generation = Number(generationOf(appDefinition));
     for (let round = 0; round < 8; round++) {
@@ -175,13 +174,11 @@ export class PoolInstances {
           ownerReference(session as Parameters<typeof ownerReference>[0], false),
         ];
         try {
-          const claim = this.deps.apps.replaceNamespacedDeployment({
+          const updated = await this.deps.apps.replaceNamespacedDeployment({
             name: candidate.name,
             namespace: this.deps.namespace,
             body: d,
           });
-          claiming?.(candidate.name);
-          const updated = await claim;
           this.deps.deployments.observe(updated);
           return instanceOf(updated);
         } catch (error) {

@@ -22,11 +22,6 @@ function ingressPath(entry: RouteEntry): k8s.V1HTTPIngressPath {
   };
 }
 
-/** Whether an Ingress path is `entry`'s as written (its backend and path type). */
-function leadsTo(path: k8s.V1HTTPIngressPath, entry: RouteEntry): boolean {
-  return path.backend.service?.name === entry.serviceName && path.pathType === 'Prefix';
-}
-
 /**
  * Returns the ingress spec with `entry` present (true) or absent (false); undefined when nothing
  * changes. The spec given is not changed, and only the rule of the entry's host is copied: the
@@ -44,7 +39,7 @@ export function withRoute(
   const existing = paths[index];
   let next: k8s.V1HTTPIngressPath[];
   if (present) {
-    if (existing && leadsTo(existing, entry)) return undefined;
+    if (existing?.backend.service?.name === entry.serviceName && existing.pathType === 'Prefix') return undefined;
     next = existing ? paths.with(index, ingressPath(entry)) : [...paths, ingressPath(entry)];
   } else {
     if (!existing) return undefined;
@@ -61,10 +56,9 @@ export function withRoute(
  * tests the host of every rule it changes and the path at every index it takes out. The API server
  * applies a patch to the latest object, so a patch made on a current read never conflicts, and one
  * made on a stale read fails a test instead of changing the wrong path (a stale read that would leave
- * a rule without a path is refused too: an Ingress rule needs one). A path there once but leading
- * elsewhere is replaced where it is; then the removals, from the highest index down, so no removal
- * moves a path another one tests; then the additions. Changes such a patch cannot make are left out of
- * `carried`, for read-modify-write: a host with no rule yet, a path already there as asked or twice, a
+ * a rule without a path is refused too: an Ingress rule needs one). Removals come first, from the
+ * highest index down, so no removal moves a path another one tests. Changes such a patch cannot make
+ * are left out of `carried`, for read-modify-write: a host with no rule yet, a path already there, a
  * path the batch names twice, the removals that would leave a rule without a path (the long way drops
  * the rule). A copy of a path that `spec` does not show is not removed: the writer checks the answer.
  */
@@ -83,11 +77,8 @@ export function routeChangesPatch(
     const paths = rules[rule]?.http?.paths;
     if (!paths || named.get(key(change))! > 1) continue;
     const indexes = paths.flatMap((p, index) => (p.path === change.entry.path ? [index] : []));
-    // A path there once, to another backend, is pointed again in place (the route written beside a
-    // claim that went to another instance).
-    const repoint = change.present && indexes.length === 1 && !leadsTo(paths[indexes[0]!]!, change.entry);
-    if (change.present === indexes.length > 0 && !repoint) continue;
-    if (!repoint) left[rule]! += change.present ? 1 : -indexes.length;
+    if (change.present === indexes.length > 0) continue;
+    left[rule]! += change.present ? 1 : -indexes.length;
     planned.push({ change, rule, indexes });
   }
   const carried = planned.filter((p) => p.change.present || left[p.rule]! > 0);
@@ -95,11 +86,6 @@ export function routeChangesPatch(
   const patch: object[] = [...new Set(carried.map((p) => p.rule))]
     .sort((a, b) => a - b)
     .map((rule) => ({ op: 'test', path: `/spec/rules/${rule}/host`, value: rules[rule]!.host }));
-  for (const { rule, change, indexes } of carried.filter((p) => p.change.present && p.indexes.length === 1)) {
-    const at = `/spec/rules/${rule}/http/paths/${indexes[0]}`;
-    patch.push({ op: 'test', path: `${at}/path`, value: change.entry.path });
-    patch.push({ op: 'replace', path: at, value: ingressPath(change.entry) });
-  }
   const removals = carried
     .filter((p) => !p.change.present)
     .flatMap((p) => p.indexes.map((index) => ({ rule: p.rule, index, path: p.change.entry.path })))
@@ -108,7 +94,7 @@ export function routeChangesPatch(
     patch.push({ op: 'test', path: `/spec/rules/${rule}/http/paths/${index}/path`, value: path });
     patch.push({ op: 'remove', path: `/spec/rules/${rule}/http/paths/${index}` });
   }
-  for (const { rule, change } of carried.filter((p) => p.change.present && p.indexes.length === 0)) {
+  for (const { rule, change } of carried.filter((p) => p.change.present)) {
     patch.push({ op: 'add', path: `/spec/rules/${rule}/http/paths/-`, value: ingressPath(change.entry) });
   }
   return { patch, carried: carried.map((p) => p.change) };

@@ -29,10 +29,10 @@ export type SessionReconcilerDeps = SessionStepDeps &
 
 /**
  * Reconciles a Session into a running IDE: fetch → gone? → deleting? finalize → guards (app
- * definition, workspace, limits) → 1 start strategy (reserve a warm instance, its route written beside
- * the claim, or lazy), and the finalizer if the session came without it → 2 config store → 3 resources
- * (lazy) or attached instance (eager) → 4 environment → 5 route → 6 readiness and URL (or a failed
- * start: session/start-failure.ts). Status is gathered in memory and written once (the decision, the story
+ * definition, workspace, limits) → 1 start strategy (reserve a warm instance, or lazy), and the
+ * finalizer if the session came without it → 2 config store → 3 resources (lazy) or attached instance
+ * (eager) → 4 environment → 5 route → 6 readiness and URL (or a failed start:
+ * session/start-failure.ts). Status is gathered in memory and written once (the decision, the story
  * of the launch and its URL), then the pass's Events, which a launch that goes well does not have:
  * failures, warnings and a lost pod's return only, then 7 the decision's annotations (unless the
  * service writes them with its answer: steps/decision.ts). What the steps throw is mapped by the outcome
@@ -104,17 +104,7 @@ export class SessionReconciler {
     const context: StepContext = { deps: this.deps, session: pass.session, pass };
     const step: GuardedStep = { ...context, ...(await guards(context)) };
     pass.ingressName = step.appDefinition.spec.ingressname;
-    try {
-      await this.stepsPastGuards(step);
-    } finally {
-      // No route write of this pass outlives it: the next pass's would race it.
-      await step.routing;
-    }
-  }
-
-  private async stepsPastGuards(step: GuardedStep): Promise<void> {
-    // 1. Start strategy (a warm instance's claim and, beside it, the route), and the finalizer if the
-    // session came without it, before anything is created.
+    // 1. Start strategy, and the finalizer if the session came without it, before anything is created.
     await chooseStrategy(step);
     await ensureFinalizer(step);
     // 2. Config store.

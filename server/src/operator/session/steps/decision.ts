@@ -19,7 +19,6 @@ import { Delay, RetryLater } from '../../runtime/outcome.js';
 import type { Pass } from '../status.js';
 import { takeStandbyClaim } from '../../standby/claims.js';
 import type { GuardedStep, StepContext } from './context.js';
-import { routeBesideClaim } from './route.js';
 
 /**
  * A decision made by a pass whose status was not written (a crash, a failed write): from the
@@ -66,9 +65,7 @@ export async function chooseStrategy(step: GuardedStep): Promise<void> {
       const minInstances = effectiveMinInstances(deps.config, appDefinition);
       instance =
         deps.pool.findReservation(appDefinition.metadata.name, session) ??
-        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name, (name) =>
-          routeBesideClaim(step, name),
-        ));
+        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name));
       if (instance) {
         pass.status.startStrategy = 'eager';
         pass.status.instanceId = String(instance.id);
