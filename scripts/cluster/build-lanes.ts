@@ -24,7 +24,7 @@ const BINARIES: Record<BuildTarget, Described> = {
   helm: { what: 'helm', why: "renders the chart's app definitions and landing page", firstTimeMinutes: 1 },
   'auth-proxy': { what: 'oauth2-proxy', why: "the proxy in front of every session's IDE", firstTimeMinutes: 1 },
   kubelet: { what: 'kubelet', why: 'runs the session pods', firstTimeMinutes: 1 },
-  traefik: { what: 'Traefik', why: 'the ingress that routes session URLs to their pods', firstTimeMinutes: 5 },
+  traefik: { what: 'Traefik', why: 'the ingress that routes session URLs to their pods', firstTimeMinutes: 4 },
   'network-policy': { what: 'kube-router', why: 'enforces NetworkPolicies on the real node', firstTimeMinutes: 2 },
   storage: { what: 'local-path-provisioner', why: "makes the workspaces' volumes", firstTimeMinutes: 1 },
 };

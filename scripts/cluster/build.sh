@@ -40,7 +40,7 @@ trap '[ -z "$caller_watcher" ] || kill "$caller_watcher" 2>/dev/null || true
 
 # Seconds each binary took from empty Go caches on 2 cores (module download included), for the
 # estimate of what is left; scaled by the cores this machine has.
-declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90 [kubelet]=150 [traefik]=600 [kube-router]=450 [local-path-provisioner]=90)
+declare -A typical=([etcd]=90 [kube-apiserver]=320 [kube-controller-manager]=105 [kube-scheduler]=10 [kwok]=110 [helm]=220 [oauth2-proxy]=90 [kubelet]=150 [traefik]=420 [kube-router]=320 [local-path-provisioner]=90)
 usage="usage: build.sh [all|k8s|helm|auth-proxy|kubelet|traefik|network-policy|storage|etcd|kubernetes|kwok]... | keys"
 tools=()
 for target in "${@:-k8s}"; do
@@ -211,14 +211,30 @@ resolve_traefik() {
   if fresh_module "$1"; then
     upstream_module "$1" traefik github.com/traefik/traefik/v3 "$TRAEFIK_VERSION" github.com/traefik/traefik/v3/cmd/traefik
   fi
+  traefik_lego "$1"
+}
+# lego's DNS providers are left out (traefik-lego/dns_providers.go says why): the wrapper module
+# replaces lego by a copy of it whose providers/dns package is that file, written anew with every
+# resolve (its hash is in the key). The dependency graph stays upstream's.
+traefik_lego() {
+  local dir=$1 lego
+  if [ ! -d "$dir/lego" ]; then
+    lego=$(cd "$dir" && go mod download -json github.com/go-acme/lego/v4 | sed -n 's/^\s*"Dir": "\(.*\)",\?$/\1/p')
+    [ -n "$lego" ] || { log "traefik: lego's module not found"; return 1; }
+    cp -r "$lego" "$dir/lego.tmp" && chmod -R u+w "$dir/lego.tmp" && mv "$dir/lego.tmp" "$dir/lego"
+    (cd "$dir" && go mod edit -replace github.com/go-acme/lego/v4=./lego)
+  fi
+  rm -f "$dir"/lego/providers/dns/*.go
+  cp "$here/traefik-lego/dns_providers.go" "$dir/lego/providers/dns/"
 }
 make_traefik() {
   build_one traefik "$1" github.com/traefik/traefik/v3/cmd/traefik \
     "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=v$TRAEFIK_VERSION"
 }
 
-# kube-router, the real node's NetworkPolicy controller (only its firewall runs: the CNI bridge routes
-# the pods and no Services are proxied).
+# kube-router, the real node's NetworkPolicy controller: only its firewall runs (the CNI bridge routes
+# the pods and no Services are proxied), so the binary is kube-router-firewall/main.go, its firewall's
+# start-up alone, in the wrapper module (always the repository's copy; its hash is in the key).
 resolve_kube_router() {
   local dir=$1
   if fresh_module "$dir"; then
@@ -226,9 +242,10 @@ resolve_kube_router() {
     (cd "$dir" && go mod init ide-cloud.local/kube-router >/dev/null 2>&1 &&
       go_get "github.com/cloudnativelabs/kube-router/v2@v$KUBE_ROUTER_VERSION")
   fi
+  cp "$here/kube-router-firewall/main.go" "$dir/main.go"
 }
 make_kube_router() {
-  build_one kube-router "$1" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
+  build_one kube-router "$1" . \
     "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION"
 }
 
@@ -263,7 +280,7 @@ declare -A version_var=([etcd]=ETCD_VERSION [kubernetes]=K8S_VERSION [kubelet]=K
   [kube_router]=KUBE_ROUTER_VERSION [local_path_provisioner]=LOCAL_PATH_PROVISIONER_VERSION)
 # The functions besides resolve_<family> and make_<family> that shape its binaries.
 declare -A helpers=([kubernetes]="kubernetes_ldflags" [kubelet]="resolve_kubernetes kubernetes_ldflags"
-  [traefik]=upstream_module [local_path_provisioner]=upstream_module)
+  [traefik]="upstream_module traefik_lego" [local_path_provisioner]=upstream_module)
 # The kubelet resolves into the Kubernetes components' module, under their lock.
 declare -A module_of=([kubelet]=kubernetes)
 # The packages each family compiles: loading them downloads every module the compile needs, so the
@@ -272,7 +289,7 @@ declare -A packages=([etcd]=go.etcd.io/etcd/server/v3
   [kubernetes]="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler"
   [kubelet]=k8s.io/kubernetes/cmd/kubelet [kwok]=sigs.k8s.io/kwok/cmd/kwok [helm]=helm.sh/helm/v3/cmd/helm
   [oauth2_proxy]=github.com/oauth2-proxy/oauth2-proxy/v7 [traefik]=github.com/traefik/traefik/v3/cmd/traefik
-  [kube_router]=github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  [kube_router]=.
   [local_path_provisioner]=github.com/rancher/local-path-provisioner)
 download() {
   # shellcheck disable=SC2086 # a list of packages
@@ -286,9 +303,12 @@ common_recipe() {
   echo "$go_toolchain CGO_ENABLED=$CGO_ENABLED GOFLAGS=$GOFLAGS"
   declare -f go_get fresh_module compile
 }
+# The Go sources of the repository a family compiles.
+declare -A sources=([kube_router]="$here/kube-router-firewall/main.go" [traefik]="$here/traefik-lego/dns_providers.go")
 family_key() {
   local f=$1 var=${version_var[$1]}
-  { common_recipe; echo "$var=${!var}"; declare -f "resolve_$f" "make_$f" ${helpers[$f]:-}; } | hash16
+  { common_recipe; echo "$var=${!var}"; declare -f "resolve_$f" "make_$f" ${helpers[$f]:-}
+    [ -z "${sources[$f]:-}" ] || cat "${sources[$f]}"; } | hash16
 }
 # A wrapper module is keyed by what resolves it (the kubelet adds to the Kubernetes components' one).
 module_dir() {

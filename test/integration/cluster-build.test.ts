@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { access, copyFile, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { access, copyFile, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,10 +28,21 @@ async function cacheKeys(script: string): Promise<Record<string, string>> {
   );
 }
 
-/** A copy of scripts/cluster's build script beside it, in `dir`, with `edit` applied to `file`'s text. */
-async function editedScripts(dir: string, file: 'build.sh' | 'versions.env', edit: (text: string) => string) {
-  for (const name of ['build.sh', 'versions.env', 'end-with-caller.sh'])
+/** What build.sh reads of scripts/cluster: its settings, its helper and the Go sources it compiles. */
+const BUILD_FILES = [
+  'build.sh',
+  'versions.env',
+  'end-with-caller.sh',
+  'kube-router-firewall/main.go',
+  'traefik-lego/dns_providers.go',
+] as const;
+
+/** A copy of scripts/cluster's build script and what it reads, in `dir`, with `edit` applied to `file`'s text. */
+async function editedScripts(dir: string, file: (typeof BUILD_FILES)[number], edit: (text: string) => string) {
+  for (const name of BUILD_FILES) {
+    await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
     await copyFile(path.join(root, 'scripts', 'cluster', name), path.join(dir, name));
+  }
   const text = await readFile(path.join(dir, file), 'utf8');
   const edited = edit(text);
   assert.notEqual(edited, text, `the edit of ${file} changed nothing`);
@@ -113,7 +124,7 @@ describe('local control plane builds', function () {
     assert.equal((logs.match(/kwok: cached/g) ?? []).length, 1, logs);
   });
 
-  it("a version bump in versions.env changes that tool's cache key only", async () => {
+  it("a version bump in versions.env, or a change of a Go source it compiles, changes that tool's cache key only", async () => {
     const keys = await cacheKeys(buildScript);
     assert.deepEqual(await cacheKeys(buildScript), keys, 'keys are stable');
     const bumps: [string, string[]][] = [
@@ -132,6 +143,16 @@ describe('local control plane builds', function () {
         text.replace(new RegExp(`^${variable}=(.*)$`, 'm'), `${variable}=$1.1`),
       );
       assert.deepEqual(changed(keys, await cacheKeys(script)), tools, variable);
+    }
+    // The Go sources of the repository that a tool compiles are its recipe too.
+    const sources: [(typeof BUILD_FILES)[number], string[]][] = [
+      ['kube-router-firewall/main.go', ['kube-router']],
+      ['traefik-lego/dns_providers.go', ['traefik']],
+    ];
+    for (const [file, tools] of sources) {
+      const dir = await mkdtemp(path.join(cache, 'source-'));
+      const script = await editedScripts(dir, file, (text) => `${text}// changed\n`);
+      assert.deepEqual(changed(keys, await cacheKeys(script)), tools, file);
     }
   });
 
