@@ -62,13 +62,32 @@ async function runBuild(targets: BuildTarget[]): Promise<string> {
 
 /** A TCP port free on `host` (default 127.0.0.1) right now; the one copy, for scripts and tests. */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
+  // Below the kernel's ephemeral range (net.ipv4.ip_local_port_range), from which every outgoing
+  // connection takes its local port: a port chosen there can be taken by a client socket before the
+  // server it was chosen for binds it.
+  const [low] = (await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').catch(() => '32768'))
+    .trim()
+    .split(/\s+/)
+    .map(Number);
+  const below = Math.min(low ?? 32768, 32768);
+  for (let attempt = 0; attempt < 20 && below > 12_000; attempt++) {
+    const port = 10_000 + Math.floor(Math.random() * (below - 10_000));
+    if (await listensOn(port, host)) return port;
+  }
+  return listensOn(0, host);
+}
+
+/** Listens on `port` (0: any) of `host` and closes again: the port it got, or 0 when it was taken. */
+function listensOn(port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+    server.on('error', (error: NodeJS.ErrnoException) =>
+      port !== 0 && (error.code === 'EADDRINUSE' || error.code === 'EACCES') ? resolve(0) : reject(error),
+    );
+    server.listen(port, host, () => {
+      const { port: got } = server.address() as net.AddressInfo;
+      server.close(() => resolve(got));
     });
   });
 }
