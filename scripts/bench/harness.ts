@@ -17,7 +17,7 @@ import type { AppDefinitionSpecInput } from '../../server/src/model/app-definiti
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session } from '../../server/src/model/session.js';
 import { OPERATOR_ENV, type OperatorConfigInput } from '../../server/src/operator/config.js';
-import { deploymentReady } from '../../server/src/operator/index.js';
+import { isFreeReadyInstance } from '../../server/src/operator/index.js';
 import { sessionOfRoutePath } from '../../server/src/operator/manifests.js';
 import { Informer } from '../../server/src/kube/informer.js';
 import {
@@ -497,15 +497,7 @@ export class Bench {
 
   /** Pool instances of `app` that exist, run ready and are not reserved. */
   freeReadyInstances(app: string): number {
-    return this.deployments
-      .list()
-      .filter(
-        (d) =>
-          d.metadata?.labels?.[LABELS.appDefinition] === app &&
-          !d.metadata?.labels?.[LABELS.session] &&
-          !d.metadata?.deletionTimestamp &&
-          deploymentReady(d),
-      ).length;
+    return this.deployments.list().filter((d) => isFreeReadyInstance(d, app)).length;
   }
 
   sessionsOf(app: string): Session[] {

@@ -225,7 +225,7 @@ traefik_lego() {
     (cd "$dir" && go mod edit -replace github.com/go-acme/lego/v4=./lego)
   fi
   rm -f "$dir"/lego/providers/dns/*.go
-  cp "$here/traefik-lego/dns_providers.go" "$dir/lego/providers/dns/"
+  cp "${sources[traefik]}" "$dir/lego/providers/dns/"
 }
 make_traefik() {
   build_one traefik "$1" github.com/traefik/traefik/v3/cmd/traefik \
@@ -242,7 +242,7 @@ resolve_kube_router() {
     (cd "$dir" && go mod init ide-cloud.local/kube-router >/dev/null 2>&1 &&
       go_get "github.com/cloudnativelabs/kube-router/v2@v$KUBE_ROUTER_VERSION")
   fi
-  cp "$here/kube-router-firewall/main.go" "$dir/main.go"
+  cp "${sources[kube_router]}" "$dir/main.go"
 }
 make_kube_router() {
   build_one kube-router "$1" . \
@@ -303,7 +303,7 @@ common_recipe() {
   echo "$go_toolchain CGO_ENABLED=$CGO_ENABLED GOFLAGS=$GOFLAGS"
   declare -f go_get fresh_module compile
 }
-# The Go sources of the repository a family compiles.
+# The Go sources of the repository a family compiles (its resolve_* copies them into its module).
 declare -A sources=([kube_router]="$here/kube-router-firewall/main.go" [traefik]="$here/traefik-lego/dns_providers.go")
 family_key() {
   local f=$1 var=${version_var[$1]}

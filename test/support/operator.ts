@@ -17,7 +17,7 @@ import { DATA_BRIDGE_RESERVATION_HEADER, DATA_BRIDGE_TOKEN_KEY } from '../../ser
 import { userLabelValue } from '../../server/src/model/names.js';
 import type { Session, SessionSpec } from '../../server/src/model/session.js';
 import {
-  deploymentReady,
+  isFreeReadyInstance,
   startOperator,
   type OperatorConfigInput,
   type RunningOperator,
@@ -287,7 +287,6 @@ export async function startBridge(
   return bridge;
 }
 
-/** The data-bridge token of a warm instance, as the operator created it (what its pod reads). */
 /**
  * The app definition's warm instances that no session holds and that are ready (a returned one only
  * once its restarted pod is): all of them, in a pool settled after its sessions ended.
@@ -301,10 +300,10 @@ export async function freeReadyInstances(
     namespace,
     labelSelector: `${LABELS.component}=${COMPONENT.poolInstance},${LABELS.appDefinition}=${appDefinition}`,
   });
-  return items.filter(
-    (d) => !d.metadata?.deletionTimestamp && !d.metadata?.labels?.[LABELS.session] && deploymentReady(d),
-  ).length;
+  return items.filter((d) => isFreeReadyInstance(d, appDefinition)).length;
 }
+
+/** The data-bridge token of a warm instance, as the operator created it (what its pod reads). */
 
 export async function bridgeToken(kc: k8s.KubeConfig, namespace: string, instanceName: string): Promise<string> {
   const secret = await eventually(

@@ -9,4 +9,5 @@ export {
 } from './config.js';
 export { SESSION_FINALIZER } from './session/finalize.js';
 export { deploymentReady, podReady } from './runtime/objects.js';
+export { isFreeReadyInstance } from './pool/instances.js';
 export { poolInstanceName, sessionUrl, sessionPodApp } from './manifests.js';

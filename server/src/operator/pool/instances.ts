@@ -45,6 +45,18 @@ export interface PoolInstance {
   deployment: k8s.V1Deployment;
 }
 
+/** A warm instance of `appDefinition` that no session holds and whose pod is ready: a launch claims it as it is. */
+export function isFreeReadyInstance(d: k8s.V1Deployment, appDefinition: string): boolean {
+  const labels = d.metadata?.labels ?? {};
+  return (
+    labels[LABELS.component] === COMPONENT.poolInstance &&
+    labels[LABELS.appDefinition] === appDefinition &&
+    !labels[LABELS.session] &&
+    !d.metadata?.deletionTimestamp &&
+    deploymentReady(d)
+  );
+}
+
 export function instanceOf(d: k8s.V1Deployment): PoolInstance {
   const labels = d.metadata?.labels ?? {};
   const session = labels[LABELS.session];
