@@ -389,7 +389,10 @@ describe('operator: the writes of a lazy launch', function () {
     const count = (path: string) => writes.writes.filter((w) => w.path === path).length;
     const objects = {
       configStore: count(`/api/v1/namespaces/${stack.namespace}/configmaps/${name}-config`),
-      secret: count(`/api/v1/namespaces/${stack.namespace}/secrets/${name}-env`),
+      // Created (a POST to the collection, the suite's only Secret), or written by name.
+      secret:
+        count(`/api/v1/namespaces/${stack.namespace}/secrets`) +
+        count(`/api/v1/namespaces/${stack.namespace}/secrets/${name}-env`),
       sidecarService: count(`/api/v1/namespaces/${stack.namespace}/services/${name}-db`),
       sidecarDeployment: count(`/apis/apps/v1/namespaces/${stack.namespace}/deployments/${name}-db`),
       deployment: count(`/apis/apps/v1/namespaces/${stack.namespace}/deployments/${name}`),

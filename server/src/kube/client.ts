@@ -54,9 +54,10 @@ export function configureClient(kc: k8s.KubeConfig, userAgent: string, options: 
   readCertificatesOnce(kc);
   const createAgent = target.createAgent.bind(kc);
   let agent: unknown;
-  // Idle sockets beyond a few are closed: a burst does not leave hundreds open.
+  // Idle sockets beyond those a burst of launches keeps busy are closed: none is opened again (a TLS
+  // handshake on both sides) each time the requests in flight rise, and a burst does not leave hundreds open.
   target.createAgent = (cluster, agentOptions) =>
-    (agent ??= createAgent(cluster, { ...agentOptions, keepAlive: true, maxFreeSockets: 16 }));
+    (agent ??= createAgent(cluster, { ...agentOptions, keepAlive: true, maxFreeSockets: 64 }));
   // Called once per request of the generated clients and KubernetesObjectApi (never for a watch),
   // before it is sent: the deadline counts from here and covers the answer's body too.
   const authenticate = target.applySecurityAuthentication.bind(kc);

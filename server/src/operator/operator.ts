@@ -2,6 +2,7 @@ import * as k8s from '@kubernetes/client-node';
 import { describeFailure, loadKubeConfig, configureClient, readMetadata } from '../kube/client.js';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import { parseOperatorConfig, type OperatorConfig, type OperatorConfigInput } from './config.js';
+import { BridgeSecrets } from './pool/bridge-secrets.js';
 import { PoolInstances } from './pool/instances.js';
 import { AppDefinitionReconciler } from './pool/reconciler.js';
 import { wakeAppDefinitions } from './pool/watches.js';
@@ -113,8 +114,12 @@ class Controllers {
     // Warm instances change together in a burst (claims, readiness): one app definition pass per burst.
     const poolChanged = (name: string) => appQueue.addAfter(name, Delay.poolPassBatch);
     // The injector wakes the session's reconciler when an injection ends.
-    this.injector = new DataInjector(clients.core, config, (name) => sessionQueue.add(name), log, cache.pods);
-    const shared: Shared = { clients, config, cache, events, log, ...poolAndRoutes(clients, config, cache) };
+    const { bridgeSecrets, ...pool } = poolAndRoutes(clients, config, cache);
+    this.injector = new DataInjector(clients.core, config, (name) => sessionQueue.add(name), log, {
+      pods: cache.pods,
+      secrets: bridgeSecrets,
+    });
+    const shared: Shared = { clients, config, cache, events, log, ...pool };
     // Lazy starts at a rate, first come first served; a gate's wake-up is a pass of that session.
     const admission =
       config.lazyStartsPerSecond > 0
@@ -166,9 +171,13 @@ class Controllers {
   }
 }
 
-/** The warm instances and the shared Ingresses' routes, which several reconcilers use. */
+/**
+ * The warm instances and the shared Ingresses' routes, which several reconcilers use, and the
+ * instances' bridge Secrets as the pool wrote them, which the injection reads.
+ */
 function poolAndRoutes(clients: ApiClients, config: OperatorConfig, cache: OperatorCache) {
   const { namespace } = config;
+  const bridgeSecrets = new BridgeSecrets(clients.core, namespace);
   const instances = new PoolInstances({
     namespace,
     config,
@@ -177,6 +186,7 @@ function poolAndRoutes(clients: ApiClients, config: OperatorConfig, cache: Opera
     objects: clients.objects,
     deployments: cache.deployments,
     claims: cache.claims,
+    secrets: bridgeSecrets,
   });
   const routes = new Routes({
     net: clients.net,
@@ -185,7 +195,7 @@ function poolAndRoutes(clients: ApiClients, config: OperatorConfig, cache: Opera
     ingressClassName: config.ingressClassName,
     checkUrl: config.routeCheckUrl,
   });
-  return { instances, routes };
+  return { instances, routes, bridgeSecrets };
 }
 
 function sessionReconciler(

@@ -31,10 +31,11 @@ export class AppDefinitionCatalog {
 
   /** The app definition, or 473 when there is none by that name. */
   async get(name: string): Promise<AppDefinition> {
-    const unknown = new ApiError(ErrorCode.unknownAppDefinition, 'unknown app definition');
-    if (!isDnsLabel(name)) throw unknown;
+    // Made only when thrown: an error's stack costs more than the lookup.
+    const unknown = () => new ApiError(ErrorCode.unknownAppDefinition, 'unknown app definition');
+    if (!isDnsLabel(name)) throw unknown();
     const found = await this.cache.find(name);
-    if (!found || found.metadata.deletionTimestamp) throw unknown;
+    if (!found || found.metadata.deletionTimestamp) throw unknown();
     return found;
   }
 

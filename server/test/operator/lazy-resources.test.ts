@@ -45,10 +45,11 @@ function cache<T extends k8s.KubernetesObject>() {
   };
 }
 
-/** The API server's objects, written by server-side apply: every write recorded as kind/name. */
+/** The API server's objects, created or written by server-side apply: every write recorded as kind/name. */
 function objectsApi() {
   const stored = new Map<string, k8s.KubernetesObject>();
   const writes: string[] = [];
+  const reads: string[] = [];
   let version = 0;
   const key = (o: k8s.KubernetesObject) => `${o.kind}/${o.metadata!.name}`;
   const api = {
@@ -61,13 +62,18 @@ function objectsApi() {
       stored.set(key(object), written);
       return structuredClone(written);
     },
+    create: async (object: k8s.KubernetesObject) => {
+      if (stored.has(key(object))) throw new k8s.ApiException(409, 'already exists', {}, {});
+      return api.patch(object);
+    },
     read: async (spec: k8s.KubernetesObject) => {
+      reads.push(key(spec));
       const found = stored.get(key(spec));
       if (!found) throw new k8s.ApiException(404, 'not found', {}, {});
       return structuredClone(found);
     },
   };
-  return { api: api as unknown as k8s.KubernetesObjectApi, stored, writes };
+  return { api: api as unknown as k8s.KubernetesObjectApi, stored, writes, reads };
 }
 
 function deps(objects: k8s.KubernetesObjectApi) {
@@ -100,6 +106,8 @@ describe('operator: the objects of a lazy session', () => {
       'Service/lou-1',
     ]);
     assert.ok(token(server.stored));
+    // The first pass creates the Secret without reading it first.
+    assert.deepEqual(server.reads, []);
   });
 
   it('a pass after a restart between the Secret and the Deployment keeps the Secret and its token', async () => {
@@ -113,6 +121,7 @@ describe('operator: the objects of a lazy session', () => {
     server.writes.length = 0;
     await provision({ deps: deps(server.api), session: s, pass: new Pass(s), appDefinition });
     assert.equal(token(server.stored), written);
+    assert.deepEqual(server.reads, ['Secret/lou-1-env']);
     assert.deepEqual(server.writes, ['Service/lou-1-db', 'Deployment/lou-1-db', 'Deployment/lou-1', 'Service/lou-1']);
   });
 

@@ -28,6 +28,7 @@ import {
   INSTANCE_TEMPLATE,
   INSTANCE_TEMPLATE_ANNOTATION,
 } from '../manifests.js';
+import type { BridgeSecrets } from './bridge-secrets.js';
 import { createInstanceClaim, type ClaimDeps } from './claims.js';
 import { reservationCandidates } from './plan.js';
 
@@ -102,6 +103,8 @@ export interface PoolDeps extends SidecarDeps, Omit<ClaimDeps, 'core' | 'config'
     ClaimDeps['core'];
   /** The cache of the Deployments IDE Cloud manages; every write's answer goes into it. */
   deployments: Informer<k8s.V1Deployment>;
+  /** The instances' bridge Secrets as written: each write and removal of one is told to it. */
+  secrets: Pick<BridgeSecrets, 'written' | 'forget'>;
 }
 
 /** What applying sidecars takes. */
@@ -227,11 +230,10 @@ export class PoolInstances {
         targetPort: this.deps.config.authProxyPort,
       }),
     );
+    const secret = bridgeTokenSecret(appDefinition, id, this.deps.namespace, newBridgeToken());
     try {
-      await this.deps.core.createNamespacedSecret({
-        namespace: this.deps.namespace,
-        body: bridgeTokenSecret(appDefinition, id, this.deps.namespace, newBridgeToken()),
-      });
+      await this.deps.core.createNamespacedSecret({ namespace: this.deps.namespace, body: secret });
+      this.deps.secrets.written(secret);
     } catch (error) {
       if (!isConflict(error)) throw error;
     }
@@ -299,9 +301,9 @@ export class PoolInstances {
         await this.deps.core.deleteNamespacedService({ name, namespace: this.deps.namespace }).catch(ignoreNotFound);
     }
     // The token goes too, also when the instance is recreated: its last user could read it.
-    await this.deps.core
-      .deleteNamespacedSecret({ name: bridgeTokenSecretName(instance.name), namespace: this.deps.namespace })
-      .catch(ignoreNotFound);
+    const secretName = bridgeTokenSecretName(instance.name);
+    this.deps.secrets.forget(secretName);
+    await this.deps.core.deleteNamespacedSecret({ name: secretName, namespace: this.deps.namespace }).catch(ignoreNotFound);
     if (!keepService) {
       await this.deps.core
         .deleteNamespacedService({ name: instance.name, namespace: this.deps.namespace })
@@ -318,10 +320,11 @@ export class PoolInstances {
    * the operator only. The last claim, unless a workspace took it, is left to `removeStaleClaims`.
    */
   async returnToPool(appDefinition: AppDefinition, instance: PoolInstance, now: Date): Promise<void> {
-    await applyObject(
-      this.deps.objects,
-      bridgeTokenSecret(appDefinition, instance.id, this.deps.namespace, newBridgeToken()),
-    );
+    const secret = bridgeTokenSecret(appDefinition, instance.id, this.deps.namespace, newBridgeToken());
+    // Unknown until the write is answered: a failed one may have changed it or not.
+    this.deps.secrets.forget(secret.metadata!.name!);
+    await applyObject(this.deps.objects, secret);
+    this.deps.secrets.written(secret);
     const d = structuredClone(instance.deployment);
     d.apiVersion = 'apps/v1';
     d.kind = 'Deployment';

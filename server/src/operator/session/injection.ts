@@ -12,7 +12,8 @@ import type { OperatorConfig } from '../config.js';
 import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
 import type { Logger } from '../runtime/logger.js';
 import type { Informer } from '../../kube/informer.js';
-import { readBridgeSecret, readCappedText, readyPodAddress, readyPodOf } from './session-bridge.js';
+import { readBridgeSecret, type BridgeSecrets } from '../pool/bridge-secrets.js';
+import { readCappedText, readyPodAddress, readyPodOf } from './session-bridge.js';
 
 export interface InjectionTarget {
   /** Label selector of the pods of the instance. */
@@ -76,8 +77,12 @@ export class DataInjector {
     private readonly config: OperatorConfig,
     private readonly onChange: (sessionName: string) => void,
     private readonly log: Logger,
-    /** The operator's pods cache: where the instance's ready pod is found (without it, one list per attempt). */
-    private readonly pods?: Pick<Informer<k8s.V1Pod>, 'list'>,
+    private readonly sources: {
+      /** The operator's pods cache: where the instance's ready pod is found (without it, one list per attempt). */
+      pods?: Pick<Informer<k8s.V1Pod>, 'list'>;
+      /** The bridge Secrets the operator wrote (without it, one read per injection). */
+      secrets?: Pick<BridgeSecrets, 'read'>;
+    } = {},
   ) {}
 
   state(uid: string): InjectionState | undefined {
@@ -94,7 +99,9 @@ export class DataInjector {
     const namespace = session.metadata.namespace ?? this.config.namespace;
     const run: Run = {
       state: { phase: 'WaitingForBridge', attempts: 0, postAttempts: 0 },
-      tokens: readBridgeSecret(this.core, namespace, target.tokenSecret),
+      tokens: this.sources.secrets
+        ? this.sources.secrets.read(target.tokenSecret)
+        : readBridgeSecret(this.core, namespace, target.tokenSecret),
       cancelled: false,
       tried,
       markTried,
@@ -184,7 +191,8 @@ export class DataInjector {
 
   /** The address of the instance's ready pod: from the pods cache when the operator has one. */
   private async podAddress(namespace: string, podSelector: string): Promise<string | undefined> {
-    if (this.pods) return readyPodOf(this.pods.list(), namespace, podSelector)?.status?.podIP;
+    const { pods } = this.sources;
+    if (pods) return readyPodOf(pods.list(), namespace, podSelector)?.status?.podIP;
     return readyPodAddress(this.core, namespace, podSelector);
   }
 

@@ -1,5 +1,4 @@
 import type * as k8s from '@kubernetes/client-node';
-import { isNotFound } from '../../kube/client.js';
 import { dataBridgeEnabled, dataBridgePort, type AppDefinition } from '../../model/app-definition.js';
 import type { Informer } from '../../kube/informer.js';
 import {
@@ -15,6 +14,7 @@ import { LABELS } from '../../model/api-group.js';
 import { poolInstanceName, stripCredentials } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
 import { bridgeTokenSecretName, SESSION_BRIDGE_TOKEN_KEY, sessionEnvSecretName, sessionPodApp } from '../manifests.js';
+import { readBridgeSecret } from '../pool/bridge-secrets.js';
 import { podReady } from '../runtime/objects.js';
 
 /** Where a session's bridge answers, and the token it takes. */
@@ -268,19 +268,3 @@ export async function readBridgeToken(
   return (await readBridgeSecret(core, namespace, token.name))?.[token.key];
 }
 
-/** Every key of one of the operator's bridge Secrets, decoded; undefined when the Secret is missing. */
-export async function readBridgeSecret(
-  core: Pick<k8s.CoreV1Api, 'readNamespacedSecret'>,
-  namespace: string,
-  name: string,
-): Promise<Record<string, string> | undefined> {
-  let secret: k8s.V1Secret;
-  try {
-    secret = await core.readNamespacedSecret({ name, namespace });
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
-  const decoded = Object.entries(secret.data ?? {}).filter(([, v]) => !!v);
-  return Object.fromEntries(decoded.map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-}

@@ -3,8 +3,8 @@
  * or its own Secret, sidecars, Deployment and Service (lazy), once past the lazy-start gate.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { applyObject, isNotFound } from '../../../kube/client.js';
-import { ANNOTATIONS, LABELS, OPERATOR_MANAGER } from '../../../model/api-group.js';
+import { applyObject, isConflict, isNotFound } from '../../../kube/client.js';
+import { ANNOTATIONS, FIELD_MANAGER, LABELS, OPERATOR_MANAGER } from '../../../model/api-group.js';
 import { dataBridgeEnabled } from '../../../model/app-definition.js';
 import { findCondition } from '../../../model/conditions.js';
 import { ErrorCode } from '../../../model/error-codes.js';
@@ -133,14 +133,22 @@ async function applyLazyResources(step: GuardedStep): Promise<k8s.V1Deployment> 
 }
 
 /**
- * The session's Secret, written only when it is missing or differs. Its bridge token is the session's
- * for good: a pass that comes again before the Deployment is seen (or after a restart between the two
- * writes) keeps the token the Secret holds, since a pod may already have started with it and the
- * operator reaches that pod's bridge with the Secret's token. A new one only for a Secret that is not
- * this session's (a namesake's left to the garbage collector).
+ * The session's Secret, written only when it is missing or differs: created, the first time, without
+ * a read. Its bridge token is the session's for good: a pass that comes again before the Deployment
+ * is seen (or after a restart between the two writes) finds it there and keeps the token it holds,
+ * since a pod may already have started with it and the operator reaches that pod's bridge with the
+ * Secret's token. A new one only for a Secret that is not this session's (a namesake's left to the
+ * garbage collector).
  */
 async function applySessionSecret(deps: SessionStepDeps, session: Session, bridge: boolean): Promise<void> {
   const wanted = sessionEnvSecret(session, deps.namespace);
+  try {
+    const fresh = sessionEnvSecret(session, deps.namespace, bridge ? newBridgeToken() : undefined);
+    await deps.objects.create(fresh, undefined, undefined, FIELD_MANAGER);
+    return;
+  } catch (error) {
+    if (!isConflict(error)) throw error;
+  }
   const current = await readObject<k8s.V1Secret>(deps.objects, wanted);
   const own = current?.metadata?.ownerReferences?.some((o) => o.uid === session.metadata.uid) ?? false;
   const kept = own ? current?.data?.[SESSION_BRIDGE_TOKEN_KEY] : undefined;
