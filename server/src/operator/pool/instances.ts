@@ -303,7 +303,9 @@ export class PoolInstances {
     // The token goes too, also when the instance is recreated: its last user could read it.
     const secretName = bridgeTokenSecretName(instance.name);
     this.deps.secrets.forget(secretName);
-    await this.deps.core.deleteNamespacedSecret({ name: secretName, namespace: this.deps.namespace }).catch(ignoreNotFound);
+    await this.deps.core
+      .deleteNamespacedSecret({ name: secretName, namespace: this.deps.namespace })
+      .catch(ignoreNotFound);
     if (!keepService) {
       await this.deps.core
         .deleteNamespacedService({ name: instance.name, namespace: this.deps.namespace })

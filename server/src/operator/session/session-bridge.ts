@@ -267,4 +267,3 @@ export async function readBridgeToken(
 ): Promise<string | undefined> {
   return (await readBridgeSecret(core, namespace, token.name))?.[token.key];
 }
-
