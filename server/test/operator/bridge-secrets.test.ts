@@ -1,8 +1,11 @@
 // The bridge Secrets the pool wrote are read back from memory; any other is read from the API server
 // once, unless a write of it overtook that read.
 import assert from 'node:assert/strict';
-import type * as k8s from '@kubernetes/client-node';
+import * as k8s from '@kubernetes/client-node';
+import type { AppDefinition } from '../../src/model/app-definition.js';
+import { parseOperatorConfig } from '../../src/operator/config.js';
 import { BridgeSecrets } from '../../src/operator/pool/bridge-secrets.js';
+import { PoolInstances, type PoolDeps } from '../../src/operator/pool/instances.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const secret = (name: string, token: string): k8s.V1Secret => ({
@@ -78,5 +81,67 @@ describe('bridge secrets: the pool’s own writes, read without the API server',
     assert.equal((await reading)?.token, 'before');
     assert.equal((await secrets.read('java-pool-4-bridge'))?.token, 'rotated');
     assert.deepEqual(fake.reads, ['java-pool-4-bridge']);
+  });
+
+  describe('the pool tells it of its writes', () => {
+    const appDefinition = {
+      apiVersion: 'ide.cloud/v1beta10',
+      kind: 'AppDefinition',
+      metadata: { name: 'java', uid: 'app-uid', generation: 1 },
+      spec: { name: 'java', image: 'java:1', port: 3000, ingressname: 'sessions', maxInstances: null },
+    } as unknown as AppDefinition;
+    const NAME = 'java-pool-1-bridge';
+
+    /** The pool's writes against an API server holding `stored` Secrets; every other write succeeds. */
+    function pool(stored: Map<string, k8s.V1Secret>, secrets: BridgeSecrets) {
+      const observed = <T>(object: T) => object;
+      const deps = {
+        namespace: 'ns',
+        config: parseOperatorConfig({ namespace: 'ns' }),
+        objects: { patch: async (o: k8s.KubernetesObject) => o },
+        core: {
+          createNamespacedSecret: async ({ body }: { body: k8s.V1Secret }) => {
+            if (stored.has(body.metadata!.name!)) throw new k8s.ApiException(409, 'already exists', {}, {});
+            stored.set(body.metadata!.name!, body);
+            return body;
+          },
+          createNamespacedPersistentVolumeClaim: async ({ body }: { body: unknown }) => body,
+        },
+        apps: {
+          createNamespacedDeployment: async ({ body }: { body: k8s.V1Deployment }) => ({
+            ...body,
+            metadata: { ...body.metadata, uid: 'd-uid' },
+          }),
+        },
+        deployments: { observe: observed },
+        claims: { get: () => undefined, observe: observed },
+        secrets,
+      } as unknown as PoolDeps;
+      return new PoolInstances(deps);
+    }
+
+    it("an instance's new Secret is read back from memory, with the tokens the pool created", async () => {
+      const stored = new Map<string, k8s.V1Secret>();
+      const fake = api(stored);
+      const secrets = new BridgeSecrets(fake.core, 'ns');
+      await pool(stored, secrets).create(appDefinition, 1);
+      const created = stored.get(NAME)!;
+      const read = await secrets.read(NAME);
+      assert.deepEqual(
+        read,
+        Object.fromEntries(Object.entries(created.data!).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()])),
+      );
+      assert.deepEqual(fake.reads, []);
+    });
+
+    it('a create that finds the Secret there drops an older copy: the tokens are read from the API server', async () => {
+      const stored = new Map([[NAME, secret(NAME, 'on-the-server')]]);
+      const fake = api(stored);
+      const secrets = new BridgeSecrets(fake.core, 'ns');
+      secrets.written(secret(NAME, 'an-older-copy'));
+      await pool(stored, secrets).create(appDefinition, 1);
+      assert.equal((await secrets.read(NAME))?.token, 'on-the-server');
+      assert.deepEqual(fake.reads, [NAME]);
+    });
   });
 });

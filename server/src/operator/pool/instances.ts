@@ -236,6 +236,8 @@ export class PoolInstances {
       this.deps.secrets.written(secret);
     } catch (error) {
       if (!isConflict(error)) throw error;
+      // There already, with tokens this process may not know (a copy it holds can be older).
+      this.deps.secrets.forget(secret.metadata!.name!);
     }
     try {
       const created = await this.deps.apps.createNamespacedDeployment({
