@@ -12,7 +12,7 @@ import type { OperatorConfig } from '../config.js';
 import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
 import type { Logger } from '../runtime/logger.js';
 import type { Informer } from '../../kube/informer.js';
-import { readBridgeSecret, type BridgeSecrets } from '../pool/bridge-secrets.js';
+import { BridgeSecrets } from '../pool/bridge-secrets.js';
 import { readCappedText, readyPodAddress, readyPodOf } from './session-bridge.js';
 
 export interface InjectionTarget {
@@ -67,6 +67,8 @@ type Run = {
  */
 export class DataInjector {
   private readonly runs = new Map<string, Run>();
+  /** Where the instances' tokens come from. */
+  private readonly secrets: Pick<BridgeSecrets, 'read'>;
 
   constructor(
     /** Reads pods (their addresses) and the config maps and secrets of the session's environment. */
@@ -80,10 +82,12 @@ export class DataInjector {
     private readonly sources: {
       /** The operator's pods cache: where the instance's ready pod is found (without it, one list per attempt). */
       pods?: Pick<Informer<k8s.V1Pod>, 'list'>;
-      /** The bridge Secrets the operator wrote (without it, one read per injection). */
+      /** The bridge Secrets the operator wrote (without it, each Secret is read once from the API server). */
       secrets?: Pick<BridgeSecrets, 'read'>;
     } = {},
-  ) {}
+  ) {
+    this.secrets = sources.secrets ?? new BridgeSecrets(core, config.namespace);
+  }
 
   state(uid: string): InjectionState | undefined {
     return this.runs.get(uid)?.state;
@@ -96,12 +100,9 @@ export class DataInjector {
     if (existing) return existing.state;
     let markTried = () => {};
     const tried = new Promise<void>((resolve) => (markTried = resolve));
-    const namespace = session.metadata.namespace ?? this.config.namespace;
     const run: Run = {
       state: { phase: 'WaitingForBridge', attempts: 0, postAttempts: 0 },
-      tokens: this.sources.secrets
-        ? this.sources.secrets.read(target.tokenSecret)
-        : readBridgeSecret(this.core, namespace, target.tokenSecret),
+      tokens: this.secrets.read(target.tokenSecret),
       cancelled: false,
       tried,
       markTried,
