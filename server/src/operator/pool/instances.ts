@@ -114,6 +114,17 @@ export interface SidecarDeps {
   objects: k8s.KubernetesObjectApi;
 }
 
+/**
+ * Has the write clear the API server's record of who owns which field of a warm instance's
+ * Deployment (one empty entry clears it; no later update starts it again, only an apply would). The
+ * record is about half the object, and keeping it up to date made the claim, on a launch's path, cost
+ * the API server about half again as much CPU. Nobody reads it: only this process writes the
+ * Deployment, with whole-object replaces, never an apply, and the controller manager its status.
+ */
+function clearFieldRecord(metadata: k8s.V1ObjectMeta): void {
+  metadata.managedFields = [{}];
+}
+
 /** The warm instances of the app definitions: read from the cache, reserved, created, deleted, returned. */
 export class PoolInstances {
   constructor(private readonly deps: PoolDeps) {}
@@ -188,6 +199,7 @@ export class PoolInstances {
           ...(d.metadata.ownerReferences ?? []),
           ownerReference(session as Parameters<typeof ownerReference>[0], false),
         ];
+        clearFieldRecord(d.metadata);
         try {
           const updated = await this.deps.apps.replaceNamespacedDeployment({
             name: candidate.name,
@@ -338,6 +350,7 @@ export class PoolInstances {
     delete labels[LABELS.workspace];
     meta.labels = labels;
     meta.ownerReferences = (meta.ownerReferences ?? []).filter((o) => o.kind !== 'Session');
+    clearFieldRecord(meta);
     const claimName = poolClaimName(instance.name);
     d.spec!.template = poolInstanceTemplate(appDefinition, instance.id, this.deps.config, claimName, now.toISOString());
     try {
