@@ -80,6 +80,10 @@ export function sizes(scale: number) {
     /** The floor: sequential sequences; in parallel, as many as the concurrent eager launches; sustained, as many in flight as the claim burst. */
     floorSequential: n(200, 20),
     floorSustainedMs: Math.max(5000, Math.round(20_000 * Math.min(1, scale))),
+    /** What each write of a launch costs the control plane: rounds of requests of each kind, an Ingress of that many paths. */
+    requestCostRounds: n(8, 3),
+    requestCostPerRound: 20,
+    requestCostPaths: n(150, 15),
     /**
      * How long IDE Cloud must have been quiet before an idle reading: longer than the operator's 5 s
      * requeue of a session whose pod is not ready yet, the last trailing work of a launch.

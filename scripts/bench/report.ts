@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
 import { TIMELINE_STEPS } from './launches.js';
+import { CONTROL_PLANE, REQUEST_KINDS, type RequestKind } from './scenarios/request-cost.js';
 import { CASES, CLICK_STEPS, type CaseName } from './student.js';
 import type { Figures, Results, Timeline, TimelineStep } from './results.js';
 import {
@@ -172,6 +173,33 @@ function floorModes(r: Results): string {
       row('all at once', 'floorParallel', r.floorParallel),
       row(`sustained for ${fmt(num(r.sizes, 'floorSustainedMs'))} ms`, 'floorSustained', r.floorSustained),
     ],
+  );
+}
+
+/** What each write of a warm launch costs the control plane, request by request (scenarios/request-cost.ts). */
+function requestCostTable(r: Results): string | undefined {
+  const c = r.requestCost;
+  if (!c) return undefined;
+  const cost = c.cpuMsPerRequest as Record<RequestKind, Figures> | undefined;
+  const what: Record<RequestKind, string> = {
+    sessionCreate: "the service's create of a Session",
+    sessionStatus: "the operator's status write with the URL",
+    sessionMetadata: "the service's answered mark (annotations)",
+    claim: "the claim: replace of a warm instance's Deployment, its field record cleared",
+    claimWithRecord: '… keeping its field record',
+    route: `the route: JSON patch of an Ingress of ${fmt(num(c, 'ingressPaths'))} paths`,
+    leaseUpdate: 'for comparison: merge patch of a Lease',
+  };
+  return mdTable(
+    [
+      `CPU ms per request (median of ${fmt(num(c, 'rounds'))} rounds of ${fmt(num(c, 'perRound'))}) ${key('requestCost.cpuMsPerRequest')}`,
+      ...CONTROL_PLANE,
+      'total',
+    ],
+    REQUEST_KINDS.map((k) => [
+      `${what[k]} ${key(k)}`,
+      ...[...CONTROL_PLANE, 'total'].map((p) => fmt(num(cost?.[k], p))),
+    ]),
   );
 }
 
@@ -399,6 +427,7 @@ export function results(r: Results): string {
     '',
     r.floorSequential ? floorModes(r) : 'The floor was not measured in this run.',
     '',
+    ...(requestCostTable(r) ? [requestCostTable(r)!, ''] : []),
     ...(timelineTable(r) ? ['### One warm launch, step by step', '', timelineTable(r)!, ''] : []),
     ...(cpuTable(r) ? [cpuTable(r)!, ''] : []),
     '### Launches',

@@ -105,6 +105,8 @@ export interface Results {
   floorSequential?: FloorFigures;
   floorParallel?: FloorFigures;
   floorSustained?: FloorFigures;
+  /** What each write of a warm launch costs the control plane (scenarios/request-cost.ts). */
+  requestCost?: Figures;
   poolFill?: Figures;
   operatorAtStart?: Figures;
   eagerSequential?: Figures;

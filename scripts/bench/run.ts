@@ -20,6 +20,7 @@ import { eagerLaunch } from './scenarios/eager-launch.js';
 import { floor } from './scenarios/floor.js';
 import { injection } from './scenarios/injection.js';
 import { lazyLaunch } from './scenarios/lazy-launch.js';
+import { requestCost } from './scenarios/request-cost.js';
 import { scale } from './scenarios/scale.js';
 import { warmPool } from './scenarios/warm-pool.js';
 import { machine, processStats } from './util.js';
@@ -29,6 +30,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 /** In the order they run: the floor before IDE Cloud starts; each later one on what the one before left. */
 const SCENARIOS: Scenario[] = [
   floor,
+  requestCost,
   warmPool,
   eagerLaunch,
   eagerCost,

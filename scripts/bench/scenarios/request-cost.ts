@@ -1,0 +1,290 @@
+// What each write of a warm launch costs the control plane, request by request: the CPU time of
+// kube-apiserver, etcd and kube-controller-manager per request (from /proc), on the control plane
+// alone (after the floor, before IDE Cloud starts), on objects shaped as IDE Cloud writes them:
+//   sessionCreate    the service's create of a Session,
+//   sessionStatus    the operator's status write with the URL,
+//   sessionMetadata  the service's answered mark (metadata: annotations),
+//   claim            the operator's claim: a replace of a warm instance's Deployment (label, owner
+//                    reference to the Session), clearing its record of field ownership,
+//   claimWithRecord  the same claim keeping that record (as before `clearFieldRecord`),
+//   route            a JSON patch adding or removing one path of an Ingress of `requestCostPaths` paths,
+//   leaseUpdate      for comparison, a merge patch of a Lease with its resourceVersion (an object the
+//                    size of a reservation record).
+// The kinds take turns, `requestCostRounds` rounds of `requestCostPerRound` requests each, so the
+// machine's background falls on every kind alike; each figure is the median over the rounds. /proc
+// counts CPU in ticks of 10 ms: a round of 20 requests resolves 0.5 ms. Everything it made is deleted.
+import * as k8s from '@kubernetes/client-node';
+import { configureClient } from '../../../server/src/kube/client.js';
+import { ideCloudResources } from '../../../server/src/kube/resources.js';
+import { ANNOTATIONS, LABELS } from '../../../server/src/model/api-group.js';
+import { AppDefinitionSpecSchema, type AppDefinition } from '../../../server/src/model/app-definition.js';
+import { userLabelValue } from '../../../server/src/model/names.js';
+import type { Session } from '../../../server/src/model/session.js';
+import { parseOperatorConfig } from '../../../server/src/operator/config.js';
+import { poolClaimName, poolInstanceDeployment } from '../../../server/src/operator/manifests.js';
+import { appDefinition } from '../config.js';
+import { NAMESPACE } from '../harness.js';
+import type { Figures } from '../results.js';
+import type { Context, Scenario } from '../scenario.js';
+import { pool, round, until } from '../util.js';
+
+const LABEL = 'bench.ide-cloud.io/request-cost';
+const USER_AGENT = 'bench-request-cost';
+const APP = 'bench-request-cost';
+const HOST = 'sessions.request-cost.invalid';
+/** The control plane's processes whose CPU a request costs. */
+export const CONTROL_PLANE = ['kube-apiserver', 'etcd', 'kube-controller-manager'] as const;
+export const REQUEST_KINDS = [
+  'sessionCreate',
+  'sessionStatus',
+  'sessionMetadata',
+  'claim',
+  'claimWithRecord',
+  'route',
+  'leaseUpdate',
+] as const;
+export type RequestKind = (typeof REQUEST_KINDS)[number];
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
+
+/** The median of each process's CPU ms per request over the rounds, and of their sum. */
+export function medianCost(rounds: readonly Record<string, number>[]): Figures {
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const mid = Math.floor(s.length / 2);
+    return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+  };
+  const names = [...CONTROL_PLANE, 'total'];
+  return Object.fromEntries(
+    names.map((name) => [
+      name,
+      round(
+        median(
+          rounds.map((r) => (name === 'total' ? CONTROL_PLANE.reduce((a, p) => a + (r[p] ?? 0), 0) : (r[name] ?? 0))),
+        ),
+        2,
+      ),
+    ]),
+  );
+}
+
+export const requestCost: Scenario = {
+  name: 'request-cost',
+  title: 'what each write of a warm launch costs the control plane; operator and service stopped',
+  weight: 3,
+  needs: 'control-plane',
+  async run({ bench, sizes, progress }: Context) {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(bench.state!.kubeconfig);
+    configureClient(kc, USER_AGENT);
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+    const net = kc.makeApiClient(k8s.NetworkingV1Api);
+    const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
+    const sessions = ideCloudResources(kc, NAMESPACE).sessions;
+    const rounds = sizes.requestCostRounds;
+    const per = sizes.requestCostPerRound;
+    const n = rounds * per;
+    const labels = { [LABEL]: 'true' };
+    try {
+      progress.step(`${2 * n} warm-instance Deployments, an Ingress of ${sizes.requestCostPaths} paths, a Lease`);
+      const spec = AppDefinitionSpecSchema.parse(appDefinition(APP, 0, 3001));
+      const definition = {
+        apiVersion: 'ide.cloud/v1beta10',
+        kind: 'AppDefinition',
+        metadata: { name: APP, uid: '00000000-0000-0000-0000-000000000000', generation: 1 },
+        spec,
+      } as AppDefinition;
+      const config = parseOperatorConfig({ namespace: NAMESPACE });
+      const made = await pool(2 * n, 20, async (i) => {
+        const d = poolInstanceDeployment(definition, i + 1, NAMESPACE, config, poolClaimName(`${APP}-${i + 1}`));
+        d.metadata!.labels = { ...d.metadata!.labels, ...labels };
+        // On the ReplicaSet too (the deployment controller makes one even for no replicas): its deletion is waited for.
+        d.spec!.template.metadata!.labels = { ...d.spec!.template.metadata!.labels, ...labels };
+        // No pods: the owner is a made-up app definition, and the claims measure the Deployment's write.
+        d.metadata!.ownerReferences = [];
+        d.spec!.replicas = 0;
+        return apps.createNamespacedDeployment({ namespace: NAMESPACE, body: d });
+      });
+      // The deployment controller writes each one's status first (its record then has both managers).
+      const read = async () =>
+        (await apps.listNamespacedDeployment({ namespace: NAMESPACE, labelSelector: `${LABEL}=true` })).items;
+      let instances: k8s.V1Deployment[] = [];
+      await until(
+        'the Deployments to be observed by the deployment controller',
+        async () => {
+          instances = await read();
+          return (
+            instances.length === made.length &&
+            instances.every((d) => (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1))
+          );
+        },
+        120_000,
+        250,
+      );
+      instances.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!, 'en', { numeric: true }));
+      const paths = (count: number, from = 0) =>
+        Array.from({ length: count }, (_, i) => ({
+          path: `/rc-${from + i}/`,
+          pathType: 'Prefix',
+          backend: { service: { name: `${APP}-${from + i}`, port: { number: 80 } } },
+        }));
+      await net.createNamespacedIngress({
+        namespace: NAMESPACE,
+        body: {
+          metadata: { name: APP, labels },
+          spec: { rules: [{ host: HOST, http: { paths: paths(sizes.requestCostPaths) } }] },
+        },
+      });
+      let lease = await coordination.createNamespacedLease({
+        namespace: NAMESPACE,
+        body: { metadata: { name: APP, labels }, spec: { holderIdentity: 'none' } },
+      });
+      const owner = await sessions.create({
+        metadata: { name: `${APP}-owner`, labels },
+        spec: { user: 'owner@request-cost', appDefinition: APP, sessionSecret: 'o'.repeat(32) },
+      });
+      const ownerRef = {
+        apiVersion: 'ide.cloud/v1beta10',
+        kind: 'Session',
+        name: owner.metadata.name,
+        uid: owner.metadata.uid!,
+        controller: false,
+        blockOwnerDeletion: false,
+      };
+      const claim = (d: k8s.V1Deployment, clearRecord: boolean) => {
+        const body = structuredClone(d);
+        // As the operator's cache keeps it (kube/informer.ts): without the record.
+        delete body.metadata!.managedFields;
+        body.apiVersion = 'apps/v1';
+        body.kind = 'Deployment';
+        body.metadata!.labels = { ...body.metadata!.labels, [LABELS.session]: owner.metadata.name };
+        body.metadata!.ownerReferences = [ownerRef];
+        if (clearRecord) body.metadata!.managedFields = [{}];
+        return apps.replaceNamespacedDeployment({ name: d.metadata!.name!, namespace: NAMESPACE, body });
+      };
+      const sessionName = (i: number) => `${APP}-${i}`;
+      const requests: Record<RequestKind, (i: number) => Promise<unknown>> = {
+        sessionCreate: (i) =>
+          sessions.create({
+            metadata: {
+              name: sessionName(i),
+              labels: { ...labels, [LABELS.user]: userLabelValue(`u${i}@rc`), [LABELS.appDefinition]: APP },
+              annotations: { [ANNOTATIONS.unanswered]: 'true' },
+            },
+            spec: { user: `u${i}@rc`, appDefinition: APP, sessionSecret: 's'.repeat(32) },
+          }),
+        sessionStatus: (i) =>
+          sessions.patchStatus(sessionName(i), {
+            phase: 'Running',
+            url: `https://${HOST}/${sessionName(i)}/`,
+            startStrategy: 'eager',
+            instanceId: String(i + 1),
+            conditions: [
+              { type: 'Ready', status: 'True', reason: 'PodReady', lastTransitionTime: new Date().toISOString() },
+            ],
+          } as NonNullable<Session['status']>),
+        sessionMetadata: (i) =>
+          sessions.mergePatch(sessionName(i), {
+            metadata: {
+              annotations: {
+                [ANNOTATIONS.unanswered]: null,
+                [ANNOTATIONS.startStrategy]: 'eager',
+                [ANNOTATIONS.instanceId]: String(i + 1),
+              },
+            },
+          }),
+        claim: (i) => claim(instances[i]!, true),
+        claimWithRecord: (i) => claim(instances[n + i]!, false),
+        // Add a path, then take it out again: the Ingress keeps its size.
+        route: (i) =>
+          net.patchNamespacedIngress(
+            {
+              name: APP,
+              namespace: NAMESPACE,
+              body:
+                i % 2 === 0
+                  ? [
+                      { op: 'test', path: '/spec/rules/0/host', value: HOST },
+                      { op: 'add', path: '/spec/rules/0/http/paths/-', value: paths(1, 100_000 + i)[0] },
+                    ]
+                  : [
+                      {
+                        op: 'test',
+                        path: `/spec/rules/0/http/paths/${sizes.requestCostPaths}/path`,
+                        value: `/rc-${100_000 + i - 1}/`,
+                      },
+                      { op: 'remove', path: `/spec/rules/0/http/paths/${sizes.requestCostPaths}` },
+                    ],
+            },
+            jsonPatch,
+          ),
+        leaseUpdate: async (i) => {
+          lease = await coordination.patchNamespacedLease(
+            {
+              name: APP,
+              namespace: NAMESPACE,
+              body: {
+                metadata: { resourceVersion: lease.metadata!.resourceVersion },
+                spec: { holderIdentity: `h${i}` },
+              },
+            },
+            mergePatch,
+          );
+        },
+      };
+      const measured = new Map<RequestKind, Record<string, number>[]>(REQUEST_KINDS.map((k) => [k, []]));
+      for (let r = 0; r < rounds; r++) {
+        progress.at(r / rounds, `round ${r + 1}/${rounds}`);
+        for (const kind of REQUEST_KINDS) {
+          const before = bench.cpuSeconds();
+          for (let k = 0; k < per; k++) await requests[kind](r * per + k);
+          // What the requests set off (the controller manager's reactions, etcd's writes) within the round.
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          const after = bench.cpuSeconds();
+          measured
+            .get(kind)!
+            .push(
+              Object.fromEntries(CONTROL_PLANE.map((p) => [p, (((after[p] ?? 0) - (before[p] ?? 0)) * 1000) / per])),
+            );
+        }
+      }
+      const cpuMsPerRequest = Object.fromEntries(REQUEST_KINDS.map((k) => [k, medianCost(measured.get(k)!)]));
+      return {
+        requestCost: {
+          rounds,
+          perRound: per,
+          ingressPaths: sizes.requestCostPaths,
+          deploymentKiB: round(JSON.stringify(instances[n]).length / 1024, 1),
+          fieldRecordKiB: round(JSON.stringify(instances[n]!.metadata!.managedFields ?? []).length / 1024, 1),
+          cpuMsPerRequest,
+        },
+      };
+    } finally {
+      progress.step('deleting what it made');
+      const selector = { namespace: NAMESPACE, labelSelector: `${LABEL}=true` };
+      const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+      const sessionsSelector = { group: 'ide.cloud', version: 'v1beta10', plural: 'sessions', ...selector };
+      await Promise.allSettled([
+        apps.deleteCollectionNamespacedDeployment(selector),
+        net.deleteCollectionNamespacedIngress(selector),
+        coordination.deleteCollectionNamespacedLease(selector),
+        custom.deleteCollectionNamespacedCustomObject(sessionsSelector),
+      ]);
+      // Gone before the next scenario starts, the garbage collector's ReplicaSets included.
+      await until(
+        'what the request costs made to be gone',
+        async () => {
+          const [deployments, replicaSets, left] = await Promise.all([
+            apps.listNamespacedDeployment(selector),
+            apps.listNamespacedReplicaSet(selector),
+            custom.listNamespacedCustomObject(sessionsSelector) as Promise<{ items: unknown[] }>,
+          ]);
+          return deployments.items.length + replicaSets.items.length + left.items.length === 0;
+        },
+        120_000,
+        500,
+      );
+    }
+  },
+};
