@@ -148,8 +148,14 @@ describe('operator: warm pool and eager start', function () {
     // Metadata only: no new generation, so no rollout and no wait for the deployment controller.
     assert.equal(instance.metadata?.generation, 1);
     assert.ok(instance.metadata?.ownerReferences?.some((o) => o.kind === 'Session' && o.uid === created.metadata.uid));
-    // The claim cleared the API server's record of field ownership (instances.ts, clearFieldRecord).
+    // The claim cleared the API server's record of field ownership (instances.ts, clearFieldRecord),
+    // which the free instance still has.
     assert.equal(instance.metadata?.managedFields, undefined);
+    const free = await stack.apps.readNamespacedDeployment({
+      name: `${APP}-pool-${id === '1' ? '2' : '1'}`,
+      namespace: stack.namespace,
+    });
+    assert.ok((free.metadata?.managedFields ?? []).length > 0, 'a free instance has its record');
     const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) =>
       rule.http!.paths.map((p) => [p.path, p.backend.service?.name]),
@@ -209,7 +215,8 @@ describe('operator: warm pool and eager start', function () {
       assert.ok(!after.metadata?.ownerReferences?.some((o) => o.kind === 'Session'));
     }, 30_000);
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2 }), 30_000);
-    // Its pod restarted and the controller manager wrote the Deployment's status: no record started again.
+    // Its pod restarted and the controller manager wrote the Deployment's status: no record started
+    // again. (The return clears it too: for an instance an operator before the change claimed.)
     const returned = await stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace });
     assert.ok((returned.status?.observedGeneration ?? 0) > (before.status?.observedGeneration ?? 0));
     assert.equal(returned.metadata?.managedFields, undefined);

@@ -116,10 +116,10 @@ export interface SidecarDeps {
 
 /**
  * Has the write clear the API server's record of who owns which field of a warm instance's
- * Deployment (one empty entry clears it; no later update starts it again, only an apply would). The
- * record is about half the object, and keeping it up to date made the claim, on a launch's path, cost
- * the API server about half again as much CPU. Nobody reads it: only this process writes the
- * Deployment, with whole-object replaces, never an apply, and the controller manager its status.
+ * Deployment (one empty entry clears it). The record is about half the object, and keeping it up to
+ * date made the claim, on a launch's path, cost the API server about half again as much CPU. Nobody
+ * reads it, and nothing starts it again: every later write (the claims, the returns, the controller
+ * manager's status, the garbage collector's owner patch) is an update, and only an apply would.
  */
 function clearFieldRecord(metadata: k8s.V1ObjectMeta): void {
   metadata.managedFields = [{}];
