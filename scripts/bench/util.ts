@@ -1,5 +1,6 @@
 // Small helpers of the benchmark: percentiles, /proc readings, waiting, rounding.
 import { readFileSync } from 'node:fs';
+import { isApiUnavailable } from '../../server/src/kube/client.js';
 
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return NaN;
@@ -50,6 +51,24 @@ export async function until(what: string, check: () => boolean | Promise<boolean
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(everyMs);
   }
+}
+
+/**
+ * Calls `removeRest` (delete what is left, answer whether nothing was) until nothing is left; an API
+ * server too busy to answer is asked again. The API server deletes a collection item by item within
+ * the call: thousands of objects on a slow machine outlast one call's deadline.
+ */
+export function untilRemoved(what: string, removeRest: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  return until(
+    `${what} to be gone`,
+    () =>
+      removeRest().catch((error: unknown) => {
+        if (isApiUnavailable(error)) return false;
+        throw error;
+      }),
+    timeoutMs,
+    500,
+  );
 }
 
 /** Runs `task(i)` for i in 0..n-1 with at most `concurrency` in flight. */

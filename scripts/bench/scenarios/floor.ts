@@ -17,7 +17,7 @@
 // the floor created is deleted before IDE Cloud starts.
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { configureClient, isApiUnavailable } from '../../../server/src/kube/client.js';
+import { configureClient } from '../../../server/src/kube/client.js';
 import { Informer } from '../../../server/src/kube/informer.js';
 import { ideCloudResources, type CustomResourceClient } from '../../../server/src/kube/resources.js';
 import { LABELS } from '../../../server/src/model/api-group.js';
@@ -27,7 +27,7 @@ import { NAMESPACE } from '../harness.js';
 import { cpuMsPerLaunch } from '../measure.js';
 import type { FloorFigures } from '../results.js';
 import type { Context, Scenario } from '../scenario.js';
-import { pool, round, summarize, until } from '../util.js';
+import { pool, round, summarize, until, untilRemoved } from '../util.js';
 
 /** Label of everything the floor creates (deleted by it afterwards). */
 const FLOOR_LABEL = 'bench.ide-cloud.io/floor';
@@ -256,8 +256,6 @@ class FloorClient {
   async clean(): Promise<void> {
     const custom = this.kc.makeApiClient(k8s.CustomObjectsApi);
     const labelSelector = `${FLOOR_LABEL}=true`;
-    // The API server deletes a collection item by item within the call: thousands of sessions on a slow
-    // machine outlast one call's deadline, so the calls are made again until nothing is left.
     const deleteRest = async () => {
       const sessions = await this.sessions.list(labelSelector);
       const deployments = await this.apps.listNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
@@ -273,16 +271,7 @@ class FloorClient {
         await this.apps.deleteCollectionNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
       return sessions.length === 0 && deployments.items.length === 0;
     };
-    await until(
-      "the floor's sessions and stand-ins to be gone",
-      () =>
-        deleteRest().catch((error: unknown) => {
-          if (isApiUnavailable(error)) return false;
-          throw error;
-        }),
-      300_000,
-      500,
-    );
+    await untilRemoved("the floor's sessions and stand-ins", deleteRest, 300_000);
   }
 
   async stop(): Promise<void> {

@@ -14,7 +14,7 @@
 // machine's background falls on every kind alike; each figure is the median over the rounds. /proc
 // counts CPU in ticks of 10 ms: a round of 20 requests resolves 0.5 ms. Everything it made is deleted.
 import * as k8s from '@kubernetes/client-node';
-import { configureClient, isApiUnavailable } from '../../../server/src/kube/client.js';
+import { configureClient } from '../../../server/src/kube/client.js';
 import { ideCloudResources } from '../../../server/src/kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../../server/src/model/api-group.js';
 import { AppDefinitionSpecSchema, type AppDefinition } from '../../../server/src/model/app-definition.js';
@@ -26,7 +26,7 @@ import { appDefinition } from '../config.js';
 import { NAMESPACE } from '../harness.js';
 import type { Figures } from '../results.js';
 import type { Context, Scenario } from '../scenario.js';
-import { pool, round, until } from '../util.js';
+import { pool, round, until, untilRemoved } from '../util.js';
 
 const LABEL = 'bench.ide-cloud.io/request-cost';
 const USER_AGENT = 'bench-request-cost';
@@ -293,8 +293,7 @@ export const requestCost: Scenario = {
 
 /**
  * Deletes what the scenario made and waits until it is gone, the ReplicaSets the garbage collector
- * removes included, before the next scenario starts: the deletes are sent again until nothing is left
- * (on a slow machine one call may end before every object is deleted).
+ * removes included, before the next scenario starts.
  */
 async function clean(kc: k8s.KubeConfig): Promise<void> {
   const apps = kc.makeApiClient(k8s.AppsV1Api);
@@ -303,16 +302,7 @@ async function clean(kc: k8s.KubeConfig): Promise<void> {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const selector = { namespace: NAMESPACE, labelSelector: `${LABEL}=true` };
   const sessions = { group: 'ide.cloud', version: 'v1beta10', plural: 'sessions', ...selector };
-  await until(
-    'what the request costs made to be gone',
-    () =>
-      removeRest().catch((error: unknown) => {
-        if (isApiUnavailable(error)) return false;
-        throw error;
-      }),
-    120_000,
-    500,
-  );
+  await untilRemoved('what the request costs made', removeRest, 120_000);
 
   async function removeRest(): Promise<boolean> {
     const [deployments, replicaSets, ingresses, leases, left] = await Promise.all([
