@@ -11,6 +11,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import { configureClient } from '../../server/src/kube/client.js';
 import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import type { AppDefinitionSpecInput } from '../../server/src/model/app-definition.js';
@@ -274,6 +275,16 @@ export class Bench {
       60_000,
       200,
     );
+  }
+
+  /**
+   * A client configuration of the running control plane for a client of the benchmark's own, configured
+   * as the operator's and named `userAgent`, so the audit log tells its requests from IDE Cloud's.
+   */
+  clientConfig(userAgent: string): k8s.KubeConfig {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(this.state!.kubeconfig);
+    return configureClient(kc, userAgent);
   }
 
   /** IDE Cloud on the running control plane: the data-bridge stand-in, the watches, the operator and the service. */

@@ -17,7 +17,6 @@
 // the floor created is deleted before IDE Cloud starts.
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { configureClient } from '../../../server/src/kube/client.js';
 import { Informer } from '../../../server/src/kube/informer.js';
 import { ideCloudResources, type CustomResourceClient } from '../../../server/src/kube/resources.js';
 import { LABELS } from '../../../server/src/model/api-group.js';
@@ -49,9 +48,7 @@ export const floor: Scenario = {
   weight: 4,
   needs: 'control-plane',
   async run({ bench, sizes, progress }: Context) {
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(bench.state!.kubeconfig);
-    const client = new FloorClient(configureClient(kc, USER_AGENT));
+    const client = new FloorClient(bench.clientConfig(USER_AGENT));
     try {
       const slots = Math.max(sizes.eagerConcurrent, sizes.burstConcurrency);
       progress.step(`creating ${slots} stand-ins for warm instances`);

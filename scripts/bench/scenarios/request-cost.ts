@@ -14,7 +14,6 @@
 // machine's background falls on every kind alike; each figure is the median over the rounds. /proc
 // counts CPU in ticks of 10 ms: a round of 20 requests resolves 0.5 ms. Everything it made is deleted.
 import * as k8s from '@kubernetes/client-node';
-import { configureClient } from '../../../server/src/kube/client.js';
 import { ideCloudResources } from '../../../server/src/kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../../server/src/model/api-group.js';
 import { AppDefinitionSpecSchema, type AppDefinition } from '../../../server/src/model/app-definition.js';
@@ -75,9 +74,7 @@ export const requestCost: Scenario = {
   weight: 3,
   needs: 'control-plane',
   async run({ bench, sizes, progress }: Context) {
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(bench.state!.kubeconfig);
-    configureClient(kc, USER_AGENT);
+    const kc = bench.clientConfig(USER_AGENT);
     const apps = kc.makeApiClient(k8s.AppsV1Api);
     const net = kc.makeApiClient(k8s.NetworkingV1Api);
     const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
