@@ -2,7 +2,7 @@
 // and the service's caches rely on.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import { Informer, type WatchEventType } from '../../server/src/kube/informer.js';
+import { Informer, type IndexFunc, type WatchEventType } from '../../server/src/kube/informer.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
 import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
@@ -21,9 +21,14 @@ describe('informer on the real kube-apiserver', function () {
   const watches = () => proxy.writes.filter((r) => new URLSearchParams(r.query).get('watch') === 'true');
   const lists = () => proxy.writes.filter((r) => !new URLSearchParams(r.query).has('watch'));
 
-  const configMaps = (rewatchIntervalMs = 60_000, transform?: (c: k8s.V1ConfigMap) => k8s.V1ConfigMap) => {
+  const configMaps = (
+    rewatchIntervalMs = 60_000,
+    transform?: (c: k8s.V1ConfigMap) => k8s.V1ConfigMap,
+    indexers?: Record<string, IndexFunc<k8s.V1ConfigMap>>,
+  ) => {
     const informer = new Informer<k8s.V1ConfigMap>(proxied, {
       transform,
+      indexers,
       path: collection(),
       apiVersion: 'v1',
       kind: 'ConfigMap',
@@ -165,5 +170,34 @@ describe('informer on the real kube-apiserver', function () {
       events.every(([, , value]) => value === undefined),
       'listeners get the transformed objects',
     );
+  });
+
+  it('keeps its indexes as objects come, change and go, also through observe() and a list after a dropped connection', async () => {
+    await create('a', '1');
+    await create('b', '1');
+    const { informer } = configMaps(60_000, undefined, { value: (c) => (c.data?.value ? [c.data.value] : []) });
+    const under = (key: string) =>
+      informer
+        .byIndex('value', key)
+        .map((c) => c.metadata!.name)
+        .sort();
+    informer.start();
+    await informer.waitForSync();
+    assert.deepEqual(under('1'), ['a', 'b'], 'listed');
+    await create('c', '2');
+    await update('a', '2');
+    await eventually(() => assert.deepEqual(under('2'), ['a', 'c'], 'watched'));
+    assert.deepEqual(under('1'), ['b'], 'a changed object leaves its old key');
+    informer.observe(await update('c', '3'));
+    assert.deepEqual([under('2'), under('3')], [['a'], ['c']], 'observed');
+    await core.deleteNamespacedConfigMap({ name: 'c', namespace });
+    await eventually(() => assert.deepEqual(under('3'), [], 'deleted'));
+    await informer.stop();
+    await core.deleteNamespacedConfigMap({ name: 'b', namespace });
+    await update('a', '4');
+    informer.start();
+    informer.dropConnection();
+    await eventually(() => assert.deepEqual([under('1'), under('2'), under('4')], [[], [], ['a']], 'listed again'));
+    assert.throws(() => informer.byIndex('name', 'a'), /no index name/);
   });
 });

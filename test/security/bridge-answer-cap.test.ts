@@ -18,6 +18,7 @@ import { ActivityMonitor } from '../../server/src/operator/session/activity.js';
 import { DataInjector } from '../../server/src/operator/session/injection.js';
 import { SessionBridge } from '../../server/src/operator/session/session-bridge.js';
 import { eventually } from '../support/kube.js';
+import { podsCache } from '../../server/test/operator/cache-fakes.js';
 
 /** What the responder would send at most: far more than any answer, far less than a test can wait for. */
 const ENDLESS_BYTES = 512 * 1024 * 1024;
@@ -100,10 +101,15 @@ describe('security: an endless answer from a session pod', () => {
   it('the sweep reads the activity and the notice answers only up to the cap, and records the failed warning', async () => {
     const events: [string, string, string][] = [];
     const patches: unknown[] = [];
-    const bridges = new SessionBridge(core as never, { list: () => [pod] }, 'ns', {
-      requestMs: 120_000,
-      saveMs: 120_000,
-    });
+    const bridges = new SessionBridge(
+      core as never,
+      podsCache(() => [pod]),
+      'ns',
+      {
+        requestMs: 120_000,
+        saveMs: 120_000,
+      },
+    );
     const monitor = new ActivityMonitor({
       config: {
         monitorEnabled: true,
@@ -147,10 +153,15 @@ describe('security: an endless answer from a session pod', () => {
   });
 
   it('the save of the work reads its answer only up to the cap', async () => {
-    const bridges = new SessionBridge(core as never, { list: () => [pod] }, 'ns', {
-      requestMs: 120_000,
-      saveMs: 120_000,
-    });
+    const bridges = new SessionBridge(
+      core as never,
+      podsCache(() => [pod]),
+      'ns',
+      {
+        requestMs: 120_000,
+        saveMs: 120_000,
+      },
+    );
     sent.length = 0;
     const target = await bridges.locate(session, app());
     assert.ok(target);

@@ -2,6 +2,8 @@ import * as k8s from '@kubernetes/client-node';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export type Listener<T> = (type: WatchEventType, object: T) => void;
+/** The keys one object is found under in an index (client-go's IndexFunc); none leaves it out. */
+export type IndexFunc<T> = (object: T) => readonly string[];
 
 export type Obj = {
   metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; managedFields?: unknown };
@@ -27,6 +29,12 @@ export interface InformerOptions<T extends Obj = Obj> {
    * memory follows what the cache is for, not the objects' size.
    */
   transform?: (object: T) => T;
+  /**
+   * Named indexes of the cache (client-go's Indexers), kept as objects come, change and go: readers
+   * find what they look for by key (`byIndex`) instead of scanning the whole cache, so a lookup does
+   * not grow with the collection. Computed on what the cache keeps (after `transform`).
+   */
+  indexers?: Record<string, IndexFunc<T>>;
 }
 
 /**
@@ -42,6 +50,8 @@ export interface InformerOptions<T extends Obj = Obj> {
  */
 export class Informer<T extends Obj = Obj> {
   private readonly cache = new Map<string, T>();
+  /** Index name → key → the objects under it, by cache key. */
+  private readonly indexes = new Map<string, Map<string, Map<string, T>>>();
   /** uid → when its deletion was seen (insertion order is time order), so observe() cannot revive it. */
   private readonly deleted = new Map<string, number>();
   private readonly listeners: Listener<T>[] = [];
@@ -61,6 +71,7 @@ export class Informer<T extends Obj = Obj> {
     private readonly options: InformerOptions<T>,
   ) {
     this.objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+    for (const name of Object.keys(options.indexers ?? {})) this.indexes.set(name, new Map());
     this.synced = new Promise<void>((resolve) => (this.markSynced = resolve));
   }
 
@@ -88,6 +99,13 @@ export class Informer<T extends Obj = Obj> {
 
   list(): T[] {
     return [...this.cache.values()];
+  }
+
+  /** The cached objects under `key` in the index `index` (one of the `indexers`). */
+  byIndex(index: string, key: string): T[] {
+    const entries = this.indexes.get(index);
+    if (!entries) throw new Error(`${this.options.kind} informer: no index ${index}`);
+    return [...(entries.get(key)?.values() ?? [])];
   }
 
   get hasSynced(): boolean {
@@ -145,13 +163,41 @@ export class Informer<T extends Obj = Obj> {
   private store(object: T): T {
     if (object.metadata?.managedFields) delete object.metadata.managedFields;
     const kept = this.options.transform ? this.options.transform(object) : object;
-    this.cache.set(keyOf(kept), kept);
+    const key = keyOf(kept);
+    this.unindex(key, this.cache.get(key));
+    this.cache.set(key, kept);
+    this.index(key, kept);
     return kept;
+  }
+
+  private index(key: string, object: T): void {
+    for (const [name, keysOf] of Object.entries(this.options.indexers ?? {})) {
+      const entries = this.indexes.get(name)!;
+      for (const indexKey of keysOf(object)) {
+        const objects = entries.get(indexKey) ?? new Map<string, T>();
+        objects.set(key, object);
+        entries.set(indexKey, objects);
+      }
+    }
+  }
+
+  private unindex(key: string, object: T | undefined): void {
+    if (!object) return;
+    for (const [name, keysOf] of Object.entries(this.options.indexers ?? {})) {
+      const entries = this.indexes.get(name)!;
+      for (const indexKey of keysOf(object)) {
+        const objects = entries.get(indexKey);
+        objects?.delete(key);
+        if (objects?.size === 0) entries.delete(indexKey);
+      }
+    }
   }
 
   /** Drops a deleted object and keeps its tombstone a while (TOMBSTONE_MS). */
   private remove(object: T): void {
-    this.cache.delete(keyOf(object));
+    const key = keyOf(object);
+    this.unindex(key, this.cache.get(key));
+    this.cache.delete(key);
     const uid = object.metadata?.uid;
     if (uid) {
       const now = Date.now();

@@ -18,6 +18,7 @@ import {
   type SessionBridgeApi,
 } from '../../src/operator/session/session-bridge.js';
 import { createLogger } from '../../src/operator/runtime/logger.js';
+import { podsCache } from './cache-fakes.js';
 
 const MINUTE = 60_000;
 const T0 = Date.parse('2026-11-23T12:00:00Z');
@@ -159,8 +160,8 @@ describe('operator: the idle and lifetime sweep', () => {
           return Promise.resolve({ items: pods });
         },
       };
-      const podsCache = { list: () => pods };
-      const bridges = new SessionBridge(core as never, podsCache, 'ns', { requestMs: 5000, saveMs: 5000 });
+      const cachedPods = podsCache(() => pods);
+      const bridges = new SessionBridge(core as never, cachedPods, 'ns', { requestMs: 5000, saveMs: 5000 });
       const clock = { now: T0 + 30 * MINUTE };
       const recorder = new Recorder();
       const sweeper = monitor(bridges, sessions, app, clock, recorder);

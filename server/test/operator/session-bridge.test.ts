@@ -8,6 +8,7 @@ import type { AppDefinition } from '../../src/model/app-definition.js';
 import type { Session } from '../../src/model/session.js';
 import { lazyEnv, SESSION_BRIDGE_TOKEN_KEY, sessionEnvSecret, sessionPodApp } from '../../src/operator/manifests.js';
 import { bridgeLocation, SessionBridge } from '../../src/operator/session/session-bridge.js';
+import { podsCache } from './cache-fakes.js';
 
 const TOKEN = 'bridge-token-0123456789abcdefghijklmnopq';
 
@@ -33,7 +34,12 @@ function session(status: Session['status']): Session {
 describe('operator: the bridge of a session', () => {
   const bridged = appDefinition({ dataBridgeEnabled: 'true', dataBridgePort: '16400' });
   const plain = appDefinition({});
-  const bridges = new SessionBridge({} as never, { list: () => [] }, 'ns', { requestMs: 1000, saveMs: 1000 });
+  const bridges = new SessionBridge(
+    {} as never,
+    podsCache(() => []),
+    'ns',
+    { requestMs: 1000, saveMs: 1000 },
+  );
 
   it('eager and lazy sessions of a data-bridge app definition have one; none without the bridge or a start', () => {
     assert.equal(bridges.hasBridge(session({ startStrategy: 'eager', instanceId: '2' }), bridged), true);
@@ -97,7 +103,12 @@ describe('operator: the bridge of a session', () => {
           return Promise.resolve({ data: { token: Buffer.from(current).toString('base64') } });
         },
       };
-      const cached = new SessionBridge(core as never, { list: () => [pod] }, 'ns', { requestMs: 5000, saveMs: 5000 });
+      const cached = new SessionBridge(
+        core as never,
+        podsCache(() => [pod]),
+        'ns',
+        { requestMs: 5000, saveMs: 5000 },
+      );
       const first = session({ startStrategy: 'eager', instanceId: '2' });
       const ask = async (s: Session) => cached.secondsSinceActivity((await cached.locate(s, app))!);
       assert.equal(await ask(first), 1);

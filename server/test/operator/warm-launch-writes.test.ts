@@ -20,6 +20,7 @@ import { Pass } from '../../src/operator/session/status.js';
 import type { SessionStepDeps } from '../../src/operator/session/steps/context.js';
 import { annotateDecision, ensureFinalizer } from '../../src/operator/session/steps/decision.js';
 import { guards } from '../../src/operator/session/steps/guards.js';
+import { sessionsCache } from './cache-fakes.js';
 
 const NAMESPACE = 'ns';
 const INGRESS = 'sessions';
@@ -68,7 +69,7 @@ function deps(overrides: Partial<SessionStepDeps> = {}, sessions: Session[] = []
   return {
     config: parseOperatorConfig({ namespace: NAMESPACE, eagerStart: true, sessionsPerUser: 1 }),
     namespace: NAMESPACE,
-    sessions: { list: () => sessions, observe: () => undefined },
+    sessions: { ...sessionsCache(() => sessions), observe: () => undefined },
     appDefinitions: { find: async () => appDefinition },
     workspaces: { find: async () => undefined },
     deployments: { get: () => undefined, observe: () => undefined },

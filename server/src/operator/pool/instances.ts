@@ -6,6 +6,7 @@ import { dnsLabel } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
 import type { OperatorConfig } from '../config.js';
+import { INDEX, labelKey } from '../runtime/cache.js';
 import { deploymentReady } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
@@ -131,8 +132,7 @@ export class PoolInstances {
 
   /** The app definition's warm instances in the cache, optionally only those `matching`, none being deleted. */
   list(appDefinitionName: string, matching: (labels: Record<string, string>) => boolean = () => true): PoolInstance[] {
-    const app = dnsLabel([appDefinitionName]);
-    return this.cached((labels) => labels[LABELS.appDefinition] === app && matching(labels));
+    return this.cached(labelKey(LABELS.appDefinition, dnsLabel([appDefinitionName])), matching);
   }
 
   /**
@@ -140,13 +140,13 @@ export class PoolInstances {
    * such an instance is the workspace's to take over (workspace/reconciler.ts).
    */
   reservedFor(workspace: string): PoolInstance[] {
-    return this.cached((labels) => labels[LABELS.workspace] === workspace && !!labels[LABELS.session]);
+    return this.cached(labelKey(LABELS.workspace, workspace), (labels) => !!labels[LABELS.session]);
   }
 
-  /** Warm instances in the cache whose labels match, none being deleted. */
-  private cached(matching: (labels: Record<string, string>) => boolean): PoolInstance[] {
+  /** Warm instances in the cache with the label `label` (`labelKey`) whose labels match, none being deleted. */
+  private cached(label: string, matching: (labels: Record<string, string>) => boolean): PoolInstance[] {
     return this.deps.deployments
-      .list()
+      .byIndex(INDEX.label, label)
       .filter((d) => {
         const labels = d.metadata?.labels ?? {};
         return (
@@ -158,7 +158,8 @@ export class PoolInstances {
 
   /** The instance reserved for this session, if a reservation was made before (e.g. before a crash). */
   findReservation(appDefinitionName: string, session: Session): PoolInstance | undefined {
-    return this.list(appDefinitionName, (l) => l[LABELS.session] === session.metadata.name).find(
+    const app = dnsLabel([appDefinitionName]);
+    return this.cached(labelKey(LABELS.session, session.metadata.name), (l) => l[LABELS.appDefinition] === app).find(
       (i) => i.reservedBy?.uid === session.metadata.uid,
     );
   }

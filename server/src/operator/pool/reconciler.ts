@@ -21,7 +21,7 @@ import type { PoolInstance, PoolInstances } from './instances.js';
 import { planPool, poolStatus, type PoolInstanceState, type PoolPlan } from './plan.js';
 
 /** Whether the session that reserved the instance still holds it: it exists (same uid) and is active. */
-function sessionHolds(instance: PoolInstance, sessions: Map<string, Session>): boolean {
+function sessionHolds(instance: PoolInstance, sessions: Pick<Informer<Session>, 'get'>): boolean {
   if (!instance.reservedBy) return false;
   const session = sessions.get(instance.reservedBy.name);
   return !!session && session.metadata.uid === instance.reservedBy.uid && isActiveSession(session);
@@ -31,7 +31,7 @@ export interface AppDefinitionReconcilerDeps {
   config: Pick<OperatorConfig, 'eagerStart'>;
   /** Caches: the app definitions, and the sessions that hold instances. */
   appDefinitions: Informer<AppDefinition>;
-  sessions: Pick<Informer<Session>, 'list'>;
+  sessions: Pick<Informer<Session>, 'get'>;
   /** Writes the status. */
   appDefinitionsApi: Pick<CustomResourceClient<'appDefinition'>, 'patchStatus'>;
   instances: Pick<PoolInstances, 'list' | 'delete' | 'returnToPool' | 'create' | 'ensureClaim' | 'removeStaleClaims'>;
@@ -73,15 +73,14 @@ export class AppDefinitionReconciler {
       const min = effectiveMinInstances(deps.config, appDefinition);
       // 1. Instances and the sessions holding them.
       const instances = deps.instances.list(name);
-      const sessions = new Map(deps.sessions.list().map((s) => [s.metadata.name, s]));
       const states: PoolInstanceState[] = instances.map((i) => {
-        const reserved = sessionHolds(i, sessions);
+        const reserved = sessionHolds(i, deps.sessions);
         return { id: i.id, generation: i.generation, reserved, released: !!i.reservedBy && !reserved, ready: i.ready };
       });
       // 2. Plan by the pool table.
       const plan = planPool({ minInstances: min, generation, instances: states });
       // 3. Act.
-      const waiting = await this.act(appDefinition, instances, sessions, plan);
+      const waiting = await this.act(appDefinition, instances, plan);
       const acted = plan.delete.length + plan.recreate.length + plan.returnToPool.length + plan.create.length > 0;
       const remaining = states.filter((s) => !plan.delete.includes(s.id) && !plan.recreate.includes(s.id));
       const { pool, ready } = poolStatus(min, remaining, acted);
@@ -112,16 +111,11 @@ export class AppDefinitionReconciler {
    * the IDE of the next session to reserve the instance. Returns how many instances wait for their
    * claim's handover (claimSettled).
    */
-  private async act(
-    appDefinition: AppDefinition,
-    instances: PoolInstance[],
-    sessions: Map<string, Session>,
-    plan: PoolPlan,
-  ): Promise<number> {
+  private async act(appDefinition: AppDefinition, instances: PoolInstance[], plan: PoolPlan): Promise<number> {
     const { deps } = this;
     const byId = new Map(instances.map((i) => [i.id, i]));
     for (const i of instances) {
-      if (!i.reservedBy || sessionHolds(i, sessions)) continue;
+      if (!i.reservedBy || sessionHolds(i, deps.sessions)) continue;
       for (const { ingressName, entry } of sessionRoutesTo(deps.ingresses.list(), i.name, i.reservedBy.name)) {
         await deps.routes.set(ingressName, entry, false);
       }

@@ -1,5 +1,5 @@
 import type * as k8s from '@kubernetes/client-node';
-import { Informer } from '../../kube/informer.js';
+import { Informer, type IndexFunc } from '../../kube/informer.js';
 import { API_VERSION, LABELS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
 import type { Session } from '../../model/session.js';
@@ -39,6 +39,38 @@ export interface OperatorCache {
   claims: Informer<k8s.V1PersistentVolumeClaim>;
 }
 
+/**
+ * The indexes of the operator's informers (Informer.byIndex): what a launch looks up is found by key,
+ * so its cost does not grow with the sessions, the pools and their pods.
+ */
+export const INDEX = {
+  /** Deployments and pods by each of their labels, as `labelKey(key, value)`. */
+  label: 'label',
+  /** Sessions by `spec.appDefinition`. */
+  appDefinition: 'appDefinition',
+  /** Sessions by `spec.user`. */
+  user: 'user',
+  /** Sessions by `spec.workspace`. */
+  workspace: 'workspace',
+} as const;
+
+/** The key of a label in the `label` index: a selector's term. */
+export function labelKey(key: string, value: string): string {
+  return `${key}=${value}`;
+}
+
+/** The indexes of the Deployments and pods caches. */
+export const labelIndexers: Record<string, IndexFunc<{ metadata?: k8s.V1ObjectMeta }>> = {
+  [INDEX.label]: (o) => Object.entries(o.metadata?.labels ?? {}).map(([key, value]) => labelKey(key, value)),
+};
+
+/** The indexes of the sessions cache. */
+export const sessionIndexers: Record<string, IndexFunc<Session>> = {
+  [INDEX.appDefinition]: (s) => [s.spec.appDefinition],
+  [INDEX.user]: (s) => [s.spec.user],
+  [INDEX.workspace]: (s) => (s.spec.workspace ? [s.spec.workspace] : []),
+};
+
 export function createCache(
   kc: k8s.KubeConfig,
   options: { namespace: string; rewatchIntervalMs: number; onError: (path: string, error: unknown) => void },
@@ -51,6 +83,7 @@ export function createCache(
     kind: string,
     labelSelector?: string,
     transform?: (object: T) => T,
+    indexers?: Record<string, IndexFunc<T>>,
   ) =>
     new Informer<T & { metadata?: { name?: string } }>(kc, {
       path,
@@ -62,10 +95,11 @@ export function createCache(
       onError: (error) => options.onError(path, error),
       transform: transform as
         ((object: T & { metadata?: { name?: string } }) => T & { metadata?: { name?: string } }) | undefined,
+      indexers: indexers as Record<string, IndexFunc<T & { metadata?: { name?: string } }>> | undefined,
     });
   const base = `/apis/${API_VERSION}/namespaces/${namespace}`;
   return {
-    sessions: informer<Session>(`${base}/sessions`, API_VERSION, 'Session'),
+    sessions: informer<Session>(`${base}/sessions`, API_VERSION, 'Session', undefined, undefined, sessionIndexers),
     appDefinitions: informer<AppDefinition>(`${base}/appdefinitions`, API_VERSION, 'AppDefinition'),
     workspaces: informer<Workspace>(`${base}/workspaces`, API_VERSION, 'Workspace'),
     deployments: informer<k8s.V1Deployment>(
@@ -74,6 +108,7 @@ export function createCache(
       'Deployment',
       managed,
       withoutTemplateUnlessPoolInstance,
+      labelIndexers,
     ),
     services: informer<k8s.V1Service>(
       `/api/v1/namespaces/${namespace}/services`,
@@ -82,7 +117,14 @@ export function createCache(
       managed,
       metadataOnly,
     ),
-    pods: informer<k8s.V1Pod>(`/api/v1/namespaces/${namespace}/pods`, 'v1', 'Pod', managed, startStateOnly),
+    pods: informer<k8s.V1Pod>(
+      `/api/v1/namespaces/${namespace}/pods`,
+      'v1',
+      'Pod',
+      managed,
+      startStateOnly,
+      labelIndexers,
+    ),
     claims: informer<k8s.V1PersistentVolumeClaim>(
       `/api/v1/namespaces/${namespace}/persistentvolumeclaims`,
       'v1',

@@ -13,7 +13,7 @@ import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
 import type { Logger } from '../runtime/logger.js';
 import type { Informer } from '../../kube/informer.js';
 import { BridgeSecrets } from '../pool/bridge-secrets.js';
-import { readCappedText, readyPodAddress, readyPodOf } from './session-bridge.js';
+import { readCappedText, readyCachedPod, readyPodAddress } from './session-bridge.js';
 
 export interface InjectionTarget {
   /** Label selector of the pods of the instance. */
@@ -81,7 +81,7 @@ export class DataInjector {
     private readonly log: Logger,
     private readonly sources: {
       /** The operator's pods cache: where the instance's ready pod is found (without it, one list per attempt). */
-      pods?: Pick<Informer<k8s.V1Pod>, 'list'>;
+      pods?: Pick<Informer<k8s.V1Pod>, 'byIndex'>;
       /** The bridge Secrets the operator wrote (without it, each Secret is read once from the API server). */
       secrets?: Pick<BridgeSecrets, 'read'>;
     } = {},
@@ -193,7 +193,7 @@ export class DataInjector {
   /** The address of the instance's ready pod: from the pods cache when the operator has one. */
   private async podAddress(namespace: string, podSelector: string): Promise<string | undefined> {
     const { pods } = this.sources;
-    if (pods) return readyPodOf(pods.list(), namespace, podSelector)?.status?.podIP;
+    if (pods) return readyCachedPod(pods, namespace, podSelector)?.status?.podIP;
     return readyPodAddress(this.core, namespace, podSelector);
   }
 

@@ -15,6 +15,7 @@ import { poolInstanceName, stripCredentials } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
 import { bridgeTokenSecretName, SESSION_BRIDGE_TOKEN_KEY, sessionEnvSecretName, sessionPodApp } from '../manifests.js';
 import { readBridgeSecret } from '../pool/bridge-secrets.js';
+import { INDEX } from '../runtime/cache.js';
 import { podReady } from '../runtime/objects.js';
 
 /** Where a session's bridge answers, and the token it takes. */
@@ -61,7 +62,7 @@ export class SessionBridge implements SessionBridgeApi {
 
   constructor(
     private readonly core: Pick<k8s.CoreV1Api, 'readNamespacedSecret'>,
-    private readonly pods: Pick<Informer<k8s.V1Pod>, 'list'>,
+    private readonly pods: Pick<Informer<k8s.V1Pod>, 'byIndex'>,
     private readonly namespace: string,
     private readonly timeouts: { requestMs: number; saveMs: number },
   ) {}
@@ -76,7 +77,7 @@ export class SessionBridge implements SessionBridgeApi {
   async locate(session: Session, appDefinition: AppDefinition): Promise<BridgeTarget | undefined> {
     const namespace = session.metadata.namespace ?? this.namespace;
     const where = bridgeLocation(session, appDefinition);
-    const address = readyPodOf(this.pods.list(), namespace, where.podSelector)?.status?.podIP;
+    const address = readyCachedPod(this.pods, namespace, where.podSelector)?.status?.podIP;
     if (!address) return undefined;
     const uid = session.metadata.uid ?? session.metadata.name;
     const tokenKey = `${namespace}/${where.token.name}/${where.token.key}/${uid}`;
@@ -243,6 +244,19 @@ function matches(pod: k8s.V1Pod, selector: string): boolean {
 /** A ready pod of `pods` in the namespace that the selector matches, not being deleted. */
 export function readyPodOf(pods: readonly k8s.V1Pod[], namespace: string, podSelector: string): k8s.V1Pod | undefined {
   return firstReady(pods.filter((p) => (p.metadata?.namespace ?? namespace) === namespace && matches(p, podSelector)));
+}
+
+/**
+ * A ready pod of the operator's pods cache that the selector matches, looked up by the selector's
+ * first term in the cache's label index (a term is a `labelKey`), not found by a scan of every pod.
+ */
+export function readyCachedPod(
+  pods: Pick<Informer<k8s.V1Pod>, 'byIndex'>,
+  namespace: string,
+  podSelector: string,
+): k8s.V1Pod | undefined {
+  const [term = ''] = podSelector.split(',');
+  return readyPodOf(pods.byIndex(INDEX.label, term), namespace, podSelector);
 }
 
 function firstReady(pods: readonly k8s.V1Pod[]): k8s.V1Pod | undefined {

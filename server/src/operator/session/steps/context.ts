@@ -26,7 +26,7 @@ export interface SessionStepDeps {
   workspaces: Pick<Informer<Workspace>, 'find'>;
   deployments: Pick<Informer<k8s.V1Deployment>, 'get' | 'observe'>;
   /** The pods IDE Cloud manages: what a starting session's pods are in (session/start-failure.ts). */
-  pods: Pick<Informer<k8s.V1Pod>, 'list'>;
+  pods: Pick<Informer<k8s.V1Pod>, 'byIndex'>;
   services: Pick<Informer<k8s.V1Service>, 'get' | 'observe'>;
   /** The sessions' config stores: one gone is made again. */
   configStores: Pick<Informer<k8s.V1ConfigMap>, 'get' | 'observe'>;

@@ -12,6 +12,7 @@ import {
 } from '../../../model/session.js';
 import { ownClaimName, takesWarmClaim, type Workspace } from '../../../model/workspace.js';
 import { claimOfAnotherUser } from '../../pool/claims.js';
+import { INDEX } from '../../runtime/cache.js';
 import { FailObject, RetryLater } from '../../runtime/outcome.js';
 import { byCreation } from '../../../model/admission.js';
 import { startDeadlineOf } from '../admission.js';
@@ -91,12 +92,10 @@ function claimingSessionOf(deps: SessionStepDeps, session: Session, workspace: s
   if (instance) return `warm instance ${instance.name}`;
   const claimant = deps.newWorkspaceClaimants.get(workspace);
   const live = (s: Session) =>
-    s.spec.workspace === workspace &&
-    s.metadata.uid !== session.metadata.uid &&
-    !s.metadata.deletionTimestamp &&
-    !isSessionFailed(s);
-  return deps.sessions.list().find((s) => live(s) && (byCreation(s, session) < 0 || s.metadata.uid === claimant))
-    ?.metadata.name;
+    s.metadata.uid !== session.metadata.uid && !s.metadata.deletionTimestamp && !isSessionFailed(s);
+  return deps.sessions
+    .byIndex(INDEX.workspace, workspace)
+    .find((s) => live(s) && (byCreation(s, session) < 0 || s.metadata.uid === claimant))?.metadata.name;
 }
 
 /**
@@ -120,9 +119,14 @@ function checkStartDeadline(deps: SessionStepDeps, session: Session, appDefiniti
  */
 function checkLimits(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition): void {
   const decided = (s: Session) => !!decidedStartStrategy(s) || deps.limitsPassed.has(s.metadata.name);
-  const earlier = deps.sessions
-    .list()
-    .filter((s) => s.metadata.name !== session.metadata.name && (decided(s) || byCreation(s, session) < 0));
+  // The limits count sessions of the app definition and of the user: only those are looked at.
+  const counted = new Set([
+    ...deps.sessions.byIndex(INDEX.appDefinition, session.spec.appDefinition),
+    ...deps.sessions.byIndex(INDEX.user, session.spec.user),
+  ]);
+  const earlier = [...counted].filter(
+    (s) => s.metadata.name !== session.metadata.name && (decided(s) || byCreation(s, session) < 0),
+  );
   const refusal = checkSessionLimits({
     appDefinition: { name: session.spec.appDefinition, maxInstances: appDefinition.spec.maxInstances },
     user: session.spec.user,

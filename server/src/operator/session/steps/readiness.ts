@@ -11,6 +11,7 @@ import { SessionCondition, SessionReadyReason, type Session } from '../../../mod
 import { checksIdentity } from '../../auth-proxy.js';
 import type { OperatorConfig } from '../../config.js';
 import { COMPONENT, routePath, sessionUrl } from '../../manifests.js';
+import { INDEX, labelKey } from '../../runtime/cache.js';
 import { deploymentReady } from '../../runtime/objects.js';
 import { Delay, FailObject, RetryLater } from '../../runtime/outcome.js';
 import { startDeadlineOf } from '../admission.js';
@@ -120,10 +121,8 @@ export function admitsThroughBridge(config: Pick<OperatorConfig, 'sessionIssuer'
  * sidecars' pods carry none), or its warm instance's.
  */
 function sessionPods(deps: SessionStepDeps, session: Session, workload: Workload): k8s.V1Pod[] {
-  const name = session.metadata.name;
-  return deps.pods.list().filter((pod) => {
-    const labels = pod.metadata?.labels ?? {};
-    if (!workload.eager) return labels[LABELS.session] === name && labels[LABELS.component] === COMPONENT.session;
-    return labels[LABELS.poolInstance] === workload.backend;
-  });
+  if (workload.eager) return deps.pods.byIndex(INDEX.label, labelKey(LABELS.poolInstance, workload.backend));
+  return deps.pods
+    .byIndex(INDEX.label, labelKey(LABELS.session, session.metadata.name))
+    .filter((pod) => pod.metadata?.labels?.[LABELS.component] === COMPONENT.session);
 }
