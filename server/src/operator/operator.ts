@@ -23,6 +23,7 @@ import { StandbyClaimsReconciler } from './standby/reconciler.js';
 import { wakeStandbyClaims } from './standby/watches.js';
 import { WorkspaceReconciler } from './workspace/reconciler.js';
 import { wakeWorkspaces } from './workspace/watches.js';
+import { plainDeployments, plainIngresses, type DeploymentClient, type IngressClient } from '../kube/plain-answers.js';
 
 /**
  * The composition root: one set of API clients and caches, from which every collaborator gets the
@@ -53,8 +54,9 @@ export interface RunningOperator {
 interface ApiClients {
   kc: k8s.KubeConfig;
   core: k8s.CoreV1Api;
-  apps: k8s.AppsV1Api;
-  net: k8s.NetworkingV1Api;
+  /** The warm instances' Deployments and the shared Ingresses: their answers as parsed JSON (kube/plain-answers.ts). */
+  apps: DeploymentClient;
+  net: IngressClient;
   custom: k8s.CustomObjectsApi;
   objects: k8s.KubernetesObjectApi;
   resources: IdeCloudResources;
@@ -65,8 +67,8 @@ function apiClients(kc: k8s.KubeConfig, namespace: string): ApiClients {
   return {
     kc,
     core: kc.makeApiClient(k8s.CoreV1Api),
-    apps: kc.makeApiClient(k8s.AppsV1Api),
-    net: kc.makeApiClient(k8s.NetworkingV1Api),
+    apps: plainDeployments(kc),
+    net: plainIngresses(kc),
     custom: kc.makeApiClient(k8s.CustomObjectsApi),
     objects: k8s.KubernetesObjectApi.makeApiClient(kc),
     resources: ideCloudResources(kc, namespace),

@@ -5,6 +5,7 @@ import { workFolder, type AppDefinition } from '../../model/app-definition.js';
 import { dnsLabel } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
+import type { DeploymentClient } from '../../kube/plain-answers.js';
 import type { OperatorConfig } from '../config.js';
 import { INDEX, labelKey } from '../runtime/cache.js';
 import { deploymentReady } from '../runtime/objects.js';
@@ -90,10 +91,7 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
 
 /** What the pool's instances are made with: the apps and core APIs, the applier and the Deployment cache. */
 export interface PoolDeps extends SidecarDeps, Omit<ClaimDeps, 'core' | 'config'> {
-  apps: Pick<
-    k8s.AppsV1Api,
-    'replaceNamespacedDeployment' | 'createNamespacedDeployment' | 'deleteNamespacedDeployment'
-  >;
+  apps: DeploymentClient;
   core: Pick<
     k8s.CoreV1Api,
     | 'deleteNamespacedService'

@@ -1,6 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
+import type { IngressClient } from '../../kube/plain-answers.js';
 import { LABELS } from '../../model/api-group.js';
 import { OPERATOR_MANAGER } from '../../model/api-group.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
@@ -23,14 +24,7 @@ export interface RouteTable {
 }
 
 export interface RoutesDeps {
-  net: Pick<
-    k8s.NetworkingV1Api,
-    | 'patchNamespacedIngress'
-    | 'readNamespacedIngress'
-    | 'createNamespacedIngress'
-    | 'replaceNamespacedIngress'
-    | 'deleteNamespacedIngress'
-  >;
+  net: IngressClient;
   namespace: string;
   /** The cache of the shared Ingresses; every write's answer goes into it. */
   ingresses: Informer<k8s.V1Ingress>;
