@@ -103,9 +103,18 @@ export class Informer<T extends Obj = Obj> {
 
   /** The cached objects under `key` in the index `index` (one of the `indexers`). */
   byIndex(index: string, key: string): T[] {
+    return [...(this.indexed(index).get(key)?.values() ?? [])];
+  }
+
+  /** How many cached objects are under `key` in the index `index`, without listing them. */
+  countByIndex(index: string, key: string): number {
+    return this.indexed(index).get(key)?.size ?? 0;
+  }
+
+  private indexed(index: string): Map<string, Map<string, T>> {
     const entries = this.indexes.get(index);
     if (!entries) throw new Error(`${this.options.kind} informer: no index ${index}`);
-    return [...(entries.get(key)?.values() ?? [])];
+    return entries;
   }
 
   get hasSynced(): boolean {

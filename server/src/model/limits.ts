@@ -1,6 +1,6 @@
 import { ErrorCode } from './error-codes.js';
 import type { AppDefinitionSpec } from './app-definition.js';
-import { isActiveSession, type Session } from './session.js';
+import { decidedStartStrategy, isActiveSession, type Session } from './session.js';
 import type { Workspace } from './workspace.js';
 
 /**
@@ -34,29 +34,82 @@ export interface LimitRefusal {
   reason: string;
 }
 
+type CountedSession = Pick<Session, 'spec' | 'status' | 'metadata'>;
+
 /**
- * Whether one more session of `user` for `appDefinition` stays within maxInstances (eager plus lazy)
- * and sessionsPerUser. `sessions` are the other sessions in the namespace, of which the active ones
- * count (`isActiveSession`, read from their conditions): the service checks this before it creates
- * anything, the operator again when it reconciles (the pre-check alone races).
+ * The indexes a sessions cache keeps for the limits (kube/informer.ts, `indexers`), so that a check
+ * counts without looking at every session: the active sessions of each app definition, those of them
+ * with no start strategy decided yet, and every session of each user.
  */
-export function checkSessionLimits(input: {
+export const LIMIT_INDEX = {
+  activeOfAppDefinition: 'limits/active-of-app-definition',
+  undecidedOfAppDefinition: 'limits/undecided-of-app-definition',
+  ofUser: 'limits/of-user',
+} as const;
+
+export const limitIndexers: Record<string, (session: CountedSession) => string[]> = {
+  [LIMIT_INDEX.activeOfAppDefinition]: (s) => (isActiveSession(s) ? [s.spec.appDefinition] : []),
+  [LIMIT_INDEX.undecidedOfAppDefinition]: (s) =>
+    isActiveSession(s) && !decidedStartStrategy(s) ? [s.spec.appDefinition] : [],
+  [LIMIT_INDEX.ofUser]: (s) => [s.spec.user],
+};
+
+/** A sessions cache with the limits' indexes (`limitIndexers`). */
+export interface LimitIndexedSessions {
+  get(name: string): CountedSession | undefined;
+  byIndex(index: string, key: string): CountedSession[];
+  countByIndex(index: string, key: string): number;
+}
+
+/** The active sessions that count against one more session: of its app definition, of its user. */
+export interface SessionCounts {
+  ofDefinition: number;
+  ofUser: number;
+}
+
+/**
+ * Counts the active sessions of `appDefinition` and of `user` in the cache, except the session named
+ * `excluding` (the one being checked, when it exists) and those `counts` leaves out. `counts` may leave
+ * out only sessions whose start strategy is not decided yet: the app definition's are counted from its
+ * active sessions less those, so the cost follows the undecided sessions and the user's, not all.
+ */
+export function countSessions(
+  sessions: LimitIndexedSessions,
+  input: { appDefinition: string; user: string; excluding?: string; counts?: (session: CountedSession) => boolean },
+): SessionCounts {
+  const { appDefinition, user, excluding, counts = () => true } = input;
+  const other = (s: CountedSession) => s.metadata.name !== excluding;
+  const self = excluding === undefined ? undefined : sessions.get(excluding);
+  const selfActive = !!self && limitIndexers[LIMIT_INDEX.activeOfAppDefinition]!(self).includes(appDefinition);
+  const undecidedLeftOut = input.counts
+    ? sessions.byIndex(LIMIT_INDEX.undecidedOfAppDefinition, appDefinition).filter((s) => other(s) && !counts(s)).length
+    : 0;
+  return {
+    ofDefinition:
+      sessions.countByIndex(LIMIT_INDEX.activeOfAppDefinition, appDefinition) - (selfActive ? 1 : 0) - undecidedLeftOut,
+    ofUser: sessions.byIndex(LIMIT_INDEX.ofUser, user).filter((s) => other(s) && isActiveSession(s) && counts(s))
+      .length,
+  };
+}
+
+/**
+ * Whether one more session of `appDefinition` stays within maxInstances (eager plus lazy) and
+ * sessionsPerUser, given the active sessions that count (`countSessions`): the service checks this
+ * before it creates anything, the operator again when it reconciles (the pre-check alone races).
+ */
+export function sessionLimitRefusal(input: {
   appDefinition: Pick<AppDefinitionSpec, 'name' | 'maxInstances'>;
-  user: string;
-  sessions: readonly Pick<Session, 'spec' | 'status' | 'metadata'>[];
+  counts: SessionCounts;
   sessionsPerUser: number;
 }): LimitRefusal | undefined {
-  const active = input.sessions.filter(isActiveSession);
-  const ofDefinition = active.filter((s) => s.spec.appDefinition === input.appDefinition.name).length;
   const max = input.appDefinition.maxInstances;
-  if (max !== null && ofDefinition >= max) {
+  if (max !== null && input.counts.ofDefinition >= max) {
     return {
       code: ErrorCode.maxInstancesReached,
       reason: `app definition ${input.appDefinition.name} is at maxInstances (${max})`,
     };
   }
-  const ofUser = active.filter((s) => s.spec.user === input.user).length;
-  if (ofUser >= input.sessionsPerUser) {
+  if (input.counts.ofUser >= input.sessionsPerUser) {
     return {
       code: ErrorCode.sessionsPerUserReached,
       reason: `user is at the limit of ${input.sessionsPerUser} concurrent session(s)`,

@@ -1,7 +1,8 @@
 import type * as k8s from '@kubernetes/client-node';
-import { Informer, type Listener } from '../kube/informer.js';
+import { Informer, type IndexFunc, type Listener } from '../kube/informer.js';
 import { API_VERSION } from '../model/api-group.js';
 import type { AppDefinition } from '../model/app-definition.js';
+import { limitIndexers } from '../model/limits.js';
 import type { Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
 import { ServiceStopping } from './errors.js';
@@ -59,7 +60,11 @@ export class CachedResource<T extends CachedObject> {
   constructor(
     kc: k8s.KubeConfig,
     private readonly reader: ObjectReader<T>,
-    options: { rewatchIntervalMs: number; onError: (error: unknown) => void },
+    options: {
+      rewatchIntervalMs: number;
+      onError: (error: unknown) => void;
+      indexers?: Record<string, IndexFunc<T>>;
+    },
   ) {
     this.informer = new Informer<T>(kc, {
       path: reader.path,
@@ -68,6 +73,7 @@ export class CachedResource<T extends CachedObject> {
       namespace: reader.namespace,
       rewatchIntervalMs: options.rewatchIntervalMs,
       onError: options.onError,
+      indexers: options.indexers,
     });
     this.informer.on((type, object) => {
       this.notify(object.metadata.name);
@@ -105,6 +111,16 @@ export class CachedResource<T extends CachedObject> {
   /** Every cached object (a fresh array; the objects are the cache's own: never mutate them). */
   list(): T[] {
     return this.informer.list();
+  }
+
+  /** The cached objects under `key` in one of the cache's indexes. */
+  byIndex(index: string, key: string): T[] {
+    return this.informer.byIndex(index, key);
+  }
+
+  /** How many cached objects are under `key` in one of the cache's indexes. */
+  countByIndex(index: string, key: string): number {
+    return this.informer.countByIndex(index, key);
   }
 
   /** Read-your-writes: the answer of a write replaces an older cached version, unless its object was deleted. */
@@ -394,12 +410,14 @@ export class ServiceCaches {
     },
     options: { rewatchIntervalMs: number; onError: (kind: string, error: unknown) => void },
   ) {
-    const cache = <T extends CachedObject>(reader: ObjectReader<T>) =>
+    const cache = <T extends CachedObject>(reader: ObjectReader<T>, indexers?: Record<string, IndexFunc<T>>) =>
       new CachedResource<T>(kc, reader, {
         rewatchIntervalMs: options.rewatchIntervalMs,
         onError: (error) => options.onError(reader.kind, error),
+        indexers,
       });
-    this.sessions = cache<Session>(readers.sessions);
+    // Indexed for the limits of a launch (model/limits.ts): counted without a look at every session.
+    this.sessions = cache<Session>(readers.sessions, limitIndexers);
     this.appDefinitions = cache<AppDefinition>(readers.appDefinitions);
     this.workspaces = cache<Workspace>(readers.workspaces);
     this.sessionEvents = new SessionEventCache(kc, readers.sessions.namespace, {

@@ -5,7 +5,7 @@ import { envSourcesRefusal } from '../model/session-env.js';
 import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../model/api-group.js';
 import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
 import { ErrorCode } from '../model/error-codes.js';
-import { checkSessionLimits, LAUNCH_WAITERS } from '../model/limits.js';
+import { countSessions, LAUNCH_WAITERS, sessionLimitRefusal } from '../model/limits.js';
 import { dnsLabel, isDnsLabel, sessionNameFor, userLabelValue } from '../model/names.js';
 import type { EnvironmentVars } from '../model/requests.js';
 import {
@@ -395,10 +395,9 @@ export class Launcher {
   }
 
   private limitRefusal(user: string, appDefinition: AppDefinition) {
-    return checkSessionLimits({
+    return sessionLimitRefusal({
       appDefinition: appDefinition.spec,
-      user,
-      sessions: this.deps.sessions.list(),
+      counts: countSessions(this.deps.sessions, { appDefinition: appDefinition.spec.name, user }),
       sessionsPerUser: this.deps.sessionsPerUser,
     });
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { ANNOTATIONS } from '../../src/model/api-group.js';
 import { setCondition } from '../../src/model/conditions.js';
-import { checkSessionLimits } from '../../src/model/limits.js';
+
 import {
   countReservedInstances,
   isActiveSession,
@@ -52,13 +52,6 @@ describe('session state from conditions', () => {
     assert.equal(isActiveSession(session({ conditions: ready('False', 'Failed') })), false);
     assert.equal(isActiveSession(session({ conditions: ready('False', 'Stopping') })), false);
     assert.equal(isActiveSession(session(undefined, true)), false);
-    const refusal = checkSessionLimits({
-      appDefinition: { name: 'a', maxInstances: 1 },
-      user: 'v',
-      sessions: [session({ conditions: ready('False', 'Failed') })],
-      sessionsPerUser: 1,
-    });
-    assert.equal(refusal, undefined, 'a failed session does not count');
   });
 
   it('derives the phase from the Ready condition and the decision, keeping a phase only without Ready', () => {

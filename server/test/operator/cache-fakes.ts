@@ -4,14 +4,20 @@ import { labelIndexers, sessionIndexers } from '../../src/operator/runtime/cache
 import type { Session } from '../../src/model/session.js';
 
 /** A cache over a list of objects, with the indexes the operator's informer of them has (runtime/cache.ts). */
-export function indexedCache<T>(objects: () => readonly T[], indexers: Record<string, IndexFunc<T>>) {
+export function indexedCache<T extends { metadata?: { name?: string } }>(
+  objects: () => readonly T[],
+  indexers: Record<string, IndexFunc<T>>,
+) {
+  const byIndex = (index: string, key: string): T[] => {
+    const keysOf = indexers[index];
+    if (!keysOf) throw new Error(`no index ${index}`);
+    return objects().filter((o) => keysOf(o).includes(key));
+  };
   return {
+    get: (name: string): T | undefined => objects().find((o) => o.metadata?.name === name),
     list: (): T[] => [...objects()],
-    byIndex(index: string, key: string): T[] {
-      const keysOf = indexers[index];
-      if (!keysOf) throw new Error(`no index ${index}`);
-      return objects().filter((o) => keysOf(o).includes(key));
-    },
+    byIndex,
+    countByIndex: (index: string, key: string): number => byIndex(index, key).length,
   };
 }
 

@@ -2,6 +2,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { Informer, type IndexFunc } from '../../kube/informer.js';
 import { API_VERSION, LABELS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
+import { limitIndexers } from '../../model/limits.js';
 import type { Session } from '../../model/session.js';
 import type { Workspace } from '../../model/workspace.js';
 import { COMPONENT } from '../manifests.js';
@@ -46,11 +47,7 @@ export interface OperatorCache {
 export const INDEX = {
   /** Deployments and pods by each of their labels, as `labelKey(key, value)`. */
   label: 'label',
-  /** Sessions by `spec.appDefinition`. */
-  appDefinition: 'appDefinition',
-  /** Sessions by `spec.user`. */
-  user: 'user',
-  /** Sessions by `spec.workspace`. */
+  /** Sessions by `spec.workspace` (and by what the limits count: model/limits.ts, LIMIT_INDEX). */
   workspace: 'workspace',
 } as const;
 
@@ -66,8 +63,7 @@ export const labelIndexers: Record<string, IndexFunc<{ metadata?: k8s.V1ObjectMe
 
 /** The indexes of the sessions cache. */
 export const sessionIndexers: Record<string, IndexFunc<Session>> = {
-  [INDEX.appDefinition]: (s) => [s.spec.appDefinition],
-  [INDEX.user]: (s) => [s.spec.user],
+  ...limitIndexers,
   [INDEX.workspace]: (s) => (s.spec.workspace ? [s.spec.workspace] : []),
 };
 

@@ -1,7 +1,7 @@
 import { startDeadlineSeconds, type AppDefinition } from '../../../model/app-definition.js';
 import { findCondition } from '../../../model/conditions.js';
 import { ErrorCode } from '../../../model/error-codes.js';
-import { checkSessionLimits } from '../../../model/limits.js';
+import { countSessions, sessionLimitRefusal } from '../../../model/limits.js';
 import { envSourcesRefusal } from '../../../model/session-env.js';
 import {
   decidedStartStrategy,
@@ -119,18 +119,14 @@ function checkStartDeadline(deps: SessionStepDeps, session: Session, appDefiniti
  */
 function checkLimits(deps: SessionStepDeps, session: Session, appDefinition: AppDefinition): void {
   const decided = (s: Session) => !!decidedStartStrategy(s) || deps.limitsPassed.has(s.metadata.name);
-  // The limits count sessions of the app definition and of the user: only those are looked at.
-  const counted = new Set([
-    ...deps.sessions.byIndex(INDEX.appDefinition, session.spec.appDefinition),
-    ...deps.sessions.byIndex(INDEX.user, session.spec.user),
-  ]);
-  const earlier = [...counted].filter(
-    (s) => s.metadata.name !== session.metadata.name && (decided(s) || byCreation(s, session) < 0),
-  );
-  const refusal = checkSessionLimits({
+  const refusal = sessionLimitRefusal({
     appDefinition: { name: session.spec.appDefinition, maxInstances: appDefinition.spec.maxInstances },
-    user: session.spec.user,
-    sessions: earlier,
+    counts: countSessions(deps.sessions, {
+      appDefinition: session.spec.appDefinition,
+      user: session.spec.user,
+      excluding: session.metadata.name,
+      counts: (s) => decided(s as Session) || byCreation(s, session) < 0,
+    }),
     sessionsPerUser: deps.config.sessionsPerUser,
   });
   if (refusal) throw new FailObject(refusal.code, refusal.reason);
