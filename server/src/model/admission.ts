@@ -56,6 +56,19 @@ export function mayWaitAtGate(session: Queueable): boolean {
   );
 }
 
+/**
+ * The index a sessions cache keeps of those that may wait at the gate (kube/informer.ts, `indexers`):
+ * all under one key, so a pass at the gate looks at the queue, not at every session.
+ */
+export const GATE_INDEX = 'admission/may-wait-at-gate';
+const MAY_WAIT = 'may-wait';
+export const gateIndexers = { [GATE_INDEX]: (s: Queueable) => (mayWaitAtGate(s) ? [MAY_WAIT] : []) };
+
+/** The sessions of the cache that may wait at the gate (`mayWaitAtGate`), from its index. */
+export function mayWaitAtGateIn<T extends Queueable>(sessions: { byIndex(index: string, key: string): T[] }): T[] {
+  return sessions.byIndex(GATE_INDEX, MAY_WAIT);
+}
+
 /** Waiting at the gate: active, and its Admitted condition False with reason Queued. */
 export function isQueued(session: Queueable): boolean {
   const admitted = findCondition(session.status?.conditions, SESSION_ADMITTED_CONDITION);

@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import {
   byCreation,
   estimatedWaitSeconds,
+  gateIndexers,
+  mayWaitAtGate,
+  mayWaitAtGateIn,
   placeIn,
   placeAt,
   queuedMessage,
@@ -15,6 +18,8 @@ import {
   SessionReadyReason,
   type Session,
 } from '../../src/model/session.js';
+
+import { observedInformer } from './observed-informer.js';
 
 const RATE = { perSecond: 0.5, burst: 4 };
 
@@ -102,5 +107,30 @@ describe('model: the lazy-start queue', () => {
     assert.equal(estimatedWaitSeconds(1, { perSecond: 2, burst: 2 }), 1);
     assert.equal(estimatedWaitSeconds(7, { perSecond: 2, burst: 2 }), 4);
     assert.equal(estimatedWaitSeconds(3, { perSecond: 0.1, burst: 1 }), 30);
+  });
+
+  it('its index holds the sessions that may wait, and a session leaves it once admitted', () => {
+    const sessions = [
+      session('queued', '2026-01-01T00:00:01Z', 'False'),
+      session('undecided', '2026-01-01T00:00:02Z'),
+      session('admitted', '2026-01-01T00:00:03Z', 'True'),
+      session('deleting', '2026-01-01T00:00:04Z', 'False', { deleting: true }),
+      session('failed', '2026-01-01T00:00:05Z', 'False', { failed: true }),
+    ];
+    const cache = observedInformer(sessions, gateIndexers);
+    const names = () =>
+      mayWaitAtGateIn(cache)
+        .map((s) => s.metadata.name)
+        .sort();
+    assert.deepEqual(
+      names(),
+      sessions.filter(mayWaitAtGate).map((s) => s.metadata.name),
+    );
+    assert.deepEqual(names(), ['queued', 'undecided']);
+    cache.observe({
+      ...session('queued', '2026-01-01T00:00:01Z', 'True'),
+      metadata: { name: 'queued', resourceVersion: '2' },
+    });
+    assert.deepEqual(names(), ['undecided']);
   });
 });

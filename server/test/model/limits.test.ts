@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import * as k8s from '@kubernetes/client-node';
-import { Informer } from '../../src/kube/informer.js';
 import { ANNOTATIONS } from '../../src/model/api-group.js';
 import { setCondition } from '../../src/model/conditions.js';
 import { ErrorCode } from '../../src/model/error-codes.js';
 import { countSessions, limitIndexers, sessionLimitRefusal } from '../../src/model/limits.js';
+import { observedInformer } from './observed-informer.js';
 import { SessionCondition, isActiveSession, decidedStartStrategy, type Session } from '../../src/model/session.js';
 
 type Shape = { user: string; app: string; state: 'pending' | 'failed' | 'stopping' | 'deleting'; decided: boolean };
@@ -33,25 +32,8 @@ function session(name: string, { user, app, state, decided }: Shape, version = 1
   };
 }
 
-/** The real informer's cache and indexes, filled as a watch would (observe: no API server needed). */
-function cacheOf(sessions: Session[]): Informer<Session> {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  const informer = new Informer<Session>(kc, {
-    path: '/sessions',
-    apiVersion: 'v1',
-    kind: 'Session',
-    namespace: 'ns',
-    rewatchIntervalMs: 60_000,
-    indexers: limitIndexers,
-  });
-  for (const s of sessions) informer.observe(s);
-  return informer;
+function cacheOf(sessions: Session[]) {
+  return observedInformer(sessions, limitIndexers);
 }
 
 /** A small deterministic generator (mulberry32). */

@@ -9,6 +9,7 @@ import { admitLazyStart } from '../../src/operator/session/admission.js';
 import { Pass } from '../../src/operator/session/status.js';
 import type { SessionStepDeps } from '../../src/operator/session/steps/context.js';
 import { provision } from '../../src/operator/session/steps/workload.js';
+import { sessionsCache } from './cache-fakes.js';
 
 const NAMESPACE = 'ns';
 
@@ -156,7 +157,11 @@ describe('operator: the lazy-start gate turned off', () => {
     };
     const pass = new Pass(s);
     const at = Date.parse('2026-01-01T00:05:00Z');
-    admitLazyStart({ sessions: { list: () => [] }, deployments: { get: () => undefined }, now: () => at }, s, pass);
+    admitLazyStart(
+      { sessions: sessionsCache(() => []), deployments: { get: () => undefined }, now: () => at },
+      s,
+      pass,
+    );
     const admitted = pass.status.conditions?.find((c) => c.type === SESSION_ADMITTED_CONDITION);
     assert.equal(admitted?.status, 'True');
     assert.equal(admitted?.lastTransitionTime, new Date(at).toISOString());
@@ -165,7 +170,7 @@ describe('operator: the lazy-start gate turned off', () => {
   it('a session the gate never met gets no Admitted condition', () => {
     const s = session();
     const pass = new Pass(s);
-    admitLazyStart({ sessions: { list: () => [] }, deployments: { get: () => undefined } }, s, pass);
+    admitLazyStart({ sessions: sessionsCache(() => []), deployments: { get: () => undefined } }, s, pass);
     assert.equal(pass.status.conditions, undefined);
   });
 });

@@ -2,6 +2,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { Informer, type IndexFunc } from '../../kube/informer.js';
 import { API_VERSION, LABELS } from '../../model/api-group.js';
 import type { AppDefinition } from '../../model/app-definition.js';
+import { gateIndexers } from '../../model/admission.js';
 import { limitIndexers } from '../../model/limits.js';
 import type { Session } from '../../model/session.js';
 import type { Workspace } from '../../model/workspace.js';
@@ -47,7 +48,10 @@ export interface OperatorCache {
 export const INDEX = {
   /** Deployments and pods by each of their labels, as `labelKey(key, value)`. */
   label: 'label',
-  /** Sessions by `spec.workspace` (and by what the limits count: model/limits.ts, LIMIT_INDEX). */
+  /**
+   * Sessions by `spec.workspace` (and by what the limits count, model/limits.ts LIMIT_INDEX; those
+   * that may wait at the lazy-start gate, model/admission.ts GATE_INDEX).
+   */
   workspace: 'workspace',
 } as const;
 
@@ -64,6 +68,7 @@ export const labelIndexers: Record<string, IndexFunc<{ metadata?: k8s.V1ObjectMe
 /** The indexes of the sessions cache. */
 export const sessionIndexers: Record<string, IndexFunc<Session>> = {
   ...limitIndexers,
+  ...gateIndexers,
   [INDEX.workspace]: (s) => (s.spec.workspace ? [s.spec.workspace] : []),
 };
 

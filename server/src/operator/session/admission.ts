@@ -14,7 +14,13 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Informer } from '../../kube/informer.js';
-import { byCreation, mayWaitAtGate, queuedMessage, type LazyStartRate } from '../../model/admission.js';
+import {
+  byCreation,
+  mayWaitAtGate,
+  mayWaitAtGateIn,
+  queuedMessage,
+  type LazyStartRate,
+} from '../../model/admission.js';
 import { findCondition, setCondition } from '../../model/conditions.js';
 import {
   decidedStartStrategy,
@@ -126,7 +132,7 @@ export class LazyStartGate {
 export interface AdmissionDeps {
   /** The gate; absent when `lazyStartsPerSecond` is 0 (off): lazy starts go at once. */
   admission?: LazyStartGate;
-  sessions: Pick<Informer<Session>, 'list'>;
+  sessions: Pick<Informer<Session>, 'byIndex'>;
   deployments: Pick<Informer<k8s.V1Deployment>, 'get'>;
   /** The clock of the admission's time (ms since the epoch). */
   now?: () => number;
@@ -185,8 +191,7 @@ export function admitLazyStart(deps: AdmissionDeps, session: Session, pass: Pass
     uid: s.metadata.uid ?? s.metadata.name,
     decided: decidedStartStrategy(s) === 'lazy' || decidedStartStrategy(s) === 'lazy-fallback',
   });
-  const queue = deps.sessions
-    .list()
+  const queue = mayWaitAtGateIn(deps.sessions)
     .filter((s) => s.metadata.name !== name && waitsAtGate(deps, s))
     .concat(session)
     .sort(byCreation)
