@@ -172,7 +172,7 @@ describe('informer on the real kube-apiserver', function () {
     );
   });
 
-  it('keeps its indexes as objects come, change and go, also through observe() and a list after a dropped connection', async () => {
+  it('keeps its indexes as objects come, change and go, through observe(), a list after a dropped connection, and a cached object changed in place', async () => {
     await create('a', '1');
     await create('b', '1');
     const { informer } = configMaps(60_000, undefined, { value: (c) => (c.data?.value ? [c.data.value] : []) });
@@ -184,6 +184,8 @@ describe('informer on the real kube-apiserver', function () {
     informer.start();
     await informer.waitForSync();
     assert.deepEqual(under('1'), ['a', 'b'], 'listed');
+    // A reader that changes a cached object in place (it should not) does not strand it under its old key.
+    informer.get('b')!.data!.value = 'changed in place';
     await create('c', '2');
     await update('a', '2');
     await eventually(() => assert.deepEqual(under('2'), ['a', 'c'], 'watched'));

@@ -52,6 +52,11 @@ export class Informer<T extends Obj = Obj> {
   private readonly cache = new Map<string, T>();
   /** Index name → key → the objects under it, by cache key. */
   private readonly indexes = new Map<string, Map<string, Map<string, T>>>();
+  /**
+   * Cache key → the keys its object was indexed under, per index, as computed when it was stored:
+   * what it leaves on a change or its deletion, whatever the object held since.
+   */
+  private readonly indexedUnder = new Map<string, [string, readonly string[]][]>();
   /** uid → when its deletion was seen (insertion order is time order), so observe() cannot revive it. */
   private readonly deleted = new Map<string, number>();
   private readonly listeners: Listener<T>[] = [];
@@ -173,39 +178,40 @@ export class Informer<T extends Obj = Obj> {
     if (object.metadata?.managedFields) delete object.metadata.managedFields;
     const kept = this.options.transform ? this.options.transform(object) : object;
     const key = keyOf(kept);
-    this.unindex(key, this.cache.get(key));
+    // Every index key first: an index function that throws leaves the cache as it was.
+    const under = Object.entries(this.options.indexers ?? {}).map(
+      ([name, keysOf]) => [name, keysOf(kept)] as [string, readonly string[]],
+    );
+    this.unindex(key);
     this.cache.set(key, kept);
-    this.index(key, kept);
-    return kept;
-  }
-
-  private index(key: string, object: T): void {
-    for (const [name, keysOf] of Object.entries(this.options.indexers ?? {})) {
+    for (const [name, indexKeys] of under) {
       const entries = this.indexes.get(name)!;
-      for (const indexKey of keysOf(object)) {
+      for (const indexKey of indexKeys) {
         const objects = entries.get(indexKey) ?? new Map<string, T>();
-        objects.set(key, object);
+        objects.set(key, kept);
         entries.set(indexKey, objects);
       }
     }
+    if (under.length > 0) this.indexedUnder.set(key, under);
+    return kept;
   }
 
-  private unindex(key: string, object: T | undefined): void {
-    if (!object) return;
-    for (const [name, keysOf] of Object.entries(this.options.indexers ?? {})) {
+  private unindex(key: string): void {
+    for (const [name, indexKeys] of this.indexedUnder.get(key) ?? []) {
       const entries = this.indexes.get(name)!;
-      for (const indexKey of keysOf(object)) {
+      for (const indexKey of indexKeys) {
         const objects = entries.get(indexKey);
         objects?.delete(key);
         if (objects?.size === 0) entries.delete(indexKey);
       }
     }
+    this.indexedUnder.delete(key);
   }
 
   /** Drops a deleted object and keeps its tombstone a while (TOMBSTONE_MS). */
   private remove(object: T): void {
     const key = keyOf(object);
-    this.unindex(key, this.cache.get(key));
+    this.unindex(key);
     this.cache.delete(key);
     const uid = object.metadata?.uid;
     if (uid) {

@@ -6,7 +6,8 @@ import * as k8s from '@kubernetes/client-node';
  * the type tree, at many times the cost of parsing it: on a shared Ingress of a few hundred paths it
  * was the operator's largest CPU cost of a route. These make the same requests through the generic
  * object endpoints (CustomObjectsApi: any group's path) and answer the parsed JSON, as the watches
- * deliver objects (timestamps as strings). Errors are the same ApiException.
+ * deliver objects (timestamps as strings, whatever the generated types say). Errors are the same
+ * ApiException.
  */
 const INGRESSES = { group: 'networking.k8s.io', version: 'v1', plural: 'ingresses' } as const;
 const DEPLOYMENTS = { group: 'apps', version: 'v1', plural: 'deployments' } as const;

@@ -46,7 +46,7 @@ export interface OperatorCache {
  * so its cost does not grow with the sessions, the pools and their pods.
  */
 export const INDEX = {
-  /** Deployments and pods by each of their labels, as `labelKey(key, value)`. */
+  /** Deployments, pods and claims by each of their labels, as `labelKey(key, value)`. */
   label: 'label',
   /**
    * Sessions by `spec.workspace` (and by what the limits count, model/limits.ts LIMIT_INDEX; those
@@ -60,7 +60,7 @@ export function labelKey(key: string, value: string): string {
   return `${key}=${value}`;
 }
 
-/** The indexes of the Deployments and pods caches. */
+/** The indexes of the Deployments, pods and claims caches. */
 export const labelIndexers: Record<string, IndexFunc<{ metadata?: k8s.V1ObjectMeta }>> = {
   [INDEX.label]: (o) => Object.entries(o.metadata?.labels ?? {}).map(([key, value]) => labelKey(key, value)),
 };
@@ -132,6 +132,7 @@ export function createCache(
       'PersistentVolumeClaim',
       managed,
       (claim: k8s.V1PersistentVolumeClaim) => ({ ...metadataOnly(claim), status: { phase: claim.status?.phase } }),
+      labelIndexers,
     ),
     configStores: informer<k8s.V1ConfigMap>(
       `/api/v1/namespaces/${namespace}/configmaps`,

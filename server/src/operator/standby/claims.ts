@@ -9,6 +9,7 @@ import { LABELS } from '../../model/api-group.js';
 import { stringHash32 } from '../../model/names.js';
 import type { Workspace } from '../../model/workspace.js';
 import { COMPONENT } from '../manifests.js';
+import { INDEX, labelKey } from '../runtime/cache.js';
 import { workspaceClaimPatch, type ClaimDeps } from '../pool/claims.js';
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
@@ -27,7 +28,7 @@ export function standbyClaims(claims: ClaimDeps['claims']): Claim[] {
 export function claimTakenBy(claims: ClaimDeps['claims'], workspace: WorkspaceRef): string | undefined {
   const uid = workspace.metadata.uid;
   if (!uid) return undefined;
-  return claims.list().find((c) => c.metadata?.labels?.[LABELS.workspaceUid] === uid && !c.metadata.deletionTimestamp)
+  return claims.byIndex(INDEX.label, labelKey(LABELS.workspaceUid, uid)).find((c) => !c.metadata?.deletionTimestamp)
     ?.metadata?.name;
 }
 

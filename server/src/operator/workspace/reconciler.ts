@@ -25,6 +25,7 @@ import { finalizersOf } from '../runtime/objects.js';
 import { writeStatusOnce } from '../runtime/status.js';
 import { stopSession } from '../session/stop.js';
 import { Delay, RetryLater, continueOnWarning, settle, WarnAndContinue, type Reconciled } from '../runtime/outcome.js';
+import { INDEX } from '../runtime/cache.js';
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
@@ -36,7 +37,7 @@ export interface WorkspaceReconcilerDeps {
   namespace: string;
   /** Caches: the workspaces, the sessions that use them, the warm instances they claimed, the claims. */
   workspaces: Informer<Workspace>;
-  sessions: Pick<Informer<Session>, 'list'>;
+  sessions: Pick<Informer<Session>, 'byIndex'>;
   claims: ClaimDeps['claims'];
   /** The warm instances reserved for a new workspace, whose claim it takes over. */
   pool: Pick<PoolInstances, 'reservedFor'>;
@@ -176,8 +177,8 @@ export class WorkspaceReconciler {
     const standby = claimTakenBy(this.deps.claims, workspace);
     if (standby) return { kind: 'standby', name: standby };
     const sessions = this.deps.sessions
-      .list()
-      .filter((s) => s.spec.workspace === name && !s.metadata.deletionTimestamp && !isSessionFailed(s));
+      .byIndex(INDEX.workspace, name)
+      .filter((s) => !s.metadata.deletionTimestamp && !isSessionFailed(s));
     const strategies = sessions.map(decidedStartStrategy);
     // A session that starts lazily mounts the workspace's own claim; later ones wait for the workspace.
     if (strategies.some((strategy) => strategy && strategy !== 'eager')) return { kind: 'own', name: own };
@@ -251,7 +252,7 @@ export class WorkspaceReconciler {
   private async finalize(workspace: Workspace): Promise<Reconciled> {
     const { deps } = this;
     if (!finalizersOf(workspace).includes(WORKSPACE_FINALIZER)) return;
-    const sessions = deps.sessions.list().filter((s) => s.spec.workspace === workspace.metadata.name);
+    const sessions = deps.sessions.byIndex(INDEX.workspace, workspace.metadata.name);
     for (const s of sessions) {
       if (s.metadata.deletionTimestamp) continue;
       await stopSession(deps, s, `WorkspaceDeleted: workspace ${workspace.metadata.name} was deleted`);
