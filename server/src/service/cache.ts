@@ -2,6 +2,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { Informer, type IndexFunc, type Listener } from '../kube/informer.js';
 import { API_VERSION } from '../model/api-group.js';
 import type { AppDefinition } from '../model/app-definition.js';
+import { gateIndexers } from '../model/admission.js';
 import { limitIndexers } from '../model/limits.js';
 import type { Session } from '../model/session.js';
 import type { Workspace } from '../model/workspace.js';
@@ -416,8 +417,9 @@ export class ServiceCaches {
         onError: (error) => options.onError(reader.kind, error),
         indexers,
       });
-    // Indexed for the limits of a launch (model/limits.ts): counted without a look at every session.
-    this.sessions = cache<Session>(readers.sessions, limitIndexers);
+    // Indexed for the limits of a launch (model/limits.ts) and the lazy-start queue (model/admission.ts):
+    // counted and placed without a look at every session.
+    this.sessions = cache<Session>(readers.sessions, { ...limitIndexers, ...gateIndexers });
     this.appDefinitions = cache<AppDefinition>(readers.appDefinitions);
     this.workspaces = cache<Workspace>(readers.workspaces);
     this.sessionEvents = new SessionEventCache(kc, readers.sessions.namespace, {

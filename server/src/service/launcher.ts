@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { OpenCounts } from '../http/open-counts.js';
-import { isQueued, placeIn, queueOf } from '../model/admission.js';
+import { isQueued, mayWaitAtGateIn, placeIn, queueOf } from '../model/admission.js';
 import { envSourcesRefusal } from '../model/session-env.js';
 import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../model/api-group.js';
 import { hasWorkspaceMountingSidecars, type AppDefinition } from '../model/app-definition.js';
@@ -351,7 +351,7 @@ export class Launcher {
     if (!(error instanceof ApiError) || error.code !== ErrorCode.launchTimeout) return undefined;
     const current = this.deps.sessions.get(session.metadata.name);
     if (!current || current.metadata.uid !== session.metadata.uid || !isQueued(current)) return undefined;
-    const place = placeIn(queueOf(this.deps.sessions.list()), current);
+    const place = placeIn(queueOf(mayWaitAtGateIn(this.deps.sessions)), current);
     const where = place
       ? ` (position ${place.position}${place.estimatedWaitSeconds === undefined ? '' : `, about ${place.estimatedWaitSeconds} s`})`
       : '';

@@ -1,7 +1,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { capRefusal, OpenCounts } from '../http/open-counts.js';
 import type { WatchEventType } from '../kube/informer.js';
-import { isQueued, mayWaitAtGate, placeAt, queueOf, type QueuePlace } from '../model/admission.js';
+import { isQueued, mayWaitAtGate, mayWaitAtGateIn, placeAt, queueOf, type QueuePlace } from '../model/admission.js';
 import type { Session } from '../model/session.js';
 import type { CachedResource, SessionEventCache } from './cache.js';
 import { ApiError } from './errors.js';
@@ -83,7 +83,7 @@ export class LazyStartQueue {
     const name = session.metadata.name;
     // A stream can ask before this listener has seen the event that put the session in the line.
     if (!this.positions?.has(name)) {
-      this.positions = new Map(queueOf(this.sessions.list()).map((s, i) => [s.metadata.name, i + 1]));
+      this.positions = new Map(queueOf(mayWaitAtGateIn(this.sessions)).map((s, i) => [s.metadata.name, i + 1]));
     }
     const position = this.positions.get(name);
     return position === undefined ? undefined : placeAt(position, session);
