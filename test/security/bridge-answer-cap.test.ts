@@ -98,18 +98,19 @@ describe('security: an endless answer from a session pod', () => {
     readNamespacedConfigMap: () => Promise.reject(new Error('not used')),
   };
 
-  it('the sweep reads the activity and the notice answers only up to the cap, and records the failed warning', async () => {
-    const events: [string, string, string][] = [];
-    const patches: unknown[] = [];
-    const bridges = new SessionBridge(
+  /** The bridges of the pod, with deadlines far beyond what the test waits. */
+  const podBridges = () =>
+    new SessionBridge(
       core as never,
       podsCache(() => [pod]),
       'ns',
-      {
-        requestMs: 120_000,
-        saveMs: 120_000,
-      },
+      { requestMs: 120_000, saveMs: 120_000 },
     );
+
+  it('the sweep reads the activity and the notice answers only up to the cap, and records the failed warning', async () => {
+    const events: [string, string, string][] = [];
+    const patches: unknown[] = [];
+    const bridges = podBridges();
     const monitor = new ActivityMonitor({
       config: {
         monitorEnabled: true,
@@ -153,15 +154,7 @@ describe('security: an endless answer from a session pod', () => {
   });
 
   it('the save of the work reads its answer only up to the cap', async () => {
-    const bridges = new SessionBridge(
-      core as never,
-      podsCache(() => [pod]),
-      'ns',
-      {
-        requestMs: 120_000,
-        saveMs: 120_000,
-      },
-    );
+    const bridges = podBridges();
     sent.length = 0;
     const target = await bridges.locate(session, app());
     assert.ok(target);
