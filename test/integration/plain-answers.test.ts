@@ -6,7 +6,7 @@ import * as k8s from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../../server/src/kube/client.js';
 import { plainDeployments, plainIngresses } from '../../server/src/kube/plain-answers.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
-import { createTestNamespace, deleteTestNamespace } from '../support/kube.js';
+import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
 
 const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
 
@@ -85,10 +85,17 @@ describe('plain answers: Ingress and Deployment writes through the generic objec
         },
       },
     });
+    // As the operator claims an instance: once the deployment controller has written its status, from what was read.
+    const typed = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    const observed = await eventually(async () => {
+      const d = await typed.readNamespacedDeployment({ name: 'plain', namespace });
+      assert.ok((d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1), 'not observed yet');
+      return d;
+    });
     const claimed = await apps.replaceNamespacedDeployment({
       name: 'plain',
       namespace,
-      body: { ...created, metadata: { ...created.metadata, labels: { ...labels, claimed: 'yes' } } },
+      body: { ...observed, metadata: { ...observed.metadata, labels: { ...labels, claimed: 'yes' } } },
     });
     assert.equal(claimed.metadata?.labels?.claimed, 'yes');
     assert.equal(typeof claimed.metadata?.creationTimestamp, 'string');
