@@ -78,74 +78,64 @@ export function createCache(
 ): OperatorCache {
   const { namespace } = options;
   const managed = `${LABELS.managedBy}=${OPERATOR_MANAGER}`;
+  type Named<T> = T & { metadata?: { name?: string } };
+  /** An informer of the namespace's `path`: what it lists (`labelSelector`), keeps (`transform`) and indexes. */
   const informer = <T extends object>(
     path: string,
     apiVersion: string,
     kind: string,
-    labelSelector?: string,
-    transform?: (object: T) => T,
-    indexers?: Record<string, IndexFunc<T>>,
+    what: { labelSelector?: string; transform?: (object: T) => T; indexers?: Record<string, IndexFunc<T>> } = {},
   ) =>
-    new Informer<T & { metadata?: { name?: string } }>(kc, {
+    new Informer<Named<T>>(kc, {
       path,
       apiVersion,
       kind,
       namespace,
-      labelSelector,
+      labelSelector: what.labelSelector,
       rewatchIntervalMs: options.rewatchIntervalMs,
       onError: (error) => options.onError(path, error),
-      transform: transform as
-        ((object: T & { metadata?: { name?: string } }) => T & { metadata?: { name?: string } }) | undefined,
-      indexers: indexers as Record<string, IndexFunc<T & { metadata?: { name?: string } }>> | undefined,
+      transform: what.transform as ((object: Named<T>) => Named<T>) | undefined,
+      indexers: what.indexers as Record<string, IndexFunc<Named<T>>> | undefined,
     });
   const base = `/apis/${API_VERSION}/namespaces/${namespace}`;
+  const core = `/api/v1/namespaces/${namespace}`;
   return {
-    sessions: informer<Session>(`${base}/sessions`, API_VERSION, 'Session', undefined, undefined, sessionIndexers),
+    sessions: informer<Session>(`${base}/sessions`, API_VERSION, 'Session', { indexers: sessionIndexers }),
     appDefinitions: informer<AppDefinition>(`${base}/appdefinitions`, API_VERSION, 'AppDefinition'),
     workspaces: informer<Workspace>(`${base}/workspaces`, API_VERSION, 'Workspace'),
     deployments: informer<k8s.V1Deployment>(
       `/apis/apps/v1/namespaces/${namespace}/deployments`,
       'apps/v1',
       'Deployment',
-      managed,
-      withoutTemplateUnlessPoolInstance,
-      labelIndexers,
+      {
+        labelSelector: managed,
+        transform: withoutTemplateUnlessPoolInstance,
+        indexers: labelIndexers,
+      },
     ),
-    services: informer<k8s.V1Service>(
-      `/api/v1/namespaces/${namespace}/services`,
-      'v1',
-      'Service',
-      managed,
-      metadataOnly,
-    ),
-    pods: informer<k8s.V1Pod>(
-      `/api/v1/namespaces/${namespace}/pods`,
-      'v1',
-      'Pod',
-      managed,
-      startStateOnly,
-      labelIndexers,
-    ),
-    claims: informer<k8s.V1PersistentVolumeClaim>(
-      `/api/v1/namespaces/${namespace}/persistentvolumeclaims`,
-      'v1',
-      'PersistentVolumeClaim',
-      managed,
-      (claim: k8s.V1PersistentVolumeClaim) => ({ ...metadataOnly(claim), status: { phase: claim.status?.phase } }),
-      labelIndexers,
-    ),
-    configStores: informer<k8s.V1ConfigMap>(
-      `/api/v1/namespaces/${namespace}/configmaps`,
-      'v1',
-      'ConfigMap',
-      `${managed},${LABELS.component}=${COMPONENT.session}`,
-      metadataOnly,
-    ),
+    services: informer<k8s.V1Service>(`${core}/services`, 'v1', 'Service', {
+      labelSelector: managed,
+      transform: metadataOnly,
+    }),
+    pods: informer<k8s.V1Pod>(`${core}/pods`, 'v1', 'Pod', {
+      labelSelector: managed,
+      transform: startStateOnly,
+      indexers: labelIndexers,
+    }),
+    claims: informer<k8s.V1PersistentVolumeClaim>(`${core}/persistentvolumeclaims`, 'v1', 'PersistentVolumeClaim', {
+      labelSelector: managed,
+      transform: (claim) => ({ ...metadataOnly(claim), status: { phase: claim.status?.phase } }),
+      indexers: labelIndexers,
+    }),
+    configStores: informer<k8s.V1ConfigMap>(`${core}/configmaps`, 'v1', 'ConfigMap', {
+      labelSelector: `${managed},${labelKey(LABELS.component, COMPONENT.session)}`,
+      transform: metadataOnly,
+    }),
     ingresses: informer<k8s.V1Ingress>(
       `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses`,
       'networking.k8s.io/v1',
       'Ingress',
-      managed,
+      { labelSelector: managed },
     ),
   } as OperatorCache;
 }

@@ -242,7 +242,7 @@ function matches(pod: k8s.V1Pod, selector: string): boolean {
 }
 
 /** A ready pod of `pods` in the namespace that the selector matches, not being deleted. */
-export function readyPodOf(pods: readonly k8s.V1Pod[], namespace: string, podSelector: string): k8s.V1Pod | undefined {
+function readyPodOf(pods: readonly k8s.V1Pod[], namespace: string, podSelector: string): k8s.V1Pod | undefined {
   return firstReady(pods.filter((p) => (p.metadata?.namespace ?? namespace) === namespace && matches(p, podSelector)));
 }
 
