@@ -105,6 +105,10 @@ export interface Results {
   floorSequential?: FloorFigures;
   floorParallel?: FloorFigures;
   floorSustained?: FloorFigures;
+  /** The spec's floor: the five writes the spec names for a warm launch and the two watch hops, by the same bare client. */
+  specFloorSequential?: FloorFigures;
+  specFloorParallel?: FloorFigures;
+  specFloorSustained?: FloorFigures;
   /** What each write of a warm launch costs the control plane (scenarios/request-cost.ts). */
   requestCost?: Figures;
   poolFill?: Figures;

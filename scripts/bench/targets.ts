@@ -45,6 +45,25 @@ export const FLOOR_PAIRS = {
     floor: 'floorSustained',
     floorFigure: 'sequencesPerSec',
   },
+  // The spec's floor over the floor: the best ratio any launch that makes the spec's writes can reach.
+  specFloorSequentialP50: {
+    scenario: 'specFloorSequential',
+    figure: 'p50Ms',
+    floor: 'floorSequential',
+    floorFigure: 'p50Ms',
+  },
+  specFloorParallelP50: {
+    scenario: 'specFloorParallel',
+    figure: 'p50Ms',
+    floor: 'floorParallel',
+    floorFigure: 'p50Ms',
+  },
+  specFloorSustainedSequencesPerSec: {
+    scenario: 'specFloorSustained',
+    figure: 'sequencesPerSec',
+    floor: 'floorSustained',
+    floorFigure: 'sequencesPerSec',
+  },
 } satisfies Record<string, FloorPair>;
 export type FloorKey = keyof typeof FLOOR_PAIRS;
 

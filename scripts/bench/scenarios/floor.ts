@@ -11,6 +11,14 @@
 // sequences all at once (the floor of the concurrent launches), and `burstConcurrency` in flight for
 // `floorSustainedMs` (the throughput ceiling, in sequences per second).
 //
+// The spec's floor runs the same three modes with what the spec names for a warm launch, by the same
+// bare client: the service's create; the operator's hop (it acts on its watch); the claim; the route
+// (a path in the shared Ingress, written by the operator's own batching writer, routes/routes.ts);
+// the status with the URL; the service's hop (it answers on its watch); and the mark that the session
+// was handled, with the decision's annotations. Timed from the create to the mark's answer. Its
+// Ingress keeps the paths of a mode's sessions, as IDE Cloud's does, except in the sustained mode,
+// where each slot's new path replaces its last (the Ingress stays as small as the slots: a floor).
+//
 // Each sequence in flight claims its own stand-in (one per slot), with the resourceVersion of its watch
 // cache (updated by each claim's answer), as the operator claims from its cache without a read. The
 // stand-ins have 0 replicas: no pod is made, so the floor is the API server's part only. Everything
@@ -18,8 +26,10 @@
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { Informer } from '../../../server/src/kube/informer.js';
+import { plainIngresses } from '../../../server/src/kube/plain-answers.js';
 import { ideCloudResources, type CustomResourceClient } from '../../../server/src/kube/resources.js';
-import { LABELS } from '../../../server/src/model/api-group.js';
+import { ANNOTATIONS, LABELS } from '../../../server/src/model/api-group.js';
+import { Routes } from '../../../server/src/operator/routes/routes.js';
 import { userLabelValue } from '../../../server/src/model/names.js';
 import type { Session } from '../../../server/src/model/session.js';
 import { NAMESPACE } from '../harness.js';
@@ -35,71 +45,104 @@ const USER_AGENT = 'bench-floor';
 const APP = 'bench-floor';
 const WARM_UP = 10;
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+/** The spec floor's shared Ingress and the host of its paths. */
+const INGRESS = 'bench-floor-routes';
+const HOST = 'sessions.floor.invalid';
+/** The path an empty spec floor's Ingress keeps (an Ingress rule needs one). */
+const PLACEHOLDER = '/floor-placeholder/';
+
+/** What a sequence writes: the floor's three writes, or the spec's five with its two watch hops. */
+type Writes = 'floor' | 'spec';
 
 interface Sequence {
   ms: number;
   createToWatchMs?: number;
   conflicts: number;
+  /** The spec floor's route: the session's path. */
+  path?: string;
 }
 
 export const floor: Scenario = {
   name: 'floor',
-  title: 'the floor: create, claim, status, watch; operator and service stopped',
-  weight: 4,
+  title: "the floor (create, claim, status, watch) and the spec's floor; operator and service stopped",
+  weight: 6,
   needs: 'control-plane',
-  async run({ bench, sizes, progress }: Context) {
+  async run(context: Context) {
+    const { bench, sizes, progress } = context;
     const client = new FloorClient(bench.clientConfig(USER_AGENT));
     try {
       const slots = Math.max(sizes.eagerConcurrent, sizes.burstConcurrency);
-      progress.step(`creating ${slots} stand-ins for warm instances`);
+      progress.step(`creating ${slots} stand-ins for warm instances and the shared Ingress`);
       await client.start(slots);
-
-      progress.step(`${sizes.floorSequential} sequences, one at a time`);
-      for (let i = 0; i < WARM_UP; i++) await client.sequence(0);
-      const sequential: Sequence[] = [];
-      const t0 = performance.now();
-      for (let i = 0; i < sizes.floorSequential; i++) {
-        sequential.push(await client.sequence(0));
-        progress.at(((i + 1) / sizes.floorSequential) * 0.2, `${i + 1}/${sizes.floorSequential}`);
-      }
-      const floorSequential = figures(sequential, 1, performance.now() - t0);
-
-      progress.step(`${sizes.eagerConcurrent} sequences at once`);
-      const t1 = performance.now();
-      const parallel = await Promise.all(Array.from({ length: sizes.eagerConcurrent }, (_, k) => client.sequence(k)));
-      const floorParallel = figures(parallel, sizes.eagerConcurrent, performance.now() - t1);
-
-      const seconds = sizes.floorSustainedMs / 1000;
-      progress.step(`${sizes.burstConcurrency} sequences in flight for ${seconds} s`);
-      const sustained: Sequence[] = [];
-      const cpu0 = bench.cpuSeconds();
-      const t2 = performance.now();
-      const end = t2 + sizes.floorSustainedMs;
-      await Promise.all(
-        Array.from({ length: sizes.burstConcurrency }, async (_, slot) => {
-          while (performance.now() < end) {
-            sustained.push(await client.sequence(slot));
-            const elapsed = performance.now() - t2;
-            progress.at(
-              0.3 + 0.6 * (elapsed / sizes.floorSustainedMs),
-              `${sustained.length} done, ${Math.round(elapsed / 1000)} s`,
-            );
-          }
-        }),
-      );
-      const floorSustained = {
-        ...figures(sustained, sizes.burstConcurrency, performance.now() - t2),
-        cpuMsPerSequence: cpuMsPerLaunch(cpu0, bench.cpuSeconds(), sustained.length),
-      };
-
+      const bare = await modes(context, client, 'floor', 0);
+      const spec = await modes(context, client, 'spec', 0.45);
       progress.step('deleting what the floor created');
       await client.clean();
-      return { floorSequential, floorParallel, floorSustained };
+      return {
+        floorSequential: bare.sequential,
+        floorParallel: bare.parallel,
+        floorSustained: bare.sustained,
+        specFloorSequential: spec.sequential,
+        specFloorParallel: spec.parallel,
+        specFloorSustained: spec.sustained,
+      };
     } finally {
       await client.stop();
     }
   },
 };
+
+/** The three modes of one kind of sequence; `base` is where its progress starts (of 0.9). */
+async function modes({ bench, sizes, progress }: Context, client: FloorClient, writes: Writes, base: number) {
+  const what = writes === 'floor' ? 'floor' : "spec's floor";
+  progress.step(`${what}: ${sizes.floorSequential} sequences, one at a time`);
+  for (let i = 0; i < WARM_UP; i++) await client.sequence(0, writes);
+  await client.resetRoutes();
+  const sequential: Sequence[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < sizes.floorSequential; i++) {
+    sequential.push(await client.sequence(0, writes));
+    progress.at(base + ((i + 1) / sizes.floorSequential) * 0.1, `${i + 1}/${sizes.floorSequential}`);
+  }
+  const sequentialFigures = figures(sequential, 1, performance.now() - t0);
+  await client.resetRoutes();
+
+  progress.step(`${what}: ${sizes.eagerConcurrent} sequences at once`);
+  const t1 = performance.now();
+  const parallel = await Promise.all(
+    Array.from({ length: sizes.eagerConcurrent }, (_, k) => client.sequence(k, writes)),
+  );
+  const parallelFigures = figures(parallel, sizes.eagerConcurrent, performance.now() - t1);
+  await client.resetRoutes();
+
+  const seconds = sizes.floorSustainedMs / 1000;
+  progress.step(`${what}: ${sizes.burstConcurrency} sequences in flight for ${seconds} s`);
+  const sustained: Sequence[] = [];
+  const cpu0 = bench.cpuSeconds();
+  const t2 = performance.now();
+  const end = t2 + sizes.floorSustainedMs;
+  await Promise.all(
+    Array.from({ length: sizes.burstConcurrency }, async (_, slot) => {
+      let last: string | undefined;
+      while (performance.now() < end) {
+        const done = await client.sequence(slot, writes, last);
+        last = done.path;
+        sustained.push(done);
+        const elapsed = performance.now() - t2;
+        progress.at(
+          base + 0.15 + 0.3 * (elapsed / sizes.floorSustainedMs),
+          `${sustained.length} done, ${Math.round(elapsed / 1000)} s`,
+        );
+      }
+    }),
+  );
+  const sustainedFigures = {
+    ...figures(sustained, sizes.burstConcurrency, performance.now() - t2),
+    cpuMsPerSequence: cpuMsPerLaunch(cpu0, bench.cpuSeconds(), sustained.length),
+  };
+  await client.resetRoutes();
+  return { sequential: sequentialFigures, parallel: parallelFigures, sustained: sustainedFigures };
+}
 
 function figures(sequences: Sequence[], concurrency: number, wallMs: number): FloorFigures {
   const toWatch = sequences.map((s) => s.createToWatchMs).filter((x): x is number => x !== undefined);
@@ -120,8 +163,13 @@ class FloorClient {
   private readonly informer: Informer<Session>;
   /** The stand-ins, as the operator's cache holds the warm instances: claims read their resourceVersion here. */
   private readonly standIns: Informer<k8s.V1Deployment>;
+  /** The spec floor's shared Ingress, cached as the operator's, and its writer. */
+  private readonly ingresses: Informer<k8s.V1Ingress>;
+  private readonly routes: Routes;
   /** Per session: resolves with the time its URL was seen on the watch. */
   private readonly waiters = new Map<string, (at: number) => void>();
+  /** Per session: resolves once the watch saw it (the operator's hop). */
+  private readonly arrivals = new Map<string, () => void>();
   /** Per session: when the watch first saw it. */
   private readonly seen = new Map<string, number>();
   private next = 0;
@@ -141,7 +189,11 @@ class FloorClient {
       const now = performance.now();
       const name = s.metadata.name;
       if (type === 'DELETED') return;
-      if (!this.seen.has(name)) this.seen.set(name, now);
+      if (!this.seen.has(name)) {
+        this.seen.set(name, now);
+        this.arrivals.get(name)?.();
+        this.arrivals.delete(name);
+      }
       if (s.status?.url) {
         this.waiters.get(name)?.(now);
         this.waiters.delete(name);
@@ -155,6 +207,15 @@ class FloorClient {
       labelSelector: `${FLOOR_LABEL}=true`,
       rewatchIntervalMs: 3_600_000,
     });
+    this.ingresses = new Informer<k8s.V1Ingress>(kc, {
+      path: `/apis/networking.k8s.io/v1/namespaces/${NAMESPACE}/ingresses`,
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      namespace: NAMESPACE,
+      labelSelector: `${FLOOR_LABEL}=true`,
+      rewatchIntervalMs: 3_600_000,
+    });
+    this.routes = new Routes({ net: plainIngresses(kc), namespace: NAMESPACE, ingresses: this.ingresses });
   }
 
   /**
@@ -164,7 +225,14 @@ class FloorClient {
   async start(slots: number): Promise<void> {
     this.informer.start();
     this.standIns.start();
-    await Promise.all([this.informer.waitForSync(), this.standIns.waitForSync()]);
+    this.ingresses.start();
+    await Promise.all([this.informer.waitForSync(), this.standIns.waitForSync(), this.ingresses.waitForSync()]);
+    this.ingresses.observe(
+      await this.kc.makeApiClient(k8s.NetworkingV1Api).createNamespacedIngress({
+        namespace: NAMESPACE,
+        body: { metadata: { name: INGRESS, labels: { [FLOOR_LABEL]: 'true' } }, spec: routesSpec() },
+      }),
+    );
     await pool(slots, 20, async (slot) => {
       this.standIns.observe(await this.apps.createNamespacedDeployment({ namespace: NAMESPACE, body: standIn(slot) }));
     });
@@ -179,11 +247,16 @@ class FloorClient {
     );
   }
 
-  /** One launch's writes, on the stand-in of `slot`; resolves once the watch saw the URL. */
-  async sequence(slot: number): Promise<Sequence> {
+  /**
+   * One launch's writes, on the stand-in of `slot`: the floor's (resolves once the watch saw the URL)
+   * or the spec's (resolves with the mark's answer). `replacing`: a path of the spec floor's Ingress
+   * that goes in the same batch as this one's route.
+   */
+  async sequence(slot: number, writes: Writes, replacing?: string): Promise<Sequence> {
     const name = `floor-${this.run}-${this.next++}`;
     const user = `${name}@floor`;
     const seenUrl = new Promise<number>((resolve) => this.waiters.set(name, resolve));
+    const arrived = new Promise<void>((resolve) => this.arrivals.set(name, resolve));
     const t0 = performance.now();
     // 1. the Session, as the service creates it
     const session = await this.sessions.create({
@@ -193,6 +266,9 @@ class FloorClient {
       },
       spec: { user, appDefinition: APP, sessionSecret: randomBytes(16).toString('hex') },
     });
+    // The spec's: the operator acts on its watch of the Session.
+    if (writes === 'spec' && !this.seen.has(name)) await arrived;
+    this.arrivals.delete(name);
     // 2. the claim: conditional on the resourceVersion in the cache
     let conflicts = 0;
     for (;;) {
@@ -231,6 +307,15 @@ class FloorClient {
         );
       }
     }
+    // The spec's: the session's path in the shared Ingress, the slot's last one out in the same batch.
+    const path = `/${name}/`;
+    if (writes === 'spec') {
+      const entry = (p: string) => ({ host: HOST, path: p, serviceName: standInName(slot) });
+      await Promise.all([
+        this.routes.set(INGRESS, entry(path), true),
+        replacing && this.routes.set(INGRESS, entry(replacing), false),
+      ]);
+    }
     // 3. the status with the URL
     const now = new Date().toISOString();
     await this.sessions.patchStatus(name, {
@@ -246,7 +331,34 @@ class FloorClient {
     // 4. seen on the watch
     const seenAt = await seenUrl;
     const seen = this.seen.get(name);
-    return { ms: seenAt - t0, createToWatchMs: seen === undefined ? undefined : seen - t0, conflicts };
+    const createToWatchMs = seen === undefined ? undefined : seen - t0;
+    if (writes === 'floor') return { ms: seenAt - t0, createToWatchMs, conflicts };
+    // The spec's: the service marks the session handled, with the decision's annotations, and answers.
+    await this.sessions.mergePatch(name, {
+      metadata: { annotations: { [ANNOTATIONS.startStrategy]: 'eager', [ANNOTATIONS.instanceId]: String(slot) } },
+    });
+    return { ms: performance.now() - t0, createToWatchMs, conflicts, path };
+  }
+
+  /** Takes every session path out of the spec floor's Ingress: each mode starts on an empty one, as IDE Cloud's launches do. */
+  async resetRoutes(): Promise<void> {
+    const net = plainIngresses(this.kc);
+    for (;;) {
+      const current = await net.readNamespacedIngress({ name: INGRESS, namespace: NAMESPACE });
+      if ((current.spec?.rules?.[0]?.http?.paths.length ?? 0) <= 1) return;
+      try {
+        this.ingresses.observe(
+          await net.replaceNamespacedIngress({
+            name: INGRESS,
+            namespace: NAMESPACE,
+            body: { ...current, spec: routesSpec() },
+          }),
+        );
+        return;
+      } catch (error) {
+        if (!(error instanceof k8s.ApiException && error.code === 409)) throw error;
+      }
+    }
   }
 
   /** Deletes the floor's Sessions and stand-ins and waits until they are gone. */
@@ -266,17 +378,28 @@ class FloorClient {
         });
       if (deployments.items.length)
         await this.apps.deleteCollectionNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
-      return sessions.length === 0 && deployments.items.length === 0;
+      const ingresses = this.ingresses.list().length;
+      if (ingresses)
+        await plainIngresses(this.kc)
+          .deleteNamespacedIngress({ name: INGRESS, namespace: NAMESPACE })
+          .catch(() => undefined);
+      return sessions.length === 0 && deployments.items.length === 0 && ingresses === 0;
     };
     await untilRemoved("the floor's sessions and stand-ins", deleteRest, 300_000);
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.informer.stop(), this.standIns.stop()]);
+    await Promise.all([this.informer.stop(), this.standIns.stop(), this.ingresses.stop()]);
   }
 }
 
 const standInName = (slot: number) => `floor-instance-${slot}`;
+
+/** The spec floor's Ingress with no session's path: one rule of the host, holding the placeholder. */
+function routesSpec(): k8s.V1IngressSpec {
+  const backend = { service: { name: standInName(0), port: { number: 80 } } };
+  return { rules: [{ host: HOST, http: { paths: [{ path: PLACEHOLDER, pathType: 'Prefix', backend }] } }] };
+}
 
 /** A stand-in for a warm instance: a Deployment shaped like one, with no replicas. */
 function standIn(slot: number): k8s.V1Deployment {
