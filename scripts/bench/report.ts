@@ -212,6 +212,7 @@ function requestCostTable(r: Results): string | undefined {
   const c = r.requestCost;
   if (!c) return undefined;
   const cost = c.cpuMsPerRequest as Record<RequestKind, Figures> | undefined;
+  const latency = c.latencyP50Ms as Figures | undefined;
   const what: Record<RequestKind, string> = {
     sessionCreate: "the service's create of a Session",
     sessionStatus: "the operator's status write with the URL",
@@ -226,10 +227,12 @@ function requestCostTable(r: Results): string | undefined {
       `CPU ms per request (median of ${fmt(num(c, 'rounds'))} rounds of ${fmt(num(c, 'perRound'))}) ${key('requestCost.cpuMsPerRequest')}`,
       ...CONTROL_PLANE,
       'total',
+      `latency p50 ms, one at a time ${key('requestCost.latencyP50Ms')}`,
     ],
     REQUEST_KINDS.map((k) => [
       `${what[k]} ${key(k)}`,
       ...[...CONTROL_PLANE, 'total'].map((p) => fmt(num(cost?.[k], p))),
+      fmt(num(latency, k)),
     ]),
   );
 }

@@ -10,6 +10,7 @@
 //   route            a JSON patch adding or removing one path of an Ingress of `requestCostPaths` paths,
 //   leaseUpdate      for comparison, a merge patch of a Lease with its resourceVersion (an object the
 //                    size of a reservation record).
+// Each kind's latency, as its client times it one at a time, is in `latencyP50Ms`.
 // The kinds take turns, `requestCostRounds` rounds of `requestCostPerRound` requests each, so the
 // machine's background falls on every kind alike; each figure is the median over the rounds. /proc
 // counts CPU in ticks of 10 ms: a round of 20 requests resolves 0.5 ms. Everything it made is deleted.
@@ -25,7 +26,7 @@ import { appDefinition } from '../config.js';
 import { NAMESPACE } from '../harness.js';
 import type { Figures } from '../results.js';
 import type { Context, Scenario } from '../scenario.js';
-import { pool, round, until, untilRemoved } from '../util.js';
+import { pool, round, summarize, until, untilRemoved } from '../util.js';
 
 const LABEL = 'bench.ide-cloud.io/request-cost';
 const USER_AGENT = 'bench-request-cost';
@@ -246,6 +247,7 @@ export const requestCost: Scenario = {
         },
       };
       const measured = new Map<RequestKind, Record<string, number>[]>(REQUEST_KINDS.map((k) => [k, []]));
+      const latencies = new Map<RequestKind, number[]>(REQUEST_KINDS.map((k) => [k, []]));
       // The create first (the status and annotation writes are of its sessions); the rest in turns
       // that reverse every other round, so what one kind sets off late falls on its neighbours alike.
       const [first, ...rest] = REQUEST_KINDS;
@@ -253,7 +255,11 @@ export const requestCost: Scenario = {
         progress.at(r / rounds, `round ${r + 1}/${rounds}`);
         for (const kind of [first, ...(r % 2 ? [...rest].reverse() : rest)]) {
           const before = bench.cpuSeconds();
-          for (let k = 0; k < per; k++) await requests[kind](r * per + k);
+          for (let k = 0; k < per; k++) {
+            const sent = performance.now();
+            await requests[kind](r * per + k);
+            latencies.get(kind)!.push(performance.now() - sent);
+          }
           // What the requests set off (the controller manager's reactions, etcd's writes) within the turn.
           await new Promise((resolve) => setTimeout(resolve, 200));
           const after = bench.cpuSeconds();
@@ -273,6 +279,7 @@ export const requestCost: Scenario = {
           deploymentKiB: round(JSON.stringify(instances[n]).length / 1024, 1),
           fieldRecordKiB: round(JSON.stringify(instances[n]!.metadata!.managedFields ?? []).length / 1024, 1),
           cpuMsPerRequest,
+          latencyP50Ms: Object.fromEntries(REQUEST_KINDS.map((k) => [k, summarize(latencies.get(k)!).p50Ms])),
         },
       };
     } catch (error) {
