@@ -178,6 +178,14 @@ export interface ControlPlaneOptions {
    * images (15 minutes or more); later starts take seconds. `stopControlPlane` removes it all.
    */
   realNode?: boolean;
+  /**
+   * Off by default. Without the real node no claim ever binds, and the PV controller syncs every
+   * pending claim every 15 s, each sync patching the claim's FailedBinding Event: a wave of one write
+   * per claim (a warm pool's hundreds within a few seconds) that a real cluster, whose claims bind,
+   * does not have. When set, pending claims are synced when they or a volume change, and on a resync
+   * once an hour. Binding is unchanged: a volume pre-bound to a claim queues the claim's sync itself.
+   */
+  quietPendingClaims?: boolean;
   /** kwok's pod IPs, in the loopback range; default 127.1.0.1/16. Control planes side by side need their own. */
   podCidr?: string;
   /** The real node's ingress (Traefik) port on loopback; default: a free one. */
@@ -348,6 +356,7 @@ export async function startControlPlane(dir: string, options: ControlPlaneOption
       // controller manager and scheduler are run with more.
       '--kube-api-qps=200',
       '--kube-api-burst=400',
+      ...(options.quietPendingClaims ? ['--pvclaimbinder-sync-period=1h'] : []),
     ]);
     const schedulerConfig = path.join(dir, 'scheduler.yaml');
     await writeFile(schedulerConfig, schedulerConfigYaml(state.kubeconfig, options.realNode === true));
