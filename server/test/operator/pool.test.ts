@@ -133,6 +133,25 @@ describe('operator pool arithmetic (the pool table)', () => {
     assert.equal(firsts.size, free.length, 'every instance is the first choice of some session');
     assert.deepEqual(reservationCandidates([], 'any'), []);
   });
+
+  it('tries last the instances another reservation of this process is writing, keeping the rotation', () => {
+    const free = [1, 2, 3, 4, 5].map((id) => ({ id, ready: true }));
+    for (let n = 0; n < 50; n++) {
+      const name = `session-${n}`;
+      const rotated = reservationCandidates(free, name).map((i) => i.id);
+      const busy = new Set([rotated[0], rotated[2]]);
+      assert.deepEqual(
+        reservationCandidates(free, name, (i) => busy.has(i.id)).map((i) => i.id),
+        [rotated[1], rotated[3], rotated[4], rotated[0], rotated[2]],
+      );
+    }
+    const all = reservationCandidates(free, 'any', () => true).map((i) => i.id);
+    assert.deepEqual(
+      all,
+      reservationCandidates(free, 'any').map((i) => i.id),
+      'all busy: the rotation as it is',
+    );
+  });
 });
 
 describe('pool instances built by an older operator', () => {

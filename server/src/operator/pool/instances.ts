@@ -128,6 +128,9 @@ function clearFieldRecord(metadata: k8s.V1ObjectMeta): void {
 export class PoolInstances {
   constructor(private readonly deps: PoolDeps) {}
 
+  /** Instances a reservation of this process is writing now: the cache shows them free until its answer. */
+  private readonly claiming = new Set<string>();
+
   /** The app definition's warm instances in the cache, optionally only those `matching`, none being deleted. */
   list(appDefinitionName: string, matching: (labels: Record<string, string>) => boolean = () => true): PoolInstance[] {
     return this.cached(labelKey(LABELS.appDefinition, dnsLabel([appDefinitionName])), matching);
@@ -167,8 +170,8 @@ export class PoolInstances {
    * the instance Deployment carrying the resourceVersion that was read: when another worker, replica
    * or operator generation changed it first (or the cache was behind), the API server answers 409 and
    * the next candidate is tried. Two sessions can therefore never hold one instance. Candidates are
-   * rotated by the session's name, so concurrent reservations rarely aim at the same instance.
-   * Returns undefined when no instance is free. A new workspace (`workspace`) is named in the same
+   * rotated by the session's name, and those this process is claiming already come last, so
+   * concurrent reservations rarely aim at the same instance. Returns undefined when no instance is free. A new workspace (`workspace`) is named in the same
    * write: the instance's claim becomes that workspace's (workspace/reconciler.ts), and the pod, which
    * mounts it already, is not touched.
    */
@@ -184,7 +187,8 @@ export class PoolInstances {
         (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
       );
       if (free.length === 0) return undefined;
-      for (const candidate of reservationCandidates(free, session.metadata.name)) {
+      const claiming = (i: PoolInstance) => this.claiming.has(i.name);
+      for (const candidate of reservationCandidates(free, session.metadata.name, claiming)) {
         const d = structuredClone(candidate.deployment);
         d.apiVersion = 'apps/v1';
         d.kind = 'Deployment';
@@ -199,6 +203,7 @@ export class PoolInstances {
           ownerReference(session as Parameters<typeof ownerReference>[0], false),
         ];
         clearFieldRecord(d.metadata);
+        this.claiming.add(candidate.name);
         try {
           const updated = await this.deps.apps.replaceNamespacedDeployment({
             name: candidate.name,
@@ -210,6 +215,8 @@ export class PoolInstances {
         } catch (error) {
           if (isConflict(error) || isNotFound(error)) continue;
           throw error;
+        } finally {
+          this.claiming.delete(candidate.name);
         }
       }
     }

@@ -75,14 +75,18 @@ export function reservationOrder<T extends { id: number; ready: boolean }>(free:
 
 /**
  * Order in which a session tries the free instances: `reservationOrder`, rotated by the 32-bit
- * string hash of the session's name, so concurrent launches rarely aim at the same instance first.
+ * string hash of the session's name, so concurrent launches rarely aim at the same instance first;
+ * the ones another of this process's reservations is writing (`claiming`) last, since that write
+ * makes theirs a 409.
  */
 export function reservationCandidates<T extends { id: number; ready: boolean }>(
   free: readonly T[],
   sessionName: string,
+  claiming: (candidate: T) => boolean = () => false,
 ): T[] {
   const ordered = reservationOrder(free);
   if (ordered.length === 0) return ordered;
   const offset = (stringHash32(sessionName) >>> 0) % ordered.length;
-  return [...ordered.slice(offset), ...ordered.slice(0, offset)];
+  const rotated = [...ordered.slice(offset), ...ordered.slice(0, offset)];
+  return [...rotated.filter((c) => !claiming(c)), ...rotated.filter(claiming)];
 }
