@@ -17,7 +17,8 @@
 // the status with the URL; the service's hop (it answers on its watch); and the mark that the session
 // was handled, with the decision's annotations. Timed from the create to the mark's answer. Its
 // Ingress keeps the paths of a mode's sessions, as IDE Cloud's does, except in the sustained mode,
-// where each slot's new path replaces its last (the Ingress stays as small as the slots: a floor).
+// where each slot's last path goes out as its new one comes in (the Ingress stays as small as the
+// slots: a floor); that removal is not waited for, and rides in a batch of other routes.
 //
 // Each sequence in flight claims its own stand-in (one per slot), with the resourceVersion of its watch
 // cache (updated by each claim's answer), as the operator claims from its cache without a read. The
@@ -170,6 +171,8 @@ class FloorClient {
   private readonly waiters = new Map<string, (at: number) => void>();
   /** Per session: resolves once the watch saw it (the operator's hop). */
   private readonly arrivals = new Map<string, () => void>();
+  /** The spec floor's removals of paths still on their way (`sequence`'s `replacing`). */
+  private readonly removals = new Set<Promise<void>>();
   /** Per session: when the watch first saw it. */
   private readonly seen = new Map<string, number>();
   private next = 0;
@@ -250,7 +253,7 @@ class FloorClient {
   /**
    * One launch's writes, on the stand-in of `slot`: the floor's (resolves once the watch saw the URL)
    * or the spec's (resolves with the mark's answer). `replacing`: a path of the spec floor's Ingress
-   * that goes in the same batch as this one's route.
+   * to take out, not waited for (`resetRoutes` waits for it).
    */
   async sequence(slot: number, writes: Writes, replacing?: string): Promise<Sequence> {
     const name = `floor-${this.run}-${this.next++}`;
@@ -267,7 +270,7 @@ class FloorClient {
       spec: { user, appDefinition: APP, sessionSecret: randomBytes(16).toString('hex') },
     });
     // The spec's: the operator acts on its watch of the Session.
-    if (writes === 'spec' && !this.seen.has(name)) await arrived;
+    if (writes === 'spec' && !this.seen.has(name)) await within(arrived, `the watch to see ${name}`);
     this.arrivals.delete(name);
     // 2. the claim: conditional on the resourceVersion in the cache
     let conflicts = 0;
@@ -307,14 +310,17 @@ class FloorClient {
         );
       }
     }
-    // The spec's: the session's path in the shared Ingress, the slot's last one out in the same batch.
+    // The spec's: the session's path in the shared Ingress; the slot's last one goes out beside it.
     const path = `/${name}/`;
     if (writes === 'spec') {
       const entry = (p: string) => ({ host: HOST, path: p, serviceName: standInName(slot) });
-      await Promise.all([
-        this.routes.set(INGRESS, entry(path), true),
-        replacing && this.routes.set(INGRESS, entry(replacing), false),
-      ]);
+      if (replacing) {
+        // A path left behind by a failed removal only makes the Ingress larger, as IDE Cloud's is.
+        const removal = this.routes.set(INGRESS, entry(replacing), false).catch(() => undefined);
+        this.removals.add(removal);
+        void removal.then(() => this.removals.delete(removal));
+      }
+      await this.routes.set(INGRESS, entry(path), true);
     }
     // 3. the status with the URL
     const now = new Date().toISOString();
@@ -329,19 +335,22 @@ class FloorClient {
       ],
     });
     // 4. seen on the watch
-    const seenAt = await seenUrl;
+    const seenAt = await within(seenUrl, `the watch to see the URL of ${name}`);
     const seen = this.seen.get(name);
     const createToWatchMs = seen === undefined ? undefined : seen - t0;
     if (writes === 'floor') return { ms: seenAt - t0, createToWatchMs, conflicts };
     // The spec's: the service marks the session handled, with the decision's annotations, and answers.
     await this.sessions.mergePatch(name, {
-      metadata: { annotations: { [ANNOTATIONS.startStrategy]: 'eager', [ANNOTATIONS.instanceId]: String(slot) } },
+      metadata: {
+        annotations: { [ANNOTATIONS.startStrategy]: 'eager', [ANNOTATIONS.instanceId]: standInName(slot) },
+      },
     });
     return { ms: performance.now() - t0, createToWatchMs, conflicts, path };
   }
 
   /** Takes every session path out of the spec floor's Ingress: each mode starts on an empty one, as IDE Cloud's launches do. */
   async resetRoutes(): Promise<void> {
+    await Promise.all(this.removals);
     const net = plainIngresses(this.kc);
     for (;;) {
       const current = await net.readNamespacedIngress({ name: INGRESS, namespace: NAMESPACE });
@@ -361,7 +370,7 @@ class FloorClient {
     }
   }
 
-  /** Deletes the floor's Sessions and stand-ins and waits until they are gone. */
+  /** Deletes the floor's Sessions, stand-ins and Ingress and waits until they are gone. */
   async clean(): Promise<void> {
     const custom = this.kc.makeApiClient(k8s.CustomObjectsApi);
     const labelSelector = `${FLOOR_LABEL}=true`;
@@ -378,14 +387,18 @@ class FloorClient {
         });
       if (deployments.items.length)
         await this.apps.deleteCollectionNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
-      const ingresses = this.ingresses.list().length;
-      if (ingresses)
-        await plainIngresses(this.kc)
-          .deleteNamespacedIngress({ name: INGRESS, namespace: NAMESPACE })
-          .catch(() => undefined);
-      return sessions.length === 0 && deployments.items.length === 0 && ingresses === 0;
+      const ingress = await plainIngresses(this.kc)
+        .deleteNamespacedIngress({ name: INGRESS, namespace: NAMESPACE })
+        .then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof k8s.ApiException && error.code === 404) return false;
+            throw error;
+          },
+        );
+      return sessions.length === 0 && deployments.items.length === 0 && !ingress;
     };
-    await untilRemoved("the floor's sessions and stand-ins", deleteRest, 300_000);
+    await untilRemoved("the floor's sessions, stand-ins and Ingress", deleteRest, 300_000);
   }
 
   async stop(): Promise<void> {
@@ -394,6 +407,17 @@ class FloorClient {
 }
 
 const standInName = (slot: number) => `floor-instance-${slot}`;
+
+/** What a watch must deliver within a minute, or the scenario fails instead of waiting for ever. */
+const WATCH_DEADLINE_MS = 60_000;
+
+function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), WATCH_DEADLINE_MS);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
 
 /** The spec floor's Ingress with no session's path: one rule of the host, holding the placeholder. */
 function routesSpec(): k8s.V1IngressSpec {

@@ -126,10 +126,13 @@ function clearFieldRecord(metadata: k8s.V1ObjectMeta): void {
 
 /** The warm instances of the app definitions: read from the cache, reserved, created, deleted, returned. */
 export class PoolInstances {
-  constructor(private readonly deps: PoolDeps) {}
+  /**
+   * The reservations of this process being written, per instance: the cache shows an instance free
+   * until its write's answer.
+   */
+  private readonly claiming = new Map<string, number>();
 
-  /** Instances a reservation of this process is writing now: the cache shows them free until its answer. */
-  private readonly claiming = new Set<string>();
+  constructor(private readonly deps: PoolDeps) {}
 
   /** The app definition's warm instances in the cache, optionally only those `matching`, none being deleted. */
   list(appDefinitionName: string, matching: (labels: Record<string, string>) => boolean = () => true): PoolInstance[] {
@@ -171,9 +174,9 @@ export class PoolInstances {
    * or operator generation changed it first (or the cache was behind), the API server answers 409 and
    * the next candidate is tried. Two sessions can therefore never hold one instance. Candidates are
    * rotated by the session's name, and those this process is claiming already come last, so
-   * concurrent reservations rarely aim at the same instance. Returns undefined when no instance is free. A new workspace (`workspace`) is named in the same
-   * write: the instance's claim becomes that workspace's (workspace/reconciler.ts), and the pod, which
-   * mounts it already, is not touched.
+   * concurrent reservations rarely aim at the same instance. Returns undefined when no instance is
+   * free. A new workspace (`workspace`) is named in the same write: the instance's claim becomes that
+   * workspace's (workspace/reconciler.ts), and the pod, which mounts it already, is not touched.
    */
   async reserve(
     appDefinition: AppDefinition,
@@ -203,7 +206,7 @@ export class PoolInstances {
           ownerReference(session as Parameters<typeof ownerReference>[0], false),
         ];
         clearFieldRecord(d.metadata);
-        this.claiming.add(candidate.name);
+        this.claiming.set(candidate.name, (this.claiming.get(candidate.name) ?? 0) + 1);
         try {
           const updated = await this.deps.apps.replaceNamespacedDeployment({
             name: candidate.name,
@@ -216,7 +219,9 @@ export class PoolInstances {
           if (isConflict(error) || isNotFound(error)) continue;
           throw error;
         } finally {
-          this.claiming.delete(candidate.name);
+          const left = this.claiming.get(candidate.name)! - 1;
+          if (left > 0) this.claiming.set(candidate.name, left);
+          else this.claiming.delete(candidate.name);
         }
       }
     }
