@@ -27,7 +27,7 @@
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { Informer } from '../../../server/src/kube/informer.js';
-import { plainIngresses } from '../../../server/src/kube/plain-answers.js';
+import { plainIngresses, type IngressClient } from '../../../server/src/kube/plain-answers.js';
 import { ideCloudResources, type CustomResourceClient } from '../../../server/src/kube/resources.js';
 import { ANNOTATIONS, LABELS } from '../../../server/src/model/api-group.js';
 import { Routes } from '../../../server/src/operator/routes/routes.js';
@@ -164,8 +164,9 @@ class FloorClient {
   private readonly informer: Informer<Session>;
   /** The stand-ins, as the operator's cache holds the warm instances: claims read their resourceVersion here. */
   private readonly standIns: Informer<k8s.V1Deployment>;
-  /** The spec floor's shared Ingress, cached as the operator's, and its writer. */
+  /** The spec floor's shared Ingress, cached as the operator's, its client and its writer. */
   private readonly ingresses: Informer<k8s.V1Ingress>;
+  private readonly net: IngressClient;
   private readonly routes: Routes;
   /** Per session: resolves with the time its URL was seen on the watch. */
   private readonly waiters = new Map<string, (at: number) => void>();
@@ -210,6 +211,7 @@ class FloorClient {
       labelSelector: `${FLOOR_LABEL}=true`,
       rewatchIntervalMs: 3_600_000,
     });
+    this.net = plainIngresses(kc);
     this.ingresses = new Informer<k8s.V1Ingress>(kc, {
       path: `/apis/networking.k8s.io/v1/namespaces/${NAMESPACE}/ingresses`,
       apiVersion: 'networking.k8s.io/v1',
@@ -218,7 +220,7 @@ class FloorClient {
       labelSelector: `${FLOOR_LABEL}=true`,
       rewatchIntervalMs: 3_600_000,
     });
-    this.routes = new Routes({ net: plainIngresses(kc), namespace: NAMESPACE, ingresses: this.ingresses });
+    this.routes = new Routes({ net: this.net, namespace: NAMESPACE, ingresses: this.ingresses });
   }
 
   /**
@@ -351,7 +353,7 @@ class FloorClient {
   /** Takes every session path out of the spec floor's Ingress: each mode starts on an empty one, as IDE Cloud's launches do. */
   async resetRoutes(): Promise<void> {
     await Promise.all(this.removals);
-    const net = plainIngresses(this.kc);
+    const { net } = this;
     for (;;) {
       const current = await net.readNamespacedIngress({ name: INGRESS, namespace: NAMESPACE });
       if ((current.spec?.rules?.[0]?.http?.paths.length ?? 0) <= 1) return;
@@ -387,15 +389,13 @@ class FloorClient {
         });
       if (deployments.items.length)
         await this.apps.deleteCollectionNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
-      const ingress = await plainIngresses(this.kc)
-        .deleteNamespacedIngress({ name: INGRESS, namespace: NAMESPACE })
-        .then(
-          () => true,
-          (error: unknown) => {
-            if (error instanceof k8s.ApiException && error.code === 404) return false;
-            throw error;
-          },
-        );
+      const ingress = await this.net.deleteNamespacedIngress({ name: INGRESS, namespace: NAMESPACE }).then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof k8s.ApiException && error.code === 404) return false;
+          throw error;
+        },
+      );
       return sessions.length === 0 && deployments.items.length === 0 && !ingress;
     };
     await untilRemoved("the floor's sessions, stand-ins and Ingress", deleteRest, 300_000);

@@ -3,8 +3,9 @@
 // test/integration/operator-resilience.test.ts.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import { Informer } from '../../src/kube/informer.js';
+import type { Informer } from '../../src/kube/informer.js';
 import { Routes, type RoutesDeps } from '../../src/operator/routes/routes.js';
+import { observedInformer } from '../model/observed-informer.js';
 
 const HOST = 'ide.example.org';
 
@@ -79,22 +80,7 @@ function apiServer(initial: string[]) {
 }
 
 function cacheShowing(paths: string[]): Informer<k8s.V1Ingress> {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  const informer = new Informer<k8s.V1Ingress>(kc, {
-    path: '/apis/networking.k8s.io/v1/namespaces/ns/ingresses',
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'Ingress',
-    namespace: 'ns',
-    rewatchIntervalMs: 60_000,
-  });
-  informer.observe(ingress(paths, 1));
-  return informer;
+  return observedInformer([ingress(paths, 1)]);
 }
 
 const removal = (path: string) => ({ host: HOST, path, serviceName: '' });
