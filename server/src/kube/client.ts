@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
 import { FIELD_MANAGER } from '../model/api-group.js';
+import { CallSlots } from './call-slots.js';
 
 /** Loads the kubeconfig: an explicit file, then $KUBECONFIG, then the in-cluster service account. */
 export function loadKubeConfig(file?: string): k8s.KubeConfig {
@@ -17,6 +18,7 @@ interface RequestContext {
   setSignal(signal: AbortSignal): void;
 }
 type Hooks = {
+  makeApiClient<T>(apiClientType: new (config: k8s.Configuration) => T): T;
   createAgent(cluster: unknown, options: Record<string, unknown>): unknown;
   applySecurityAuthentication(context: RequestContext): Promise<void>;
   applyToFetchOptions(options: unknown): Promise<{ headers: { set(key: string, value: string): void } }>;
@@ -25,9 +27,20 @@ type Hooks = {
 /** How long one Kubernetes API call may take by default (a watch is not one call: see configureClient). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
+/**
+ * How many API calls one process has in flight at once by default (watches apart). Two cores of an
+ * API server are saturated by far fewer, so more in flight only shares its time among them: a burst
+ * of launches would all finish late, and each call past the open connections would cost a TLS
+ * handshake on both sides (client-node speaks HTTP/1.1, one call per connection). Beyond it, calls
+ * wait their turn in order of issue.
+ */
+export const DEFAULT_REQUESTS_IN_FLIGHT = 16;
+
 export interface ClientOptions {
   /** Deadline of each API call (request and answer); default DEFAULT_REQUEST_TIMEOUT_MS. */
   requestTimeoutMs?: number;
+  /** API calls in flight at once (watches apart); default DEFAULT_REQUESTS_IN_FLIGHT. */
+  requestsInFlight?: number;
 }
 
 /**
@@ -44,20 +57,28 @@ export interface ClientOptions {
  *   KubernetesObjectApi gets it, the informers' lists included. Watches (`k8s.Watch`) do not: they
  *   are meant to stay open and are renewed by the informer (`rewatchIntervalMs`);
  * - a User-Agent (`userAgent`) naming the component, as client-go's clients do, so the API server's audit log and
- *   request metrics tell IDE Cloud's requests from everyone else's.
+ *   request metrics tell IDE Cloud's requests from everyone else's;
+ * - at most `requestsInFlight` calls in flight (boundedRequests), for the API clients made from it
+ *   (`makeApiClient`, KubernetesObjectApi) from then on.
  */
 export function configureClient(kc: k8s.KubeConfig, userAgent: string, options: ClientOptions = {}): k8s.KubeConfig {
   const target = kc as unknown as Hooks & { [CONFIGURED]?: boolean };
   if (target[CONFIGURED]) return kc;
   target[CONFIGURED] = true;
-  const { requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS } = options;
+  const { requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS, requestsInFlight = DEFAULT_REQUESTS_IN_FLIGHT } = options;
   readCertificatesOnce(kc);
   const createAgent = target.createAgent.bind(kc);
   let agent: unknown;
-  // Idle sockets beyond those a burst of launches keeps busy are closed: none is opened again (a TLS
-  // handshake on both sides) each time the requests in flight rise, and a burst does not leave hundreds open.
+  // The calls' connections stay open between bursts (as many as may be in flight, plus the watches').
   target.createAgent = (cluster, agentOptions) =>
     (agent ??= createAgent(cluster, { ...agentOptions, keepAlive: true, maxFreeSockets: 64 }));
+  const httpApi = boundedRequests(requestsInFlight);
+  target.makeApiClient = (apiClientType) => {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('No active cluster!');
+    const baseServer = new k8s.ServerConfiguration(cluster.server, {});
+    return new apiClientType(k8s.createConfiguration({ baseServer, authMethods: { default: kc }, httpApi }));
+  };
   // Called once per request of the generated clients and KubernetesObjectApi (never for a watch),
   // before it is sent: the deadline counts from here and covers the answer's body too.
   const authenticate = target.applySecurityAuthentication.bind(kc);
@@ -76,6 +97,31 @@ export function configureClient(kc: k8s.KubeConfig, userAgent: string, options: 
     return result;
   };
   return kc;
+}
+
+/**
+ * client-node's HTTP library with at most `limit` calls in flight (CallSlots, in order of issue). A
+ * call holds its slot until its answer's body is read: the answer is read whole here.
+ */
+function boundedRequests(limit: number): k8s.HttpLibrary {
+  const fetchLibrary = new k8s.IsomorphicFetchHttpLibrary();
+  const slots = new CallSlots(limit);
+  return k8s.wrapHttpLibrary({
+    async send(request) {
+      await slots.acquire(request.getSignal());
+      try {
+        const response = await fetchLibrary.send(request).toPromise();
+        const body = await response.body.binary();
+        return new k8s.ResponseContext(
+          response.httpStatusCode,
+          response.headers,
+          new k8s.SelfDecodingBody(Promise.resolve(body)),
+        );
+      } finally {
+        slots.release();
+      }
+    },
+  });
 }
 
 /**
