@@ -5,26 +5,39 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import * as k8s from '@kubernetes/client-node';
-import { configureClient } from '../../server/src/kube/client.js';
+import { configureClient, isApiUnavailable, type ClientOptions } from '../../server/src/kube/client.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
 import { createTestNamespace, deleteTestNamespace, eventually } from '../support/kube.js';
 
+interface Relay {
+  url: string;
+  /** Connections open now, and the most open at once. */
+  open(): number;
+  most(): number;
+  /** Stops passing on what clients send (their calls hang, as on a paused API server), until release(). */
+  hold(): void;
+  release(): void;
+  close(): void;
+}
+
 /** Relays TCP to `target`, counting the connections open at once (TLS passes through untouched). */
-async function countingRelay(target: URL): Promise<{ url: string; open(): number; most(): number; close(): void }> {
+async function countingRelay(target: URL): Promise<Relay> {
   let open = 0;
   let most = 0;
-  const sockets = new Set<net.Socket>();
+  let holding = false;
+  const pairs = new Set<[net.Socket, net.Socket]>();
   const server = net.createServer((client) => {
     open++;
     most = Math.max(most, open);
     const upstream = net.connect(Number(target.port), target.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-    }
-    client.pipe(upstream).pipe(client);
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
+    for (const s of pair) s.on('error', () => undefined);
+    upstream.pipe(client);
+    if (!holding) client.pipe(upstream);
     client.once('close', () => {
       open--;
+      pairs.delete(pair);
       upstream.destroy();
     });
     upstream.once('close', () => client.destroy());
@@ -35,11 +48,30 @@ async function countingRelay(target: URL): Promise<{ url: string; open(): number
     url: `https://127.0.0.1:${port}`,
     open: () => open,
     most: () => most,
+    hold: () => {
+      holding = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        client.pause();
+      }
+    },
+    release: () => {
+      holding = false;
+      for (const [client, upstream] of pairs) client.pipe(upstream);
+    },
     close: () => {
-      for (const s of sockets) s.destroy();
+      for (const pair of pairs) for (const s of pair) s.destroy();
       server.close();
     },
   };
+}
+
+/** A KubeConfig of the test cluster whose calls go through `relay`, configured with `options`. */
+function throughRelay(cluster: TestCluster, relay: Relay, options: ClientOptions): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(cluster.kubeconfig);
+  kc.clusters = kc.clusters.map((c) => ({ ...c, server: relay.url }));
+  return configureClient(kc, 'ide-cloud-test', options);
 }
 
 describe('kube client: calls in flight on the real API server', function () {
@@ -59,17 +91,16 @@ describe('kube client: calls in flight on the real API server', function () {
     const relay = await countingRelay(new URL(cluster.kc.getCurrentCluster()!.server));
     const controllers: AbortController[] = [];
     try {
-      const kc = new k8s.KubeConfig();
-      kc.loadFromFile(cluster.kubeconfig);
-      kc.clusters = kc.clusters.map((c) => ({ ...c, server: relay.url }));
-      configureClient(kc, 'ide-cloud-test', { requestsInFlight: 4 });
+      const kc = throughRelay(cluster, relay, { requestsInFlight: 4 });
       const seen = new Set<string>();
       for (let i = 0; i < 6; i++) {
         controllers.push(
           await new k8s.Watch(kc).watch(
             `/api/v1/namespaces/${namespace}/configmaps`,
             {},
-            (_phase: string, object: k8s.V1ConfigMap) => seen.add(object.metadata!.name!),
+            (_phase: string, object: k8s.V1ConfigMap) => {
+              if (object.metadata?.name?.startsWith('burst-')) seen.add(object.metadata.name);
+            },
             () => undefined,
           ),
         );
@@ -90,6 +121,33 @@ describe('kube client: calls in flight on the real API server', function () {
       await eventually(() => assert.equal(seen.size, 40));
     } finally {
       for (const c of controllers) c.abort();
+      relay.close();
+    }
+  });
+
+  it('fails the calls a hung API server holds and those waiting behind them at their deadline; the next call goes', async () => {
+    const relay = await countingRelay(new URL(cluster.kc.getCurrentCluster()!.server));
+    try {
+      const core = throughRelay(cluster, relay, { requestsInFlight: 1, requestTimeoutMs: 1000 }).makeApiClient(
+        k8s.CoreV1Api,
+      );
+      await core.listNamespacedConfigMap({ namespace });
+      relay.hold();
+      const held = await Promise.allSettled([
+        core.listNamespacedConfigMap({ namespace }),
+        core.listNamespacedConfigMap({ namespace }),
+      ]);
+      for (const result of held) {
+        assert.equal(result.status, 'rejected');
+        const error = (result as PromiseRejectedResult).reason as Error;
+        assert.equal(error.name, 'AbortError');
+        assert.equal(isApiUnavailable(error), 'timeout');
+      }
+      relay.release();
+      // The slot is free again: the next call goes.
+      const listed = await core.listNamespacedConfigMap({ namespace });
+      assert.ok(Array.isArray(listed.items));
+    } finally {
       relay.close();
     }
   });

@@ -28,11 +28,11 @@ type Hooks = {
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
 /**
- * How many API calls one process has in flight at once by default (watches apart). Two cores of an
- * API server are saturated by far fewer, so more in flight only shares its time among them: a burst
- * of launches would all finish late, and each call past the open connections would cost a TLS
- * handshake on both sides (client-node speaks HTTP/1.1, one call per connection). Beyond it, calls
- * wait their turn in order of issue.
+ * How many API calls the clients of one configured KubeConfig have in flight at once by default
+ * (watches apart). A small API server is saturated by far fewer, so more in flight only shares its
+ * time among them: a burst of launches would all finish late, and each call past the open
+ * connections would cost a TLS handshake on both sides (client-node speaks HTTP/1.1, one call per
+ * connection). Beyond it, calls wait their turn in order of issue; the wait counts in their deadline.
  */
 export const DEFAULT_REQUESTS_IN_FLIGHT = 16;
 
@@ -69,16 +69,11 @@ export function configureClient(kc: k8s.KubeConfig, userAgent: string, options: 
   readCertificatesOnce(kc);
   const createAgent = target.createAgent.bind(kc);
   let agent: unknown;
-  // The calls' connections stay open between bursts (as many as may be in flight, plus the watches').
+  // Idle connections stay open for the next burst (the calls' and the watches'), up to a bound.
   target.createAgent = (cluster, agentOptions) =>
     (agent ??= createAgent(cluster, { ...agentOptions, keepAlive: true, maxFreeSockets: 64 }));
   const httpApi = boundedRequests(requestsInFlight);
-  target.makeApiClient = (apiClientType) => {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('No active cluster!');
-    const baseServer = new k8s.ServerConfiguration(cluster.server, {});
-    return new apiClientType(k8s.createConfiguration({ baseServer, authMethods: { default: kc }, httpApi }));
-  };
+  target.makeApiClient = (apiClientType) => apiClientOf(kc, apiClientType, httpApi);
   // Called once per request of the generated clients and KubernetesObjectApi (never for a watch),
   // before it is sent: the deadline counts from here and covers the answer's body too.
   const authenticate = target.applySecurityAuthentication.bind(kc);
@@ -100,6 +95,30 @@ export function configureClient(kc: k8s.KubeConfig, userAgent: string, options: 
 }
 
 /**
+ * An API client of a configured KubeConfig whose calls have slots of their own, apart from the
+ * shared `requestsInFlight`: for calls that must not wait behind a burst (the leader's Lease).
+ */
+export function apiClientApart<T>(
+  kc: k8s.KubeConfig,
+  apiClientType: new (config: k8s.Configuration) => T,
+  requestsInFlight = 1,
+): T {
+  return apiClientOf(kc, apiClientType, boundedRequests(requestsInFlight));
+}
+
+/** client-node's own KubeConfig.makeApiClient, with `httpApi` as the HTTP library. */
+function apiClientOf<T>(
+  kc: k8s.KubeConfig,
+  apiClientType: new (config: k8s.Configuration) => T,
+  httpApi: k8s.HttpLibrary,
+): T {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('No active cluster!');
+  const baseServer = new k8s.ServerConfiguration(cluster.server, {});
+  return new apiClientType(k8s.createConfiguration({ baseServer, authMethods: { default: kc }, httpApi }));
+}
+
+/**
  * client-node's HTTP library with at most `limit` calls in flight (CallSlots, in order of issue). A
  * call holds its slot until its answer's body is read: the answer is read whole here.
  */
@@ -108,7 +127,10 @@ function boundedRequests(limit: number): k8s.HttpLibrary {
   const slots = new CallSlots(limit);
   return k8s.wrapHttpLibrary({
     async send(request) {
-      await slots.acquire(request.getSignal());
+      // A wait cut short by the deadline fails as a call cut short in flight does (isApiUnavailable).
+      await slots.acquire(request.getSignal()).catch(() => {
+        throw new k8s.AbortError('The operation was aborted.');
+      });
       try {
         const response = await fetchLibrary.send(request).toPromise();
         const body = await response.body.binary();

@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { describeFailure, loadKubeConfig, configureClient, readMetadata } from '../kube/client.js';
+import { apiClientApart, describeFailure, loadKubeConfig, configureClient, readMetadata } from '../kube/client.js';
 import { ideCloudResources, type IdeCloudResources } from '../kube/resources.js';
 import { parseOperatorConfig, type OperatorConfig, type OperatorConfigInput } from './config.js';
 import { BridgeSecrets } from './pool/bridge-secrets.js';
@@ -338,7 +338,8 @@ export async function startOperator(
   let elector: LeaderElector | undefined;
   if (config.leaderElection) {
     elector = new LeaderElector(
-      clients.custom,
+      // Renewals never wait behind a burst's calls: the Lease would expire under load.
+      apiClientApart(kc, k8s.CustomObjectsApi),
       {
         namespace: config.namespace,
         name: config.leaseName,

@@ -41,6 +41,20 @@ describe('kube client: calls in flight', () => {
     assert.deepEqual(slots.counts, { inFlight: 1, waiting: 0 });
   });
 
+  it('leaves the waiting calls alone when the signal of a call aborts after its turn came', async () => {
+    const slots = new CallSlots(1);
+    await slots.acquire();
+    const deadline = new AbortController();
+    const first = slots.acquire(deadline.signal);
+    const second = slots.acquire();
+    slots.release();
+    await first;
+    deadline.abort(new Error('late'));
+    assert.deepEqual(slots.counts, { inFlight: 1, waiting: 1 });
+    slots.release();
+    await second;
+  });
+
   it('refuses at once a call whose deadline has passed, even with a slot free', async () => {
     const slots = new CallSlots(1);
     await assert.rejects(slots.acquire(AbortSignal.abort(new Error('gone'))), /gone/);
