@@ -6,7 +6,7 @@ export class CallSlots {
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(readonly limit: number) {
+  constructor(private readonly limit: number) {
     if (!(limit >= 1)) throw new Error(`calls in flight: at least 1, not ${limit}`);
   }
 

@@ -57,7 +57,6 @@ interface ApiClients {
   /** The warm instances' Deployments and the shared Ingresses: their answers as parsed JSON (kube/plain-answers.ts). */
   apps: DeploymentClient;
   net: IngressClient;
-  custom: k8s.CustomObjectsApi;
   objects: k8s.KubernetesObjectApi;
   resources: IdeCloudResources;
   events?: EventsApi;
@@ -69,7 +68,6 @@ function apiClients(kc: k8s.KubeConfig, namespace: string): ApiClients {
     core: kc.makeApiClient(k8s.CoreV1Api),
     apps: plainDeployments(kc),
     net: plainIngresses(kc),
-    custom: kc.makeApiClient(k8s.CustomObjectsApi),
     objects: k8s.KubernetesObjectApi.makeApiClient(kc),
     resources: ideCloudResources(kc, namespace),
   };
