@@ -177,12 +177,16 @@ export class PoolInstances {
    * concurrent reservations rarely aim at the same instance. Returns undefined when no instance is
    * free. A new workspace (`workspace`) is named in the same write: the instance's claim becomes that
    * workspace's (workspace/reconciler.ts), and the pod, which mounts it already, is not touched.
+   * `aiming` hears of each candidate once its write is on its way (the next turn of the event loop,
+   * so nothing the caller does delays the claim), and what the caller does for that instance can go
+   * beside it.
    */
   async reserve(
     appDefinition: AppDefinition,
     minInstances: number,
     session: Session,
     workspace: string | undefined,
+    aiming?: (candidate: PoolInstance) => void,
   ): Promise<PoolInstance | undefined> {
     const generation = Number(generationOf(appDefinition));
     for (let round = 0; round < 8; round++) {
@@ -208,11 +212,13 @@ export class PoolInstances {
         clearFieldRecord(d.metadata);
         this.claiming.set(candidate.name, (this.claiming.get(candidate.name) ?? 0) + 1);
         try {
-          const updated = await this.deps.apps.replaceNamespacedDeployment({
+          const claim = this.deps.apps.replaceNamespacedDeployment({
             name: candidate.name,
             namespace: this.deps.namespace,
             body: d,
           });
+          if (aiming) setImmediate(aiming, candidate);
+          const updated = await claim;
           this.deps.deployments.observe(updated);
           return instanceOf(updated);
         } catch (error) {

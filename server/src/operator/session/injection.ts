@@ -38,6 +38,9 @@ export interface InjectionState {
   lastError?: string;
 }
 
+/** A health answer asked beside a claim (`DataInjector.probe`) older than this is not taken. */
+const PROBE_FRESH_MS = 1000;
+
 /** How the values' delivery to the bridge ended. */
 type Delivery = { phase: 'Injected'; keys: number; lastError?: undefined } | { phase: 'Failed'; lastError: string };
 
@@ -67,6 +70,8 @@ type Run = {
  */
 export class DataInjector {
   private readonly runs = new Map<string, Run>();
+  /** Health checks asked beside a claim, by the bridge's `address:port`: why not healthy, or undefined. */
+  private readonly probes = new Map<string, { at: number; error: Promise<string | undefined> }>();
   /** Where the instances' tokens come from. */
   private readonly secrets: Pick<BridgeSecrets, 'read'>;
 
@@ -126,6 +131,41 @@ export class DataInjector {
    */
   attempted(uid: string): Promise<void> {
     return this.runs.get(uid)?.tried ?? Promise.resolve();
+  }
+
+  /**
+   * Asks the bridge of a warm instance being claimed for its health now, beside the claim: a GET
+   * that carries no value and no token. The injection of the session that wins the claim takes the
+   * answer as its first health check instead of asking again; one not taken soon is dropped.
+   */
+  probe(target: Pick<InjectionTarget, 'podSelector' | 'port'>): void {
+    const { pods } = this.sources;
+    const address = pods && readyCachedPod(pods, this.config.namespace, target.podSelector)?.status?.podIP;
+    if (!address) return;
+    const now = Date.now();
+    for (const [key, probe] of this.probes) if (now - probe.at > PROBE_FRESH_MS) this.probes.delete(key);
+    this.probes.set(`${address}:${target.port}`, { at: now, error: this.health(address, target.port) });
+  }
+
+  /** The health answer a probe asked for this bridge, once, when still fresh. */
+  private probed(address: string, port: number): Promise<string | undefined> | undefined {
+    const key = `${address}:${port}`;
+    const probe = this.probes.get(key);
+    this.probes.delete(key);
+    return probe && Date.now() - probe.at <= PROBE_FRESH_MS ? probe.error : undefined;
+  }
+
+  /** One GET /health of a bridge: undefined when it answers 200, else why not. Never rejects. */
+  private async health(address: string, port: number): Promise<string | undefined> {
+    try {
+      const response = await fetch(`http://${address}:${port}/health`, {
+        signal: AbortSignal.timeout(this.config.bridgeRequestTimeoutMs),
+      });
+      await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
+      return response.ok ? undefined : `health answered HTTP ${response.status}`;
+    } catch (e) {
+      return describe(e);
+    }
   }
 
   forget(uid: string): void {
@@ -276,13 +316,8 @@ export class DataInjector {
       try {
         address = await this.podAddress(namespace, target.podSelector);
         if (!address) error = 'no ready pod';
-        else {
-          const response = await fetch(`http://${address}:${target.port}/health`, {
-            signal: AbortSignal.timeout(this.config.bridgeRequestTimeoutMs),
-          });
-          await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
-          if (!response.ok) error = `health answered HTTP ${response.status}`;
-        }
+        // The first check may have been asked beside the claim (probe).
+        else error = await ((attempt === 1 && this.probed(address, target.port)) || this.health(address, target.port));
       } catch (e) {
         error = describe(e);
       }

@@ -11,7 +11,20 @@ import { AUTH_PROXY_ADMISSION_PORT_NAME, AUTH_PROXY_CONTAINER } from '../../auth
 import { bridgeTokenSecretName } from '../../manifests.js';
 import { deploymentReady } from '../../runtime/objects.js';
 import type { Pass } from '../status.js';
-import type { ServedStep, SessionStepDeps } from './context.js';
+import type { PoolInstance } from '../../pool/instances.js';
+import type { GuardedStep, ServedStep, SessionStepDeps } from './context.js';
+
+/**
+ * 4 (beside the claim). The health of the bridge of the warm instance being claimed, asked now
+ * (DataInjector.probe): the injection that follows a won claim starts with its answer.
+ */
+export function probeBridge({ deps, appDefinition }: GuardedStep, instance: PoolInstance): void {
+  if (!instance.ready) return;
+  deps.injector.probe({
+    podSelector: `${LABELS.poolInstance}=${instance.name}`,
+    port: dataBridgePort(appDefinition.spec),
+  });
+}
 
 /**
  * 4. Environment, eager path: pushed to the data bridge in the background, started before the
