@@ -7,7 +7,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { AppDefinition } from '../../src/model/app-definition.js';
 import type { Session } from '../../src/model/session.js';
 import { lazyEnv, SESSION_BRIDGE_TOKEN_KEY, sessionEnvSecret, sessionPodApp } from '../../src/operator/manifests.js';
-import { bridgeLocation, SessionBridge } from '../../src/operator/session/session-bridge.js';
+import { bridgeLocation, podRequest, SessionBridge } from '../../src/operator/session/session-bridge.js';
 import { podsCache } from './cache-fakes.js';
 
 const TOKEN = 'bridge-token-0123456789abcdefghijklmnopq';
@@ -134,5 +134,55 @@ describe('operator: the bridge of a session', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe("operator: one request to a pod's port (podRequest)", () => {
+  let server: http.Server;
+  let base: string;
+  const connections = new Set<unknown>();
+  before(async () => {
+    server = http.createServer((req, res) => {
+      connections.add(req.socket);
+      if (req.url === '/hang') return;
+      if (req.url === '/declared') res.writeHead(200, { 'content-length': '9000' }).end('x'.repeat(9000));
+      else if (req.url === '/endless') res.writeHead(200).write('x'.repeat(9000));
+      else req.resume().on('end', () => res.writeHead(201).end('{"ok":true}'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const ask = (path: string, init: { method?: string; body?: string } = {}, ms = 2000) =>
+    podRequest(`${base}${path}`, { ...init, signal: AbortSignal.timeout(ms), maxBytes: 8192 });
+
+  it('answers the status and the text; the next call to the pod goes on the same connection', async () => {
+    connections.clear();
+    assert.deepEqual(await ask('/health'), { status: 201, text: '{"ok":true}' });
+    assert.deepEqual(await ask('/data', { method: 'POST', body: '{"environment":{}}' }), {
+      status: 201,
+      text: '{"ok":true}',
+    });
+    assert.equal(connections.size, 1);
+  });
+
+  it('gives up an answer longer than the cap, declared or streamed', async () => {
+    await assert.rejects(ask('/declared'), { name: 'BridgeCallError', message: 'answered more than 8192 bytes' });
+    await assert.rejects(ask('/endless'), { name: 'BridgeCallError', message: 'answered more than 8192 bytes' });
+  });
+
+  it('fails at its deadline with the timeout as the cause, and with the error code of a refused connection', async () => {
+    await assert.rejects(ask('/hang', {}, 200), (e: Error & { cause?: Error }) => e.cause?.name === 'TimeoutError');
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    await assert.rejects(
+      podRequest(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2000), maxBytes: 8192 }),
+      { code: 'ECONNREFUSED' },
+    );
   });
 });

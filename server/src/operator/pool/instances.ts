@@ -60,17 +60,21 @@ export function isFreeReadyInstance(d: k8s.V1Deployment, appDefinition: string):
   );
 }
 
+/** The generation of the app definition a warm instance was built from; -1 when an older operator built it. */
+function instanceGeneration(d: k8s.V1Deployment): number {
+  // Built by an older operator (another instance template): as outdated as an older generation.
+  return d.metadata?.annotations?.[INSTANCE_TEMPLATE_ANNOTATION] === INSTANCE_TEMPLATE
+    ? Number(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration] ?? '0')
+    : -1;
+}
+
 export function instanceOf(d: k8s.V1Deployment): PoolInstance {
   const labels = d.metadata?.labels ?? {};
   const session = labels[LABELS.session];
   return {
     id: Number(labels[LABELS.instanceId] ?? '0'),
     name: d.metadata?.name ?? '',
-    // Built by an older operator (another instance template): as outdated as an older generation.
-    generation:
-      d.metadata?.annotations?.[INSTANCE_TEMPLATE_ANNOTATION] === INSTANCE_TEMPLATE
-        ? Number(d.metadata?.annotations?.[ANNOTATIONS.appDefinitionGeneration] ?? '0')
-        : -1,
+    generation: instanceGeneration(d),
     ready: deploymentReady(d),
     // The session's uid is in its ownerReference: an annotation would bump the Deployment's generation
     // (its annotations are copied to ReplicaSets), and the instance would look not ready until the
@@ -189,12 +193,23 @@ export class PoolInstances {
     aiming?: (candidate: PoolInstance) => void,
   ): Promise<PoolInstance | undefined> {
     const generation = Number(generationOf(appDefinition));
+    const app = labelKey(LABELS.appDefinition, dnsLabel([appDefinition.metadata.name]));
     for (let round = 0; round < 8; round++) {
-      const free = this.list(appDefinition.metadata.name, (l) => !l[LABELS.session]).filter(
-        (i) => i.generation === generation && i.id >= 1 && i.id <= minInstances,
-      );
+      // Only what the order needs, read off each free instance: its whole PoolInstance only once tried.
+      const free = this.deps.deployments.byIndex(INDEX.label, app).flatMap((d) => {
+        const labels = d.metadata?.labels ?? {};
+        const id = Number(labels[LABELS.instanceId] ?? '0');
+        const isFree =
+          labels[LABELS.component] === COMPONENT.poolInstance &&
+          !labels[LABELS.session] &&
+          !d.metadata?.deletionTimestamp &&
+          id >= 1 &&
+          id <= minInstances &&
+          instanceGeneration(d) === generation;
+        return isFree ? [{ id, ready: deploymentReady(d), name: d.metadata?.name ?? '', deployment: d }] : [];
+      });
       if (free.length === 0) return undefined;
-      const claiming = (i: PoolInstance) => this.claiming.has(i.name);
+      const claiming = (i: { name: string }) => this.claiming.has(i.name);
       for (const candidate of reservationCandidates(free, session.metadata.name, claiming)) {
         const d = structuredClone(candidate.deployment);
         d.apiVersion = 'apps/v1';
@@ -217,7 +232,7 @@ export class PoolInstances {
             namespace: this.deps.namespace,
             body: d,
           });
-          if (aiming) setImmediate(aiming, candidate);
+          if (aiming) setImmediate(aiming, instanceOf(candidate.deployment));
           const updated = await claim;
           this.deps.deployments.observe(updated);
           return instanceOf(updated);

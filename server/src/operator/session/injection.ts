@@ -13,7 +13,7 @@ import { mergeSessionEnvironment, operatorEnvironment } from './env.js';
 import type { Logger } from '../runtime/logger.js';
 import type { Informer } from '../../kube/informer.js';
 import { BridgeSecrets } from '../pool/bridge-secrets.js';
-import { readCappedText, readyCachedPod, readyPodAddress } from './session-bridge.js';
+import { podRequest, readyCachedPod, readyPodAddress } from './session-bridge.js';
 
 export interface InjectionTarget {
   /** Label selector of the pods of the instance. */
@@ -158,11 +158,11 @@ export class DataInjector {
   /** One GET /health of a bridge: undefined when it answers 200, else why not. Never rejects. */
   private async health(address: string, port: number): Promise<string | undefined> {
     try {
-      const response = await fetch(`http://${address}:${port}/health`, {
+      const { status } = await podRequest(`http://${address}:${port}/health`, {
         signal: AbortSignal.timeout(this.config.bridgeRequestTimeoutMs),
+        maxBytes: BRIDGE_ANSWER_MAX_BYTES,
       });
-      await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
-      return response.ok ? undefined : `health answered HTTP ${response.status}`;
+      return ok(status) ? undefined : `health answered HTTP ${status}`;
     } catch (e) {
       return describe(e);
     }
@@ -282,17 +282,17 @@ export class DataInjector {
         const address = await this.podAddress(namespace, target.podSelector);
         if (!address) error = 'no ready pod';
         else {
-          const response = await fetch(`http://${address}:${target.admissionPort}/users`, {
+          const { status } = await podRequest(`http://${address}:${target.admissionPort}/users`, {
             method: 'PUT',
             headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
             body,
             signal: AbortSignal.timeout(this.config.bridgeRequestTimeoutMs),
+            maxBytes: BRIDGE_ANSWER_MAX_BYTES,
           });
-          await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
-          if (response.ok) return undefined;
-          error = `admission answered HTTP ${response.status}`;
+          if (ok(status)) return undefined;
+          error = `admission answered HTTP ${status}`;
           // A refusal (token, body, another user admitted) is final; only the admission's not being up is not.
-          if (response.status < 500) return error;
+          if (status < 500) return error;
         }
       } catch (e) {
         error = `admission: ${describe(e)}`;
@@ -353,7 +353,7 @@ export class DataInjector {
       if (run.cancelled) return { phase: 'Failed', lastError: 'cancelled' };
       let error: string | undefined;
       try {
-        const response = await fetch(`http://${address}:${target.port}/data`, {
+        const response = await podRequest(`http://${address}:${target.port}/data`, {
           method: 'POST',
           headers: {
             'content-type': 'application/json',
@@ -362,8 +362,9 @@ export class DataInjector {
           },
           body,
           signal: AbortSignal.timeout(timeout),
+          maxBytes: BRIDGE_ANSWER_MAX_BYTES,
         });
-        const answer = await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
+        const answer = response.text;
         if (response.status === 409) {
           if (!sameReservation(answer)) {
             // Final: the bridge holds another reservation's values, and only a restart clears them.
@@ -373,7 +374,7 @@ export class DataInjector {
               lastError: 'data answered HTTP 409: the bridge holds values of another reservation',
             };
           }
-        } else if (!response.ok) error = `data answered HTTP ${response.status}`;
+        } else if (!ok(response.status)) error = `data answered HTTP ${response.status}`;
       } catch (e) {
         error = describe(e);
       }
@@ -418,6 +419,12 @@ function usable(
 }
 
 function describe(error: unknown): string {
-  const e = error as { name?: string; message?: string; cause?: { code?: string } };
-  return e?.cause?.code ?? (e?.name === 'TimeoutError' ? 'timeout' : (e?.message ?? String(error)).slice(0, 200));
+  const e = error as { name?: string; message?: string; code?: string; cause?: { name?: string } };
+  if (e?.name === 'AbortError' && e.cause?.name === 'TimeoutError') return 'timeout';
+  return (e?.code && e.code !== 'ABORT_ERR' ? e.code : undefined) ?? (e?.message ?? String(error)).slice(0, 200);
+}
+
+/** A 2xx status. */
+function ok(status: number): boolean {
+  return status >= 200 && status <= 299;
 }

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import type * as k8s from '@kubernetes/client-node';
 import { dataBridgeEnabled, dataBridgePort, type AppDefinition } from '../../model/app-definition.js';
 import type { Informer } from '../../kube/informer.js';
@@ -139,15 +140,9 @@ export class SessionBridge implements SessionBridgeApi {
   ): Promise<unknown> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = cancel ? AbortSignal.any([timeout, cancel]) : timeout;
-    const failed = (error: unknown, what: string) => {
-      if (error instanceof BridgeCallError) return new BridgeCallError(`${path} ${error.message}`);
-      const e = error as { name?: string; cause?: { code?: string } };
-      const why = timeout.aborted ? 'timeout' : cancel?.aborted ? 'cancelled' : (e.cause?.code ?? 'error');
-      return new BridgeCallError(`${path} ${what} (${why})`);
-    };
-    let response: Response;
+    let response: PodAnswer;
     try {
-      response = await fetch(`${target.url}${path}`, {
+      response = await podRequest(`${target.url}${path}`, {
         method,
         headers: {
           authorization: `Bearer ${target.token}`,
@@ -155,22 +150,24 @@ export class SessionBridge implements SessionBridgeApi {
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal,
+        maxBytes: BRIDGE_ANSWER_MAX_BYTES,
       });
     } catch (error) {
-      throw failed(error, 'did not answer');
+      if (error instanceof BridgeCallError) throw new BridgeCallError(`${path} ${error.message}`);
+      const why = timeout.aborted
+        ? 'timeout'
+        : cancel?.aborted
+          ? 'cancelled'
+          : ((error as { code?: string }).code ?? 'error');
+      throw new BridgeCallError(`${path} did not answer (${why})`);
     }
     if (response.status === 401 || response.status === 403) {
       if (target.tokenKey) this.tokens.delete(target.tokenKey);
     }
-    let text: string;
+    if (response.status < 200 || response.status > 299)
+      throw new BridgeCallError(`${path} answered HTTP ${response.status}`);
     try {
-      text = await readCappedText(response, BRIDGE_ANSWER_MAX_BYTES);
-    } catch (error) {
-      throw failed(error, 'could not be read');
-    }
-    if (!response.ok) throw new BridgeCallError(`${path} answered HTTP ${response.status}`);
-    try {
-      return JSON.parse(text) as unknown;
+      return JSON.parse(response.text) as unknown;
     } catch {
       throw new BridgeCallError(`${path} answered no JSON`);
     }
@@ -206,30 +203,57 @@ export function bridgeLocation(session: Session, appDefinition: AppDefinition): 
 }
 
 /**
- * An answer's body as text, read as it streams and given up past `maxBytes` (the stream cancelled):
- * the sender may be anything that took the pod's port, sending without end.
+ * The connections to the pods' ports, kept a moment after a call: the injection's post follows its
+ * health check on the same connection. An idle one goes after 5 s.
  */
-export async function readCappedText(response: Response, maxBytes: number): Promise<string> {
-  const declared = Number(response.headers.get('content-length') ?? NaN);
-  if (declared > maxBytes) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new BridgeCallError(`answered more than ${maxBytes} bytes`);
-  }
-  if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw new BridgeCallError(`answered more than ${maxBytes} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+const podAgent = new http.Agent({ keepAlive: true, timeout: 5000 });
+
+/** A pod's answer: its status and its body as text. */
+export interface PodAnswer {
+  status: number;
+  text: string;
+}
+
+/**
+ * One HTTP request to a port of an IDE Cloud pod (the cluster network), its answer read up to
+ * `maxBytes` and given up past them: the sender may be anything that took the pod's port, sending
+ * without end. Fails with the request's error (its `code`: ECONNREFUSED…), the signal's abort, or a
+ * BridgeCallError for an answer too long. node:http, not fetch: a launch makes two or three of these
+ * on its path, and fetch's layers cost the operator more CPU than the request itself.
+ */
+export function podRequest(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string; signal: AbortSignal; maxBytes: number },
+): Promise<PodAnswer> {
+  const { body, maxBytes } = init;
+  const headers =
+    body === undefined ? init.headers : { ...init.headers, 'content-length': String(Buffer.byteLength(body)) };
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      { method: init.method ?? 'GET', headers, agent: podAgent, signal: init.signal },
+      (response) => {
+        const tooLong = () => {
+          response.destroy();
+          reject(new BridgeCallError(`answered more than ${maxBytes} bytes`));
+        };
+        if (Number(response.headers['content-length'] ?? NaN) > maxBytes) return tooLong();
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBytes) tooLong();
+          else chunks.push(chunk);
+        });
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        response.on('error', reject);
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
 }
 
 /** Whether a pod's labels match an equality selector (`a=b,c=d`, as bridgeLocation writes them). */
