@@ -84,6 +84,17 @@ function step(s: Session, deps: Partial<SessionStepDeps>): GuardedStep {
   };
 }
 
+type Aiming = ((candidate: PoolInstance) => void) | undefined;
+
+/** A pool with no reservation yet whose `reserve` does what `reserve` says with the callback it is given. */
+function poolReserving(reserve: (aiming: Aiming) => Promise<PoolInstance | undefined>): SessionStepDeps['pool'] {
+  return {
+    findReservation: () => undefined,
+    reservedFor: () => [],
+    reserve: (_app, _min, _session, _workspace, aiming) => reserve(aiming),
+  };
+}
+
 /** Lets every pending callback run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -94,15 +105,11 @@ describe("a warm launch's route, sent beside its claim", () => {
     const s = session();
     const guarded = step(s, {
       routes: routes as unknown as SessionStepDeps['routes'],
-      pool: {
-        findReservation: () => undefined,
-        reservedFor: () => [],
-        reserve: async (_app, _min, _session, _workspace, aiming) => {
-          aiming?.(instance(2));
-          await claim.promise;
-          return instance(2);
-        },
-      },
+      pool: poolReserving(async (aiming) => {
+        aiming?.(instance(2));
+        await claim.promise;
+        return instance(2);
+      }),
     });
     const choosing = chooseStrategy(guarded);
     await settle();
@@ -131,15 +138,11 @@ describe("a warm launch's route, sent beside its claim", () => {
     const s = session();
     const guarded = step(s, {
       routes: routes as unknown as SessionStepDeps['routes'],
-      pool: {
-        findReservation: () => undefined,
-        reservedFor: () => [],
-        reserve: async (_app, _min, _session, _workspace, aiming) => {
-          aiming?.(instance(1)); // another session's claim of it wins: 409
-          aiming?.(instance(2));
-          return instance(2);
-        },
-      },
+      pool: poolReserving(async (aiming) => {
+        aiming?.(instance(1)); // another session's claim of it wins: 409
+        aiming?.(instance(2));
+        return instance(2);
+      }),
     });
     await chooseStrategy(guarded);
     await settle();
@@ -165,14 +168,10 @@ describe("a warm launch's route, sent beside its claim", () => {
     const s = session();
     const guarded = step(s, {
       routes: routes as unknown as SessionStepDeps['routes'],
-      pool: {
-        findReservation: () => undefined,
-        reservedFor: () => [],
-        reserve: async (_app, _min, _session, _workspace, aiming) => {
-          aiming?.(instance(1));
-          return undefined;
-        },
-      },
+      pool: poolReserving(async (aiming) => {
+        aiming?.(instance(1));
+        return undefined;
+      }),
     });
     await chooseStrategy(guarded);
     assert.equal(guarded.pass.status.startStrategy, 'lazy-fallback');
@@ -193,14 +192,10 @@ describe("a warm launch's route, sent beside its claim", () => {
     const { sent, routes } = heldRoutes();
     const guarded = step(session([]), {
       routes: routes as unknown as SessionStepDeps['routes'],
-      pool: {
-        findReservation: () => undefined,
-        reservedFor: () => [],
-        reserve: async (_app, _min, _session, _workspace, aiming) => {
-          assert.equal(aiming, undefined);
-          return instance(1);
-        },
-      },
+      pool: poolReserving(async (aiming) => {
+        assert.equal(aiming, undefined);
+        return instance(1);
+      }),
     });
     await chooseStrategy(guarded);
     assert.equal(sent.length, 0);
@@ -210,14 +205,10 @@ describe("a warm launch's route, sent beside its claim", () => {
     const { sent, routes } = heldRoutes();
     const guarded = step(session(), {
       routes: routes as unknown as SessionStepDeps['routes'],
-      pool: {
-        findReservation: () => undefined,
-        reservedFor: () => [],
-        reserve: async (_app, _min, _session, _workspace, aiming) => {
-          aiming?.(instance(1));
-          throw new Error('the API server is away');
-        },
-      },
+      pool: poolReserving(async (aiming) => {
+        aiming?.(instance(1));
+        throw new Error('the API server is away');
+      }),
     });
     await assert.rejects(chooseStrategy(guarded), /away/);
     let ended = false;
@@ -238,15 +229,11 @@ describe("the bridge's health, asked beside the claim", () => {
       step(s, {
         routes: { set: async () => undefined } as unknown as SessionStepDeps['routes'],
         injector: { probe: (target: unknown) => void probed.push(target) } as unknown as SessionStepDeps['injector'],
-        pool: {
-          findReservation: () => undefined,
-          reservedFor: () => [],
-          reserve: async (_app, _min, _session, _workspace, aiming) => {
-            aiming?.(instance(1, false)); // not ready: its bridge is not asked
-            aiming?.(instance(2));
-            return instance(2);
-          },
-        },
+        pool: poolReserving(async (aiming) => {
+          aiming?.(instance(1, false)); // not ready: its bridge is not asked
+          aiming?.(instance(2));
+          return instance(2);
+        }),
       }),
     );
     assert.deepEqual(probed, [{ podSelector: `${LABELS.poolInstance}=java-pool-2`, port: BRIDGE_PORT }]);
