@@ -60,6 +60,15 @@ export function isFreeReadyInstance(d: k8s.V1Deployment, appDefinition: string):
   );
 }
 
+/** Tells `aiming` of a candidate (PoolInstances.reserve); what it throws is dropped, never the process's. */
+function aimAt(aiming: (candidate: PoolInstance) => void, candidate: PoolInstance): void {
+  try {
+    aiming(candidate);
+  } catch {
+    // Beside the claim only: the claim and the pass go on without it.
+  }
+}
+
 /** The generation of the app definition a warm instance was built from; -1 when an older operator built it. */
 function instanceGeneration(d: k8s.V1Deployment): number {
   // Built by an older operator (another instance template): as outdated as an older generation.
@@ -182,8 +191,8 @@ export class PoolInstances {
    * free. A new workspace (`workspace`) is named in the same write: the instance's claim becomes that
    * workspace's (workspace/reconciler.ts), and the pod, which mounts it already, is not touched.
    * `aiming` hears of each candidate once its write is on its way (the next turn of the event loop,
-   * so nothing the caller does delays the claim), and what the caller does for that instance can go
-   * beside it.
+   * so nothing the caller does delays the claim), maybe after the answer: what it starts for that
+   * instance goes beside the claim, and must give the instance nothing of the session's.
    */
   async reserve(
     appDefinition: AppDefinition,
@@ -232,7 +241,7 @@ export class PoolInstances {
             namespace: this.deps.namespace,
             body: d,
           });
-          if (aiming) setImmediate(aiming, instanceOf(candidate.deployment));
+          if (aiming) setImmediate(aimAt, aiming, instanceOf(candidate.deployment));
           const updated = await claim;
           this.deps.deployments.observe(updated);
           return instanceOf(updated);

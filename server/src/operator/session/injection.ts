@@ -419,9 +419,13 @@ function usable(
 }
 
 function describe(error: unknown): string {
-  const e = error as { name?: string; message?: string; code?: string; cause?: { name?: string } };
+  const e = error as { name?: string; message?: string; code?: unknown; cause?: { name?: string } };
   if (e?.name === 'AbortError' && e.cause?.name === 'TimeoutError') return 'timeout';
-  return (e?.code && e.code !== 'ABORT_ERR' ? e.code : undefined) ?? (e?.message ?? String(error)).slice(0, 200);
+  // A system error's code (ECONNREFUSED…); an API error's code is its HTTP status, and its message says more.
+  return (
+    (typeof e?.code === 'string' && e.code !== 'ABORT_ERR' ? e.code : undefined) ??
+    (e?.message ?? String(error)).slice(0, 200)
+  );
 }
 
 /** A 2xx status. */

@@ -10,7 +10,7 @@ import { annotateDecision, chooseStrategy, ensureFinalizer } from './steps/decis
 import { recordEnvironment, startInjection } from './steps/environment.js';
 import { guards } from './steps/guards.js';
 import { admitsThroughBridge, readiness } from './steps/readiness.js';
-import { route, routeWritten } from './steps/route.js';
+import { route } from './steps/route.js';
 import { applyConfigStore, provision } from './steps/workload.js';
 
 /** Settles Delay.injectionGrace from now, keeping no process alive for it. */
@@ -104,18 +104,7 @@ export class SessionReconciler {
     const context: StepContext = { deps: this.deps, session: pass.session, pass };
     const step: GuardedStep = { ...context, ...(await guards(context)) };
     pass.ingressName = step.appDefinition.spec.ingressname;
-    try {
-      await this.launch(step);
-    } finally {
-      // A route written beside a claim is answered before the pass ends, whatever the pass met: the
-      // session's next pass, or its finalizer, finds it in the cache.
-      await routeWritten(step);
-    }
-  }
-
-  private async launch(step: GuardedStep): Promise<void> {
-    // 1. Start strategy (the route beside a claim), and the finalizer if the session came without it,
-    // before anything else is created.
+    // 1. Start strategy, and the finalizer if the session came without it, before anything is created.
     await chooseStrategy(step);
     await ensureFinalizer(step);
     // 2. Config store.

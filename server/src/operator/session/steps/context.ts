@@ -84,8 +84,6 @@ export interface StepContext {
 export interface GuardedStep extends StepContext, Guarded {
   /** Step 1: the warm instance this pass reserved, as the reservation wrote it (the cache may not show it yet). */
   reserved?: k8s.V1Deployment;
-  /** Step 1: the route written beside the claim, to the last instance aimed at (steps/route.ts). */
-  routing?: { backend: string; written: Promise<void> };
   /** Step 2: the session's config store, when its app definition asks for one. */
   configStore?: string;
 }

@@ -20,7 +20,6 @@ import type { Pass } from '../status.js';
 import { takeStandbyClaim } from '../../standby/claims.js';
 import type { GuardedStep, StepContext } from './context.js';
 import { probeBridge } from './environment.js';
-import { routeBeside } from './route.js';
 
 /**
  * A decision made by a pass whose status was not written (a crash, a failed write): from the
@@ -54,7 +53,7 @@ export function takeUpDecision({ deps, session, pass }: StepContext, appDefiniti
  * if any, holds no work yet (a new one, whose claim the instance's becomes); else lazy: a workspace
  * that may hold work gets a pod of its own, mounting its claim, and a new one takes a bound standby
  * claim if there is one (`step.claimName`). The reservation is written on the instance (the
- * claim), with the session's route to it and its bridge's health check beside, a standby claim's taking on the
+ * claim), with its bridge's health check beside, a standby claim's taking on the
  * claim, both before the decision is told; the decision goes into the status only, written once at
  * the end of the pass.
  */
@@ -68,13 +67,8 @@ export async function chooseStrategy(step: GuardedStep): Promise<void> {
       const minInstances = effectiveMinInstances(deps.config, appDefinition);
       instance =
         deps.pool.findReservation(appDefinition.metadata.name, session) ??
-        (await deps.pool.reserve(
-          appDefinition,
-          minInstances,
-          session,
-          newWorkspace?.metadata.name,
-          // Only with the finalizer already there: it takes the route away with the session.
-          finalizersOf(session).includes(SESSION_FINALIZER) ? (candidate) => besideClaim(step, candidate) : undefined,
+        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name, (candidate) =>
+          probeBridge(step, candidate),
         ));
       if (instance) {
         pass.status.startStrategy = 'eager';
@@ -88,15 +82,6 @@ export async function chooseStrategy(step: GuardedStep): Promise<void> {
   }
   tellStrategy(pass, holdsWork);
   step.reserved = instance?.deployment;
-}
-
-/**
- * What goes beside the claim of a warm instance, not after its answer: the route to it and the
- * health check of its bridge. Neither gives the instance anything of the session's.
- */
-function besideClaim(step: GuardedStep, candidate: PoolInstance): void {
-  routeBeside(step, candidate.name);
-  probeBridge(step, candidate);
 }
 
 /**
