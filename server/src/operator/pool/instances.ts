@@ -48,15 +48,21 @@ export interface PoolInstance {
   deployment: k8s.V1Deployment;
 }
 
+/** The id of a warm instance (its label); 0 when it has none. */
+function instanceIdOf(d: k8s.V1Deployment): number {
+  return Number(d.metadata?.labels?.[LABELS.instanceId] ?? '0');
+}
+
+/** A warm instance's Deployment that is not being deleted. */
+function isLiveInstance(d: k8s.V1Deployment): boolean {
+  return d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance && !d.metadata?.deletionTimestamp;
+}
+
 /** A warm instance of `appDefinition` that no session holds and whose pod is ready: a launch claims it as it is. */
 export function isFreeReadyInstance(d: k8s.V1Deployment, appDefinition: string): boolean {
   const labels = d.metadata?.labels ?? {};
   return (
-    labels[LABELS.component] === COMPONENT.poolInstance &&
-    labels[LABELS.appDefinition] === appDefinition &&
-    !labels[LABELS.session] &&
-    !d.metadata?.deletionTimestamp &&
-    deploymentReady(d)
+    isLiveInstance(d) && labels[LABELS.appDefinition] === appDefinition && !labels[LABELS.session] && deploymentReady(d)
   );
 }
 
@@ -81,7 +87,7 @@ export function instanceOf(d: k8s.V1Deployment): PoolInstance {
   const labels = d.metadata?.labels ?? {};
   const session = labels[LABELS.session];
   return {
-    id: Number(labels[LABELS.instanceId] ?? '0'),
+    id: instanceIdOf(d),
     name: d.metadata?.name ?? '',
     generation: instanceGeneration(d),
     ready: deploymentReady(d),
@@ -164,12 +170,7 @@ export class PoolInstances {
   private cached(label: string, matching: (labels: Record<string, string>) => boolean): PoolInstance[] {
     return this.deps.deployments
       .byIndex(INDEX.label, label)
-      .filter((d) => {
-        const labels = d.metadata?.labels ?? {};
-        return (
-          labels[LABELS.component] === COMPONENT.poolInstance && !d.metadata?.deletionTimestamp && matching(labels)
-        );
-      })
+      .filter((d) => isLiveInstance(d) && matching(d.metadata?.labels ?? {}))
       .map(instanceOf);
   }
 
@@ -206,12 +207,10 @@ export class PoolInstances {
     for (let round = 0; round < 8; round++) {
       // Only what the order needs, read off each free instance: its whole PoolInstance only once tried.
       const free = this.deps.deployments.byIndex(INDEX.label, app).flatMap((d) => {
-        const labels = d.metadata?.labels ?? {};
-        const id = Number(labels[LABELS.instanceId] ?? '0');
+        const id = instanceIdOf(d);
         const isFree =
-          labels[LABELS.component] === COMPONENT.poolInstance &&
-          !labels[LABELS.session] &&
-          !d.metadata?.deletionTimestamp &&
+          isLiveInstance(d) &&
+          !d.metadata?.labels?.[LABELS.session] &&
           id >= 1 &&
           id <= minInstances &&
           instanceGeneration(d) === generation;

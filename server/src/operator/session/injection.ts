@@ -3,7 +3,6 @@ import type * as k8s from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.js';
 import {
   AUTH_PROXY_ADMISSION_TOKEN_KEY,
-  BRIDGE_ANSWER_MAX_BYTES,
   DATA_BRIDGE_RESERVATION_HEADER,
   DATA_BRIDGE_TOKEN_KEY,
 } from '../../model/data-bridge.js';
@@ -158,11 +157,10 @@ export class DataInjector {
   /** One GET /health of a bridge: undefined when it answers 200, else why not. Never rejects. */
   private async health(address: string, port: number): Promise<string | undefined> {
     try {
-      const { status } = await podRequest(`http://${address}:${port}/health`, {
+      const { ok, status } = await podRequest(`http://${address}:${port}/health`, {
         signal: AbortSignal.timeout(this.config.bridgeRequestTimeoutMs),
-        maxBytes: BRIDGE_ANSWER_MAX_BYTES,
       });
-      return ok(status) ? undefined : `health answered HTTP ${status}`;
+      return ok ? undefined : `health answered HTTP ${status}`;
     } catch (e) {
       return describe(e);
     }
@@ -282,14 +280,13 @@ export class DataInjector {
         const address = await this.podAddress(namespace, target.podSelector);
         if (!address) error = 'no ready pod';
         else {
-          const { status } = await podRequest(`http://${address}:${target.admissionPort}/users`, {
+          const { ok, status } = await podRequest(`http://${address}:${target.admissionPort}/users`, {
             method: 'PUT',
             headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
             body,
             signal: AbortSignal.timeout(this.config.bridgeRequestTimeoutMs),
-            maxBytes: BRIDGE_ANSWER_MAX_BYTES,
           });
-          if (ok(status)) return undefined;
+          if (ok) return undefined;
           error = `admission answered HTTP ${status}`;
           // A refusal (token, body, another user admitted) is final; only the admission's not being up is not.
           if (status < 500) return error;
@@ -362,7 +359,6 @@ export class DataInjector {
           },
           body,
           signal: AbortSignal.timeout(timeout),
-          maxBytes: BRIDGE_ANSWER_MAX_BYTES,
         });
         const answer = response.text;
         if (response.status === 409) {
@@ -374,7 +370,7 @@ export class DataInjector {
               lastError: 'data answered HTTP 409: the bridge holds values of another reservation',
             };
           }
-        } else if (!ok(response.status)) error = `data answered HTTP ${response.status}`;
+        } else if (!response.ok) error = `data answered HTTP ${response.status}`;
       } catch (e) {
         error = describe(e);
       }
@@ -426,9 +422,4 @@ function describe(error: unknown): string {
     (typeof e?.code === 'string' && e.code !== 'ABORT_ERR' ? e.code : undefined) ??
     (e?.message ?? String(error)).slice(0, 200)
   );
-}
-
-/** A 2xx status. */
-function ok(status: number): boolean {
-  return status >= 200 && status <= 299;
 }

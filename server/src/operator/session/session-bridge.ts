@@ -150,7 +150,6 @@ export class SessionBridge implements SessionBridgeApi {
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal,
-        maxBytes: BRIDGE_ANSWER_MAX_BYTES,
       });
     } catch (error) {
       if (error instanceof BridgeCallError) throw new BridgeCallError(`${path} ${error.message}`);
@@ -164,8 +163,7 @@ export class SessionBridge implements SessionBridgeApi {
     if (response.status === 401 || response.status === 403) {
       if (target.tokenKey) this.tokens.delete(target.tokenKey);
     }
-    if (response.status < 200 || response.status > 299)
-      throw new BridgeCallError(`${path} answered HTTP ${response.status}`);
+    if (!response.ok) throw new BridgeCallError(`${path} answered HTTP ${response.status}`);
     try {
       return JSON.parse(response.text) as unknown;
     } catch {
@@ -208,24 +206,26 @@ export function bridgeLocation(session: Session, appDefinition: AppDefinition): 
  */
 const podAgent = new http.Agent({ keepAlive: true, timeout: 5000 });
 
-/** A pod's answer: its status and its body as text. */
+/** A pod's answer: its status (`ok`: a 2xx) and its body as text. */
 export interface PodAnswer {
   status: number;
+  ok: boolean;
   text: string;
 }
 
 /**
  * One HTTP request to a port of an IDE Cloud pod (the cluster network), its answer read up to
- * `maxBytes` and given up past them: the sender may be anything that took the pod's port, sending
- * without end. Fails with the request's error (its `code`: ECONNREFUSED…), the signal's abort, or a
+ * BRIDGE_ANSWER_MAX_BYTES and given up past them: the sender may be anything that took the pod's
+ * port, sending without end. Fails with the request's error (its `code`: ECONNREFUSED…), the signal's abort, or a
  * BridgeCallError for an answer too long. node:http, not fetch: a launch makes two or three of these
  * on its path, and fetch's layers cost the operator more CPU than the request itself.
  */
 export function podRequest(
   url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string; signal: AbortSignal; maxBytes: number },
+  init: { method?: string; headers?: Record<string, string>; body?: string; signal: AbortSignal },
 ): Promise<PodAnswer> {
-  const { body, maxBytes } = init;
+  const { body } = init;
+  const maxBytes = BRIDGE_ANSWER_MAX_BYTES;
   const headers =
     body === undefined ? init.headers : { ...init.headers, 'content-length': String(Buffer.byteLength(body)) };
   return new Promise((resolve, reject) => {
@@ -245,9 +245,10 @@ export function podRequest(
           if (size > maxBytes) tooLong();
           else chunks.push(chunk);
         });
-        response.on('end', () =>
-          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
-        );
+        response.on('end', () => {
+          const status = response.statusCode ?? 0;
+          resolve({ status, ok: status >= 200 && status <= 299, text: Buffer.concat(chunks).toString('utf8') });
+        });
         response.on('error', reject);
       },
     );

@@ -4,7 +4,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../../../model/api-group.js';
-import { dataBridgePort } from '../../../model/app-definition.js';
+import { dataBridgePort, type AppDefinition } from '../../../model/app-definition.js';
 import { findCondition, type Condition } from '../../../model/conditions.js';
 import { SessionCondition, SessionEnvInjectedReason, type Session } from '../../../model/session.js';
 import { AUTH_PROXY_ADMISSION_PORT_NAME, AUTH_PROXY_CONTAINER } from '../../auth-proxy.js';
@@ -14,16 +14,17 @@ import type { Pass } from '../status.js';
 import type { PoolInstance } from '../../pool/instances.js';
 import type { GuardedStep, ServedStep, SessionStepDeps } from './context.js';
 
+/** Where a warm instance's bridge answers: its pods and the app definition's bridge port. */
+function instanceBridge(appDefinition: AppDefinition, instanceName: string) {
+  return { podSelector: `${LABELS.poolInstance}=${instanceName}`, port: dataBridgePort(appDefinition.spec) };
+}
+
 /**
  * 4 (beside the claim). The health of the bridge of the warm instance being claimed, asked now
  * (DataInjector.probe): the injection that follows a won claim starts with its answer.
  */
 export function probeBridge({ deps, appDefinition }: GuardedStep, instance: PoolInstance): void {
-  if (!instance.ready) return;
-  deps.injector.probe({
-    podSelector: `${LABELS.poolInstance}=${instance.name}`,
-    port: dataBridgePort(appDefinition.spec),
-  });
+  if (instance.ready) deps.injector.probe(instanceBridge(appDefinition, instance.name));
 }
 
 /**
@@ -39,8 +40,7 @@ export function startInjection({ deps, session, appDefinition, workload }: Serve
   if (injectionEnded(session.status?.conditions)) return Promise.resolve();
   const admissionPort = admissionPortOf(workload.deployment);
   deps.injector.ensure(session, {
-    podSelector: `${LABELS.poolInstance}=${workload.backend}`,
-    port: dataBridgePort(appDefinition.spec),
+    ...instanceBridge(appDefinition, workload.backend),
     tokenSecret: bridgeTokenSecretName(workload.backend),
     ...(admissionPort === undefined ? {} : { admissionPort }),
   });
