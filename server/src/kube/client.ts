@@ -32,7 +32,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
  * (watches apart). A small API server is saturated by far fewer, so more in flight only shares its
  * time among them: a burst of launches would all finish late, and each call past the open
  * connections would cost a TLS handshake on both sides (client-node speaks HTTP/1.1, one call per
- * connection). Beyond it, calls wait their turn in order of issue; the wait counts in their deadline.
+ * connection). Beyond it, calls wait their turn in order of issue (the calls ahead first:
+ * `callsAhead`); the wait counts in their deadline.
  */
 export const DEFAULT_REQUESTS_IN_FLIGHT = 16;
 
@@ -118,17 +119,36 @@ function apiClientOf<T>(
   return new apiClientType(k8s.createConfiguration({ baseServer, authMethods: { default: kc }, httpApi }));
 }
 
+/** How a call tells its slot it goes ahead (`callsAhead`); taken off before the call is sent. */
+const AHEAD_HEADER = 'x-ide-cloud-call-ahead';
+
+type CallOptions = ReturnType<typeof k8s.setHeaderOptions>;
+
 /**
- * client-node's HTTP library with at most `limit` calls in flight (CallSlots, in order of issue). A
- * call holds its slot until its answer's body is read: the answer is read whole here.
+ * Options of a call that waits for a slot before every call issued without them, behind only the
+ * calls ahead issued earlier: for the call that finishes a launch, which should not wait behind the
+ * calls that start newer ones. Each such call follows a call that started its launch, so the others
+ * never wait longer than the launches in flight take.
  */
-function boundedRequests(limit: number): k8s.HttpLibrary {
+export function callsAhead(options?: CallOptions): CallOptions {
+  return k8s.setHeaderOptions(AHEAD_HEADER, 'true', options);
+}
+
+/**
+ * client-node's HTTP library with at most `limit` calls in flight (CallSlots: the calls ahead first,
+ * then in order of issue). A call holds its slot until its answer's body is read: the answer is read
+ * whole here.
+ */
+export function boundedRequests(limit: number): k8s.HttpLibrary {
   const fetchLibrary = new k8s.IsomorphicFetchHttpLibrary();
   const slots = new CallSlots(limit);
   return k8s.wrapHttpLibrary({
     async send(request) {
+      const headers = request.getHeaders();
+      const ahead = headers[AHEAD_HEADER] !== undefined;
+      delete headers[AHEAD_HEADER];
       // A wait cut short by the deadline fails as a call cut short in flight does (isApiUnavailable).
-      await slots.acquire(request.getSignal()).catch(() => {
+      await slots.acquire(request.getSignal(), { ahead }).catch(() => {
         throw new k8s.AbortError('The operation was aborted.');
       });
       try {

@@ -4,6 +4,7 @@ import type { AppDefinition, AppDefinitionSpecInput } from '../model/app-definit
 import { RESOURCE_KINDS } from '../model/crd.js';
 import type { Session, SessionSpec } from '../model/session.js';
 import type { Workspace, WorkspaceSpec } from '../model/workspace.js';
+import { callsAhead } from './client.js';
 
 export type Kind = keyof typeof RESOURCE_KINDS;
 export type ResourceOf = { appDefinition: AppDefinition; workspace: Workspace; session: Session };
@@ -101,8 +102,12 @@ export class CustomResourceClient<K extends Kind> {
     )) as ResourceOf[K];
   }
 
-  async mergePatch(name: string, body: object): Promise<ResourceOf[K]> {
-    return (await this.api.patchNamespacedCustomObject({ ...this.base, name, body }, mergePatch)) as ResourceOf[K];
+  /** `ahead`: the patch waits for its slot before the other calls (`callsAhead`). */
+  async mergePatch(name: string, body: object, { ahead = false } = {}): Promise<ResourceOf[K]> {
+    return (await this.api.patchNamespacedCustomObject(
+      { ...this.base, name, body },
+      ahead ? callsAhead(mergePatch) : mergePatch,
+    )) as ResourceOf[K];
   }
 
   /**

@@ -18,7 +18,7 @@ import { LazyStartGate } from './session/admission.js';
 import { DataInjector } from './session/injection.js';
 import { SessionReconciler, type SessionReconcilerDeps } from './session/reconciler.js';
 import { SessionBridge } from './session/session-bridge.js';
-import { wakeSessions } from './session/watches.js';
+import { ArrivalOrder, wakeSessions } from './session/watches.js';
 import { StandbyClaimsReconciler } from './standby/reconciler.js';
 import { wakeStandbyClaims } from './standby/watches.js';
 import { WorkspaceReconciler } from './workspace/reconciler.js';
@@ -105,10 +105,16 @@ class Controllers {
     }));
     const events = (this.events = new EventRecorder(clients.events ?? clients.core, 'ide-cloud-operator', log));
     // At debug level each session pass is logged: which operator acted on a session, when two run.
-    const sessionQueue = this.queue('session', config.workers, (key) => {
-      log.debug({ session: key }, 'session pass');
-      return sessions.reconcile(key);
-    });
+    const arrivals = new ArrivalOrder();
+    const sessionQueue = this.queue(
+      'session',
+      config.workers,
+      (key) => {
+        log.debug({ session: key }, 'session pass');
+        return sessions.reconcile(key);
+      },
+      arrivals.rank,
+    );
     const appQueue = this.queue('app definition', Math.min(2, config.workers), (key) => apps.reconcile(key));
     const workspaceQueue = this.queue('workspace', Math.min(2, config.workers), (key) => workspaces.reconcile(key));
     // Warm instances change together in a burst (claims, readiness): one app definition pass per burst.
@@ -132,14 +138,20 @@ class Controllers {
     const workspaces = workspaceReconciler(shared);
     this.activity = activityMonitor(shared);
     this.queues.push(sessionQueue, appQueue, workspaceQueue, standbyController(clients, config, cache, log));
-    wakeSessions(cache, sessionQueue, this.injector);
+    wakeSessions(cache, sessionQueue, this.injector, arrivals);
     wakeAppDefinitions(cache, appQueue, poolChanged);
     wakeWorkspaces(cache, workspaceQueue);
   }
 
-  private queue(what: string, workers: number, reconcile: (key: string) => Promise<Reconciled>): WorkQueue {
+  private queue(
+    what: string,
+    workers: number,
+    reconcile: (key: string) => Promise<Reconciled>,
+    rank?: (key: string) => number,
+  ): WorkQueue {
     return new WorkQueue(reconcile, {
       workers,
+      ...(rank ? { rank } : {}),
       onError: (key, error) => this.log.warn({ key, err: describeFailure(error) }, `${what} reconcile failed`),
     });
   }

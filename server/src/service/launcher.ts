@@ -550,6 +550,7 @@ export class Launcher {
         name,
         body,
         'recording that the session was answered',
+        { ahead: true },
       );
       this.deps.sessions.observe(marked);
       if (!marked.metadata.deletionTimestamp) return;

@@ -127,8 +127,13 @@ export class ServiceResource<K extends Kind> implements ObjectReader<ResourceOf[
   }
 
   /** RFC 7386 merge patch of the object (`null` removes a key); 404 answers the kind's unknown code. */
-  mergePatch(name: string, body: object, action = `updating ${this.noun}`): Promise<ResourceOf[K]> {
-    return call({ action, notFound: this.unknown }, () => this.client.mergePatch(name, body));
+  mergePatch(
+    name: string,
+    body: object,
+    action = `updating ${this.noun}`,
+    options: { ahead?: boolean } = {},
+  ): Promise<ResourceOf[K]> {
+    return call({ action, notFound: this.unknown }, () => this.client.mergePatch(name, body, options));
   }
 
   /** RFC 6902 JSON patch of the object; 404 answers the kind's unknown code. */

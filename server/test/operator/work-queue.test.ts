@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { WorkQueue } from '../../src/operator/runtime/work-queue.js';
+import { ArrivalOrder, wakeSessions } from '../../src/operator/session/watches.js';
+import type { Session } from '../../src/model/session.js';
 
 async function until(check: () => boolean, ms = 2000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -78,5 +80,62 @@ describe('operator work queue', () => {
     q.addAfter('later', 60_000);
     await until(() => visits.includes('later'), 1000);
     await q.stop();
+  });
+
+  it('with a rank, takes the lowest first and equal ranks in order of adding; a session queue ranks by arrival', async () => {
+    const arrivals = new ArrivalOrder();
+    for (const name of ['old', 'older-twin', 'middle', 'new']) arrivals.see(name);
+    arrivals.see('old'); // seen again: keeps its place
+    arrivals.see('gone');
+    arrivals.forget('gone');
+    const seen: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const q = new WorkQueue(
+      async (key) => {
+        seen.push(key);
+        if (key === 'busy') await gate;
+      },
+      { workers: 1, rank: (key) => (key === 'busy' ? -1 : arrivals.rank(key)) },
+    );
+    q.start();
+    q.add('busy');
+    await until(() => seen.length === 1);
+    // Added newest first while the one worker is busy: they run oldest first; one never seen (or
+    // forgotten) after every session seen.
+    for (const key of ['gone', 'new', 'middle', 'old', 'older-twin']) q.add(key);
+    release();
+    await until(() => seen.length === 6);
+    await q.stop();
+    assert.deepEqual(seen, ['busy', 'old', 'older-twin', 'middle', 'new', 'gone']);
+  });
+
+  it('ranks a session by when the session watch first showed it, and forgets it when it is deleted', () => {
+    type Handler = (type: string, object: unknown) => void;
+    const handlers = new Map<string, Handler>();
+    const informer = (name: string) => ({
+      on: (handler: Handler) => void handlers.set(name, handler),
+      get: () => undefined,
+    });
+    const cache = {
+      sessions: informer('sessions'),
+      deployments: informer('deployments'),
+      configStores: informer('configStores'),
+      pods: informer('pods'),
+    } as unknown as Parameters<typeof wakeSessions>[0];
+    const added: string[] = [];
+    const arrivals = new ArrivalOrder();
+    wakeSessions(cache, { add: (key) => added.push(key) }, { forget: () => undefined }, arrivals);
+    const session = (name: string) => ({ metadata: { name, uid: `uid-${name}` } }) as Session;
+    const emit = handlers.get('sessions')!;
+    emit('ADDED', session('first'));
+    emit('ADDED', session('second'));
+    emit('MODIFIED', session('first'));
+    assert.ok(arrivals.rank('first') < arrivals.rank('second'), 'a change keeps the first sight');
+    emit('DELETED', session('first'));
+    assert.equal(arrivals.rank('first'), Number.MAX_SAFE_INTEGER);
+    emit('ADDED', session('first'));
+    assert.ok(arrivals.rank('first') > arrivals.rank('second'), 'a session of the name made again is new');
+    assert.deepEqual(added, ['first', 'second', 'first', 'first', 'first']);
   });
 });

@@ -1,3 +1,5 @@
+import { RankedQueue } from '../../kube/ranked-queue.js';
+
 /**
  * A de-duplicating work queue keyed by string (namespace/name), in the shape of client-go's
  * workqueue: a key is queued at most once, is never processed by two workers at the same time, and a
@@ -8,13 +10,18 @@ export type Handler = (key: string) => Promise<{ requeueAfterMs?: number } | voi
 
 export interface WorkQueueOptions {
   workers: number;
+  /**
+   * A key's place in line: lower goes first, equal ones in order of adding. Without it the queue is
+   * first in, first out.
+   */
+  rank?: (key: string) => number;
   baseBackoffMs?: number;
   maxBackoffMs?: number;
   onError?: (key: string, error: unknown) => void;
 }
 
 export class WorkQueue {
-  private readonly queue: string[] = [];
+  private readonly queue = new RankedQueue<string>();
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
@@ -52,7 +59,7 @@ export class WorkQueue {
     }
     if (this.queued.has(key)) return;
     this.queued.add(key);
-    this.queue.push(key);
+    this.queue.push(key, this.options.rank?.(key) ?? 0);
     this.wake();
   }
 
@@ -81,7 +88,7 @@ export class WorkQueue {
   private async next(): Promise<string | undefined> {
     for (;;) {
       if (this.stopped) return undefined;
-      const key = this.queue.shift();
+      const key = this.queue.pop();
       if (key !== undefined) {
         this.queued.delete(key);
         return key;

@@ -13,8 +13,11 @@ export function wakeSessions(
   cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'configStores' | 'pods'>,
   queue: Pick<WorkQueue, 'add'>,
   injector: Pick<DataInjector, 'forget'>,
+  arrivals: ArrivalOrder,
 ): void {
   cache.sessions.on((type, s) => {
+    if (type === 'DELETED') arrivals.forget(s.metadata.name);
+    else arrivals.see(s.metadata.name);
     queue.add(s.metadata.name);
     if (type === 'DELETED') injector.forget(s.metadata.uid ?? s.metadata.name);
   });
@@ -44,4 +47,26 @@ function startingSessionOf(
     labels[LABELS.session] ?? (instance && cache.deployments.get(instance)?.metadata?.labels?.[LABELS.session]);
   const session = name ? cache.sessions.get(name) : undefined;
   return session && !session.status?.url && !isSessionFailed(session) ? session : undefined;
+}
+
+/**
+ * The order in which this process first saw each Session, the session queue's rank: a pass of an
+ * older launch goes before a newer one's, so that in a burst the launches finish in turn instead of
+ * all together at its end (each launch takes several passes, and every pass would otherwise wait
+ * behind the whole burst's).
+ */
+export class ArrivalOrder {
+  private readonly seen = new Map<string, number>();
+  private next = 0;
+
+  see(name: string): void {
+    if (!this.seen.has(name)) this.seen.set(name, this.next++);
+  }
+
+  forget(name: string): void {
+    this.seen.delete(name);
+  }
+
+  /** Its arrival; one not seen (yet) goes after all that were. */
+  readonly rank = (name: string): number => this.seen.get(name) ?? Number.MAX_SAFE_INTEGER;
 }
