@@ -4,6 +4,7 @@ import * as k8s from '@kubernetes/client-node';
 import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
+import { NO_PROGRESS_DEADLINE } from '../../server/src/operator/manifests.js';
 import { eventually } from '../support/kube.js';
 import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
 import { sessionUrlPattern } from '../support/landing.js';
@@ -64,6 +65,20 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     for (const c of session.status?.conditions ?? []) assert.equal(c.observedGeneration, session.metadata.generation);
 
     const d = await stack.apps.readNamespacedDeployment({ name: 'session-alice-1', namespace: stack.namespace });
+    // No progress deadline: once the deployment controller has written the ready status, it keeps no
+    // Progressing condition (a status write per step of the start).
+    assert.equal(d.spec?.progressDeadlineSeconds, NO_PROGRESS_DEADLINE);
+    await eventually(async () => {
+      const { status } = await stack.apps.readNamespacedDeployment({
+        name: 'session-alice-1',
+        namespace: stack.namespace,
+      });
+      assert.equal(status?.readyReplicas, 1);
+      assert.deepEqual(
+        (status?.conditions ?? []).map((c) => c.type),
+        ['Available'],
+      );
+    });
     const pod = d.spec!.template;
     assert.deepEqual(
       pod.spec!.containers.map((c) => c.name),

@@ -325,6 +325,14 @@ export function bridgeTokenSecret(
   };
 }
 
+/**
+ * The Deployment API's "no progress deadline" (the largest int32): the deployment controller then
+ * keeps no Progressing condition. The operator judges a start itself (session/start-failure.ts), and
+ * that condition cost a status write at each step of every start (new ReplicaSet created, updated,
+ * available) and the controller's requeues to check the deadline.
+ */
+export const NO_PROGRESS_DEADLINE = 2_147_483_647;
+
 export function deployment(input: {
   name: string;
   namespace: string;
@@ -348,6 +356,7 @@ export function deployment(input: {
       replicas: 1,
       selector: { matchLabels: { app } },
       strategy: { type: 'Recreate' },
+      progressDeadlineSeconds: NO_PROGRESS_DEADLINE,
       template: input.template,
     },
   };
