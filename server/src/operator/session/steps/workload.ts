@@ -105,7 +105,9 @@ async function applyLazyResources(step: GuardedStep): Promise<k8s.V1Deployment> 
   }
   await applySessionSecret(deps, session, dataBridgeEnabled(appDefinition.spec));
   await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
-  const applied = await applyObject(
+  // The Deployment and its Service side by side: neither needs the other, and each round trip of a
+  // lazy start's first pass holds its launch (its status, then its URL) in a burst.
+  const ideDeployment = applyObject(
     deps.objects,
     deployment({
       name,
@@ -126,9 +128,10 @@ async function applyLazyResources(step: GuardedStep): Promise<k8s.V1Deployment> 
       }),
     }),
   );
+  const [applied, appliedService] = await Promise.all([ideDeployment, applyObject(deps.objects, ideService)]);
   // Into the cache at once: a pass that comes before the Deployment's watch event must not apply it all again.
   deps.deployments.observe(applied);
-  deps.services.observe(await applyObject(deps.objects, ideService));
+  deps.services.observe(appliedService);
   return applied;
 }
 
