@@ -66,7 +66,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 
     const d = await stack.apps.readNamespacedDeployment({ name: 'session-alice-1', namespace: stack.namespace });
     // No progress deadline: once the deployment controller has written the ready status, it keeps no
-    // Progressing condition (a status write per step of the start).
+    // Progressing condition.
     assert.equal(d.spec?.progressDeadlineSeconds, NO_PROGRESS_DEADLINE);
     await eventually(async () => {
       const { status } = await stack.apps.readNamespacedDeployment({

@@ -327,9 +327,9 @@ export function bridgeTokenSecret(
 
 /**
  * The Deployment API's "no progress deadline" (the largest int32): the deployment controller then
- * keeps no Progressing condition. The operator judges a start itself (session/start-failure.ts), and
- * that condition cost a status write at each step of every start (new ReplicaSet created, updated,
- * available) and the controller's requeues to check the deadline.
+ * keeps no Progressing condition and never requeues a Deployment to check a deadline. The operator
+ * judges a start itself (session/start-failure.ts), so the condition only made every Deployment's
+ * status, and each write and watch event of it, larger.
  */
 export const NO_PROGRESS_DEADLINE = 2_147_483_647;
 
