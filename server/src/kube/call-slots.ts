@@ -1,5 +1,3 @@
-import { RankedQueue } from './ranked-queue.js';
-
 /**
  * At most `limit` calls in flight; the others wait in order of issue, the calls ahead before the
  * others. A wait ends early, rejected with the signal's reason, when the call's signal aborts (its
@@ -7,8 +5,8 @@ import { RankedQueue } from './ranked-queue.js';
  */
 export class CallSlots {
   private inFlight = 0;
-  private readonly waiting = new RankedQueue<{ turn: () => void; abandoned: boolean }>();
-  private abandoned = 0;
+  /** The waiting calls' turns: those ahead, then the others, each in order of issue. */
+  private readonly waiting = { ahead: [] as (() => void)[], others: [] as (() => void)[] };
 
   constructor(private readonly limit: number) {
     if (!(limit >= 1)) throw new Error(`calls in flight: at least 1, not ${limit}`);
@@ -21,36 +19,30 @@ export class CallSlots {
       this.inFlight++;
       return Promise.resolve();
     }
+    const lane = ahead ? this.waiting.ahead : this.waiting.others;
     return new Promise((resolve, reject) => {
-      const waiter = {
-        turn: () => {
-          signal?.removeEventListener('abort', abandon);
-          resolve();
-        },
-        abandoned: false,
+      const turn = () => {
+        signal?.removeEventListener('abort', abandon);
+        resolve();
       };
-      // Left in the queue, skipped when its turn comes.
       const abandon = () => {
-        waiter.abandoned = true;
-        this.abandoned++;
+        lane.splice(lane.indexOf(turn), 1);
         reject(signal!.reason);
       };
-      this.waiting.push(waiter, ahead ? 0 : 1);
+      lane.push(turn);
       signal?.addEventListener('abort', abandon, { once: true });
     });
   }
 
   /** The call's slot goes to the next waiting call, if any. */
   release(): void {
-    for (let next = this.waiting.pop(); next; next = this.waiting.pop()) {
-      if (!next.abandoned) return next.turn();
-      this.abandoned--;
-    }
-    this.inFlight--;
+    const next = this.waiting.ahead.shift() ?? this.waiting.others.shift();
+    if (next) next();
+    else this.inFlight--;
   }
 
   /** Calls in flight and waiting. */
   get counts(): { inFlight: number; waiting: number } {
-    return { inFlight: this.inFlight, waiting: this.waiting.size - this.abandoned };
+    return { inFlight: this.inFlight, waiting: this.waiting.ahead.length + this.waiting.others.length };
   }
 }

@@ -1,4 +1,4 @@
-import { RankedQueue } from '../../kube/ranked-queue.js';
+import { RankedQueue } from './ranked-queue.js';
 
 /**
  * A de-duplicating work queue keyed by string (namespace/name), in the shape of client-go's

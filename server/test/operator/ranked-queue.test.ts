@@ -1,6 +1,6 @@
-// The min-heap under the operator's work queue and the API calls' slots (server/src/kube/ranked-queue.ts).
+// The min-heap under the operator's work queue (server/src/operator/runtime/ranked-queue.ts).
 import assert from 'node:assert/strict';
-import { RankedQueue } from '../../src/kube/ranked-queue.js';
+import { RankedQueue } from '../../src/operator/runtime/ranked-queue.js';
 
 describe('ranked queue', () => {
   it('gives items back by rank, equal ranks in order of adding, between pushes too', () => {
