@@ -26,8 +26,7 @@ export const CLICK_STEPS = [
   ['podScheduledMs', '… bound to the node (watch)'],
   ['containersRunningMs', '… its containers running (watch)'],
   ['ideListeningMs', '… code-server listening (its log)'],
-  ['podReadyMs', '… the pod Ready (watch)'],
-  ['deploymentReadyMs', '… its Deployment ready (watch)'],
+  ['podReadyMs', '… the pod Ready (watch): what the operator waits for'],
   ['urlWrittenMs', 'URL in its status (watch)'],
   ['launchAnsweredMs', 'launch answered'],
   ['firstSessionRequestMs', 'first request to the session host'],
@@ -63,8 +62,6 @@ export interface ClickTimeline {
   /** code-server's line saying it listens, from the session's log (a lazy start's pod). */
   ideListeningMs?: number;
   podReadyMs?: number;
-  /** The session's Deployment ready (a lazy start), as the bench's watch first saw it: what the operator waits for. */
-  deploymentReadyMs?: number;
   /** The operator's status write carrying the URL, as the bench's watch first saw it. */
   urlWrittenMs?: number;
   /** The landing page's POST api/launch answered (or the platform's POST /service, without a landing page). */

@@ -4,7 +4,7 @@
 // free warm instance, as a course link makes it) writes the session, the claim, the route, the status
 // that carries the URL (with the values' arrival) and the service's answered mark, which carries the
 // decision's annotations the spec asks for: 5. A lazy launch
-// writes the session, its Secret, Deployment and Service, the route, two status writes (starting,
+// writes the session, its Secret, ReplicaSet and Service, the route, two status writes (starting,
 // then the URL) and the mark: 8. A launch that goes well records no Event.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
@@ -200,11 +200,11 @@ describe('the API writes of a launch, Events included', function () {
     assert.match(metrics.text, /ide_cloud_pool_instances\{app_definition="warm-app",state="reserved"\} 1\n/);
   });
 
-  it('a lazy launch: session, Secret, Deployment, Service, route, two status writes, answered mark: 8 writes, no Event', async () => {
+  it('a lazy launch: session, Secret, ReplicaSet, Service, route, two status writes, answered mark: 8 writes, no Event', async () => {
     const name = await launch('larry@example.com', LAZY, () => [
       'POST sessions',
       'POST secrets',
-      'PATCH deployments',
+      'PATCH replicasets',
       'PATCH services',
       'PATCH ingresses',
       'PATCH sessions/status',

@@ -89,9 +89,9 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
         assert.equal(instance.metadata?.generation, 1, 'the pod template untouched');
       } else {
         assert.equal(claim, s.spec.workspace, `${s.metadata.name}'s workspace has a claim of its own`);
-        const own = await stack.apps.readNamespacedDeployment({ name: s.metadata.name, namespace: stack.namespace });
+        const own = await stack.apps.readNamespacedReplicaSet({ name: s.metadata.name, namespace: stack.namespace });
         assert.equal(
-          own.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
+          own.spec!.template!.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
           claim,
         );
       }
@@ -165,9 +165,9 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
     const claim = (await stack.resources.workspaces.get('ws-shared')).status?.claimName;
     assert.equal(claim, instanceClaimName(labelled[0]!));
     const lazy = [first!, second!].find((s) => s.status?.startStrategy === 'lazy')!;
-    const own = await stack.apps.readNamespacedDeployment({ name: lazy.metadata.name, namespace: stack.namespace });
+    const own = await stack.apps.readNamespacedReplicaSet({ name: lazy.metadata.name, namespace: stack.namespace });
     assert.equal(
-      own.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
+      own.spec!.template!.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
       claim,
       "the later session mounts the workspace's claim",
     );
@@ -195,9 +195,9 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
     assert.deepEqual(both.map((s) => s.status?.startStrategy).sort(), ['lazy', 'lazy-fallback']);
     assert.equal((await stack.resources.workspaces.get('ws-cold')).status?.claimName, 'ws-cold', 'its own claim');
     for (const s of both) {
-      const own = await stack.apps.readNamespacedDeployment({ name: s.metadata.name, namespace: stack.namespace });
+      const own = await stack.apps.readNamespacedReplicaSet({ name: s.metadata.name, namespace: stack.namespace });
       assert.equal(
-        own.spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
+        own.spec!.template!.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
         'ws-cold',
       );
     }
@@ -229,8 +229,8 @@ describe('operator: standby claims for new workspaces that start lazily', functi
     ).items.filter((p) => !p.metadata?.deletionTimestamp);
   const mounted = async (session: string) =>
     (
-      await stack.apps.readNamespacedDeployment({ name: session, namespace: stack.namespace })
-    ).spec!.template.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName;
+      await stack.apps.readNamespacedReplicaSet({ name: session, namespace: stack.namespace })
+    ).spec!.template!.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName;
   /** The standby claims once each unbound one has its binder pod (mounting it); the test binds them by hand. */
   const standbyWithBinders = () =>
     eventually(async () => {

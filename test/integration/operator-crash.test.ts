@@ -200,9 +200,10 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     }
 
     // Everything the operator made is owned by something that exists (the garbage collector removes
-    // the rest): Deployments, Services, Secrets, ConfigMaps and claims alike.
+    // the rest): ReplicaSets, Deployments, Services, Secrets, ConfigMaps and claims alike.
     const services = (await core.listNamespacedService({ namespace })).items;
     const made = [
+      ...(await apps.listNamespacedReplicaSet({ namespace })).items.map((o) => ['ReplicaSet', o] as const),
       ...deployments.map((o) => ['Deployment', o] as const),
       ...services.map((o) => ['Service', o] as const),
       ...(await core.listNamespacedSecret({ namespace })).items.map((o) => ['Secret', o] as const),
@@ -225,7 +226,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
           refs.some((ref) => ref.kind === 'Session' && ref.uid === s.metadata.uid),
           `${kind} ${o.metadata?.name} is owned by its session ${session}`,
         );
-        if (kind === 'Deployment' || kind === 'Service') {
+        if (kind === 'ReplicaSet' || kind === 'Deployment' || kind === 'Service') {
           assert.ok(!isSessionFailed(s), `${kind} ${o.metadata?.name} still runs for the failed ${session}`);
         }
       }
@@ -292,6 +293,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     if (workspace) assert.equal(await r.workspaces.find(workspace), undefined, `${workspace} is gone`);
     const selector = `${LABELS.session}=${session}`;
     const left = [
+      ...(await apps.listNamespacedReplicaSet({ namespace, labelSelector: selector })).items,
       ...(await apps.listNamespacedDeployment({ namespace, labelSelector: selector })).items,
       ...(await core.listNamespacedService({ namespace, labelSelector: selector })).items,
       ...(await core.listNamespacedSecret({ namespace, labelSelector: selector })).items,

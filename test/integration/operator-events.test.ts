@@ -158,7 +158,7 @@ describe('operator: Events tell the story of a launch', function () {
 
   it('a session whose pod goes and comes back twice counts each repeat on one Event', async () => {
     const scale = (replicas: number) =>
-      apps.patchNamespacedDeployment(
+      apps.patchNamespacedReplicaSet(
         { name: 'lazy-1', namespace, body: { spec: { replicas } } },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       );
@@ -175,8 +175,8 @@ describe('operator: Events tell the story of a launch', function () {
       const byReason = Object.fromEntries(told.map((e) => [e.reason, e]));
       assert.equal(told.filter((e) => e.reason === 'Ready').length, 1, 'one Ready Event');
       assert.equal(told.filter((e) => e.reason === 'NotReady').length, 1, 'one NotReady Event');
-      // At least once per round (the Deployment's status can pass through ready once more while
-      // its generation or its terminating pod catch up): each time counted, never a new Event. The
+      // At least once per round (a pass can see a pod's readiness more than once while the
+      // terminating pod and the new one change): each time counted, never a new Event. The
       // launch's own Ready wrote none.
       assert.ok(byReason.Ready!.count! >= 2, `Ready count ${byReason.Ready!.count}`);
       assert.ok(byReason.NotReady!.count! >= 2, `NotReady count ${byReason.NotReady!.count}`);

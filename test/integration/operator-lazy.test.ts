@@ -4,7 +4,8 @@ import * as k8s from '@kubernetes/client-node';
 import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
-import { NO_PROGRESS_DEADLINE } from '../../server/src/operator/manifests.js';
+import { COMPONENT, NO_PROGRESS_DEADLINE } from '../../server/src/operator/manifests.js';
+import { isNotFound } from '../../server/src/kube/client.js';
 import { eventually } from '../support/kube.js';
 import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
 import { sessionUrlPattern } from '../support/landing.js';
@@ -28,7 +29,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
   });
   this.timeout(180_000);
 
-  it('starts a lazy session with its workspace: Deployment, Service, sidecar, route, URL, Running', async () => {
+  it('starts a lazy session with its workspace: ReplicaSet, Service, sidecar, route, URL, Running', async () => {
     await stack.resources.workspaces.create({
       metadata: { name: 'ws-alice-1' },
       spec: { user: 'alice@example.com', appDefinition: 'python-latest' },
@@ -64,22 +65,21 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     assert.deepEqual(conditions, { Reserved: 'False', Routed: 'True', EnvInjected: 'True', Ready: 'True' });
     for (const c of session.status?.conditions ?? []) assert.equal(c.observedGeneration, session.metadata.generation);
 
-    const d = await stack.apps.readNamespacedDeployment({ name: 'session-alice-1', namespace: stack.namespace });
-    // No progress deadline: once the deployment controller has written the ready status, it keeps no
-    // Progressing condition.
-    assert.equal(d.spec?.progressDeadlineSeconds, NO_PROGRESS_DEADLINE);
-    await eventually(async () => {
-      const { status } = await stack.apps.readNamespacedDeployment({
-        name: 'session-alice-1',
-        namespace: stack.namespace,
-      });
-      assert.equal(status?.readyReplicas, 1);
-      assert.deepEqual(
-        (status?.conditions ?? []).map((c) => c.type),
-        ['Available'],
-      );
+    // The IDE pod's own ReplicaSet: no Deployment, whose rollouts a session never has.
+    const d = await stack.apps.readNamespacedReplicaSet({ name: 'session-alice-1', namespace: stack.namespace });
+    await assert.rejects(
+      stack.apps.readNamespacedDeployment({ name: 'session-alice-1', namespace: stack.namespace }),
+      isNotFound,
+    );
+    const pods = await stack.core.listNamespacedPod({
+      namespace: stack.namespace,
+      labelSelector: `${LABELS.session}=session-alice-1`,
     });
-    const pod = d.spec!.template;
+    assert.deepEqual(
+      pods.items.map((p) => [p.metadata?.ownerReferences?.[0]?.kind, p.metadata?.ownerReferences?.[0]?.name]),
+      [['ReplicaSet', 'session-alice-1']],
+    );
+    const pod = d.spec!.template!;
     assert.deepEqual(
       pod.spec!.containers.map((c) => c.name),
       ['python-latest', 'auth-proxy'],
@@ -112,6 +112,20 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     assert.ok(sidecar.metadata!.creationTimestamp! <= d.metadata!.creationTimestamp!);
     assert.equal(sidecar.spec!.template.metadata?.labels?.[LABELS.component], 'sidecar');
     assert.equal(sidecar.spec!.template.metadata?.labels?.[LABELS.managedBy], 'ide-cloud-operator');
+    // No progress deadline: once the deployment controller has written the ready status, it keeps no
+    // Progressing condition.
+    assert.equal(sidecar.spec?.progressDeadlineSeconds, NO_PROGRESS_DEADLINE);
+    await eventually(async () => {
+      const { status } = await stack.apps.readNamespacedDeployment({
+        name: 'session-alice-1-db',
+        namespace: stack.namespace,
+      });
+      assert.equal(status?.readyReplicas, 1);
+      assert.deepEqual(
+        (status?.conditions ?? []).map((c) => c.type),
+        ['Available'],
+      );
+    });
 
     const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) =>
@@ -150,7 +164,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     assert.equal(overUser.status?.error?.code, ErrorCode.sessionsPerUserReached);
     await eventually(async () =>
       assert.ok(
-        (await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items.every(
+        (await stack.apps.listNamespacedReplicaSet({ namespace: stack.namespace })).items.every(
           (d) => d.metadata?.name !== 'alice-3',
         ),
       ),
@@ -162,7 +176,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 
   it('a running lazy session keeps its pod when the app definition changes', async () => {
     await createSession(stack.resources, 'frank-1', { user: 'frank@example.com', appDefinition: 'python-latest' });
-    const before = await stack.apps.readNamespacedDeployment({
+    const before = await stack.apps.readNamespacedReplicaSet({
       name: (await waitForSession(stack.resources, 'frank-1', running)).metadata.name,
       namespace: stack.namespace,
     });
@@ -177,23 +191,29 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     );
     await createSession(stack.resources, 'frank-2', { user: 'frank@example.com', appDefinition: 'python-latest' });
     await waitForSession(stack.resources, 'frank-2', running);
-    const after = await stack.apps.readNamespacedDeployment({ name: 'frank-1', namespace: stack.namespace });
+    const after = await stack.apps.readNamespacedReplicaSet({ name: 'frank-1', namespace: stack.namespace });
     assert.equal(after.metadata?.generation, before.metadata?.generation);
-    assert.equal(after.spec?.template.spec?.containers[0]?.image, before.spec?.template.spec?.containers[0]?.image);
-    const fresh = await stack.apps.readNamespacedDeployment({ name: 'frank-2', namespace: stack.namespace });
-    assert.equal(fresh.spec?.template.spec?.containers[0]?.image, 'ide-cloud/session-python:v2');
+    assert.equal(after.spec?.template?.spec?.containers[0]?.image, before.spec?.template?.spec?.containers[0]?.image);
+    const fresh = await stack.apps.readNamespacedReplicaSet({ name: 'frank-2', namespace: stack.namespace });
+    assert.equal(fresh.spec?.template?.spec?.containers[0]?.image, 'ide-cloud/session-python:v2');
   });
 
   it('deleting a Session directly removes its route and everything it owns', async () => {
     const owned = async () => {
+      const live = (o: k8s.KubernetesObject) => !o.metadata?.deletionTimestamp;
+      // The session's own ReplicaSet, not the sidecar Deployment's.
+      const replicaSets = (
+        await stack.apps.listNamespacedReplicaSet({
+          namespace: stack.namespace,
+          labelSelector: `${LABELS.component}=${COMPONENT.session}`,
+        })
+      ).items.filter(live);
       const deployments = (await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items.filter(
-        (d) => !d.metadata?.deletionTimestamp,
+        live,
       );
       const services = (await stack.core.listNamespacedService({ namespace: stack.namespace })).items;
-      const configMaps = (await stack.core.listNamespacedConfigMap({ namespace: stack.namespace })).items.filter(
-        (c) => !c.metadata?.deletionTimestamp,
-      );
-      return [...deployments, ...services, ...configMaps]
+      const configMaps = (await stack.core.listNamespacedConfigMap({ namespace: stack.namespace })).items.filter(live);
+      return [...replicaSets, ...deployments, ...services, ...configMaps]
         .map((o) => o.metadata?.name)
         .filter((n) => n?.startsWith('frank-1'));
     };
@@ -204,6 +224,8 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
     const sessions = ingress.spec!.rules!.flatMap((rule) => rule.http!.paths.map((p) => p.path?.split('/')[1]));
     assert.ok(!sessions.includes('frank-1') && sessions.includes('frank-2'));
+    // Its routes' patches cleared the API server's record of field owners, which would list every path.
+    assert.equal(ingress.metadata?.managedFields, undefined);
     await stack.resources.sessions.delete('frank-2');
   });
 
@@ -280,14 +302,13 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       assert.match(stopped.items[0]?.message ?? '', /WorkspaceDeleted/);
     });
     await eventually(async () => {
-      const deployments = (
-        await stack.apps.listNamespacedDeployment({
-          namespace: stack.namespace,
-          labelSelector: `${LABELS.session}=session-alice-1`,
-        })
-      ).items;
+      const selector = { namespace: stack.namespace, labelSelector: `${LABELS.session}=session-alice-1` };
+      const workloads = [
+        ...(await stack.apps.listNamespacedReplicaSet(selector)).items,
+        ...(await stack.apps.listNamespacedDeployment(selector)).items,
+      ];
       assert.deepEqual(
-        deployments.filter((d) => !d.metadata?.deletionTimestamp).map((d) => d.metadata?.name),
+        workloads.filter((d) => !d.metadata?.deletionTimestamp).map((d) => d.metadata?.name),
         [],
       );
       const claim = await stack.core
@@ -365,7 +386,7 @@ describe('operator: the writes of a lazy launch', function () {
     operatorLogs: true,
   });
 
-  it("passes that come before the Deployment's watch event write nothing again, and the bridge token stays", async () => {
+  it("passes that come before the ReplicaSet's watch event write nothing again, and the bridge token stays", async () => {
     const core = stack.kc.makeApiClient(k8s.CoreV1Api);
     const name = 'session-writes-1';
     const passes = () =>
@@ -373,8 +394,11 @@ describe('operator: the writes of a lazy launch', function () {
         const entry = JSON.parse(line) as { msg?: string; session?: string };
         return entry.msg === 'session pass' && entry.session === name;
       }).length;
-    // The Deployments' watch events are late (a loaded machine): the session's own come first.
-    const release = watches.hold((url) => url.startsWith(`/apis/apps/v1/namespaces/${stack.namespace}/deployments`));
+    // The ReplicaSets' and Deployments' watch events are late (a loaded machine): the session's own come first.
+    const apps = `/apis/apps/v1/namespaces/${stack.namespace}`;
+    const release = watches.hold(
+      (url) => url.startsWith(`${apps}/replicasets`) || url.startsWith(`${apps}/deployments`),
+    );
     try {
       await createSession(stack.resources, name, { user: 'wes@example.com', appDefinition: 'python-latest' });
       await waitForSession(
@@ -410,12 +434,12 @@ describe('operator: the writes of a lazy launch', function () {
         count(`/api/v1/namespaces/${stack.namespace}/secrets/${name}-env`),
       sidecarService: count(`/api/v1/namespaces/${stack.namespace}/services/${name}-db`),
       sidecarDeployment: count(`/apis/apps/v1/namespaces/${stack.namespace}/deployments/${name}-db`),
-      deployment: count(`/apis/apps/v1/namespaces/${stack.namespace}/deployments/${name}`),
+      replicaSet: count(`/apis/apps/v1/namespaces/${stack.namespace}/replicasets/${name}`),
       service: count(`/api/v1/namespaces/${stack.namespace}/services/${name}`),
     };
     assert.deepEqual(
       objects,
-      { configStore: 1, secret: 1, sidecarService: 1, sidecarDeployment: 1, deployment: 1, service: 1 },
+      { configStore: 1, secret: 1, sidecarService: 1, sidecarDeployment: 1, replicaSet: 1, service: 1 },
       JSON.stringify(writes.writes.map((w) => `${w.method} ${w.path}`)),
     );
   });

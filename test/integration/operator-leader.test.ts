@@ -71,11 +71,11 @@ describe('operator: two real operator processes, one Lease', function () {
     }
     const eager = sessions.filter((s) => s.status?.instanceId);
     assert.equal(new Set(eager.map((s) => s.status?.instanceId)).size, eager.length, 'one instance per session');
-    const own = (await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.component}=session` }))
+    const own = (await apps.listNamespacedReplicaSet({ namespace, labelSelector: `${LABELS.component}=session` }))
       .items;
     for (const s of sessions) {
       const lazy = own.some((d) => d.metadata?.name === s.metadata.name);
-      assert.ok(!(lazy && s.status?.instanceId), `${s.metadata.name} has a lazy Deployment and an instanceId`);
+      assert.ok(!(lazy && s.status?.instanceId), `${s.metadata.name} has a lazy ReplicaSet and an instanceId`);
       if (s.status?.instanceId) assert.equal(s.status.startStrategy, 'eager', s.metadata.name);
       if (lazy) assert.notEqual(s.status?.startStrategy, 'eager', s.metadata.name);
     }

@@ -23,8 +23,8 @@ async function assertNoDoubleReservation(apps: k8s.AppsV1Api, r: IdeCloudResourc
     const d = pool.find((p) => p.metadata?.labels?.[LABELS.instanceId] === s.status?.instanceId);
     assert.equal(d?.metadata?.labels?.[LABELS.session], s.metadata.name);
   }
-  // No session has two workloads: lazy sessions have their own Deployment, eager ones none.
-  const own = (await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.component}=session` })).items;
+  // No session has two workloads: lazy sessions have their own ReplicaSet, eager ones none.
+  const own = (await apps.listNamespacedReplicaSet({ namespace, labelSelector: `${LABELS.component}=session` })).items;
   for (const s of sessions) {
     const count = own.filter((d) => d.metadata?.name === s.metadata.name).length;
     assert.equal(count, s.status?.startStrategy === 'eager' ? 0 : 1, `workloads of ${s.metadata.name}`);

@@ -115,7 +115,7 @@ describe('operator: a start that cannot succeed fails with a reason', function (
     return session;
   }
 
-  /** Nothing of the failed session runs or routes: its Deployment, Service, Secret and route are gone. */
+  /** Nothing of the failed session runs or routes: its ReplicaSet, Service, Secret and route are gone. */
   async function assertReleased(name: string): Promise<void> {
     await eventually(async () => {
       const gone = async (read: () => Promise<unknown>) => {
@@ -127,8 +127,8 @@ describe('operator: a start that cannot succeed fails with a reason', function (
         }
       };
       assert.ok(
-        await gone(() => stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace })),
-        'deployment',
+        await gone(() => stack.apps.readNamespacedReplicaSet({ name, namespace: stack.namespace })),
+        'replica set',
       );
       assert.ok(await gone(() => stack.core.readNamespacedService({ name, namespace: stack.namespace })), 'service');
       assert.ok(

@@ -80,7 +80,6 @@ type WatchedStep = Extract<
   | 'podScheduledMs'
   | 'containersRunningMs'
   | 'podReadyMs'
-  | 'deploymentReadyMs'
   | 'urlWrittenMs'
 >;
 
@@ -169,8 +168,7 @@ export const clickToCode: Scenario = {
 
 interface CourseCaches {
   freeInstances: Informer<k8s.V1Deployment>;
-  /** Lazy starts' own Deployments and pods (their `session` label). */
-  sessionDeployments: Informer<k8s.V1Deployment>;
+  /** Lazy starts' own pods (their `session` label). */
   sessionPods: Informer<k8s.V1Pod>;
   standbyClaims: Informer<k8s.V1PersistentVolumeClaim>;
   sessions: Informer<Session>;
@@ -198,7 +196,6 @@ function watchCourse(course: Course): CourseCaches {
     'Deployment',
     `${LABELS.poolInstance},!${LABELS.session}`,
   );
-  const sessionDeployments = watch<k8s.V1Deployment>(deployments, 'apps/v1', 'Deployment', sessionComponent);
   const sessionPods = watch<k8s.V1Pod>(`/api/v1/namespaces/${COURSE_NAMESPACE}/pods`, 'v1', 'Pod', sessionComponent);
   const standbyClaims = watch<k8s.V1PersistentVolumeClaim>(
     `/api/v1/namespaces/${COURSE_NAMESPACE}/persistentvolumeclaims`,
@@ -212,11 +209,10 @@ function watchCourse(course: Course): CourseCaches {
     'networking.k8s.io/v1',
     'Ingress',
   );
-  const all = [freeInstances, sessionDeployments, sessionPods, standbyClaims, sessions, ingresses] as Informer[];
+  const all = [freeInstances, sessionPods, standbyClaims, sessions, ingresses] as Informer[];
   for (const informer of all) informer.start();
   return {
     freeInstances,
-    sessionDeployments,
     sessionPods,
     standbyClaims,
     sessions,
@@ -299,11 +295,6 @@ async function measure(
     const containers = pod.status?.containerStatuses ?? [];
     if (containers.length && containers.every((c) => c.state?.running)) saw(name, 'containersRunningMs');
     if (podReady(pod)) saw(name, 'podReadyMs');
-  });
-  caches.sessionDeployments.on((type, deployment) => {
-    const name = deployment.metadata?.labels?.[LABELS.session];
-    if (type === 'DELETED' || deployment.metadata?.deletionTimestamp || !name || !deploymentReady(deployment)) return;
-    saw(name, 'deploymentReadyMs');
   });
   caches.ingresses.on((type, ingress) => {
     if (type === 'DELETED') return;

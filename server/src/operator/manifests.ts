@@ -362,6 +362,35 @@ export function deployment(input: {
   };
 }
 
+/**
+ * A lazy session's own IDE pod, kept by a ReplicaSet: its template never changes once made (a running
+ * session is not rebuilt from a newer app definition), so there is no rollout for a Deployment to
+ * run, and its status updates, its ReplicaSet copy of the pod template and the controller's passes
+ * over it would be a launch's cost for nothing (about a quarter of the API writes of a lazy launch).
+ */
+export function replicaSet(input: {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  annotations?: Record<string, string>;
+  owners: k8s.V1OwnerReference[];
+  template: k8s.V1PodTemplateSpec;
+}): k8s.V1ReplicaSet {
+  const app = input.template.metadata?.labels?.app ?? input.name;
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'ReplicaSet',
+    metadata: {
+      name: input.name,
+      namespace: input.namespace,
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...input.labels },
+      ...(input.annotations ? { annotations: input.annotations } : {}),
+      ownerReferences: input.owners,
+    },
+    spec: { replicas: 1, selector: { matchLabels: { app } }, template: input.template },
+  };
+}
+
 export function service(input: {
   name: string;
   namespace: string;

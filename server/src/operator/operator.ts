@@ -226,6 +226,7 @@ function sessionReconciler(
     appDefinitions: cache.appDefinitions,
     workspaces: cache.workspaces,
     deployments: cache.deployments,
+    replicaSets: cache.replicaSets,
     pods: cache.pods,
     services: cache.services,
     configStores: cache.configStores,

@@ -83,6 +83,7 @@ function deps(objects: k8s.KubernetesObjectApi) {
     namespace: NAMESPACE,
     objects,
     deployments: cache<k8s.V1Deployment>(),
+    replicaSets: cache<k8s.V1ReplicaSet>(),
     services: cache<k8s.V1Service>(),
     sessions: { list: () => [] },
   } as unknown as SessionStepDeps;
@@ -92,7 +93,7 @@ const token = (stored: Map<string, k8s.KubernetesObject>) =>
   (stored.get('Secret/lou-1-env') as k8s.V1Secret | undefined)?.data?.[SESSION_BRIDGE_TOKEN_KEY];
 
 describe('operator: the objects of a lazy session', () => {
-  it('passes that come before the Deployment is seen write nothing again and keep the token', async () => {
+  it('passes that come before the ReplicaSet is seen write nothing again and keep the token', async () => {
     const server = objectsApi();
     const d = deps(server.api);
     const s = session();
@@ -103,7 +104,7 @@ describe('operator: the objects of a lazy session', () => {
       'Secret/lou-1-env',
       'Service/lou-1-db',
       'Deployment/lou-1-db',
-      'Deployment/lou-1',
+      'ReplicaSet/lou-1',
       'Service/lou-1',
     ]);
     assert.ok(token(server.stored));
@@ -111,19 +112,19 @@ describe('operator: the objects of a lazy session', () => {
     assert.deepEqual(server.reads, []);
   });
 
-  it('a pass after a restart between the Secret and the Deployment keeps the Secret and its token', async () => {
+  it('a pass after a restart between the Secret and the ReplicaSet keeps the Secret and its token', async () => {
     const server = objectsApi();
     const s = session();
     const first = deps(server.api);
-    // The first operator wrote the Secret (and a pod could have read it), then died before the Deployment.
+    // The first operator wrote the Secret (and a pod could have read it), then died before the ReplicaSet.
     await provision({ deps: first, session: s, pass: new Pass(s), appDefinition });
     const written = token(server.stored);
-    server.stored.delete('Deployment/lou-1');
+    server.stored.delete('ReplicaSet/lou-1');
     server.writes.length = 0;
     await provision({ deps: deps(server.api), session: s, pass: new Pass(s), appDefinition });
     assert.equal(token(server.stored), written);
     assert.deepEqual(server.reads, ['Secret/lou-1-env']);
-    assert.deepEqual(server.writes, ['Service/lou-1-db', 'Deployment/lou-1-db', 'Deployment/lou-1', 'Service/lou-1']);
+    assert.deepEqual(server.writes, ['Service/lou-1-db', 'Deployment/lou-1-db', 'ReplicaSet/lou-1', 'Service/lou-1']);
   });
 
   it("a namesake's Secret (another session of that name) gets this session's values and a token of its own", async () => {
@@ -158,7 +159,12 @@ describe('operator: the lazy-start gate turned off', () => {
     const pass = new Pass(s);
     const at = Date.parse('2026-01-01T00:05:00Z');
     admitLazyStart(
-      { sessions: sessionsCache(() => []), deployments: { get: () => undefined }, now: () => at },
+      {
+        sessions: sessionsCache(() => []),
+        deployments: { get: () => undefined },
+        replicaSets: { get: () => undefined },
+        now: () => at,
+      },
       s,
       pass,
     );
@@ -170,7 +176,15 @@ describe('operator: the lazy-start gate turned off', () => {
   it('a session the gate never met gets no Admitted condition', () => {
     const s = session();
     const pass = new Pass(s);
-    admitLazyStart({ sessions: sessionsCache(() => []), deployments: { get: () => undefined } }, s, pass);
+    admitLazyStart(
+      {
+        sessions: sessionsCache(() => []),
+        deployments: { get: () => undefined },
+        replicaSets: { get: () => undefined },
+      },
+      s,
+      pass,
+    );
     assert.equal(pass.status.conditions, undefined);
   });
 });

@@ -73,6 +73,7 @@ function deps(overrides: Partial<SessionStepDeps> = {}, sessions: Session[] = []
     appDefinitions: { find: async () => appDefinition },
     workspaces: { find: async () => undefined },
     deployments: { get: () => undefined, observe: () => undefined },
+    replicaSets: { get: () => undefined, observe: () => undefined },
     pool: { findReservation: () => undefined, reserve: async () => undefined },
     envSource: async () => undefined,
     limitsPassed: new Set<string>(),
@@ -219,11 +220,23 @@ describe('a decision whose status was never written is taken up from the world',
     assert.equal(pass.status.instanceId, '3');
   });
 
-  it("a Deployment of the session's own: lazy (a fallback with eager start on)", async () => {
+  it("a ReplicaSet of the session's own: lazy (a fallback with eager start on)", async () => {
     const s = session('lazy-2', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
-    const own = { metadata: { name: 'lazy-2', ownerReferences: [{ uid: 'uid-lazy-2' }] } } as k8s.V1Deployment;
+    const own = { metadata: { name: 'lazy-2', ownerReferences: [{ uid: 'uid-lazy-2' }] } } as k8s.V1ReplicaSet;
     const d = deps(
-      { deployments: { get: (n: string) => (n === 'lazy-2' ? own : undefined) } } as Partial<SessionStepDeps>,
+      { replicaSets: { get: (n: string) => (n === 'lazy-2' ? own : undefined) } } as Partial<SessionStepDeps>,
+      [earlier, s],
+    );
+    const pass = new Pass(s);
+    await guards({ deps: d, session: s, pass });
+    assert.equal(pass.status.startStrategy, 'lazy-fallback');
+  });
+
+  it("a Deployment of the session's own, made by an earlier operator: lazy as well", async () => {
+    const s = session('lazy-3', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
+    const own = { metadata: { name: 'lazy-3', ownerReferences: [{ uid: 'uid-lazy-3' }] } } as k8s.V1Deployment;
+    const d = deps(
+      { deployments: { get: (n: string) => (n === 'lazy-3' ? own : undefined) } } as Partial<SessionStepDeps>,
       [earlier, s],
     );
     const pass = new Pass(s);
@@ -234,7 +247,7 @@ describe('a decision whose status was never written is taken up from the world',
   it('nothing in the world: undecided, checked against the limits (553)', async () => {
     const s = session('new-1', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
     const namesake = { metadata: { name: 'new-1', ownerReferences: [{ uid: 'uid-of-an-earlier-new-1' }] } };
-    const d = deps({ deployments: { get: () => namesake } } as unknown as Partial<SessionStepDeps>, [earlier, s]);
+    const d = deps({ replicaSets: { get: () => namesake } } as unknown as Partial<SessionStepDeps>, [earlier, s]);
     await assert.rejects(guards({ deps: d, session: s, pass: new Pass(s) }), { code: 553 });
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { WorkQueue } from '../../src/operator/runtime/work-queue.js';
 import { ArrivalOrder, wakeSessions } from '../../src/operator/session/watches.js';
 import type { Session } from '../../src/model/session.js';
+import { LABELS } from '../../src/model/api-group.js';
 
 async function until(check: () => boolean, ms = 2000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -120,6 +121,7 @@ describe('operator work queue', () => {
     const cache = {
       sessions: informer('sessions'),
       deployments: informer('deployments'),
+      replicaSets: informer('replicaSets'),
       configStores: informer('configStores'),
       pods: informer('pods'),
     } as unknown as Parameters<typeof wakeSessions>[0];
@@ -137,5 +139,39 @@ describe('operator work queue', () => {
     emit('ADDED', session('first'));
     assert.ok(arrivals.rank('first') > arrivals.rank('second'), 'a session of the name made again is new');
     assert.deepEqual(added, ['first', 'second', 'first', 'first', 'first']);
+  });
+
+  it("wakes a lazy session on every change of its own ReplicaSet or pod, served or not; a warm instance's pod only while it starts", () => {
+    type Handler = (type: string, object: unknown) => void;
+    const handlers = new Map<string, Handler>();
+    const served = { metadata: { name: 'warm-1' }, status: { url: 'https://x/warm-1/' } } as unknown as Session;
+    const starting = { metadata: { name: 'warm-2' }, status: {} } as unknown as Session;
+    const sessions = new Map([
+      ['warm-1', served],
+      ['warm-2', starting],
+    ]);
+    const instances = new Map([
+      ['app-pool-1', { metadata: { labels: { [LABELS.session]: 'warm-1' } } }],
+      ['app-pool-2', { metadata: { labels: { [LABELS.session]: 'warm-2' } } }],
+    ]);
+    const informer = (name: string, get: (key: string) => unknown = () => undefined) => ({
+      on: (handler: Handler) => void handlers.set(name, handler),
+      get,
+    });
+    const cache = {
+      sessions: informer('sessions', (n) => sessions.get(n)),
+      deployments: informer('deployments', (n) => instances.get(n)),
+      replicaSets: informer('replicaSets'),
+      configStores: informer('configStores'),
+      pods: informer('pods'),
+    } as unknown as Parameters<typeof wakeSessions>[0];
+    const added: string[] = [];
+    wakeSessions(cache, { add: (key) => added.push(key) }, { forget: () => undefined }, new ArrivalOrder());
+    const labelled = (labels: Record<string, string>) => ({ metadata: { labels } });
+    handlers.get('replicaSets')!('MODIFIED', labelled({ [LABELS.session]: 'lazy-1' }));
+    handlers.get('pods')!('MODIFIED', labelled({ [LABELS.session]: 'lazy-1' }));
+    handlers.get('pods')!('MODIFIED', labelled({ [LABELS.poolInstance]: 'app-pool-1' }));
+    handlers.get('pods')!('MODIFIED', labelled({ [LABELS.poolInstance]: 'app-pool-2' }));
+    assert.deepEqual(added, ['lazy-1', 'lazy-1', 'warm-2']);
   });
 });

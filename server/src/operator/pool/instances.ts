@@ -8,7 +8,7 @@ import type { Informer } from '../../kube/informer.js';
 import type { DeploymentClient } from '../../kube/plain-answers.js';
 import type { OperatorConfig } from '../config.js';
 import { INDEX, labelKey } from '../runtime/cache.js';
-import { deploymentReady } from '../runtime/objects.js';
+import { clearFieldRecord, deploymentReady } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
   COMPONENT,
@@ -130,17 +130,6 @@ export interface SidecarDeps {
   namespace: string;
   config: OperatorConfig;
   objects: k8s.KubernetesObjectApi;
-}
-
-/**
- * Has the write clear the API server's record of who owns which field of a warm instance's
- * Deployment (one empty entry clears it). The record is about half the object, and keeping it up to
- * date made the claim, on a launch's path, cost the API server about half again as much CPU. Nobody
- * reads it, and nothing starts it again: every later write (the claims, the returns, the controller
- * manager's status, the garbage collector's owner patch) is an update, and only an apply would.
- */
-function clearFieldRecord(metadata: k8s.V1ObjectMeta): void {
-  metadata.managedFields = [{}];
 }
 
 /** The warm instances of the app definitions: read from the cache, reserved, created, deleted, returned. */

@@ -4,6 +4,7 @@ import type { Informer } from '../../kube/informer.js';
 import type { IngressClient } from '../../kube/plain-answers.js';
 import { LABELS } from '../../model/api-group.js';
 import { OPERATOR_MANAGER } from '../../model/api-group.js';
+import { CLEAR_FIELD_RECORD, clearFieldRecord } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import { routeChangesPatch, withRoute, type RouteChange, type RouteEntry } from './ingress.js';
 import { ingressServes } from './served.js';
@@ -74,7 +75,10 @@ class RouteWriter {
         batch.map((w) => w.change),
       );
       if (patch.length > 0) {
-        const answer = await net.patchNamespacedIngress({ name: ingressName, namespace, body: patch }, jsonPatch);
+        // The field record would list every path: each write of it would cost the API server in
+        // proportion to all the sessions' routes (clearFieldRecord).
+        const body = [...patch, CLEAR_FIELD_RECORD];
+        const answer = await net.patchNamespacedIngress({ name: ingressName, namespace, body }, jsonPatch);
         ingresses.observe(answer);
         // Made as the answer shows it: a copy of a path the cache did not show yet outlives the patch.
         made = new Set(carried.filter(({ entry, present }) => !withRoute(answer.spec, entry, present)));
@@ -158,6 +162,7 @@ export class Routes implements RouteTable {
           return;
         }
         const next = { ...structuredClone(current), apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', spec };
+        clearFieldRecord(next.metadata!);
         ingresses.observe(await net.replaceNamespacedIngress({ name: ingressName, namespace, body: next }));
         return;
       } catch (error) {

@@ -20,6 +20,8 @@ export interface OperatorCache {
   workspaces: Informer<Workspace>;
   /** Deployments IDE Cloud manages: warm instances, lazy sessions, sidecars. */
   deployments: Informer<k8s.V1Deployment>;
+  /** Lazy sessions' own ReplicaSets, metadata only (their pods tell their readiness). */
+  replicaSets: Informer<k8s.V1ReplicaSet>;
   /** Sessions' config stores (ConfigMaps), metadata only: one deleted under a running session is made again. */
   configStores: Informer<k8s.V1ConfigMap>;
   /** The shared session Ingresses. */
@@ -111,6 +113,16 @@ export function createCache(
         labelSelector: managed,
         transform: withoutTemplateUnlessPoolInstance,
         indexers: labelIndexers,
+      },
+    ),
+    // The `session` label: not the ReplicaSets the deployment controller makes for warm instances.
+    replicaSets: informer<k8s.V1ReplicaSet>(
+      `/apis/apps/v1/namespaces/${namespace}/replicasets`,
+      'apps/v1',
+      'ReplicaSet',
+      {
+        labelSelector: `${managed},${LABELS.session}`,
+        transform: metadataOnly,
       },
     ),
     services: informer<k8s.V1Service>(`${core}/services`, 'v1', 'Service', {

@@ -1,11 +1,11 @@
 /**
- * Fair burst admission of lazy starts. Beyond the warm pool, each lazy start creates a Deployment
+ * Fair burst admission of lazy starts. Beyond the warm pool, each lazy start creates a ReplicaSet
  * (and its pod); at a lecture's start hundreds come in seconds. The gate lets them create it at the
  * operator's `lazyStartsPerSecond` (a token bucket holding at most `lazyStartBurst`), first come
  * first served by creation time (model/admission.ts's order). Warm claims never meet it.
  *
  * What is kept in memory is only what a restart may lose: the bucket (a new leader starts it full)
- * and the tokens granted to sessions whose Deployment is not there yet. Who waits is read from the
+ * and the tokens granted to sessions whose ReplicaSet is not there yet. Who waits is read from the
  * session cache on every pass (level-triggered): a restarted operator finds the same queue. A
  * session held back gets the Admitted condition False, reason Queued, and the rate in
  * `status.lazyStartRate`, in one write (so the service can tell the queue's position and an
@@ -28,6 +28,7 @@ import {
   SessionAdmittedReason,
   type Session,
 } from '../../model/session.js';
+import { lazyWorkloadOf } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import { startDeadlineAt } from './start-failure.js';
 import type { Pass } from './status.js';
@@ -91,7 +92,7 @@ export type GateDecision = { admitted: true; at: number } | { admitted: false; r
  */
 export class LazyStartGate {
   private readonly bucket: TokenBucket;
-  /** Sessions (uid) that were granted a token and whose Deployment is not there yet: when. */
+  /** Sessions (uid) that were granted a token and whose ReplicaSet is not there yet: when. */
   private readonly granted = new Map<string, number>();
 
   constructor(
@@ -134,22 +135,23 @@ export interface AdmissionDeps {
   admission?: LazyStartGate;
   sessions: Pick<Informer<Session>, 'byIndex'>;
   deployments: Pick<Informer<k8s.V1Deployment>, 'get'>;
+  replicaSets: Pick<Informer<k8s.V1ReplicaSet>, 'get'>;
   /** The clock of the admission's time (ms since the epoch). */
   now?: () => number;
 }
 
-/** Its own Deployment exists: it is past the gate whatever its status says (a lost status write). */
-function hasDeployment(deps: AdmissionDeps, name: string): boolean {
-  const deployment = deps.deployments.get(name);
-  return !!deployment && !deployment.metadata?.deletionTimestamp;
+/** Its own workload exists: it is past the gate whatever its status says (a lost status write). */
+function hasWorkload(deps: AdmissionDeps, name: string): boolean {
+  const own = lazyWorkloadOf(deps, name);
+  return !!own && !own.metadata?.deletionTimestamp;
 }
 
 /**
- * Waits at the gate, or may (model/admission.ts), and has no Deployment. Undecided sessions count
+ * Waits at the gate, or may (model/admission.ts), and has no workload of its own. Undecided sessions count
  * (see LazyStartGate): their first pass decides within moments.
  */
 function waitsAtGate(deps: AdmissionDeps, session: Session): boolean {
-  return mayWaitAtGate(session) && !hasDeployment(deps, session.metadata.name);
+  return mayWaitAtGate(session) && !hasWorkload(deps, session.metadata.name);
 }
 
 function admitted(session: Session, pass: Pass, at: number, message: string): void {
@@ -167,8 +169,8 @@ function admitted(session: Session, pass: Pass, at: number, message: string): vo
 }
 
 /**
- * 3a. The gate of a lazy start, before its Deployment is created: passes, or marks the session
- * Queued and throws RetryLater for when its token is due. A session whose Deployment exists is past it.
+ * 3a. The gate of a lazy start, before its ReplicaSet is created: passes, or marks the session
+ * Queued and throws RetryLater for when its token is due. A session whose workload exists is past it.
  */
 export function admitLazyStart(deps: AdmissionDeps, session: Session, pass: Pass): void {
   const gate = deps.admission;
@@ -182,8 +184,8 @@ export function admitLazyStart(deps: AdmissionDeps, session: Session, pass: Pass
     if (current) admitted(session, pass, now, 'the lazy-start gate is off');
     return;
   }
-  if (hasDeployment(deps, name)) {
-    if (current) admitted(session, pass, now, 'its Deployment exists');
+  if (hasWorkload(deps, name)) {
+    if (current) admitted(session, pass, now, 'its workload exists');
     return;
   }
   const entry = (s: Session): GateEntry => ({

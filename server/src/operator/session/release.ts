@@ -12,6 +12,7 @@ export interface ReleaseDeps {
   namespace: string;
   config: Pick<OperatorConfig, 'sessionHost'>;
   deployments: Pick<Informer<k8s.V1Deployment>, 'list'>;
+  replicaSets: Pick<Informer<k8s.V1ReplicaSet>, 'list'>;
   services: Pick<Informer<k8s.V1Service>, 'list'>;
   objects: Pick<k8s.KubernetesObjectApi, 'delete'>;
   routes: RouteTable;
@@ -19,15 +20,15 @@ export interface ReleaseDeps {
 
 /**
  * A Failed session keeps its status (and its Session object) for people to read, but nothing that
- * runs or routes: its path leaves the shared Ingress, and a lazy session's Deployments and Services
- * (the IDE's and its sidecars') and its Secret of values are deleted. A warm instance it held goes
+ * runs or routes: its path leaves the shared Ingress, and a lazy session's ReplicaSet, Deployments
+ * and Services (the IDE's and its sidecars') and its Secret of values are deleted. A warm instance it held goes
  * back to the pool (pool/reconciler.ts). Level-based: each pass of a Failed session deletes what the
  * caches still show, so a session with nothing left (a refusal) costs no API call.
  */
 export async function releaseFailedSession(deps: ReleaseDeps, session: Session): Promise<void> {
   const name = session.metadata.name;
   await removeSessionRoute(deps, session);
-  const owned = (o: k8s.V1Deployment | k8s.V1Service) => {
+  const owned = (o: k8s.V1ReplicaSet | k8s.V1Deployment | k8s.V1Service) => {
     const labels = o.metadata?.labels ?? {};
     return (
       labels[LABELS.session] === name &&
@@ -35,11 +36,13 @@ export async function releaseFailedSession(deps: ReleaseDeps, session: Session):
       !o.metadata?.deletionTimestamp
     );
   };
+  const replicaSets = deps.replicaSets.list().filter(owned);
   const deployments = deps.deployments.list().filter(owned);
   const services = deps.services.list().filter(owned);
-  if (deployments.length + services.length === 0) return;
+  if (replicaSets.length + deployments.length + services.length === 0) return;
   const meta = (n: string) => ({ name: n, namespace: deps.namespace });
   const doomed: k8s.KubernetesObject[] = [
+    ...replicaSets.map((r) => ({ apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: meta(r.metadata!.name!) })),
     ...deployments.map((d) => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: meta(d.metadata!.name!) })),
     ...services.map((s) => ({ apiVersion: 'v1', kind: 'Service', metadata: meta(s.metadata!.name!) })),
     { apiVersion: 'v1', kind: 'Secret', metadata: meta(sessionEnvSecretName(name)) },

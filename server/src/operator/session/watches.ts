@@ -6,11 +6,12 @@ import type { WorkQueue } from '../runtime/work-queue.js';
 import type { DataInjector } from './injection.js';
 
 /**
- * What wakes a Session's pass: the session itself, its Deployment (a lazy one's own or a warm
- * instance it reserved), a config store of its deleted under it, and a change of a pod it starts on.
+ * What wakes a Session's pass: the session itself, its workload (a lazy one's own ReplicaSet, or a
+ * warm instance's Deployment it reserved), a config store of its deleted under it, and a change of a
+ * pod it runs on.
  */
 export function wakeSessions(
-  cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'configStores' | 'pods'>,
+  cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'replicaSets' | 'configStores' | 'pods'>,
   queue: Pick<WorkQueue, 'add'>,
   injector: Pick<DataInjector, 'forget'>,
   arrivals: ArrivalOrder,
@@ -21,20 +22,28 @@ export function wakeSessions(
     queue.add(s.metadata.name);
     if (type === 'DELETED') injector.forget(s.metadata.uid ?? s.metadata.name);
   });
-  cache.deployments.on((_t, d) => {
-    const session = d.metadata?.labels?.[LABELS.session];
-    if (session) queue.add(session);
-  });
+  for (const workloads of [cache.deployments, cache.replicaSets]) {
+    workloads.on((_t, d) => {
+      const session = d.metadata?.labels?.[LABELS.session];
+      if (session) queue.add(session);
+    });
+  }
   // A config store deleted under its session is made again.
   cache.configStores.on((type, store) => {
     const session = store.metadata?.labels?.[LABELS.session];
     if (type === 'DELETED' && session) queue.add(session);
   });
-  // A pod's change wakes the session it starts (a lazy session's own pod, or its reserved warm
-  // instance's), so a start that cannot succeed fails at once; a served session's pods wake nothing.
+  // A lazy session's own pod wakes it on every change: its readiness is the session's (a start that
+  // cannot succeed fails at once, a lost pod is told). A warm instance's pod wakes the session it
+  // starts only; once served, the instance's Deployment tells.
   cache.pods.on((_t, pod) => {
-    const session = startingSessionOf(cache, pod.metadata?.labels ?? {});
-    if (session) queue.add(session.metadata.name);
+    const labels = pod.metadata?.labels ?? {};
+    const own = labels[LABELS.session];
+    if (own) queue.add(own);
+    else {
+      const session = startingSessionOf(cache, labels);
+      if (session) queue.add(session.metadata.name);
+    }
   });
 }
 
@@ -43,8 +52,7 @@ function startingSessionOf(
   labels: Record<string, string>,
 ): Session | undefined {
   const instance = labels[LABELS.poolInstance];
-  const name =
-    labels[LABELS.session] ?? (instance && cache.deployments.get(instance)?.metadata?.labels?.[LABELS.session]);
+  const name = instance && cache.deployments.get(instance)?.metadata?.labels?.[LABELS.session];
   const session = name ? cache.sessions.get(name) : undefined;
   return session && !session.status?.url && !isSessionFailed(session) ? session : undefined;
 }

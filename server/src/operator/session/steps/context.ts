@@ -25,6 +25,8 @@ export interface SessionStepDeps {
   appDefinitions: Pick<Informer<AppDefinition>, 'find'>;
   workspaces: Pick<Informer<Workspace>, 'find'>;
   deployments: Pick<Informer<k8s.V1Deployment>, 'get' | 'observe'>;
+  /** Lazy sessions' own ReplicaSets (metadata). */
+  replicaSets: Pick<Informer<k8s.V1ReplicaSet>, 'get' | 'observe'>;
   /** The pods IDE Cloud manages: what a starting session's pods are in (session/start-failure.ts). */
   pods: Pick<Informer<k8s.V1Pod>, 'byIndex'>;
   services: Pick<Informer<k8s.V1Service>, 'get' | 'observe'>;
@@ -88,7 +90,10 @@ export interface GuardedStep extends StepContext, Guarded {
   configStore?: string;
 }
 
-/** What serves the session: the Service its route points to and the Deployment behind it. */
+/**
+ * What serves the session: the Service its route points to, and a warm instance's Deployment (a lazy
+ * session's pod tells its own readiness).
+ */
 export interface Workload {
   eager: boolean;
   backend: string;

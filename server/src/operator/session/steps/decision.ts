@@ -14,7 +14,7 @@ import {
   SessionReservedReason,
 } from '../../../model/session.js';
 import type { PoolInstance } from '../../pool/instances.js';
-import { finalizersOf } from '../../runtime/objects.js';
+import { finalizersOf, lazyWorkloadOf } from '../../runtime/objects.js';
 import { Delay, RetryLater } from '../../runtime/outcome.js';
 import type { Pass } from '../status.js';
 import { takeStandbyClaim } from '../../standby/claims.js';
@@ -42,7 +42,7 @@ export function takeUpDecision({ deps, session, pass }: StepContext, appDefiniti
     pass.status.instanceId = String(reserved.id);
     return;
   }
-  const own = deps.deployments.get(session.metadata.name);
+  const own = lazyWorkloadOf(deps, session.metadata.name);
   if (own && (own.metadata?.ownerReferences ?? []).some((o) => o.uid === session.metadata.uid)) {
     pass.status.startStrategy = deps.config.eagerStart ? 'lazy-fallback' : 'lazy';
   }

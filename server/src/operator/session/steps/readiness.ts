@@ -10,9 +10,9 @@ import { startDeadlineSeconds } from '../../../model/app-definition.js';
 import { SessionCondition, SessionReadyReason, type Session } from '../../../model/session.js';
 import { checksIdentity } from '../../auth-proxy.js';
 import type { OperatorConfig } from '../../config.js';
-import { COMPONENT, routePath, sessionUrl } from '../../manifests.js';
+import { COMPONENT, routePath, sessionPodApp, sessionUrl } from '../../manifests.js';
 import { INDEX, labelKey } from '../../runtime/cache.js';
-import { deploymentReady } from '../../runtime/objects.js';
+import { deploymentReady, podReady } from '../../runtime/objects.js';
 import { Delay, FailObject, RetryLater } from '../../runtime/outcome.js';
 import { startDeadlineOf } from '../admission.js';
 import { podVerdict } from '../start-failure.js';
@@ -31,7 +31,7 @@ import { injectionEnded } from './environment.js';
 export async function readiness(step: ServedStep): Promise<void> {
   const { deps, session, pass, appDefinition, workload } = step;
   const starting = !session.status?.url;
-  if (deploymentReady(workload.deployment)) {
+  if (workloadReady(deps, session, workload)) {
     if (starting && admitsThroughBridge(deps.config, workload) && !injectionEnded(pass.status.conditions)) {
       pass.condition({
         type: SessionCondition.ready,
@@ -117,12 +117,25 @@ export function admitsThroughBridge(config: Pick<OperatorConfig, 'sessionIssuer'
 }
 
 /**
- * The IDE pods of a session, from the cache: a lazy session's own (its `session` label; its
- * sidecars' pods carry none), or its warm instance's.
+ * Whether the IDE pod serves. A warm instance's Deployment says so for its current pod (a returned
+ * instance can still show its previous user's pod). A lazy session's own pod says so itself: its
+ * Ready comes two controller writes (the ReplicaSet's status, then the Deployment's) before the
+ * Deployment's, and in a burst those wait in the controller manager's queues.
+ */
+function workloadReady(deps: SessionStepDeps, session: Session, workload: Workload): boolean {
+  if (workload.eager) return deploymentReady(workload.deployment);
+  return sessionPods(deps, session, workload).some((pod) => !pod.metadata?.deletionTimestamp && podReady(pod));
+}
+
+/**
+ * The IDE pods of a session, from the cache: a lazy session's own (its `session` label and this
+ * session's `app`: a deleted namesake's pods can linger; its sidecars' pods carry no `session`
+ * label), or its warm instance's.
  */
 function sessionPods(deps: SessionStepDeps, session: Session, workload: Workload): k8s.V1Pod[] {
   if (workload.eager) return deps.pods.byIndex(INDEX.label, labelKey(LABELS.poolInstance, workload.backend));
+  const app = sessionPodApp(session);
   return deps.pods
     .byIndex(INDEX.label, labelKey(LABELS.session, session.metadata.name))
-    .filter((pod) => pod.metadata?.labels?.[LABELS.component] === COMPONENT.session);
+    .filter((pod) => pod.metadata?.labels?.[LABELS.component] === COMPONENT.session && pod.metadata.labels.app === app);
 }

@@ -1,6 +1,6 @@
 /**
  * 2. The config store and 3. the workload that serves the session: its reserved warm instance (eager),
- * or its own Secret, sidecars, Deployment and Service (lazy), once past the lazy-start gate.
+ * or its own Secret, sidecars, ReplicaSet and Service (lazy), once past the lazy-start gate.
  */
 import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../../kube/client.js';
@@ -11,13 +11,13 @@ import { ErrorCode } from '../../../model/error-codes.js';
 import { configStoreName } from '../../../model/names.js';
 import { SessionCondition, type Session } from '../../../model/session.js';
 import {
-  deployment,
   lazyAllowedUsers,
   lazyEnv,
   lazyEnvFrom,
   newBridgeToken,
   ownerReference,
   poolInstanceName,
+  replicaSet,
   service,
   sessionLabels,
   sessionPodApp,
@@ -26,6 +26,7 @@ import {
   sessionPodTemplate,
 } from '../../manifests.js';
 import { applySidecars } from '../../pool/instances.js';
+import { lazyWorkloadOf } from '../../runtime/objects.js';
 import { FailObject } from '../../runtime/outcome.js';
 import { admitLazyStart } from '../admission.js';
 import type { GuardedStep, SessionStepDeps, Workload } from './context.js';
@@ -72,16 +73,16 @@ export async function provision(step: GuardedStep): Promise<Workload> {
     return { eager: true, backend: instanceName, deployment: workload };
   }
   admitLazyStart(deps, session, pass);
-  const workload = await applyLazyResources(step);
-  return { eager: false, backend: name, deployment: workload };
+  await applyLazyResources(step);
+  return { eager: false, backend: name };
 }
 
 /**
  * The session's Secret first (its values, referenced from the pod: never in the pod spec in plain
- * text), then the sidecars (their Service names resolve at IDE start), then the IDE Deployment and
- * Service. The Secret is applied once, with the Deployment: a running session's pods keep theirs.
+ * text), then the sidecars (their Service names resolve at IDE start), then the IDE ReplicaSet and
+ * Service. The Secret is applied once, with the ReplicaSet: a running session's pod keeps theirs.
  */
-async function applyLazyResources(step: GuardedStep): Promise<k8s.V1Deployment> {
+async function applyLazyResources(step: GuardedStep): Promise<void> {
   const { deps, session, appDefinition, claimName, configStore } = step;
   const name = session.metadata.name;
   const owners = [ownerReference(session as Parameters<typeof ownerReference>[0])];
@@ -95,21 +96,21 @@ async function applyLazyResources(step: GuardedStep): Promise<k8s.V1Deployment> 
     podApp,
     targetPort: deps.config.authProxyPort,
   });
-  // A running session keeps its pods: once its Deployment exists it is not rebuilt from a newer
-  // app definition generation (the Deployment is applied in one call, so it exists only whole).
-  const existing = deps.deployments.get(name);
+  // A running session keeps its pod: once its ReplicaSet exists it is not rebuilt from a newer app
+  // definition generation (the ReplicaSet is applied in one call, so it exists only whole).
+  const existing = lazyWorkloadOf(deps, name);
   if (existing && !existing.metadata?.deletionTimestamp) {
     // Level-triggered, but not a write per pass: the Service is applied again only when it is gone.
     if (!deps.services.get(name)) deps.services.observe(await applyObject(deps.objects, ideService));
-    return existing;
+    return;
   }
   await applySessionSecret(deps, session, dataBridgeEnabled(appDefinition.spec));
   await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
-  // The Deployment and its Service side by side: neither needs the other, and each round trip of a
+  // The ReplicaSet and its Service side by side: neither needs the other, and each round trip of a
   // lazy start's first pass holds its launch (its status, then its URL) in a burst.
-  const ideDeployment = applyObject(
+  const ideReplicaSet = applyObject(
     deps.objects,
-    deployment({
+    replicaSet({
       name,
       namespace: deps.namespace,
       labels,
@@ -128,16 +129,15 @@ async function applyLazyResources(step: GuardedStep): Promise<k8s.V1Deployment> 
       }),
     }),
   );
-  const [applied, appliedService] = await Promise.all([ideDeployment, applyObject(deps.objects, ideService)]);
-  // Into the cache at once: a pass that comes before the Deployment's watch event must not apply it all again.
-  deps.deployments.observe(applied);
+  const [applied, appliedService] = await Promise.all([ideReplicaSet, applyObject(deps.objects, ideService)]);
+  // Into the cache at once: a pass that comes before the ReplicaSet's watch event must not apply it all again.
+  deps.replicaSets.observe(applied);
   deps.services.observe(appliedService);
-  return applied;
 }
 
 /**
  * The session's Secret, written only when it is missing or differs: created, the first time, without
- * a read. Its bridge token is the session's for good: a pass that comes again before the Deployment
+ * a read. Its bridge token is the session's for good: a pass that comes again before the ReplicaSet
  * is seen (or after a restart between the two writes) finds it there and keeps the token it holds,
  * since a pod may already have started with it and the operator reaches that pod's bridge with the
  * Secret's token. A new one only for a Secret that is not this session's (a namesake's left to the
