@@ -71,10 +71,10 @@ describe('security: env sources marked for session use (1)', function () {
     }, 30_000);
     assert.equal(failed.status?.error?.code, 400);
     assert.match(failed.status?.error?.reason ?? '', /secret rel-ide-cloud-tokens belongs to the installation/);
-    const deployments = await stack.kc
-      .makeApiClient(k8s.AppsV1Api)
-      .listNamespacedDeployment({ namespace: stack.namespace, labelSelector: 'ide-cloud.io/session=direct-mallory' });
-    assert.deepEqual(deployments.items, []);
+    const apps = stack.kc.makeApiClient(k8s.AppsV1Api);
+    const selector = { namespace: stack.namespace, labelSelector: 'ide-cloud.io/session=direct-mallory' };
+    assert.deepEqual((await apps.listNamespacedReplicaSet(selector)).items, []);
+    assert.deepEqual((await apps.listNamespacedDeployment(selector)).items, []);
     assert.ok(!stack.operatorLogs.join('').includes(ADMIN_TOKEN_VALUE));
   });
 
@@ -82,10 +82,10 @@ describe('security: env sources marked for session use (1)', function () {
     const answer = await launch('student@example.com', { fromSecrets: ['course-token'] });
     assert.equal(answer.status, 200, answer.text);
     const [session] = (await stack.resources.sessions.list()).filter((s) => s.spec.user === 'student@example.com');
-    const deployment = await stack.kc
+    const replicaSet = await stack.kc
       .makeApiClient(k8s.AppsV1Api)
-      .readNamespacedDeployment({ name: session!.metadata.name, namespace: stack.namespace });
-    const envFrom = deployment.spec?.template.spec?.containers.flatMap((c) => c.envFrom ?? []) ?? [];
+      .readNamespacedReplicaSet({ name: session!.metadata.name, namespace: stack.namespace });
+    const envFrom = replicaSet.spec?.template?.spec?.containers.flatMap((c) => c.envFrom ?? []) ?? [];
     assert.ok(envFrom.some((e) => e.secretRef?.name === 'course-token'));
   });
 });

@@ -70,8 +70,12 @@ describe('security: a claim kept by reclaim policy Retain goes only to the same 
     assert.doesNotMatch(JSON.stringify(refused.status), /alice/, 'the refusal does not tell whose work it is');
     const session = await waitForSession(stack.resources, 'intruder', (s) => s.status?.phase === 'Failed', 60_000);
     assert.equal(session.status?.error?.code, 403, JSON.stringify(session.status?.error));
-    const mounting = (await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items.filter((d) =>
-      d.spec?.template.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === NAME),
+    const workloads = [
+      ...(await stack.apps.listNamespacedReplicaSet({ namespace: stack.namespace })).items,
+      ...(await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items,
+    ];
+    const mounting = workloads.filter((d) =>
+      d.spec?.template?.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === NAME),
     );
     assert.deepEqual(
       mounting.map((d) => d.metadata?.name),

@@ -147,10 +147,10 @@ describe('security: only its user opens a session URL (3)', function () {
     const ready = await waitForSession(stack.resources, 'lazy-ada', running);
     assert.equal(ready.status?.startStrategy, 'lazy-fallback');
     const url = new URL(ready.status!.url!);
-    const deployment = await stack.kc
+    const replicaSet = await stack.kc
       .makeApiClient(k8s.AppsV1Api)
-      .readNamespacedDeployment({ name: session.metadata.name, namespace: stack.namespace });
-    const pod = deployment.spec!.template.spec!;
+      .readNamespacedReplicaSet({ name: session.metadata.name, namespace: stack.namespace });
+    const pod = replicaSet.spec!.template!.spec!;
     // What the kubelet mounts: the user the session's Secret names for the proxy.
     const volume = pod.volumes!.find((v) => v.secret?.secretName === `${session.metadata.name}-env`)!;
     const secret = await stack.core.readNamespacedSecret({
@@ -372,8 +372,8 @@ describe('security: a student signs in on the session host and lands in their ow
     const pod = (
       await stack.kc
         .makeApiClient(k8s.AppsV1Api)
-        .readNamespacedDeployment({ name: 'ada-ide', namespace: stack.namespace })
-    ).spec!.template.spec!;
+        .readNamespacedReplicaSet({ name: 'ada-ide', namespace: stack.namespace })
+    ).spec!.template!.spec!;
     usersDir = await mkdtemp(path.join(os.tmpdir(), 'auth-proxy-'));
     const users = await stack.core.readNamespacedSecret({ name: 'ada-ide-env', namespace: stack.namespace });
     await writeFile(path.join(usersDir, 'users'), Buffer.from(users.data!['.auth-proxy-users']!, 'base64'));
@@ -499,8 +499,8 @@ describe('security: in anonymous mode the URL key is the credential, and only it
     const pod = (
       await stack.kc
         .makeApiClient(k8s.AppsV1Api)
-        .readNamespacedDeployment({ name: 'anon-ada', namespace: stack.namespace })
-    ).spec!.template.spec!;
+        .readNamespacedReplicaSet({ name: 'anon-ada', namespace: stack.namespace })
+    ).spec!.template!.spec!;
     proxy = await startAuthProxy({
       container: pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!,
       secrets: SECRETS,

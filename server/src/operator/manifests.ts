@@ -333,53 +333,20 @@ export function bridgeTokenSecret(
  */
 export const NO_PROGRESS_DEADLINE = 2_147_483_647;
 
-export function deployment(input: {
+/** What a workload of the operator's (a Deployment, a lazy session's ReplicaSet) is made of. */
+interface WorkloadInput {
   name: string;
   namespace: string;
   labels: Record<string, string>;
   annotations?: Record<string, string>;
   owners: k8s.V1OwnerReference[];
   template: k8s.V1PodTemplateSpec;
-}): k8s.V1Deployment {
-  const app = input.template.metadata?.labels?.app ?? input.name;
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: {
-      name: input.name,
-      namespace: input.namespace,
-      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...input.labels },
-      ...(input.annotations ? { annotations: input.annotations } : {}),
-      ownerReferences: input.owners,
-    },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app } },
-      strategy: { type: 'Recreate' },
-      progressDeadlineSeconds: NO_PROGRESS_DEADLINE,
-      template: input.template,
-    },
-  };
 }
 
-/**
- * A lazy session's own IDE pod, kept by a ReplicaSet: its template never changes once made (a running
- * session is not rebuilt from a newer app definition), so there is no rollout for a Deployment to
- * run, and its status updates, its ReplicaSet copy of the pod template and the controller's passes
- * over it would be a launch's cost for nothing (about a quarter of the API writes of a lazy launch).
- */
-export function replicaSet(input: {
-  name: string;
-  namespace: string;
-  labels: Record<string, string>;
-  annotations?: Record<string, string>;
-  owners: k8s.V1OwnerReference[];
-  template: k8s.V1PodTemplateSpec;
-}): k8s.V1ReplicaSet {
+/** A workload's metadata, and its one replica of `template`, selected by the template's `app` label. */
+function workloadParts(input: WorkloadInput) {
   const app = input.template.metadata?.labels?.app ?? input.name;
   return {
-    apiVersion: 'apps/v1',
-    kind: 'ReplicaSet',
     metadata: {
       name: input.name,
       namespace: input.namespace,
@@ -389,6 +356,26 @@ export function replicaSet(input: {
     },
     spec: { replicas: 1, selector: { matchLabels: { app } }, template: input.template },
   };
+}
+
+export function deployment(input: WorkloadInput): k8s.V1Deployment {
+  const { metadata, spec } = workloadParts(input);
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata,
+    spec: { ...spec, strategy: { type: 'Recreate' }, progressDeadlineSeconds: NO_PROGRESS_DEADLINE },
+  };
+}
+
+/**
+ * A lazy session's own IDE pod, kept by a ReplicaSet: its template never changes once made (a running
+ * session is not rebuilt from a newer app definition), so there is no rollout for a Deployment to
+ * run, and its status updates, its ReplicaSet copy of the pod template and the controller's passes
+ * over it would be a launch's cost for nothing (about a quarter of the API writes of a lazy launch).
+ */
+export function replicaSet(input: WorkloadInput): k8s.V1ReplicaSet {
+  return { apiVersion: 'apps/v1', kind: 'ReplicaSet', ...workloadParts(input) };
 }
 
 export function service(input: {

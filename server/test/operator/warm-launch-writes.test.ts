@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type * as k8s from '@kubernetes/client-node';
 import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../../src/model/api-group.js';
 import type { AppDefinition } from '../../src/model/app-definition.js';
 import type { Session } from '../../src/model/session.js';
@@ -220,29 +219,22 @@ describe('a decision whose status was never written is taken up from the world',
     assert.equal(pass.status.instanceId, '3');
   });
 
-  it("a ReplicaSet of the session's own: lazy (a fallback with eager start on)", async () => {
-    const s = session('lazy-2', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
-    const own = { metadata: { name: 'lazy-2', ownerReferences: [{ uid: 'uid-lazy-2' }] } } as k8s.V1ReplicaSet;
-    const d = deps(
-      { replicaSets: { get: (n: string) => (n === 'lazy-2' ? own : undefined) } } as Partial<SessionStepDeps>,
-      [earlier, s],
-    );
-    const pass = new Pass(s);
-    await guards({ deps: d, session: s, pass });
-    assert.equal(pass.status.startStrategy, 'lazy-fallback');
-  });
-
-  it("a Deployment of the session's own, made by an earlier operator: lazy as well", async () => {
-    const s = session('lazy-3', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
-    const own = { metadata: { name: 'lazy-3', ownerReferences: [{ uid: 'uid-lazy-3' }] } } as k8s.V1Deployment;
-    const d = deps(
-      { deployments: { get: (n: string) => (n === 'lazy-3' ? own : undefined) } } as Partial<SessionStepDeps>,
-      [earlier, s],
-    );
-    const pass = new Pass(s);
-    await guards({ deps: d, session: s, pass });
-    assert.equal(pass.status.startStrategy, 'lazy-fallback');
-  });
+  for (const [kind, cache] of [
+    ['ReplicaSet', 'replicaSets'],
+    ['Deployment (an older operator made it)', 'deployments'],
+  ] as const) {
+    it(`a ${kind} of the session's own: lazy (a fallback with eager start on)`, async () => {
+      const s = session('lazy-2', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
+      const own = { metadata: { name: 'lazy-2', ownerReferences: [{ uid: 'uid-lazy-2' }] } };
+      const d = deps(
+        { [cache]: { get: (n: string) => (n === 'lazy-2' ? own : undefined) } } as Partial<SessionStepDeps>,
+        [earlier, s],
+      );
+      const pass = new Pass(s);
+      await guards({ deps: d, session: s, pass });
+      assert.equal(pass.status.startStrategy, 'lazy-fallback');
+    });
+  }
 
   it('nothing in the world: undecided, checked against the limits (553)', async () => {
     const s = session('new-1', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);

@@ -22,7 +22,7 @@ import { injectionEnded } from './environment.js';
 /**
  * 6. Readiness and URL. While the pod starts, its state is looked at (session/start-failure.ts): an
  * unrecoverable one fails the session at once; else the pass looks again at the start deadline, or
- * sooner at a pull error's bound. Every change of the pods or the Deployment wakes the session
+ * sooner at a pull error's bound. Every change of the pods or the workload wakes the session
  * before that (session/watches.ts). Once the pod is Ready, a starting session's URL waits for the ingress to
  * serve its route (routes/served.ts, when configured): the ingress has no event to wait for, so the
  * pass asks it every few milliseconds for a moment (Delay.routeGrace), then, if it still does not
@@ -119,8 +119,8 @@ export function admitsThroughBridge(config: Pick<OperatorConfig, 'sessionIssuer'
 /**
  * Whether the IDE pod serves. A warm instance's Deployment says so for its current pod (a returned
  * instance can still show its previous user's pod). A lazy session's own pod says so itself: its
- * Ready comes two controller writes (the ReplicaSet's status, then the Deployment's) before the
- * Deployment's, and in a burst those wait in the controller manager's queues.
+ * workload's status says so only after a write of the controller manager, whose queues are long in
+ * a burst.
  */
 function workloadReady(deps: SessionStepDeps, session: Session, workload: Workload): boolean {
   if (workload.eager) return deploymentReady(workload.deployment);
