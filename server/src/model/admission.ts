@@ -1,6 +1,6 @@
 /**
  * The lazy-start queue as both sides read it. The operator's gate (operator/session/admission.ts)
- * lets lazy starts create their Deployments at a rate, in creation order, and marks a session it
+ * lets lazy starts create their ReplicaSets at a rate, in creation order, and marks a session it
  * holds back with the Admitted condition False, reason Queued, and the gate's rate in
  * `status.lazyStartRate`, in one write; the service derives each queued session's position and an
  * estimate from its session cache and that rate, so no one writes anything per waiting session while
@@ -44,7 +44,7 @@ export function byCreation(a: Queueable, b: Queueable): number {
  * May hold a place in the queue: active, not serving, not a warm claim, not past the gate. This
  * counts a session whose start strategy is not decided yet (its first pass decides within moments),
  * so places only fall: every session ahead of a queued one leaves that set for good (admitted, warm,
- * serving, failed, deleted). The operator also counts a session whose Deployment exists as past it.
+ * serving, failed, deleted). The operator also counts a session whose workload exists as past it.
  */
 export function mayWaitAtGate(session: Queueable): boolean {
   const strategy = decidedStartStrategy(session);

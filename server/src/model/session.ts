@@ -75,7 +75,7 @@ export const SessionCondition = {
 
 /**
  * The lazy-start gate's condition (operator: session/admission.ts): whether a lazy start may create
- * its Deployment. Set only on a session that meets the gate, a lazy start while the operator's
+ * its ReplicaSet. Set only on a session that meets the gate, a lazy start while the operator's
  * `lazyStartsPerSecond` is on; warm claims never meet it, so it is not among the conditions set
  * Unknown on a first visit. The queue's rules (order, position, estimate) are in model/admission.ts.
  */

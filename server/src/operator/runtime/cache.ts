@@ -18,7 +18,7 @@ export interface OperatorCache {
   sessions: Informer<Session>;
   appDefinitions: Informer<AppDefinition>;
   workspaces: Informer<Workspace>;
-  /** Deployments IDE Cloud manages: warm instances, lazy sessions, sidecars. */
+  /** Deployments IDE Cloud manages: warm instances, sidecars, and lazy sessions an older operator started. */
   deployments: Informer<k8s.V1Deployment>;
   /** Lazy sessions' own ReplicaSets, metadata only (their pods tell their readiness). */
   replicaSets: Informer<k8s.V1ReplicaSet>;
@@ -115,7 +115,8 @@ export function createCache(
         indexers: labelIndexers,
       },
     ),
-    // The `session` label: not the ReplicaSets the deployment controller makes for warm instances.
+    // The `session` label: not the ReplicaSets the deployment controller makes for warm instances and
+    // sidecars (it does make them for an older operator's lazy Deployments: looked up by name, never seen).
     replicaSets: informer<k8s.V1ReplicaSet>(
       `/apis/apps/v1/namespaces/${namespace}/replicasets`,
       'apps/v1',

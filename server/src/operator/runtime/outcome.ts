@@ -23,7 +23,7 @@ export const Delay = {
   launchSessionGrace: 30_000,
   /** The pool changed in this pass (or an instance is recreated): look again once it settled. */
   poolChanging: 500,
-  /** A session that has served waits for its restarting pod (its Deployment's changes wake it sooner). */
+  /** A session that has served waits for its restarting pod (its pod's or workload's changes wake it sooner). */
   podStarting: 5000,
   /**
    * A pull error of a starting pod is looked at again after this bound (a few pull attempts); still
