@@ -6,7 +6,7 @@
 // refused, as it should be there. The real-node suites show the IDE working under the profile.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import { sessionPodApp } from '../../server/src/operator/manifests.js';
+import { LABELS } from '../../server/src/model/api-group.js';
 import { eventually } from '../support/kube.js';
 import { appDefinitionSpec, createSession } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
@@ -80,7 +80,7 @@ describe('security: session pods meet the restricted Pod Security profile (27.2)
       appDefinition: 'rooted',
     });
     const refused = await eventually(async () => {
-      const found = await refusals(`app=${sessionPodApp(session)}`);
+      const found = await refusals(`${LABELS.session}=${session.metadata.name}`);
       assert.equal(found.length, 1, 'the ReplicaSet of the session reports the refusal');
       return found[0]!;
     }, 60_000);
