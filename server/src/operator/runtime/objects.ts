@@ -27,6 +27,15 @@ export function lazyWorkloadOf(
   return caches.replicaSets.get(session) ?? caches.deployments.get(session);
 }
 
+/** lazyWorkloadOf, unless it is being deleted: the workload a session is past its gate with and keeps. */
+export function liveLazyWorkloadOf(
+  caches: Parameters<typeof lazyWorkloadOf>[0],
+  session: string,
+): k8s.V1ReplicaSet | k8s.V1Deployment | undefined {
+  const own = lazyWorkloadOf(caches, session);
+  return own && !own.metadata?.deletionTimestamp ? own : undefined;
+}
+
 /**
  * Has an update (a PUT or a patch) clear the API server's record of who owns which field of the
  * object (one empty entry clears it). The record is about half of a warm instance's Deployment or of

@@ -28,7 +28,7 @@ import {
   SessionAdmittedReason,
   type Session,
 } from '../../model/session.js';
-import { lazyWorkloadOf } from '../runtime/objects.js';
+import { liveLazyWorkloadOf } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import { startDeadlineAt } from './start-failure.js';
 import type { Pass } from './status.js';
@@ -142,8 +142,7 @@ export interface AdmissionDeps {
 
 /** Its own workload exists: it is past the gate whatever its status says (a lost status write). */
 function hasWorkload(deps: AdmissionDeps, name: string): boolean {
-  const own = lazyWorkloadOf(deps, name);
-  return !!own && !own.metadata?.deletionTimestamp;
+  return !!liveLazyWorkloadOf(deps, name);
 }
 
 /**

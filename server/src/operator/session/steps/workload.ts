@@ -26,7 +26,7 @@ import {
   sessionPodTemplate,
 } from '../../manifests.js';
 import { applySidecars } from '../../pool/instances.js';
-import { lazyWorkloadOf } from '../../runtime/objects.js';
+import { liveLazyWorkloadOf } from '../../runtime/objects.js';
 import { FailObject } from '../../runtime/outcome.js';
 import { admitLazyStart } from '../admission.js';
 import type { GuardedStep, SessionStepDeps, Workload } from './context.js';
@@ -98,8 +98,7 @@ async function applyLazyResources(step: GuardedStep): Promise<void> {
   });
   // A running session keeps its pod: once its ReplicaSet exists it is not rebuilt from a newer app
   // definition generation (the ReplicaSet is applied in one call, so it exists only whole).
-  const existing = lazyWorkloadOf(deps, name);
-  if (existing && !existing.metadata?.deletionTimestamp) {
+  if (liveLazyWorkloadOf(deps, name)) {
     // Level-triggered, but not a write per pass: the Service is applied again only when it is gone.
     if (!deps.services.get(name)) deps.services.observe(await applyObject(deps.objects, ideService));
     return;
