@@ -71,7 +71,7 @@ import { startTestService, type TestService } from '../support/service-harness.j
 
 /** Warm: a pool of two prewarmed instances, one for each warm run (a claimed instance is not replaced). */
 const WARM_APP = 'javascript-latest';
-/** Lazy: no pool, so each session gets its own ReplicaSet with its values from its Secret. */
+/** Lazy: no pool, so each session gets its own pod with its values from its Secret. */
 const LAZY_APP = 'javascript-lazy';
 const WORKSPACE_DIR = '/home/ide/workspace';
 /**
@@ -179,15 +179,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
     const eager = session.status?.startStrategy === 'eager';
     const selector = eager
       ? `${LABELS.poolInstance}=${poolInstanceName(session.spec.appDefinition, Number(session.status!.instanceId))}`
-      : Object.entries(
-          (
-            await kc
-              .makeApiClient(k8s.AppsV1Api)
-              .readNamespacedReplicaSet({ name: session.metadata.name, namespace: NAMESPACE })
-          ).spec!.selector.matchLabels!,
-        )
-          .map(([k, v]) => `${k}=${v}`)
-          .join(',');
+      : `${LABELS.session}=${session.metadata.name},${LABELS.component}=${COMPONENT.session}`;
     return eventually(async () => {
       const pods = await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: selector });
       const pod = pods.items.find(
@@ -330,7 +322,7 @@ describe('end to end on the real node: deep link, sign-in, IDE through Traefik, 
       const strategy = session.status?.startStrategy;
       if (again) assert.equal(strategy, 'lazy', 'a workspace that holds work gets a pod of its own');
       else if (app === WARM_APP) assert.equal(strategy, 'eager', 'a prewarmed instance served the launch');
-      else assert.equal(strategy, 'lazy-fallback', 'the session got its own ReplicaSet');
+      else assert.equal(strategy, 'lazy-fallback', 'the session got its own pod');
 
       let openAt = Date.now();
       let clonedBeforeBrowser: boolean | undefined;

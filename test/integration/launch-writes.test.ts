@@ -4,7 +4,7 @@
 // free warm instance, as a course link makes it) writes the session, the claim, the route, the status
 // that carries the URL (with the values' arrival) and the service's answered mark, which carries the
 // decision's annotations the spec asks for: 5. A lazy launch
-// writes the session, its Secret, ReplicaSet and Service, the route, two status writes (starting,
+// writes the session, its Secret, pod and Service, the route, two status writes (starting,
 // then the URL; one when its pod was Ready by the end of the first pass) and the mark: 8 at most. A
 // launch that goes well records no Event.
 import assert from 'node:assert/strict';
@@ -201,11 +201,11 @@ describe('the API writes of a launch, Events included', function () {
     assert.match(metrics.text, /ide_cloud_pool_instances\{app_definition="warm-app",state="reserved"\} 1\n/);
   });
 
-  it('a lazy launch: session, Secret, ReplicaSet, Service, route, one or two status writes, answered mark: at most 8 writes, no Event', async () => {
+  it('a lazy launch: session, Secret, pod, Service, route, one or two status writes, answered mark: at most 8 writes, no Event', async () => {
     const name = await launch('larry@example.com', LAZY, (writes) => [
       'POST sessions',
       'POST secrets',
-      'PATCH replicasets',
+      'POST pods',
       'PATCH services',
       'PATCH ingresses',
       // Starting, then the URL; both in one write when the pod was Ready by the end of the first

@@ -1,5 +1,5 @@
 // Fair burst admission of lazy starts on the real control plane (pods run through kwok): the
-// operator's gate lets lazy starts create their ReplicaSets at its rate, in creation order; the
+// operator's gate lets lazy starts create their pods at its rate, in creation order; the
 // service's progress stream tells a queued launch its place and an estimate; a launch still queued
 // at its timeout answers 551 and its session keeps its place; a deleted queued session leaves the
 // queue; limits apply to queued sessions; a restarted operator finds the same queue.
@@ -12,7 +12,7 @@ import { ErrorCode } from '../../server/src/model/error-codes.js';
 import { sessionNameFor } from '../../server/src/model/names.js';
 import { SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from '../../server/src/model/session.js';
 import { eventually } from '../support/kube.js';
-import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { appDefinitionSpec, createSession, lazySessionPods, running, waitForSession } from '../support/operator.js';
 import {
   call,
   SERVICE_AUTH_TOKEN,
@@ -84,14 +84,14 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
     });
 
     it('admits twelve lazy launches in creation order, never faster than the rate; each queued one sees its place fall', async () => {
-      // ReplicaSet creations as a watch reports them, with the test's clock at the report.
+      // Session pod creations as a watch reports them, with the test's clock at the report.
       const created: { name: string; at: number }[] = [];
       const watch = await new k8s.Watch(stack.kc).watch(
-        `/apis/apps/v1/namespaces/${stack.namespace}/replicasets`,
+        `/api/v1/namespaces/${stack.namespace}/pods`,
         {},
-        (type: string, d: k8s.V1ReplicaSet) => {
-          if (type === 'ADDED' && d.metadata?.labels?.[LABELS.component] === 'session') {
-            created.push({ name: d.metadata.name!, at: Date.now() });
+        (type: string, p: k8s.V1Pod) => {
+          if (type === 'ADDED' && p.metadata?.labels?.[LABELS.component] === 'session') {
+            created.push({ name: p.metadata.name!, at: Date.now() });
           }
         },
         () => undefined,
@@ -137,12 +137,12 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
             assert.ok(j - i + 1 <= allowed + 1e-6, `admissions ${i}..${j}: ${j - i + 1} > ${allowed}`);
           }
         }
-        // What the API server saw: by each ReplicaSet creation's report, no more ReplicaSets than the
+        // What the API server saw: by each pod creation's report, no more session pods than the
         // gate allows since before the first launch (reports come after creations: a bound, never a race).
         assert.equal(created.length, 12);
         created.forEach((d, k) => {
           const allowed = rate.burst + (rate.perSecond * (d.at - start)) / 1000;
-          assert.ok(k + 1 <= allowed + 1e-6, `${k + 1} ReplicaSets by ${d.at - start} ms: more than ${allowed}`);
+          assert.ok(k + 1 <= allowed + 1e-6, `${k + 1} pods by ${d.at - start} ms: more than ${allowed}`);
         });
 
         // The queue as the launches saw it: a place that only falls, with the estimate at the rate.
@@ -295,13 +295,8 @@ describe('operator: fair burst admission of lazy starts, with a visible queue', 
         // And its wait cost two writes whatever its length (its finalizer and start strategy, then
         // Queued), across two operators: none while the queue moved or the leader changed.
         assert.equal(writesWhileWaiting.length, 2, `${writesWhileWaiting.length} writes in ${waited} ms of waiting`);
-        const apps = stack.kc.makeApiClient(k8s.AppsV1Api);
-        const replicaSets = await apps.listNamespacedReplicaSet({ namespace: stack.namespace });
-        assert.equal(
-          replicaSets.items.some((d) => d.metadata?.name === sessionNameFor(names[1]!)),
-          false,
-          'the deleted queued session was started',
-        );
+        const pods = await lazySessionPods(stack.core, stack.namespace, sessionNameFor(names[1]!));
+        assert.deepEqual(pods, [], 'the deleted queued session was started');
         assert.equal(streams[2]!.sessions.at(-1)?.queue, undefined);
       } finally {
         watch.abort();

@@ -10,6 +10,7 @@ import {
   appDefinitionSpec,
   createAppDefinition,
   createSession,
+  lazySessionPod,
   provideVolume,
   running,
   waitForSession,
@@ -89,11 +90,8 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
         assert.equal(instance.metadata?.generation, 1, 'the pod template untouched');
       } else {
         assert.equal(claim, s.spec.workspace, `${s.metadata.name}'s workspace has a claim of its own`);
-        const own = await stack.apps.readNamespacedReplicaSet({ name: s.metadata.name, namespace: stack.namespace });
-        assert.equal(
-          own.spec!.template!.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
-          claim,
-        );
+        const own = await lazySessionPod(stack.core, stack.namespace, s.metadata.name);
+        assert.equal(own.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName, claim);
       }
     }
     // Each claim is its workspace's alone, by owner and label; nothing else exists.
@@ -165,9 +163,9 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
     const claim = (await stack.resources.workspaces.get('ws-shared')).status?.claimName;
     assert.equal(claim, instanceClaimName(labelled[0]!));
     const lazy = [first!, second!].find((s) => s.status?.startStrategy === 'lazy')!;
-    const own = await stack.apps.readNamespacedReplicaSet({ name: lazy.metadata.name, namespace: stack.namespace });
+    const own = await lazySessionPod(stack.core, stack.namespace, lazy.metadata.name);
     assert.equal(
-      own.spec!.template!.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
+      own.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
       claim,
       "the later session mounts the workspace's claim",
     );
@@ -195,11 +193,8 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
     assert.deepEqual(both.map((s) => s.status?.startStrategy).sort(), ['lazy', 'lazy-fallback']);
     assert.equal((await stack.resources.workspaces.get('ws-cold')).status?.claimName, 'ws-cold', 'its own claim');
     for (const s of both) {
-      const own = await stack.apps.readNamespacedReplicaSet({ name: s.metadata.name, namespace: stack.namespace });
-      assert.equal(
-        own.spec!.template!.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName,
-        'ws-cold',
-      );
+      const own = await lazySessionPod(stack.core, stack.namespace, s.metadata.name);
+      assert.equal(own.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName, 'ws-cold');
     }
   });
 });
@@ -228,9 +223,8 @@ describe('operator: standby claims for new workspaces that start lazily', functi
       })
     ).items.filter((p) => !p.metadata?.deletionTimestamp);
   const mounted = async (session: string) =>
-    (
-      await stack.apps.readNamespacedReplicaSet({ name: session, namespace: stack.namespace })
-    ).spec!.template!.spec!.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName;
+    (await lazySessionPod(stack.core, stack.namespace, session)).spec!.volumes!.find((v) => v.name === 'workspace')
+      ?.persistentVolumeClaim?.claimName;
   /** The standby claims once each unbound one has its binder pod (mounting it); the test binds them by hand. */
   const standbyWithBinders = () =>
     eventually(async () => {

@@ -200,9 +200,13 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     }
 
     // Everything the operator made is owned by something that exists (the garbage collector removes
-    // the rest): ReplicaSets, Deployments, Services, Secrets, ConfigMaps and claims alike.
+    // the rest): lazy sessions' pods, ReplicaSets, Deployments, Services, Secrets, ConfigMaps and claims alike.
     const services = (await core.listNamespacedService({ namespace })).items;
+    const sessionPods = (
+      await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.component}=${COMPONENT.session}` })
+    ).items.filter((p) => !p.metadata?.deletionTimestamp);
     const made = [
+      ...sessionPods.map((o) => ['Pod', o] as const),
       ...(await apps.listNamespacedReplicaSet({ namespace })).items.map((o) => ['ReplicaSet', o] as const),
       ...deployments.map((o) => ['Deployment', o] as const),
       ...services.map((o) => ['Service', o] as const),
@@ -226,7 +230,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
           refs.some((ref) => ref.kind === 'Session' && ref.uid === s.metadata.uid),
           `${kind} ${o.metadata?.name} is owned by its session ${session}`,
         );
-        if (kind === 'ReplicaSet' || kind === 'Deployment' || kind === 'Service') {
+        if (kind === 'Pod' || kind === 'ReplicaSet' || kind === 'Deployment' || kind === 'Service') {
           assert.ok(!isSessionFailed(s), `${kind} ${o.metadata?.name} still runs for the failed ${session}`);
         }
       }
@@ -293,6 +297,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     if (workspace) assert.equal(await r.workspaces.find(workspace), undefined, `${workspace} is gone`);
     const selector = `${LABELS.session}=${session}`;
     const left = [
+      ...(await core.listNamespacedPod({ namespace, labelSelector: selector })).items,
       ...(await apps.listNamespacedReplicaSet({ namespace, labelSelector: selector })).items,
       ...(await apps.listNamespacedDeployment({ namespace, labelSelector: selector })).items,
       ...(await core.listNamespacedService({ namespace, labelSelector: selector })).items,

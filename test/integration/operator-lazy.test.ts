@@ -4,13 +4,20 @@ import * as k8s from '@kubernetes/client-node';
 import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { ANNOTATIONS, LABELS } from '../../server/src/model/api-group.js';
 import { ErrorCode } from '../../server/src/model/error-codes.js';
-import { COMPONENT, NO_PROGRESS_DEADLINE } from '../../server/src/operator/manifests.js';
+import { NO_PROGRESS_DEADLINE } from '../../server/src/operator/manifests.js';
 import { isNotFound } from '../../server/src/kube/client.js';
 import { eventually } from '../support/kube.js';
 import { startKubeWriteProxy, type KubeWriteProxy } from '../support/kube-write-proxy.js';
 import { sessionUrlPattern } from '../support/landing.js';
 import { startWatchHoldProxy, type WatchHoldProxy } from '../support/watch-hold-proxy.js';
-import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import {
+  appDefinitionSpec,
+  createSession,
+  lazySessionPod,
+  lazySessionPods,
+  running,
+  waitForSession,
+} from '../support/operator.js';
 import { useStack } from '../support/stack.js';
 
 const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
@@ -29,7 +36,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
   });
   this.timeout(180_000);
 
-  it('starts a lazy session with its workspace: ReplicaSet, Service, sidecar, route, URL, Running', async () => {
+  it('starts a lazy session with its workspace: pod, Service, sidecar, route, URL, Running', async () => {
     await stack.resources.workspaces.create({
       metadata: { name: 'ws-alice-1' },
       spec: { user: 'alice@example.com', appDefinition: 'python-latest' },
@@ -65,28 +72,24 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     assert.deepEqual(conditions, { Reserved: 'False', Routed: 'True', EnvInjected: 'True', Ready: 'True' });
     for (const c of session.status?.conditions ?? []) assert.equal(c.observedGeneration, session.metadata.generation);
 
-    // The IDE pod's own ReplicaSet: no Deployment, whose rollouts a session never has.
-    const d = await stack.apps.readNamespacedReplicaSet({ name: 'session-alice-1', namespace: stack.namespace });
-    await assert.rejects(
-      stack.apps.readNamespacedDeployment({ name: 'session-alice-1', namespace: stack.namespace }),
-      isNotFound,
-    );
-    const pods = await stack.core.listNamespacedPod({
-      namespace: stack.namespace,
-      labelSelector: `${LABELS.session}=session-alice-1`,
-    });
+    // The IDE pod, the operator's own, owned by the Session: no ReplicaSet or Deployment in between,
+    // whose status writes and passes a session's one pod never needs.
+    const pod = await lazySessionPod(stack.core, stack.namespace, 'session-alice-1');
+    assert.match(pod.metadata!.name!, /^session-alice-1-/);
     assert.deepEqual(
-      pods.items.map((p) => [p.metadata?.ownerReferences?.[0]?.kind, p.metadata?.ownerReferences?.[0]?.name]),
-      [['ReplicaSet', 'session-alice-1']],
+      pod.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]),
+      [['Session', 'session-alice-1', created.metadata.uid]],
     );
-    const pod = d.spec!.template!;
+    const named = { name: 'session-alice-1', namespace: stack.namespace };
+    await assert.rejects(stack.apps.readNamespacedReplicaSet(named), isNotFound);
+    await assert.rejects(stack.apps.readNamespacedDeployment(named), isNotFound);
     assert.deepEqual(
       pod.spec!.containers.map((c) => c.name),
       ['python-latest', 'auth-proxy'],
     );
     assert.equal(pod.metadata?.labels?.app?.startsWith('session-alice-1-'), true);
     assert.equal(pod.metadata?.labels?.app?.includes(created.metadata.uid!.slice(0, 8)), true);
-    // The labels the chart's NetworkPolicies select, on the pod template (not only the Deployment).
+    // The labels the chart's NetworkPolicies select.
     assert.equal(pod.metadata?.labels?.[LABELS.component], 'session');
     assert.equal(pod.metadata?.labels?.[LABELS.managedBy], 'ide-cloud-operator');
     const ide = pod.spec!.containers[0]!;
@@ -102,14 +105,13 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
       'ws-alice-1',
     );
     assert.equal(pod.spec!.volumes?.find((v) => v.name === 'config-store')?.configMap?.name, 'session-alice-1-config');
-    assert.equal(d.metadata?.ownerReferences?.[0]?.uid, created.metadata.uid);
     await stack.core.readNamespacedService({ name: 'session-alice-1', namespace: stack.namespace });
     await stack.core.readNamespacedConfigMap({ name: 'session-alice-1-config', namespace: stack.namespace });
     const sidecar = await stack.apps.readNamespacedDeployment({
       name: 'session-alice-1-db',
       namespace: stack.namespace,
     });
-    assert.ok(sidecar.metadata!.creationTimestamp! <= d.metadata!.creationTimestamp!);
+    assert.ok(sidecar.metadata!.creationTimestamp! <= pod.metadata!.creationTimestamp!);
     assert.equal(sidecar.spec!.template.metadata?.labels?.[LABELS.component], 'sidecar');
     assert.equal(sidecar.spec!.template.metadata?.labels?.[LABELS.managedBy], 'ide-cloud-operator');
     // No progress deadline: once the deployment controller has written the ready status, it keeps no
@@ -163,11 +165,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     const overUser = await waitForSession(stack.resources, 'alice-3', (s) => s.status?.phase === 'Failed');
     assert.equal(overUser.status?.error?.code, ErrorCode.sessionsPerUserReached);
     await eventually(async () =>
-      assert.ok(
-        (await stack.apps.listNamespacedReplicaSet({ namespace: stack.namespace })).items.every(
-          (d) => d.metadata?.name !== 'alice-3',
-        ),
-      ),
+      assert.deepEqual(await lazySessionPods(stack.core, stack.namespace, 'alice-3', { live: true }), []),
     );
     await stack.resources.sessions.delete('alice-2');
     await stack.resources.sessions.delete('alice-3');
@@ -176,10 +174,8 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
 
   it('a running lazy session keeps its pod when the app definition changes', async () => {
     await createSession(stack.resources, 'frank-1', { user: 'frank@example.com', appDefinition: 'python-latest' });
-    const before = await stack.apps.readNamespacedReplicaSet({
-      name: (await waitForSession(stack.resources, 'frank-1', running)).metadata.name,
-      namespace: stack.namespace,
-    });
+    await waitForSession(stack.resources, 'frank-1', running);
+    const before = await lazySessionPod(stack.core, stack.namespace, 'frank-1');
     const updated = await stack.resources.appDefinitions.mergePatch('python-latest', {
       spec: { image: 'ide-cloud/session-python:v2' },
     });
@@ -191,29 +187,27 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     );
     await createSession(stack.resources, 'frank-2', { user: 'frank@example.com', appDefinition: 'python-latest' });
     await waitForSession(stack.resources, 'frank-2', running);
-    const after = await stack.apps.readNamespacedReplicaSet({ name: 'frank-1', namespace: stack.namespace });
-    assert.equal(after.metadata?.generation, before.metadata?.generation);
-    assert.equal(after.spec?.template?.spec?.containers[0]?.image, before.spec?.template?.spec?.containers[0]?.image);
-    const fresh = await stack.apps.readNamespacedReplicaSet({ name: 'frank-2', namespace: stack.namespace });
-    assert.equal(fresh.spec?.template?.spec?.containers[0]?.image, 'ide-cloud/session-python:v2');
+    const after = await lazySessionPod(stack.core, stack.namespace, 'frank-1');
+    assert.equal(after.metadata?.uid, before.metadata?.uid);
+    assert.equal(after.spec?.containers[0]?.image, before.spec?.containers[0]?.image);
+    assert.notEqual(before.spec?.containers[0]?.image, 'ide-cloud/session-python:v2');
+    const fresh = await lazySessionPod(stack.core, stack.namespace, 'frank-2');
+    assert.equal(fresh.spec?.containers[0]?.image, 'ide-cloud/session-python:v2');
   });
 
   it('deleting a Session directly removes its route and everything it owns', async () => {
     const owned = async () => {
       const live = (o: k8s.KubernetesObject) => !o.metadata?.deletionTimestamp;
-      // The session's own ReplicaSet, not the sidecar Deployment's.
-      const replicaSets = (
-        await stack.apps.listNamespacedReplicaSet({
-          namespace: stack.namespace,
-          labelSelector: `${LABELS.component}=${COMPONENT.session}`,
-        })
-      ).items.filter(live);
+      // The session's own pod (named from the session's: listed under it), not the sidecar Deployment's.
+      const pods = (await lazySessionPods(stack.core, stack.namespace, 'frank-1', { live: true })).map(() => ({
+        metadata: { name: 'frank-1' },
+      }));
       const deployments = (await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items.filter(
         live,
       );
       const services = (await stack.core.listNamespacedService({ namespace: stack.namespace })).items;
       const configMaps = (await stack.core.listNamespacedConfigMap({ namespace: stack.namespace })).items.filter(live);
-      return [...replicaSets, ...deployments, ...services, ...configMaps]
+      return [...pods, ...deployments, ...services, ...configMaps]
         .map((o) => o.metadata?.name)
         .filter((n) => n?.startsWith('frank-1'));
     };
@@ -304,7 +298,7 @@ describe('operator: lazy sessions, limits, workspaces, idle shutdown', function 
     await eventually(async () => {
       const selector = { namespace: stack.namespace, labelSelector: `${LABELS.session}=session-alice-1` };
       const workloads = [
-        ...(await stack.apps.listNamespacedReplicaSet(selector)).items,
+        ...(await lazySessionPods(stack.core, stack.namespace, 'session-alice-1')),
         ...(await stack.apps.listNamespacedDeployment(selector)).items,
       ];
       assert.deepEqual(
@@ -386,7 +380,7 @@ describe('operator: the writes of a lazy launch', function () {
     operatorLogs: true,
   });
 
-  it("passes that come before the ReplicaSet's watch event write nothing again, and the bridge token stays", async () => {
+  it("passes that come before the pod's watch event write nothing again, and the bridge token stays", async () => {
     const core = stack.kc.makeApiClient(k8s.CoreV1Api);
     const name = 'session-writes-1';
     const passes = () =>
@@ -394,10 +388,11 @@ describe('operator: the writes of a lazy launch', function () {
         const entry = JSON.parse(line) as { msg?: string; session?: string };
         return entry.msg === 'session pass' && entry.session === name;
       }).length;
-    // The ReplicaSets' and Deployments' watch events are late (a loaded machine): the session's own come first.
-    const apps = `/apis/apps/v1/namespaces/${stack.namespace}`;
+    // The pods' and Deployments' watch events are late (a loaded machine): the session's own come first.
     const release = watches.hold(
-      (url) => url.startsWith(`${apps}/replicasets`) || url.startsWith(`${apps}/deployments`),
+      (url) =>
+        url.startsWith(`/api/v1/namespaces/${stack.namespace}/pods`) ||
+        url.startsWith(`/apis/apps/v1/namespaces/${stack.namespace}/deployments`),
     );
     try {
       await createSession(stack.resources, name, { user: 'wes@example.com', appDefinition: 'python-latest' });
@@ -434,12 +429,13 @@ describe('operator: the writes of a lazy launch', function () {
         count(`/api/v1/namespaces/${stack.namespace}/secrets/${name}-env`),
       sidecarService: count(`/api/v1/namespaces/${stack.namespace}/services/${name}-db`),
       sidecarDeployment: count(`/apis/apps/v1/namespaces/${stack.namespace}/deployments/${name}-db`),
-      replicaSet: count(`/apis/apps/v1/namespaces/${stack.namespace}/replicasets/${name}`),
+      // Created (a POST to the collection: the suite's only session pod).
+      pod: count(`/api/v1/namespaces/${stack.namespace}/pods`),
       service: count(`/api/v1/namespaces/${stack.namespace}/services/${name}`),
     };
     assert.deepEqual(
       objects,
-      { configStore: 1, secret: 1, sidecarService: 1, sidecarDeployment: 1, replicaSet: 1, service: 1 },
+      { configStore: 1, secret: 1, sidecarService: 1, sidecarDeployment: 1, pod: 1, service: 1 },
       JSON.stringify(writes.writes.map((w) => `${w.method} ${w.path}`)),
     );
   });

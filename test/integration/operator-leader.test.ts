@@ -45,6 +45,7 @@ describe('operator: two real operator processes, one Lease', function () {
   let namespace: string;
   let r: IdeCloudResources;
   let apps: k8s.AppsV1Api;
+  let core: k8s.CoreV1Api;
   let leases: k8s.CoordinationV1Api;
   let processes: OperatorProcess[] = [];
   let leader: OperatorProcess;
@@ -71,11 +72,10 @@ describe('operator: two real operator processes, one Lease', function () {
     }
     const eager = sessions.filter((s) => s.status?.instanceId);
     assert.equal(new Set(eager.map((s) => s.status?.instanceId)).size, eager.length, 'one instance per session');
-    const own = (await apps.listNamespacedReplicaSet({ namespace, labelSelector: `${LABELS.component}=session` }))
-      .items;
+    const own = (await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.component}=session` })).items;
     for (const s of sessions) {
-      const lazy = own.some((d) => d.metadata?.name === s.metadata.name);
-      assert.ok(!(lazy && s.status?.instanceId), `${s.metadata.name} has a lazy ReplicaSet and an instanceId`);
+      const lazy = own.some((p) => p.metadata?.labels?.[LABELS.session] === s.metadata.name);
+      assert.ok(!(lazy && s.status?.instanceId), `${s.metadata.name} has a lazy pod and an instanceId`);
       if (s.status?.instanceId) assert.equal(s.status.startStrategy, 'eager', s.metadata.name);
       if (lazy) assert.notEqual(s.status?.startStrategy, 'eager', s.metadata.name);
     }
@@ -93,6 +93,7 @@ describe('operator: two real operator processes, one Lease', function () {
     namespace = await createTestNamespace(cluster.kc, 'op-two');
     r = ideCloudResources(cluster.kc, namespace);
     apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
+    core = cluster.kc.makeApiClient(k8s.CoreV1Api);
     leases = cluster.kc.makeApiClient(k8s.CoordinationV1Api);
     await createAppDefinition(r, APP, { minInstances: POOL, maxInstances: null });
     processes = ['operator-a', 'operator-b'].map((identity) =>

@@ -12,6 +12,7 @@ import {
   createSession,
   FAST,
   bridgeToken,
+  lazySessionPod,
   readyPodIp,
   running,
   startBridge,
@@ -314,8 +315,7 @@ describe('operator: warm pool and eager start', function () {
     assert.equal(s.status?.startStrategy, 'lazy');
     const reservedCondition = s.status!.conditions!.find((c) => c.type === 'Reserved')!;
     assert.equal(reservedCondition.reason, 'WorkspaceHoldsWork');
-    const own = await stack.apps.readNamespacedReplicaSet({ name: 'ws-again', namespace: stack.namespace });
-    const spec = own.spec!.template!.spec!;
+    const spec = (await lazySessionPod(stack.core, stack.namespace, 'ws-again')).spec!;
     assert.equal(spec.volumes!.find((v) => v.name === 'workspace')?.persistentVolumeClaim?.claimName, claim);
     const ide = spec.containers[0]!;
     assert.deepEqual(ide.volumeMounts?.find((m) => m.name === 'workspace')?.mountPath, '/home/ide/workspace');
@@ -350,7 +350,7 @@ describe('operator: warm pool and eager start', function () {
       lazy.metadata.name,
       (s) => s.metadata.annotations?.[ANNOTATIONS.startStrategy] === 'lazy-fallback',
     );
-    await stack.apps.readNamespacedReplicaSet({ name: lazy.metadata.name, namespace: stack.namespace });
+    await lazySessionPod(stack.core, stack.namespace, lazy.metadata.name);
     // No bridge answers on these instances: injection gives up after the attempts, the session stays Running.
     const eager = sessions.find((x) => x.status?.startStrategy === 'eager')!;
     const failed = await waitForSession(

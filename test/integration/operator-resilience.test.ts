@@ -12,7 +12,12 @@ import { useStack } from '../support/stack.js';
 const APP = 'rust-latest';
 const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=${APP}`;
 
-async function assertNoDoubleReservation(apps: k8s.AppsV1Api, r: IdeCloudResources, namespace: string) {
+async function assertNoDoubleReservation(
+  apps: k8s.AppsV1Api,
+  core: k8s.CoreV1Api,
+  r: IdeCloudResources,
+  namespace: string,
+) {
   const pool = (await apps.listNamespacedDeployment({ namespace, labelSelector: poolSelector })).items;
   const holders = pool.map((d) => d.metadata?.labels?.[LABELS.session]).filter(Boolean);
   assert.equal(new Set(holders).size, holders.length, 'one session per instance');
@@ -23,10 +28,12 @@ async function assertNoDoubleReservation(apps: k8s.AppsV1Api, r: IdeCloudResourc
     const d = pool.find((p) => p.metadata?.labels?.[LABELS.instanceId] === s.status?.instanceId);
     assert.equal(d?.metadata?.labels?.[LABELS.session], s.metadata.name);
   }
-  // No session has two workloads: lazy sessions have their own ReplicaSet, eager ones none.
-  const own = (await apps.listNamespacedReplicaSet({ namespace, labelSelector: `${LABELS.component}=session` })).items;
+  // No session has two workloads: lazy sessions have their own pod, eager ones none.
+  const own = (await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.component}=session` })).items.filter(
+    (p) => !p.metadata?.deletionTimestamp,
+  );
   for (const s of sessions) {
-    const count = own.filter((d) => d.metadata?.name === s.metadata.name).length;
+    const count = own.filter((p) => p.metadata?.labels?.[LABELS.session] === s.metadata.name).length;
     assert.equal(count, s.status?.startStrategy === 'eager' ? 0 : 1, `workloads of ${s.metadata.name}`);
   }
   return { eager: eager.length, total: sessions.length };
@@ -53,7 +60,7 @@ describe('operator: concurrency, restarts and dropped watches', function () {
       names.map((n) => createSession(stack.resources, n, { user: `${n}@example.com`, appDefinition: APP })),
     );
     await Promise.all(names.map((n) => waitForSession(stack.resources, n, running, 240_000)));
-    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.resources, stack.namespace);
+    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.core, stack.resources, stack.namespace);
     assert.equal(total, LAUNCHES);
     assert.equal(eager, 10);
     const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
@@ -103,7 +110,7 @@ describe('operator: concurrency, restarts and dropped watches', function () {
     );
     await stack.restartOperator();
     await Promise.all(names.map((n) => waitForSession(stack.resources, n, running, 240_000)));
-    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.resources, stack.namespace);
+    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.core, stack.resources, stack.namespace);
     assert.equal(total, 15);
     assert.equal(eager, 10);
     const pool = (

@@ -16,6 +16,7 @@ import { eventually } from '../support/kube.js';
 import {
   appDefinitionSpec,
   createSession,
+  lazySessionPods,
   ON_NODE_WITHOUT_KUBELET as ON_OWN_NODE,
   waitForSession,
 } from '../support/operator.js';
@@ -115,7 +116,7 @@ describe('operator: a start that cannot succeed fails with a reason', function (
     return session;
   }
 
-  /** Nothing of the failed session runs or routes: its ReplicaSet, Service, Secret and route are gone. */
+  /** Nothing of the failed session runs or routes: its pod, Service, Secret and route are gone. */
   async function assertReleased(name: string): Promise<void> {
     await eventually(async () => {
       const gone = async (read: () => Promise<unknown>) => {
@@ -126,9 +127,11 @@ describe('operator: a start that cannot succeed fails with a reason', function (
           return (error as { code?: number }).code === 404;
         }
       };
-      assert.ok(
-        await gone(() => stack.apps.readNamespacedReplicaSet({ name, namespace: stack.namespace })),
-        'replica set',
+      const pods = await lazySessionPods(stack.core, stack.namespace, name, { live: true });
+      assert.deepEqual(
+        pods.map((p) => p.metadata?.name),
+        [],
+        'pod',
       );
       assert.ok(await gone(() => stack.core.readNamespacedService({ name, namespace: stack.namespace })), 'service');
       assert.ok(

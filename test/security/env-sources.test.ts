@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import { SESSION_ENV_LABEL } from '../../server/src/model/session-env.js';
 import { eventually } from '../support/kube.js';
-import { createSession } from '../support/operator.js';
+import { createSession, lazySessionPod } from '../support/operator.js';
 import { BASE_APP, SERVICE_AUTH_TOKEN, call } from '../support/service-harness.js';
 import { useStack } from '../support/stack.js';
 
@@ -73,6 +73,7 @@ describe('security: env sources marked for session use (1)', function () {
     assert.match(failed.status?.error?.reason ?? '', /secret rel-ide-cloud-tokens belongs to the installation/);
     const apps = stack.kc.makeApiClient(k8s.AppsV1Api);
     const selector = { namespace: stack.namespace, labelSelector: 'ide-cloud.io/session=direct-mallory' };
+    assert.deepEqual((await stack.core.listNamespacedPod(selector)).items, []);
     assert.deepEqual((await apps.listNamespacedReplicaSet(selector)).items, []);
     assert.deepEqual((await apps.listNamespacedDeployment(selector)).items, []);
     assert.ok(!stack.operatorLogs.join('').includes(ADMIN_TOKEN_VALUE));
@@ -82,10 +83,8 @@ describe('security: env sources marked for session use (1)', function () {
     const answer = await launch('student@example.com', { fromSecrets: ['course-token'] });
     assert.equal(answer.status, 200, answer.text);
     const [session] = (await stack.resources.sessions.list()).filter((s) => s.spec.user === 'student@example.com');
-    const replicaSet = await stack.kc
-      .makeApiClient(k8s.AppsV1Api)
-      .readNamespacedReplicaSet({ name: session!.metadata.name, namespace: stack.namespace });
-    const envFrom = replicaSet.spec?.template?.spec?.containers.flatMap((c) => c.envFrom ?? []) ?? [];
+    const pod = await lazySessionPod(stack.core, stack.namespace, session!.metadata.name);
+    const envFrom = pod.spec?.containers.flatMap((c) => c.envFrom ?? []) ?? [];
     assert.ok(envFrom.some((e) => e.secretRef?.name === 'course-token'));
   });
 });

@@ -6,21 +6,28 @@
 // refused, as it should be there. The real-node suites show the IDE working under the profile.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
-import { LABELS } from '../../server/src/model/api-group.js';
 import { eventually } from '../support/kube.js';
-import { appDefinitionSpec, createSession } from '../support/operator.js';
+import { appDefinitionSpec, createSession, lazySessionPods, waitForSession } from '../support/operator.js';
+import { SessionCondition, SessionFailureReason } from '../../server/src/model/session.js';
 import { useStack } from '../support/stack.js';
 
 describe('security: session pods meet the restricted Pod Security profile (27.2)', function () {
   this.timeout(300_000);
 
-  /** Why the namespace's ReplicaSets could not make their pods (the admission's refusals), for messages. */
-  const refusals = async (labelSelector?: string) =>
-    (await stack.apps.listNamespacedReplicaSet({ namespace: stack.namespace, labelSelector })).items.flatMap((rs) =>
+  /**
+   * The admission's refusals, for messages: why the namespace's ReplicaSets (warm instances,
+   * sidecars) could not make their pods, and the sessions whose own pod was refused.
+   */
+  const refusals = async () => [
+    ...(await stack.apps.listNamespacedReplicaSet({ namespace: stack.namespace })).items.flatMap((rs) =>
       (rs.status?.conditions ?? [])
         .filter((c) => c.type === 'ReplicaFailure' && c.status === 'True')
         .map((c) => `${rs.metadata!.name}: ${c.message}`),
-    );
+    ),
+    ...(await stack.resources.sessions.list())
+      .filter((s) => s.status?.phase === 'Failed')
+      .map((s) => `${s.metadata.name}: ${s.status?.error?.reason}`),
+  ];
 
   const stack = useStack('sec-podsec', {
     // A warm pool of one with a sidecar; a lazy app whose sidecar mounts the workspace (an emptyDir
@@ -79,11 +86,12 @@ describe('security: session pods meet the restricted Pod Security profile (27.2)
       user: 'bob@example.com',
       appDefinition: 'rooted',
     });
-    const refused = await eventually(async () => {
-      const found = await refusals(`${LABELS.session}=${session.metadata.name}`);
-      assert.equal(found.length, 1, 'the ReplicaSet of the session reports the refusal');
-      return found[0]!;
-    }, 60_000);
+    // The operator makes the session's pod itself: the refusal fails the start at once, naming the rule.
+    const failed = await waitForSession(stack.resources, session.metadata.name, (s) => s.status?.phase === 'Failed');
+    const ready = failed.status?.conditions?.find((c) => c.type === SessionCondition.ready);
+    assert.equal(ready?.reason, SessionFailureReason.podRefused);
+    const refused = failed.status!.error!.reason;
+    assert.deepEqual(await lazySessionPods(stack.core, stack.namespace, session.metadata.name), []);
     assert.match(refused, /violates PodSecurity "restricted:latest"/);
     assert.match(refused, /runAsNonRoot/);
     assert.doesNotMatch(refused, /auth-proxy/, 'the proxy is restricted whatever the IDE says');

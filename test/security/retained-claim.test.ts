@@ -70,13 +70,19 @@ describe('security: a claim kept by reclaim policy Retain goes only to the same 
     assert.doesNotMatch(JSON.stringify(refused.status), /alice/, 'the refusal does not tell whose work it is');
     const session = await waitForSession(stack.resources, 'intruder', (s) => s.status?.phase === 'Failed', 60_000);
     assert.equal(session.status?.error?.code, 403, JSON.stringify(session.status?.error));
-    const workloads = [
-      ...(await stack.apps.listNamespacedReplicaSet({ namespace: stack.namespace })).items,
-      ...(await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items,
+    // The pod specs that could mount it: the pods themselves, and the templates that make pods.
+    const specs = [
+      ...(await stack.core.listNamespacedPod({ namespace: stack.namespace })).items.map(
+        (p) => [p.metadata, p.spec] as const,
+      ),
+      ...[
+        ...(await stack.apps.listNamespacedReplicaSet({ namespace: stack.namespace })).items,
+        ...(await stack.apps.listNamespacedDeployment({ namespace: stack.namespace })).items,
+      ].map((d) => [d.metadata, d.spec?.template?.spec] as const),
     ];
-    const mounting = workloads.filter((d) =>
-      d.spec?.template?.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === NAME),
-    );
+    const mounting = specs
+      .filter(([, spec]) => spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === NAME))
+      .map(([metadata]) => ({ metadata }));
     assert.deepEqual(
       mounting.map((d) => d.metadata?.name),
       [],

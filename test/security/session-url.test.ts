@@ -40,7 +40,14 @@ import { isLoopback, screenshot } from '../support/browser.js';
 import { eventually } from '../support/kube.js';
 import { AUDIENCE, startIdentityProvider, type TestIdentityProvider } from '../support/oidc.js';
 import { listenLoginProvider, type LoginProvider } from '../support/oidc-login.js';
-import { appDefinitionSpec, bridgeToken, createSession, running, waitForSession } from '../support/operator.js';
+import {
+  appDefinitionSpec,
+  bridgeToken,
+  createSession,
+  lazySessionPod,
+  running,
+  waitForSession,
+} from '../support/operator.js';
 import { useStack } from '../support/stack.js';
 
 const WARM_APP = 'warm-ide';
@@ -147,10 +154,7 @@ describe('security: only its user opens a session URL (3)', function () {
     const ready = await waitForSession(stack.resources, 'lazy-ada', running);
     assert.equal(ready.status?.startStrategy, 'lazy-fallback');
     const url = new URL(ready.status!.url!);
-    const replicaSet = await stack.kc
-      .makeApiClient(k8s.AppsV1Api)
-      .readNamespacedReplicaSet({ name: session.metadata.name, namespace: stack.namespace });
-    const pod = replicaSet.spec!.template!.spec!;
+    const pod = (await lazySessionPod(stack.core, stack.namespace, session.metadata.name)).spec!;
     // What the kubelet mounts: the user the session's Secret names for the proxy.
     const volume = pod.volumes!.find((v) => v.secret?.secretName === `${session.metadata.name}-env`)!;
     const secret = await stack.core.readNamespacedSecret({
@@ -369,11 +373,7 @@ describe('security: a student signs in on the session host and lands in their ow
       sessionSecret: 'a'.repeat(32),
     });
     await waitForSession(stack.resources, 'ada-ide', running);
-    const pod = (
-      await stack.kc
-        .makeApiClient(k8s.AppsV1Api)
-        .readNamespacedReplicaSet({ name: 'ada-ide', namespace: stack.namespace })
-    ).spec!.template!.spec!;
+    const pod = (await lazySessionPod(stack.core, stack.namespace, 'ada-ide')).spec!;
     usersDir = await mkdtemp(path.join(os.tmpdir(), 'auth-proxy-'));
     const users = await stack.core.readNamespacedSecret({ name: 'ada-ide-env', namespace: stack.namespace });
     await writeFile(path.join(usersDir, 'users'), Buffer.from(users.data!['.auth-proxy-users']!, 'base64'));
@@ -496,11 +496,7 @@ describe('security: in anonymous mode the URL key is the credential, and only it
     const url = session.status!.url!;
     const key = new URL(url).pathname.split('/')[2]!;
     assert.match(key, /^[0-9a-f]{32}$/, 'a key of 128 bits');
-    const pod = (
-      await stack.kc
-        .makeApiClient(k8s.AppsV1Api)
-        .readNamespacedReplicaSet({ name: 'anon-ada', namespace: stack.namespace })
-    ).spec!.template!.spec!;
+    const pod = (await lazySessionPod(stack.core, stack.namespace, 'anon-ada')).spec!;
     proxy = await startAuthProxy({
       container: pod.containers.find((c) => c.name === AUTH_PROXY_CONTAINER)!,
       secrets: SECRETS,

@@ -1,5 +1,6 @@
 // Helpers of the operator suites: the operator started in-process exactly as main.ts does, with fast
 // settings, and a data-bridge stand-in served on a pod's own (loopback) address.
+import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -493,4 +494,29 @@ export async function nodeWithoutKubelet(
       await core.deleteNode({ name }).catch(() => undefined);
     },
   };
+}
+
+/**
+ * A lazy session's own IDE pods (the operator makes them with a name generated from the session's):
+ * its `session` label and the session component (its sidecars' pods carry no `session` label). Those
+ * being deleted too, unless `live`.
+ */
+export async function lazySessionPods(
+  core: k8s.CoreV1Api,
+  namespace: string,
+  session: string,
+  options: { live?: boolean } = {},
+): Promise<k8s.V1Pod[]> {
+  const labelSelector = `${LABELS.session}=${session},${LABELS.component}=${COMPONENT.session}`;
+  const { items } = await core.listNamespacedPod({ namespace, labelSelector });
+  return options.live ? items.filter((p) => !p.metadata?.deletionTimestamp) : items;
+}
+
+/** The one live IDE pod of a lazy session (lazySessionPods), once there is exactly one. */
+export async function lazySessionPod(core: k8s.CoreV1Api, namespace: string, session: string): Promise<k8s.V1Pod> {
+  return eventually(async () => {
+    const pods = await lazySessionPods(core, namespace, session, { live: true });
+    assert.equal(pods.length, 1, `${session}: ${pods.length} live IDE pods`);
+    return pods[0]!;
+  }, 30_000);
 }

@@ -1,5 +1,5 @@
 // Launches without a warm pool (start strategy lazy-fallback): the operator creates the session's
-// ReplicaSet and Service, and the launch answers once kwok reports its pod Ready. One at a time, then
+// pod and Service, and the launch answers once kwok reports its pod Ready. One at a time, then
 // `lazyConcurrent` at once.
 import { APPS } from '../config.js';
 import { breakdown, cpuMsPerLaunch, strategies } from '../measure.js';

@@ -1,5 +1,5 @@
 // Scale: sessions are created directly as Session resources, the way the service does, of an app
-// definition without a pool (each a lazy session with its own ReplicaSet, Service, pod and route), in
+// definition without a pool (each a lazy session with its own pod, Service and route), in
 // steps `scaleLevels`, within `scaleBudgetMs` (a step starts only if the budget leaves it its least
 // time, `scaleLevelMinMs`, and its new sessions at the pace of the step before). At each step: a wait of at most `scaleSettleMs` for the
 // new sessions to run; an idle window (operator CPU and RSS, background API rate) once IDE Cloud is

@@ -1,6 +1,6 @@
 /**
  * The lazy-start queue as both sides read it. The operator's gate (operator/session/admission.ts)
- * lets lazy starts create their ReplicaSets at a rate, in creation order, and marks a session it
+ * lets lazy starts create their pods at a rate, in creation order, and marks a session it
  * holds back with the Admitted condition False, reason Queued, and the gate's rate in
  * `status.lazyStartRate`, in one write; the service derives each queued session's position and an
  * estimate from its session cache and that rate, so no one writes anything per waiting session while

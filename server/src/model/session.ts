@@ -75,7 +75,7 @@ export const SessionCondition = {
 
 /**
  * The lazy-start gate's condition (operator: session/admission.ts): whether a lazy start may create
- * its ReplicaSet. Set only on a session that meets the gate, a lazy start while the operator's
+ * its pod. Set only on a session that meets the gate, a lazy start while the operator's
  * `lazyStartsPerSecond` is on; warm claims never meet it, so it is not among the conditions set
  * Unknown on a first visit. The queue's rules (order, position, estimate) are in model/admission.ts.
  */
@@ -156,6 +156,8 @@ export const SessionFailureReason = {
   containerConfigError: 'ContainerConfigError',
   /** The IDE did not serve within the app definition's start deadline. */
   startDeadlineExceeded: 'StartDeadlineExceeded',
+  /** The cluster refused to create the session pod (an admission policy such as Pod Security, a quota). */
+  podRefused: 'PodRefused',
 } as const;
 export type SessionFailureReasonValue = (typeof SessionFailureReason)[keyof typeof SessionFailureReason];
 

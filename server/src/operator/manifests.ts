@@ -333,7 +333,7 @@ export function bridgeTokenSecret(
  */
 export const NO_PROGRESS_DEADLINE = 2_147_483_647;
 
-/** What a workload of the operator's (a Deployment, a lazy session's ReplicaSet) is made of. */
+/** What a workload of the operator's (a Deployment, a lazy session's pod) is made of. */
 interface WorkloadInput {
   name: string;
   namespace: string;
@@ -369,13 +369,28 @@ export function deployment(input: WorkloadInput): k8s.V1Deployment {
 }
 
 /**
- * A lazy session's own IDE pod, kept by a ReplicaSet: its template never changes once made (a running
- * session is not rebuilt from a newer app definition), so there is no rollout for a Deployment to
- * run, and its status updates, its ReplicaSet copy of the pod template and the controller's passes
- * over it would be a launch's cost for nothing (about a quarter of the API writes of a lazy launch).
+ * A lazy session's own IDE pod, made by the operator itself: nothing ever changes it (a running
+ * session is not rebuilt from a newer app definition), so a controller in between (a ReplicaSet, a
+ * Deployment) would only add its object, its status writes and its passes to every lazy launch
+ * (about a quarter of the API writes of one). The operator makes it again when it is lost
+ * (session/steps/workload.ts). Its name is generated from the session's, so a new pod need not wait
+ * for a lost one to be gone; the session's `app` label, which carries its uid, finds it.
  */
-export function replicaSet(input: WorkloadInput): k8s.V1ReplicaSet {
-  return { apiVersion: 'apps/v1', kind: 'ReplicaSet', ...workloadParts(input) };
+export function sessionPod(input: WorkloadInput): k8s.V1Pod {
+  const { metadata } = workloadParts(input);
+  const { name: _name, ...rest } = metadata;
+  void _name;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      ...rest,
+      generateName: `${input.name}-`,
+      labels: { ...metadata.labels, ...input.template.metadata?.labels },
+      annotations: { ...input.template.metadata?.annotations, ...input.annotations },
+    },
+    spec: input.template.spec,
+  };
 }
 
 export function service(input: {

@@ -13,7 +13,7 @@ export type LaunchOutcome = 'success' | 'reused' | 'timeout' | 'refused' | 'fail
  *
  * Failed session starts (issue 17) are shown two ways, both by app definition and by the machine
  * reason of the session's Ready condition (`ImagePullFailed`, `CrashLooping`, `Unschedulable`,
- * `ContainerConfigError`, `StartDeadlineExceeded`; `Failed` for a refusal such as 553), a bounded set:
+ * `ContainerConfigError`, `StartDeadlineExceeded`, `PodRefused`; `Failed` for a refusal such as 553), a bounded set:
  * `ide_cloud_sessions_failed` counts the failed sessions present, read from the cache at scrape time,
  * so a restarted replica reports them at once; `ide_cloud_session_start_failures_total` counts the
  * sessions this replica saw fail, which includes those a failed launch removes right after (the

@@ -1,15 +1,21 @@
-// A lazy session's own objects: written once, whatever the passes, and one bridge token for good.
+// A lazy session's own objects: written once, whatever the passes, and one bridge token for good; a
+// pod lost made again, a spent one deleted.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import type { AppDefinition } from '../../src/model/app-definition.js';
-import { SESSION_ADMITTED_CONDITION, SessionAdmittedReason, type Session } from '../../src/model/session.js';
+import {
+  SESSION_ADMITTED_CONDITION,
+  SessionAdmittedReason,
+  SessionFailureReason,
+  type Session,
+} from '../../src/model/session.js';
 import { parseOperatorConfig } from '../../src/operator/config.js';
 import { SESSION_BRIDGE_TOKEN_KEY } from '../../src/operator/manifests.js';
 import { admitLazyStart } from '../../src/operator/session/admission.js';
 import { Pass } from '../../src/operator/session/status.js';
 import type { SessionStepDeps } from '../../src/operator/session/steps/context.js';
 import { provision } from '../../src/operator/session/steps/workload.js';
-import { sessionsCache } from './cache-fakes.js';
+import { podsCache, sessionsCache } from './cache-fakes.js';
 
 const NAMESPACE = 'ns';
 
@@ -46,7 +52,10 @@ function cache<T extends k8s.KubernetesObject>() {
   };
 }
 
-/** The API server's objects, created or written by server-side apply: every write recorded as kind/name. */
+/**
+ * The API server's objects, created or written by server-side apply: every write recorded as kind/name
+ * (a generated name as its prefix and `*`), every deletion as `-kind/name`.
+ */
 function objectsApi() {
   const stored = new Map<string, k8s.KubernetesObject>();
   const writes: string[] = [];
@@ -55,16 +64,17 @@ function objectsApi() {
   const key = (o: k8s.KubernetesObject) => `${o.kind}/${o.metadata!.name}`;
   const api = {
     patch: async (object: k8s.KubernetesObject) => {
-      writes.push(key(object));
+      writes.push(object.metadata?.name ? key(object) : `${object.kind}/${object.metadata?.generateName}*`);
+      const name = object.metadata?.name ?? `${object.metadata?.generateName}${++version}`;
       const written = structuredClone({
         ...object,
-        metadata: { ...object.metadata, resourceVersion: String(++version) },
+        metadata: { ...object.metadata, name, resourceVersion: String(++version) },
       });
-      stored.set(key(object), written);
+      stored.set(key(written), written);
       return structuredClone(written);
     },
     create: async (object: k8s.KubernetesObject) => {
-      if (stored.has(key(object))) throw new k8s.ApiException(409, 'already exists', {}, {});
+      if (object.metadata?.name && stored.has(key(object))) throw new k8s.ApiException(409, 'already exists', {}, {});
       return api.patch(object);
     },
     read: async (spec: k8s.KubernetesObject) => {
@@ -73,17 +83,29 @@ function objectsApi() {
       if (!found) throw new k8s.ApiException(404, 'not found', {}, {});
       return structuredClone(found);
     },
+    delete: async (spec: k8s.KubernetesObject) => {
+      writes.push(`-${key(spec)}`);
+      if (!stored.delete(key(spec))) throw new k8s.ApiException(404, 'not found', {}, {});
+      return {};
+    },
   };
   return { api: api as unknown as k8s.KubernetesObjectApi, stored, writes, reads };
 }
 
-function deps(objects: k8s.KubernetesObjectApi) {
+/** The pods the API server holds: a pods cache whose watch has caught up with every write. */
+const storedPods = (stored: Map<string, k8s.KubernetesObject>) =>
+  [...stored.values()].filter((o): o is k8s.V1Pod => o.kind === 'Pod');
+
+/** `pods`: a cache whose watch is caught up; else one that sees only what is observed into it. */
+function deps(objects: k8s.KubernetesObjectApi, pods?: () => k8s.V1Pod[]) {
+  const observed: k8s.V1Pod[] = [];
   return {
     config: parseOperatorConfig({ namespace: NAMESPACE }),
     namespace: NAMESPACE,
     objects,
     deployments: cache<k8s.V1Deployment>(),
     replicaSets: cache<k8s.V1ReplicaSet>(),
+    pods: { ...podsCache(pods ?? (() => observed)), observe: (pod: k8s.V1Pod) => void observed.push(pod) },
     services: cache<k8s.V1Service>(),
     sessions: { list: () => [] },
   } as unknown as SessionStepDeps;
@@ -93,7 +115,7 @@ const token = (stored: Map<string, k8s.KubernetesObject>) =>
   (stored.get('Secret/lou-1-env') as k8s.V1Secret | undefined)?.data?.[SESSION_BRIDGE_TOKEN_KEY];
 
 describe('operator: the objects of a lazy session', () => {
-  it('passes that come before the ReplicaSet is seen write nothing again and keep the token', async () => {
+  it('passes that come before the pod is seen write nothing again and keep the token', async () => {
     const server = objectsApi();
     const d = deps(server.api);
     const s = session();
@@ -104,7 +126,7 @@ describe('operator: the objects of a lazy session', () => {
       'Secret/lou-1-env',
       'Service/lou-1-db',
       'Deployment/lou-1-db',
-      'ReplicaSet/lou-1',
+      'Pod/lou-1-*',
       'Service/lou-1',
     ]);
     assert.ok(token(server.stored));
@@ -112,20 +134,96 @@ describe('operator: the objects of a lazy session', () => {
     assert.deepEqual(server.reads, []);
   });
 
-  it('a pass after a restart between the Secret and the ReplicaSet keeps the Secret and its token', async () => {
+  it('a pass after a restart between the Secret and the pod keeps the Secret and its token', async () => {
     const server = objectsApi();
     const s = session();
     const first = deps(server.api);
-    // The first operator wrote the Secret (and a pod could have read it), then died before the ReplicaSet.
+    // The first operator wrote the Secret (and a pod could have read it), then died before the pod.
     await provision({ deps: first, session: s, pass: new Pass(s), appDefinition });
     const written = token(server.stored);
-    server.stored.delete('ReplicaSet/lou-1');
+    for (const pod of storedPods(server.stored)) server.stored.delete(`Pod/${pod.metadata!.name}`);
     server.writes.length = 0;
     await provision({ deps: deps(server.api), session: s, pass: new Pass(s), appDefinition });
     assert.equal(token(server.stored), written);
     assert.deepEqual(server.reads, ['Secret/lou-1-env']);
-    assert.deepEqual(server.writes, ['Service/lou-1-db', 'Deployment/lou-1-db', 'ReplicaSet/lou-1', 'Service/lou-1']);
+    assert.deepEqual(server.writes, ['Service/lou-1-db', 'Deployment/lou-1-db', 'Pod/lou-1-*', 'Service/lou-1']);
   });
+
+  it('a pod lost is made again, with the Secret and its token as they were; a live one is kept', async () => {
+    const server = objectsApi();
+    const s = session();
+    const d = deps(server.api, () => storedPods(server.stored));
+    await provision({ deps: d, session: s, pass: new Pass(s), appDefinition });
+    const written = token(server.stored);
+    const [first] = storedPods(server.stored);
+    server.writes.length = 0;
+    // The pod is evicted: it stays, Failed, and is deleted; a new one is made in the same pass, its
+    // sidecars applied again (they may have gone too).
+    first!.status = { phase: 'Failed', reason: 'Evicted' };
+    await provision({ deps: d, session: s, pass: new Pass(s), appDefinition });
+    assert.deepEqual(server.writes, [
+      `-Pod/${first!.metadata!.name}`,
+      'Service/lou-1-db',
+      'Deployment/lou-1-db',
+      'Pod/lou-1-*',
+    ]);
+    assert.equal(token(server.stored), written);
+    const [second] = storedPods(server.stored);
+    assert.notEqual(second!.metadata!.name, first!.metadata!.name);
+    assert.equal(second!.metadata!.labels!.app, first!.metadata!.labels!.app);
+    // Its Service and the Secret were there: neither is written again, nor is the live pod.
+    server.writes.length = 0;
+    await provision({ deps: d, session: s, pass: new Pass(s), appDefinition });
+    assert.deepEqual(server.writes, []);
+  });
+
+  it("a second live pod of the session's (a create made twice) is deleted, the older one kept", async () => {
+    const server = objectsApi();
+    const s = session();
+    const d = deps(server.api, () => storedPods(server.stored));
+    await provision({ deps: d, session: s, pass: new Pass(s), appDefinition });
+    const [older] = storedPods(server.stored);
+    older!.metadata!.creationTimestamp = new Date('2026-12-03T08:00:00Z');
+    const twin = structuredClone({ ...older!, metadata: { ...older!.metadata, name: 'lou-1-twin' } });
+    twin.metadata.creationTimestamp = new Date('2026-12-03T08:00:01Z');
+    server.stored.set('Pod/lou-1-twin', twin);
+    server.writes.length = 0;
+    await provision({ deps: d, session: s, pass: new Pass(s), appDefinition });
+    assert.deepEqual(server.writes, ['-Pod/lou-1-twin']);
+    assert.deepEqual(
+      storedPods(server.stored).map((p) => p.metadata!.name),
+      [older!.metadata!.name],
+    );
+  });
+
+  for (const [status, message, told] of [
+    [
+      403,
+      'pods "lou-1-x" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true (pod or container "java" must set securityContext.runAsNonRoot=true)',
+      'the cluster refused the IDE pod (Forbidden): violates PodSecurity "restricted:latest": runAsNonRoot != true (pod or container "java" must set securityContext.runAsNonRoot=true)',
+    ],
+    [
+      422,
+      'Pod "lou-1-x" is invalid: spec.containers[0].env[1].value: Invalid value: "git-credential-5f1e9a"',
+      'the cluster refused the IDE pod (Invalid)',
+    ],
+  ] as const) {
+    it(`a pod the API server refuses (${status}) fails the start, telling a Pod Security verdict and no other message`, async () => {
+      const server = objectsApi();
+      const create = server.api.create.bind(server.api);
+      server.api.create = (async (object: k8s.KubernetesObject, ...rest: unknown[]) => {
+        if (object.kind !== 'Pod') return create(object, ...(rest as []));
+        const reason = status === 403 ? 'Forbidden' : 'Invalid';
+        throw new k8s.ApiException(status, message, JSON.stringify({ kind: 'Status', reason, message }), {});
+      }) as typeof server.api.create;
+      const s = session();
+      await assert.rejects(provision({ deps: deps(server.api), session: s, pass: new Pass(s), appDefinition }), {
+        name: 'FailObject',
+        reason: told,
+        failureReason: SessionFailureReason.podRefused,
+      });
+    });
+  }
 
   it("a namesake's Secret (another session of that name) gets this session's values and a token of its own", async () => {
     const server = objectsApi();
@@ -163,6 +261,7 @@ describe('operator: the lazy-start gate turned off', () => {
         sessions: sessionsCache(() => []),
         deployments: { get: () => undefined },
         replicaSets: { get: () => undefined },
+        pods: podsCache(() => []),
         now: () => at,
       },
       s,
@@ -181,6 +280,7 @@ describe('operator: the lazy-start gate turned off', () => {
         sessions: sessionsCache(() => []),
         deployments: { get: () => undefined },
         replicaSets: { get: () => undefined },
+        pods: podsCache(() => []),
       },
       s,
       pass,

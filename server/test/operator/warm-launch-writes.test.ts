@@ -3,13 +3,14 @@
 // decision whose status was never written is taken up from the world, a route is found for clean-up
 // without an annotation, and a ready bridge's values arrive in the status that carries the URL.
 import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../../src/model/api-group.js';
 import type { AppDefinition } from '../../src/model/app-definition.js';
 import type { Session } from '../../src/model/session.js';
 import { parseOperatorConfig } from '../../src/operator/config.js';
-import { routePath } from '../../src/operator/manifests.js';
+import { COMPONENT, routePath, sessionPodApp } from '../../src/operator/manifests.js';
 import type { PoolInstance } from '../../src/operator/pool/instances.js';
 import type { RouteEntry } from '../../src/operator/routes/ingress.js';
 import { createLogger } from '../../src/operator/runtime/logger.js';
@@ -19,7 +20,7 @@ import { Pass } from '../../src/operator/session/status.js';
 import type { SessionStepDeps } from '../../src/operator/session/steps/context.js';
 import { annotateDecision, ensureFinalizer } from '../../src/operator/session/steps/decision.js';
 import { guards } from '../../src/operator/session/steps/guards.js';
-import { sessionsCache } from './cache-fakes.js';
+import { podsCache, sessionsCache } from './cache-fakes.js';
 
 const NAMESPACE = 'ns';
 const INGRESS = 'sessions';
@@ -73,6 +74,7 @@ function deps(overrides: Partial<SessionStepDeps> = {}, sessions: Session[] = []
     workspaces: { find: async () => undefined },
     deployments: { get: () => undefined, observe: () => undefined },
     replicaSets: { get: () => undefined, observe: () => undefined },
+    pods: podsCache(() => []),
     pool: { findReservation: () => undefined, reserve: async () => undefined },
     envSource: async () => undefined,
     limitsPassed: new Set<string>(),
@@ -81,6 +83,17 @@ function deps(overrides: Partial<SessionStepDeps> = {}, sessions: Session[] = []
     now: () => 1_700_000_010_000,
     ...overrides,
   } as unknown as SessionStepDeps;
+}
+
+/** A lazy session's own pod, as the operator makes it (its labels), in the state given. */
+function ownPod(s: Session, status: k8s.V1PodStatus): k8s.V1Pod {
+  return {
+    metadata: {
+      name: `${s.metadata.name}-x1`,
+      labels: { [LABELS.session]: s.metadata.name, [LABELS.component]: COMPONENT.session, app: sessionPodApp(s) },
+    },
+    status,
+  };
 }
 
 function decided(s: Session, strategy: 'eager' | 'lazy-fallback', instanceId?: string): Pass {
@@ -219,8 +232,17 @@ describe('a decision whose status was never written is taken up from the world',
     assert.equal(pass.status.instanceId, '3');
   });
 
+  it("a pod of the session's own, in any state: lazy (a fallback with eager start on)", async () => {
+    const s = session('lazy-1', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
+    const pod = ownPod(s, { phase: 'Failed' });
+    const d = deps({ pods: podsCache(() => [pod]) } as unknown as Partial<SessionStepDeps>, [earlier, s]);
+    const pass = new Pass(s);
+    await guards({ deps: d, session: s, pass });
+    assert.equal(pass.status.startStrategy, 'lazy-fallback');
+  });
+
   for (const [kind, cache] of [
-    ['ReplicaSet', 'replicaSets'],
+    ['ReplicaSet (an earlier operator made it)', 'replicaSets'],
     ['Deployment (an older operator made it)', 'deployments'],
   ] as const) {
     it(`a ${kind} of the session's own: lazy (a fallback with eager start on)`, async () => {
@@ -239,7 +261,15 @@ describe('a decision whose status was never written is taken up from the world',
   it('nothing in the world: undecided, checked against the limits (553)', async () => {
     const s = session('new-1', 'erin@example.com', { finalizers: [SESSION_FINALIZER] }, 5);
     const namesake = { metadata: { name: 'new-1', ownerReferences: [{ uid: 'uid-of-an-earlier-new-1' }] } };
-    const d = deps({ replicaSets: { get: () => namesake } } as unknown as Partial<SessionStepDeps>, [earlier, s]);
+    const earlierNew = session('new-1', 'erin@example.com', {}, 1);
+    earlierNew.metadata.uid = 'uid-of-an-earlier-new-1';
+    const d = deps(
+      {
+        replicaSets: { get: () => namesake },
+        pods: podsCache(() => [ownPod(earlierNew, { phase: 'Running' })]),
+      } as unknown as Partial<SessionStepDeps>,
+      [earlier, s],
+    );
     await assert.rejects(guards({ deps: d, session: s, pass: new Pass(s) }), { code: 553 });
   });
 });

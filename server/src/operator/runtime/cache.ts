@@ -20,7 +20,7 @@ export interface OperatorCache {
   workspaces: Informer<Workspace>;
   /** Deployments IDE Cloud manages: warm instances, sidecars, and lazy sessions an older operator started. */
   deployments: Informer<k8s.V1Deployment>;
-  /** Lazy sessions' own ReplicaSets, metadata only (their pods tell their readiness). */
+  /** The ReplicaSets an earlier operator made for lazy sessions, metadata only (their pods tell their readiness). */
   replicaSets: Informer<k8s.V1ReplicaSet>;
   /** Sessions' config stores (ConfigMaps), metadata only: one deleted under a running session is made again. */
   configStores: Informer<k8s.V1ConfigMap>;

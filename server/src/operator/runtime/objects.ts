@@ -14,29 +14,6 @@ export function deploymentReady(d: k8s.V1Deployment | undefined): boolean {
 }
 
 /**
- * A lazy session's own workload (named after it): its ReplicaSet, or the Deployment that an earlier
- * version of the operator made for it (such a session keeps it until it ends).
- */
-export function lazyWorkloadOf(
-  caches: {
-    replicaSets: { get(name: string): k8s.V1ReplicaSet | undefined };
-    deployments: { get(name: string): k8s.V1Deployment | undefined };
-  },
-  session: string,
-): k8s.V1ReplicaSet | k8s.V1Deployment | undefined {
-  return caches.replicaSets.get(session) ?? caches.deployments.get(session);
-}
-
-/** lazyWorkloadOf, unless it is being deleted: the workload a session is past its gate with and keeps. */
-export function liveLazyWorkloadOf(
-  caches: Parameters<typeof lazyWorkloadOf>[0],
-  session: string,
-): k8s.V1ReplicaSet | k8s.V1Deployment | undefined {
-  const own = lazyWorkloadOf(caches, session);
-  return own && !own.metadata?.deletionTimestamp ? own : undefined;
-}
-
-/**
  * Has an update (a PUT or a patch) clear the API server's record of who owns which field of the
  * object (one empty entry clears it). The record is about half of a warm instance's Deployment or of
  * a shared Ingress of many paths, and the API server brings it up to date on every write: keeping it

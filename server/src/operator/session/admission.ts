@@ -1,18 +1,17 @@
 /**
- * Fair burst admission of lazy starts. Beyond the warm pool, each lazy start creates a ReplicaSet
- * (and its pod); at a lecture's start hundreds come in seconds. The gate lets them create it at the
+ * Fair burst admission of lazy starts. Beyond the warm pool, each lazy start creates a pod (and its
+ * Service); at a lecture's start hundreds come in seconds. The gate lets them create it at the
  * operator's `lazyStartsPerSecond` (a token bucket holding at most `lazyStartBurst`), first come
  * first served by creation time (model/admission.ts's order). Warm claims never meet it.
  *
  * What is kept in memory is only what a restart may lose: the bucket (a new leader starts it full)
- * and the tokens granted to sessions whose ReplicaSet is not there yet. Who waits is read from the
+ * and the tokens granted to sessions whose pod is not there yet. Who waits is read from the
  * session cache on every pass (level-triggered): a restarted operator finds the same queue. A
  * session held back gets the Admitted condition False, reason Queued, and the rate in
  * `status.lazyStartRate`, in one write (so the service can tell the queue's position and an
  * estimate), and comes back when its token is due: nothing is written while it waits. With the gate
  * off, a session still queued by an earlier configuration is admitted on its next pass.
  */
-import type * as k8s from '@kubernetes/client-node';
 import type { Informer } from '../../kube/informer.js';
 import {
   byCreation,
@@ -28,8 +27,8 @@ import {
   SessionAdmittedReason,
   type Session,
 } from '../../model/session.js';
-import { liveLazyWorkloadOf } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
+import { liveOwnWorkload, type OwnWorkloadCaches } from './own-workload.js';
 import { startDeadlineAt } from './start-failure.js';
 import type { Pass } from './status.js';
 
@@ -92,7 +91,7 @@ export type GateDecision = { admitted: true; at: number } | { admitted: false; r
  */
 export class LazyStartGate {
   private readonly bucket: TokenBucket;
-  /** Sessions (uid) that were granted a token and whose ReplicaSet is not there yet: when. */
+  /** Sessions (uid) that were granted a token and whose pod is not there yet: when. */
   private readonly granted = new Map<string, number>();
 
   constructor(
@@ -130,19 +129,17 @@ export class LazyStartGate {
 }
 
 /** What the gate step reads. */
-export interface AdmissionDeps {
+export interface AdmissionDeps extends OwnWorkloadCaches {
   /** The gate; absent when `lazyStartsPerSecond` is 0 (off): lazy starts go at once. */
   admission?: LazyStartGate;
   sessions: Pick<Informer<Session>, 'byIndex'>;
-  deployments: Pick<Informer<k8s.V1Deployment>, 'get'>;
-  replicaSets: Pick<Informer<k8s.V1ReplicaSet>, 'get'>;
   /** The clock of the admission's time (ms since the epoch). */
   now?: () => number;
 }
 
 /** Its own workload exists: it is past the gate whatever its status says (a lost status write). */
-function hasWorkload(deps: AdmissionDeps, name: string): boolean {
-  return !!liveLazyWorkloadOf(deps, name);
+function hasWorkload(deps: AdmissionDeps, session: Session): boolean {
+  return !!liveOwnWorkload(deps, session);
 }
 
 /**
@@ -150,7 +147,7 @@ function hasWorkload(deps: AdmissionDeps, name: string): boolean {
  * (see LazyStartGate): their first pass decides within moments.
  */
 function waitsAtGate(deps: AdmissionDeps, session: Session): boolean {
-  return mayWaitAtGate(session) && !hasWorkload(deps, session.metadata.name);
+  return mayWaitAtGate(session) && !hasWorkload(deps, session);
 }
 
 function admitted(session: Session, pass: Pass, at: number, message: string): void {
@@ -168,7 +165,7 @@ function admitted(session: Session, pass: Pass, at: number, message: string): vo
 }
 
 /**
- * 3a. The gate of a lazy start, before its ReplicaSet is created: passes, or marks the session
+ * 3a. The gate of a lazy start, before its pod is created: passes, or marks the session
  * Queued and throws RetryLater for when its token is due. A session whose workload exists is past it.
  */
 export function admitLazyStart(deps: AdmissionDeps, session: Session, pass: Pass): void {
@@ -183,7 +180,7 @@ export function admitLazyStart(deps: AdmissionDeps, session: Session, pass: Pass
     if (current) admitted(session, pass, now, 'the lazy-start gate is off');
     return;
   }
-  if (hasWorkload(deps, name)) {
+  if (hasWorkload(deps, session)) {
     if (current) admitted(session, pass, now, 'its workload exists');
     return;
   }

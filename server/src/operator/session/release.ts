@@ -7,12 +7,14 @@ import type { OperatorConfig } from '../config.js';
 import { COMPONENT, sessionEnvSecretName } from '../manifests.js';
 import type { RouteTable } from '../routes/routes.js';
 import { removeSessionRoute } from './finalize.js';
+import { lazySessionPods } from './own-workload.js';
 
 export interface ReleaseDeps {
   namespace: string;
   config: Pick<OperatorConfig, 'sessionHost'>;
   deployments: Pick<Informer<k8s.V1Deployment>, 'list'>;
   replicaSets: Pick<Informer<k8s.V1ReplicaSet>, 'list'>;
+  pods: Pick<Informer<k8s.V1Pod>, 'byIndex'>;
   services: Pick<Informer<k8s.V1Service>, 'list'>;
   objects: Pick<k8s.KubernetesObjectApi, 'delete'>;
   routes: RouteTable;
@@ -20,8 +22,9 @@ export interface ReleaseDeps {
 
 /**
  * A Failed session keeps its status (and its Session object) for people to read, but nothing that
- * runs or routes: its path leaves the shared Ingress, and a lazy session's ReplicaSet, Deployments
- * and Services (the IDE's and its sidecars') and its Secret of values are deleted. A warm instance it held goes
+ * runs or routes: its path leaves the shared Ingress, and a lazy session's pod (or an earlier
+ * operator's ReplicaSet), Deployments and Services (the IDE's and its sidecars') and its Secret of
+ * values are deleted. A warm instance it held goes
  * back to the pool (pool/reconciler.ts). Level-based: each pass of a Failed session deletes what the
  * caches still show, so a session with nothing left (a refusal) costs no API call.
  */
@@ -39,9 +42,11 @@ export async function releaseFailedSession(deps: ReleaseDeps, session: Session):
   const replicaSets = deps.replicaSets.list().filter(owned);
   const deployments = deps.deployments.list().filter(owned);
   const services = deps.services.list().filter(owned);
-  if (replicaSets.length + deployments.length + services.length === 0) return;
+  const pods = lazySessionPods(deps.pods, session).filter((p) => !p.metadata?.deletionTimestamp);
+  if (pods.length + replicaSets.length + deployments.length + services.length === 0) return;
   const meta = (n: string) => ({ name: n, namespace: deps.namespace });
   const doomed: k8s.KubernetesObject[] = [
+    ...pods.map((p) => ({ apiVersion: 'v1', kind: 'Pod', metadata: meta(p.metadata!.name!) })),
     ...replicaSets.map((r) => ({ apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: meta(r.metadata!.name!) })),
     ...deployments.map((d) => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: meta(d.metadata!.name!) })),
     ...services.map((s) => ({ apiVersion: 'v1', kind: 'Service', metadata: meta(s.metadata!.name!) })),

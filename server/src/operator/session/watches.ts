@@ -6,9 +6,9 @@ import type { WorkQueue } from '../runtime/work-queue.js';
 import type { DataInjector } from './injection.js';
 
 /**
- * What wakes a Session's pass: the session itself, its workload (a lazy one's own ReplicaSet, or a
- * warm instance's Deployment it reserved), a config store of its deleted under it, and a change of a
- * pod it runs on.
+ * What wakes a Session's pass: the session itself, its workload (a lazy one's own pod, or an earlier
+ * operator's ReplicaSet or Deployment for it, or a warm instance's Deployment it reserved), a config
+ * store of its deleted under it, and a change of a pod it runs on.
  */
 export function wakeSessions(
   cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'replicaSets' | 'configStores' | 'pods'>,
@@ -34,8 +34,8 @@ export function wakeSessions(
     if (type === 'DELETED' && session) queue.add(session);
   });
   // A lazy session's own pod wakes it on every change: its readiness is the session's (a start that
-  // cannot succeed fails at once, a lost pod is told). A warm instance's pod wakes the session it
-  // starts only; once served, the instance's Deployment tells.
+  // cannot succeed fails at once, a lost pod is told and made again). A warm instance's pod wakes the
+  // session it starts only; once served, the instance's Deployment tells.
   cache.pods.on((_t, pod) => {
     const labels = pod.metadata?.labels ?? {};
     const own = labels[LABELS.session];

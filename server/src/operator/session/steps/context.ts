@@ -25,10 +25,10 @@ export interface SessionStepDeps {
   appDefinitions: Pick<Informer<AppDefinition>, 'find'>;
   workspaces: Pick<Informer<Workspace>, 'find'>;
   deployments: Pick<Informer<k8s.V1Deployment>, 'get' | 'observe'>;
-  /** Lazy sessions' own ReplicaSets (metadata). */
-  replicaSets: Pick<Informer<k8s.V1ReplicaSet>, 'get' | 'observe'>;
-  /** The pods IDE Cloud manages: what a starting session's pods are in (session/start-failure.ts). */
-  pods: Pick<Informer<k8s.V1Pod>, 'byIndex'>;
+  /** Lazy sessions' ReplicaSets that an earlier operator made (metadata). */
+  replicaSets: Pick<Informer<k8s.V1ReplicaSet>, 'get'>;
+  /** The pods IDE Cloud manages: a lazy session's own, and what a starting session's pods are in (session/start-failure.ts). */
+  pods: Pick<Informer<k8s.V1Pod>, 'byIndex' | 'observe'>;
   services: Pick<Informer<k8s.V1Service>, 'get' | 'observe'>;
   /** The sessions' config stores: one gone is made again. */
   configStores: Pick<Informer<k8s.V1ConfigMap>, 'get' | 'observe'>;

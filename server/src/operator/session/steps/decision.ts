@@ -14,7 +14,8 @@ import {
   SessionReservedReason,
 } from '../../../model/session.js';
 import type { PoolInstance } from '../../pool/instances.js';
-import { finalizersOf, lazyWorkloadOf } from '../../runtime/objects.js';
+import { finalizersOf } from '../../runtime/objects.js';
+import { hasOwnWorkload } from '../own-workload.js';
 import { Delay, RetryLater } from '../../runtime/outcome.js';
 import type { Pass } from '../status.js';
 import { takeStandbyClaim } from '../../standby/claims.js';
@@ -24,8 +25,8 @@ import { probeBridge } from './environment.js';
 /**
  * A decision made by a pass whose status was not written (a crash, a failed write): from the
  * annotations of a session an older operator decided, else from the world. The instance reserved for the session (its label and the ownerReference with
- * the session's uid: pool/instances.ts) says eager and which; a Deployment of the session's own says
- * lazy (a fallback when eager start is on). Nothing found: not decided, the pass decides.
+ * the session's uid: pool/instances.ts) says eager and which; a workload of the session's own
+ * (own-workload.ts) says lazy (a fallback when eager start is on). Nothing found: not decided, the pass decides.
  */
 export function takeUpDecision({ deps, session, pass }: StepContext, appDefinition: AppDefinition): void {
   const annotations = session.metadata.annotations ?? {};
@@ -42,10 +43,7 @@ export function takeUpDecision({ deps, session, pass }: StepContext, appDefiniti
     pass.status.instanceId = String(reserved.id);
     return;
   }
-  const own = lazyWorkloadOf(deps, session.metadata.name);
-  if (own && (own.metadata?.ownerReferences ?? []).some((o) => o.uid === session.metadata.uid)) {
-    pass.status.startStrategy = deps.config.eagerStart ? 'lazy-fallback' : 'lazy';
-  }
+  if (hasOwnWorkload(deps, session)) pass.status.startStrategy = deps.config.eagerStart ? 'lazy-fallback' : 'lazy';
 }
 
 /**

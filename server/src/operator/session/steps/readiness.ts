@@ -10,11 +10,12 @@ import { startDeadlineSeconds } from '../../../model/app-definition.js';
 import { SessionCondition, SessionReadyReason, type Session } from '../../../model/session.js';
 import { checksIdentity } from '../../auth-proxy.js';
 import type { OperatorConfig } from '../../config.js';
-import { COMPONENT, routePath, sessionPodApp, sessionUrl } from '../../manifests.js';
+import { routePath, sessionUrl } from '../../manifests.js';
 import { INDEX, labelKey } from '../../runtime/cache.js';
 import { deploymentReady, podReady } from '../../runtime/objects.js';
 import { Delay, FailObject, RetryLater } from '../../runtime/outcome.js';
 import { startDeadlineOf } from '../admission.js';
+import { lazySessionPods } from '../own-workload.js';
 import { podVerdict } from '../start-failure.js';
 import type { ServedStep, SessionStepDeps, Workload } from './context.js';
 import { injectionEnded } from './environment.js';
@@ -118,24 +119,17 @@ export function admitsThroughBridge(config: Pick<OperatorConfig, 'sessionIssuer'
 
 /**
  * Whether the IDE pod serves. A warm instance's Deployment says so for its current pod (a returned
- * instance can still show its previous user's pod). A lazy session's own pod says so itself: its
- * workload's status says so only after a write of the controller manager, whose queues are long in
- * a burst.
+ * instance can still show its previous user's pod). A lazy session's own pod says so itself (an
+ * earlier operator's ReplicaSet or Deployment would say so only after a write of the controller
+ * manager, whose queues are long in a burst).
  */
 function workloadReady(deps: SessionStepDeps, session: Session, workload: Workload): boolean {
   if (workload.eager) return deploymentReady(workload.deployment);
   return sessionPods(deps, session, workload).some((pod) => !pod.metadata?.deletionTimestamp && podReady(pod));
 }
 
-/**
- * The IDE pods of a session, from the cache: a lazy session's own (its `session` label and this
- * session's `app`: a deleted namesake's pods can linger; its sidecars' pods carry no `session`
- * label), or its warm instance's.
- */
+/** The IDE pods of a session, from the cache: a lazy session's own (own-workload.ts), or its warm instance's. */
 function sessionPods(deps: SessionStepDeps, session: Session, workload: Workload): k8s.V1Pod[] {
   if (workload.eager) return deps.pods.byIndex(INDEX.label, labelKey(LABELS.poolInstance, workload.backend));
-  const app = sessionPodApp(session);
-  return deps.pods
-    .byIndex(INDEX.label, labelKey(LABELS.session, session.metadata.name))
-    .filter((pod) => pod.metadata?.labels?.[LABELS.component] === COMPONENT.session && pod.metadata.labels.app === app);
+  return lazySessionPods(deps.pods, session);
 }

@@ -1,15 +1,15 @@
 /**
  * 2. The config store and 3. the workload that serves the session: its reserved warm instance (eager),
- * or its own Secret, sidecars, ReplicaSet and Service (lazy), once past the lazy-start gate.
+ * or its own Secret, sidecars, pod and Service (lazy), once past the lazy-start gate.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { applyObject, isConflict, isNotFound } from '../../../kube/client.js';
+import { apiStatus, applyObject, isConflict, isNotFound } from '../../../kube/client.js';
 import { ANNOTATIONS, FIELD_MANAGER, LABELS, OPERATOR_MANAGER } from '../../../model/api-group.js';
 import { dataBridgeEnabled } from '../../../model/app-definition.js';
 import { findCondition } from '../../../model/conditions.js';
 import { ErrorCode } from '../../../model/error-codes.js';
 import { configStoreName } from '../../../model/names.js';
-import { SessionCondition, type Session } from '../../../model/session.js';
+import { SessionCondition, SessionFailureReason, type Session } from '../../../model/session.js';
 import {
   lazyAllowedUsers,
   lazyEnv,
@@ -17,18 +17,18 @@ import {
   newBridgeToken,
   ownerReference,
   poolInstanceName,
-  replicaSet,
   service,
   sessionLabels,
+  sessionPod,
   sessionPodApp,
   SESSION_BRIDGE_TOKEN_KEY,
   sessionEnvSecret,
   sessionPodTemplate,
 } from '../../manifests.js';
 import { applySidecars } from '../../pool/instances.js';
-import { liveLazyWorkloadOf } from '../../runtime/objects.js';
 import { FailObject } from '../../runtime/outcome.js';
 import { admitLazyStart } from '../admission.js';
+import { lazySessionPods, liveOwnWorkload, livePod, liveSessionPods } from '../own-workload.js';
 import type { GuardedStep, SessionStepDeps, Workload } from './context.js';
 
 /** 2. Config store, when the app definition asks for one: its name in `step.configStore`. */
@@ -79,8 +79,10 @@ export async function provision(step: GuardedStep): Promise<Workload> {
 
 /**
  * The session's Secret first (its values, referenced from the pod: never in the pod spec in plain
- * text), then the sidecars (their Service names resolve at IDE start), then the IDE ReplicaSet and
- * Service. The Secret is applied once, with the ReplicaSet: a running session's pod keeps theirs.
+ * text), then the sidecars (their Service names resolve at IDE start), then the IDE pod and Service.
+ * A live pod is kept as it is (a running session is not rebuilt from a newer app definition
+ * generation); a pod lost (deleted, evicted, its node gone) is made again, as a ReplicaSet would,
+ * from the app definition as it is then, with the session's Secret as it was.
  */
 async function applyLazyResources(step: GuardedStep): Promise<void> {
   const { deps, session, appDefinition, claimName, configStore } = step;
@@ -96,47 +98,92 @@ async function applyLazyResources(step: GuardedStep): Promise<void> {
     podApp,
     targetPort: deps.config.authProxyPort,
   });
-  // A running session keeps its pod: once its ReplicaSet exists it is not rebuilt from a newer app
-  // definition generation (the ReplicaSet is applied in one call, so it exists only whole).
-  if (liveLazyWorkloadOf(deps, name)) {
+  await deleteSpentPods(deps, session);
+  if (liveOwnWorkload(deps, session)) {
     // Level-triggered, but not a write per pass: the Service is applied again only when it is gone.
     if (!deps.services.get(name)) deps.services.observe(await applyObject(deps.objects, ideService));
     return;
   }
   await applySessionSecret(deps, session, dataBridgeEnabled(appDefinition.spec));
   await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
-  // The ReplicaSet and its Service side by side: neither needs the other, and each round trip of a
-  // lazy start's first pass holds its launch (its status, then its URL) in a burst.
-  const ideReplicaSet = applyObject(
-    deps.objects,
-    replicaSet({
-      name,
-      namespace: deps.namespace,
-      labels,
-      annotations: { [ANNOTATIONS.appDefinitionGeneration]: String(appDefinition.metadata.generation ?? 0) },
-      owners,
-      template: sessionPodTemplate({
-        appDefinition,
-        config: deps.config,
-        podApp,
-        env: lazyEnv(session, appDefinition),
-        envFrom: lazyEnvFrom(session),
-        claimName,
-        configStore,
-        allowedUsers: lazyAllowedUsers(session),
-        templateLabels: { [LABELS.session]: name },
-      }),
+  const pod = sessionPod({
+    name,
+    namespace: deps.namespace,
+    labels,
+    annotations: { [ANNOTATIONS.appDefinitionGeneration]: String(appDefinition.metadata.generation ?? 0) },
+    owners,
+    template: sessionPodTemplate({
+      appDefinition,
+      config: deps.config,
+      podApp,
+      env: lazyEnv(session, appDefinition),
+      envFrom: lazyEnvFrom(session),
+      claimName,
+      configStore,
+      allowedUsers: lazyAllowedUsers(session),
+      templateLabels: { [LABELS.session]: name },
     }),
+  });
+  // The pod and its Service side by side: neither needs the other, and each round trip of a lazy
+  // start's first pass holds its launch (its status, then its URL) in a burst.
+  const [created, appliedService] = await Promise.all([
+    deps.objects.create(pod, undefined, undefined, FIELD_MANAGER).catch((error: unknown) => {
+      throw refusalOf(error) ?? error;
+    }),
+    deps.services.get(name) ? undefined : applyObject(deps.objects, ideService),
+  ]);
+  // Into the cache at once: a pass that comes before the pod's watch event must not make another.
+  deps.pods.observe(created);
+  if (appliedService) deps.services.observe(appliedService);
+}
+
+/**
+ * A pod create the API server refused for good (403: an admission policy such as Pod Security, a
+ * quota; 422: invalid) as the session's failed start. The status tells the API server's reason; of
+ * its message only a Pod Security verdict, which names rules and containers, never a value (any other
+ * message can quote the object sent).
+ */
+function refusalOf(error: unknown): FailObject | undefined {
+  const status = apiStatus(error);
+  if (status !== 403 && status !== 422) return undefined;
+  const body = (error as { body?: unknown }).body;
+  let answer: { reason?: unknown; message?: unknown } = {};
+  try {
+    answer = (typeof body === 'string' ? JSON.parse(body) : (body ?? {})) as typeof answer;
+  } catch {
+    // Not JSON: the status alone tells it.
+  }
+  const verdict = typeof answer.message === 'string' ? /violates PodSecurity .*/.exec(answer.message)?.[0] : undefined;
+  const reason = typeof answer.reason === 'string' ? answer.reason : String(status);
+  return new FailObject(
+    ErrorCode.internal,
+    `the cluster refused the IDE pod (${reason})${verdict ? `: ${verdict}` : ''}`,
+    SessionFailureReason.podRefused,
   );
-  const [applied, appliedService] = await Promise.all([ideReplicaSet, applyObject(deps.objects, ideService)]);
-  // Into the cache at once: a pass that comes before the ReplicaSet's watch event must not apply it all again.
-  deps.replicaSets.observe(applied);
-  deps.services.observe(appliedService);
+}
+
+/**
+ * Deletes the session's pods that will never serve it: ended ones (a pod evicted or whose node went
+ * stays Failed), and live ones beyond the oldest (a create whose answer was lost, made again by a
+ * later pass). Nothing to delete, no call.
+ */
+async function deleteSpentPods(deps: SessionStepDeps, session: Session): Promise<void> {
+  const ended = lazySessionPods(deps.pods, session).filter((pod) => !pod.metadata?.deletionTimestamp && !livePod(pod));
+  const spent = [...ended, ...liveSessionPods(deps.pods, session).slice(1)];
+  await Promise.all(
+    spent.map((pod) =>
+      deps.objects
+        .delete({ apiVersion: 'v1', kind: 'Pod', metadata: { name: pod.metadata!.name!, namespace: deps.namespace } })
+        .catch((error: unknown) => {
+          if (!isNotFound(error)) throw error;
+        }),
+    ),
+  );
 }
 
 /**
  * The session's Secret, written only when it is missing or differs: created, the first time, without
- * a read. Its bridge token is the session's for good: a pass that comes again before the ReplicaSet
+ * a read. Its bridge token is the session's for good: a pass that comes again before the pod
  * is seen (or after a restart between the two writes) finds it there and keeps the token it holds,
  * since a pod may already have started with it and the operator reaches that pod's bridge with the
  * Secret's token. A new one only for a Secret that is not this session's (a namesake's left to the
