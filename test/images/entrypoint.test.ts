@@ -236,7 +236,14 @@ describe('session entrypoint', () => {
 
   it("lets the environment strategy's clone yield the CPU to the IDE's start", async () => {
     const { read, home } = await runEntrypoint({ GIT_URI: 'https://git.example/repo.git' });
-    await eventually(async () => assert.ok((await read()).some((l) => l.startsWith('ide-cloud-agent'))), 10_000);
+    await eventually(
+      async () =>
+        assert.ok(
+          (await read()).some((l) => l.startsWith('ide-cloud-agent')),
+          'no agent line yet',
+        ),
+      10_000,
+    );
     const own = Number((await run('nice')).stdout);
     const agent = Number(await readFile(path.join(home, 'ide-cloud-agent.nice'), 'utf8'));
     assert.equal(agent, Math.min(own + 10, 19));

@@ -163,7 +163,7 @@ describe('informer on the real kube-apiserver', function () {
     informer.start();
     await informer.waitForSync();
     await create('b', '2');
-    await eventually(() => assert.ok(informer.get('b')));
+    await eventually(() => assert.ok(informer.get('b'), 'b not in the cache yet'));
     informer.observe(await update('a', '3'));
     for (const name of ['a', 'b']) assert.deepEqual(informer.get(name)?.data, { kept: 'only this' });
     assert.ok(

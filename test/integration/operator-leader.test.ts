@@ -159,7 +159,15 @@ describe('operator: two real operator processes, one Lease', function () {
 
     const names = await burst('pending');
     // Killed as soon as the first launch got a strategy: the others are mid-way or not begun.
-    await eventually(async () => assert.ok((await r.sessions.list()).some((s) => s.status?.startStrategy)), 30_000, 20);
+    await eventually(
+      async () =>
+        assert.ok(
+          (await r.sessions.list()).some((s) => s.status?.startStrategy),
+          'none decided yet',
+        ),
+      30_000,
+      20,
+    );
     await leader.kill('SIGKILL');
     assert.equal(leader.child.signalCode, 'SIGKILL');
     const before = await r.sessions.list();

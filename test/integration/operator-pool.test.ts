@@ -379,7 +379,8 @@ describe('operator: warm pool and eager start', function () {
     assert.ok((await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`));
     await stack.resources.sessions.delete(holder.metadata.name);
     await eventually(
-      async () => assert.ok(!(await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`)),
+      async () =>
+        assert.ok(!(await instances()).some((d) => d.metadata?.name === `${APP}-pool-2`), 'instance 2 still there'),
       30_000,
     );
   });

@@ -104,7 +104,11 @@ describe('operator: concurrency, restarts and dropped watches', function () {
     );
     // Stop as soon as the first sessions got a strategy: the rest are mid-way.
     await eventually(
-      async () => assert.ok((await stack.resources.sessions.list()).some((s) => s.status?.startStrategy)),
+      async () =>
+        assert.ok(
+          (await stack.resources.sessions.list()).some((s) => s.status?.startStrategy),
+          'none decided yet',
+        ),
       30_000,
       20,
     );

@@ -116,7 +116,7 @@ describe('service launch (the test plays the operator)', function () {
 
     const answer = launch({ user, appDefinition: 'python-latest', workspaceName: workspace });
     await eventually(
-      async () => assert.ok((await stack.resources.sessions.get(name)).metadata.deletionTimestamp),
+      async () => assert.ok((await stack.resources.sessions.get(name)).metadata.deletionTimestamp, 'not deleted yet'),
       10_000,
     );
     await stack.resources.sessions.mergePatch(name, { metadata: { finalizers: null } });

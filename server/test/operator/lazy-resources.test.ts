@@ -157,16 +157,12 @@ describe('operator: the objects of a lazy session', () => {
     const written = token(server.stored);
     const [first] = storedPods(server.stored);
     server.writes.length = 0;
-    // The pod is evicted: it stays, Failed, and is deleted; a new one is made in the same pass, its
-    // sidecars applied again (they may have gone too).
+    // The pod is evicted: it stays, Failed, and is deleted; a new one is made in the same pass. The
+    // sidecar runs on (its Deployment's watch event came): not applied again.
     first!.status = { phase: 'Failed', reason: 'Evicted' };
+    d.deployments.observe(server.stored.get('Deployment/lou-1-db') as k8s.V1Deployment);
     await provision({ deps: d, session: s, pass: new Pass(s), appDefinition });
-    assert.deepEqual(server.writes, [
-      `-Pod/${first!.metadata!.name}`,
-      'Service/lou-1-db',
-      'Deployment/lou-1-db',
-      'Pod/lou-1-*',
-    ]);
+    assert.deepEqual(server.writes, [`-Pod/${first!.metadata!.name}`, 'Pod/lou-1-*']);
     assert.equal(token(server.stored), written);
     const [second] = storedPods(server.stored);
     assert.notEqual(second!.metadata!.name, first!.metadata!.name);
@@ -185,7 +181,8 @@ describe('operator: the objects of a lazy session', () => {
     const [older] = storedPods(server.stored);
     older!.metadata!.creationTimestamp = new Date('2026-12-03T08:00:00Z');
     const twin = structuredClone({ ...older!, metadata: { ...older!.metadata, name: 'lou-1-twin' } });
-    twin.metadata.creationTimestamp = new Date('2026-12-03T08:00:01Z');
+    // As a watch event gives it (a string), the older one as a create's answer does (a Date).
+    twin.metadata.creationTimestamp = '2026-12-03T08:00:01Z' as unknown as Date;
     server.stored.set('Pod/lou-1-twin', twin);
     server.writes.length = 0;
     await provision({ deps: d, session: s, pass: new Pass(s), appDefinition });
@@ -196,19 +193,47 @@ describe('operator: the objects of a lazy session', () => {
     );
   });
 
-  for (const [status, message, told] of [
-    [
-      403,
-      'pods "lou-1-x" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true (pod or container "java" must set securityContext.runAsNonRoot=true)',
-      'the cluster refused the IDE pod (Forbidden): violates PodSecurity "restricted:latest": runAsNonRoot != true (pod or container "java" must set securityContext.runAsNonRoot=true)',
-    ],
-    [
-      422,
-      'Pod "lou-1-x" is invalid: spec.containers[0].env[1].value: Invalid value: "git-credential-5f1e9a"',
-      'the cluster refused the IDE pod (Invalid)',
-    ],
-  ] as const) {
-    it(`a pod the API server refuses (${status}) fails the start, telling a Pod Security verdict and no other message`, async () => {
+  const security =
+    'pods "lou-1-x" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true (pod or container "java" must set securityContext.runAsNonRoot=true)';
+  for (const { status, message, served, outcome } of [
+    {
+      status: 403,
+      message: security,
+      served: false,
+      outcome: {
+        name: 'FailObject',
+        failureReason: SessionFailureReason.podRefused,
+        reason: `the cluster refused the IDE pod (Forbidden): ${security.slice(security.indexOf('violates'))}`,
+      },
+    },
+    {
+      status: 422,
+      message: 'Pod "lou-1-x" is invalid: spec.containers[0].env[1].value: Invalid value: "git-credential-5f1e9a"',
+      served: false,
+      outcome: {
+        name: 'FailObject',
+        failureReason: SessionFailureReason.podRefused,
+        reason: 'the cluster refused the IDE pod (Invalid)',
+      },
+    },
+    // A session that has served waits for its pod, as a ReplicaSet would.
+    { status: 403, message: security, served: true, outcome: { name: 'RetryLater' } },
+    {
+      status: 403,
+      message:
+        'pods "lou-1-x" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10',
+      served: false,
+      outcome: { name: 'RetryLater', message: "the namespace's quota has no room for the IDE pod yet" },
+    },
+    // No verdict on the pod: the operator's own rights, a namespace being deleted.
+    {
+      status: 403,
+      message: 'pods is forbidden: User "system:serviceaccount:ide:operator" cannot create resource "pods"',
+      served: false,
+      outcome: { name: 'ApiException' },
+    },
+  ]) {
+    it(`a pod create refused (${status}, ${served ? 'served' : 'starting'}, "${message.slice(0, 40)}…"): ${outcome.name}`, async () => {
       const server = objectsApi();
       const create = server.api.create.bind(server.api);
       server.api.create = (async (object: k8s.KubernetesObject, ...rest: unknown[]) => {
@@ -217,11 +242,17 @@ describe('operator: the objects of a lazy session', () => {
         throw new k8s.ApiException(status, message, JSON.stringify({ kind: 'Status', reason, message }), {});
       }) as typeof server.api.create;
       const s = session();
-      await assert.rejects(provision({ deps: deps(server.api), session: s, pass: new Pass(s), appDefinition }), {
-        name: 'FailObject',
-        reason: told,
-        failureReason: SessionFailureReason.podRefused,
-      });
+      if (served) s.status = { ...s.status, url: 'https://ide.test/lou-1/k/' };
+      const rejected = await provision({ deps: deps(server.api), session: s, pass: new Pass(s), appDefinition }).then(
+        () => assert.fail('provisioned'),
+        (error: unknown) => error as Error & Record<string, unknown>,
+      );
+      assert.equal(rejected.constructor.name, outcome.name);
+      for (const [key, value] of Object.entries(outcome)) if (key !== 'name') assert.equal(rejected[key], value, key);
+      // No value of the pod's ever reaches what the session tells.
+      assert.ok(!JSON.stringify({ ...rejected, message: rejected.message }).includes('git-credential'));
+      // The Service was written beside the pod, and is in the cache: the next pass does not write it again.
+      assert.ok(server.writes.includes('Service/lou-1'));
     });
   }
 

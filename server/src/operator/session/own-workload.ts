@@ -9,6 +9,7 @@ import { LABELS } from '../../model/api-group.js';
 import type { Session } from '../../model/session.js';
 import { COMPONENT, sessionPodApp } from '../manifests.js';
 import { INDEX, labelKey } from '../runtime/cache.js';
+import { podReady } from '../runtime/objects.js';
 
 export interface OwnWorkloadCaches {
   pods: Pick<Informer<k8s.V1Pod>, 'byIndex'>;
@@ -34,14 +35,20 @@ export function livePod(pod: k8s.V1Pod): boolean {
 }
 
 /**
- * The session's live pods, oldest first: the first one is its pod; any other is a duplicate (a create
- * whose answer was lost and that a later pass made again), which the pass deletes.
+ * The session's live pods, the one it keeps first (Ready, else the oldest; a watch event's timestamp
+ * is a string, a create's answer a Date): any other is a duplicate (a create whose answer was lost,
+ * made again by a later pass), which the pass deletes.
  */
 export function liveSessionPods(pods: OwnWorkloadCaches['pods'], session: Pick<Session, 'metadata'>): k8s.V1Pod[] {
   const born = (p: k8s.V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
   return lazySessionPods(pods, session)
     .filter(livePod)
-    .sort((a, b) => born(a) - born(b) || (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
+    .sort(
+      (a, b) =>
+        Number(podReady(b)) - Number(podReady(a)) ||
+        born(a) - born(b) ||
+        (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''),
+    );
 }
 
 /** The ReplicaSet or Deployment an earlier operator made for the session (named after it), if it is the session's. */

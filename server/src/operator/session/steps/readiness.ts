@@ -15,7 +15,7 @@ import { INDEX, labelKey } from '../../runtime/cache.js';
 import { deploymentReady, podReady } from '../../runtime/objects.js';
 import { Delay, FailObject, RetryLater } from '../../runtime/outcome.js';
 import { startDeadlineOf } from '../admission.js';
-import { lazySessionPods } from '../own-workload.js';
+import { liveSessionPods } from '../own-workload.js';
 import { podVerdict } from '../start-failure.js';
 import type { ServedStep, SessionStepDeps, Workload } from './context.js';
 import { injectionEnded } from './environment.js';
@@ -128,8 +128,11 @@ function workloadReady(deps: SessionStepDeps, session: Session, workload: Worklo
   return sessionPods(deps, session, workload).some((pod) => !pod.metadata?.deletionTimestamp && podReady(pod));
 }
 
-/** The IDE pods of a session, from the cache: a lazy session's own (own-workload.ts), or its warm instance's. */
+/**
+ * The IDE pods of a session, from the cache: a lazy session's own live ones (own-workload.ts: one
+ * that ended is replaced, its state no verdict on the start), or its warm instance's.
+ */
 function sessionPods(deps: SessionStepDeps, session: Session, workload: Workload): k8s.V1Pod[] {
   if (workload.eager) return deps.pods.byIndex(INDEX.label, labelKey(LABELS.poolInstance, workload.backend));
-  return lazySessionPods(deps.pods, session);
+  return liveSessionPods(deps.pods, session);
 }

@@ -24,9 +24,10 @@ import {
   SESSION_BRIDGE_TOKEN_KEY,
   sessionEnvSecret,
   sessionPodTemplate,
+  sidecarName,
 } from '../../manifests.js';
 import { applySidecars } from '../../pool/instances.js';
-import { FailObject } from '../../runtime/outcome.js';
+import { Delay, FailObject, RetryLater } from '../../runtime/outcome.js';
 import { admitLazyStart } from '../admission.js';
 import { lazySessionPods, liveOwnWorkload, livePod, liveSessionPods } from '../own-workload.js';
 import type { GuardedStep, SessionStepDeps, Workload } from './context.js';
@@ -105,7 +106,12 @@ async function applyLazyResources(step: GuardedStep): Promise<void> {
     return;
   }
   await applySessionSecret(deps, session, dataBridgeEnabled(appDefinition.spec));
-  await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
+  // A lost pod's sidecars run on: applied again only when one is missing (a newer app definition
+  // would roll them out, and a sidecar's data would go).
+  const sidecars = appDefinition.spec.sidecars ?? [];
+  if (sidecars.some((sidecar) => !deps.deployments.get(sidecarName(name, sidecar)))) {
+    await applySidecars(deps, appDefinition, { ownerName: name, labels, owners, claimName });
+  }
   const pod = sessionPod({
     name,
     namespace: deps.namespace,
@@ -126,24 +132,30 @@ async function applyLazyResources(step: GuardedStep): Promise<void> {
   });
   // The pod and its Service side by side: neither needs the other, and each round trip of a lazy
   // start's first pass holds its launch (its status, then its URL) in a burst.
-  const [created, appliedService] = await Promise.all([
-    deps.objects.create(pod, undefined, undefined, FIELD_MANAGER).catch((error: unknown) => {
-      throw refusalOf(error) ?? error;
-    }),
+  const [created, appliedService] = await Promise.allSettled([
+    deps.objects.create(pod, undefined, undefined, FIELD_MANAGER),
     deps.services.get(name) ? undefined : applyObject(deps.objects, ideService),
   ]);
-  // Into the cache at once: a pass that comes before the pod's watch event must not make another.
-  deps.pods.observe(created);
-  if (appliedService) deps.services.observe(appliedService);
+  // Into the cache at once, whatever the Service's write did: a pass that comes before the pod's
+  // watch event must not make another.
+  if (created.status === 'fulfilled') deps.pods.observe(created.value);
+  if (appliedService.status === 'fulfilled' && appliedService.value) deps.services.observe(appliedService.value);
+  if (created.status === 'rejected') throw podRefusal(created.reason, !!session.status?.url) ?? created.reason;
+  if (appliedService.status === 'rejected') throw appliedService.reason;
 }
 
+/** A Pod Security verdict as the API server words a refusal (it names rules and containers, never a value). */
+const POD_SECURITY_VERDICT = /^pods? "[^"]*" is forbidden: (violates PodSecurity "[^"]*": .{1,600})/;
+
 /**
- * A pod create the API server refused for good (403: an admission policy such as Pod Security, a
- * quota; 422: invalid) as the session's failed start. The status tells the API server's reason; of
- * its message only a Pod Security verdict, which names rules and containers, never a value (any other
- * message can quote the object sent).
+ * What a pod create the API server refused means for the session. A refusal for good (422 invalid;
+ * 403 of an admission policy: Pod Security, a webhook) fails a start, telling the API server's reason
+ * and, of its message, only a Pod Security verdict (any other message can quote the object sent); a
+ * session that has served waits instead, as a ReplicaSet would. A quota full waits too (the start
+ * deadline bounds a start). Anything else (RBAC, a namespace being deleted) is no verdict on the pod:
+ * undefined, the error goes on as it is.
  */
-function refusalOf(error: unknown): FailObject | undefined {
+function podRefusal(error: unknown, served: boolean): FailObject | RetryLater | undefined {
   const status = apiStatus(error);
   if (status !== 403 && status !== 422) return undefined;
   const body = (error as { body?: unknown }).body;
@@ -153,13 +165,17 @@ function refusalOf(error: unknown): FailObject | undefined {
   } catch {
     // Not JSON: the status alone tells it.
   }
-  const verdict = typeof answer.message === 'string' ? /violates PodSecurity .*/.exec(answer.message)?.[0] : undefined;
-  const reason = typeof answer.reason === 'string' ? answer.reason : String(status);
-  return new FailObject(
-    ErrorCode.internal,
-    `the cluster refused the IDE pod (${reason})${verdict ? `: ${verdict}` : ''}`,
-    SessionFailureReason.podRefused,
-  );
+  const message = typeof answer.message === 'string' ? answer.message : '';
+  if (status === 403 && /exceeded quota/.test(message)) {
+    return new RetryLater("the namespace's quota has no room for the IDE pod yet", Delay.podStarting);
+  }
+  const verdict = POD_SECURITY_VERDICT.exec(message)?.[1];
+  if (status === 403 && !verdict && !/admission webhook "[^"]*" denied the request/.test(message)) return undefined;
+  const why = typeof answer.reason === 'string' ? answer.reason : String(status);
+  const reason = `the cluster refused the IDE pod (${why})${verdict ? `: ${verdict}` : ''}`;
+  return served
+    ? new RetryLater(reason, Delay.podStarting)
+    : new FailObject(ErrorCode.internal, reason, SessionFailureReason.podRefused);
 }
 
 /**
