@@ -136,6 +136,21 @@ describe('processes a run leaves behind', function () {
     assert.doesNotMatch(run.output(), /left \d+ process/);
   });
 
+  it('a run that ended what it started passes, also when a descendant led a process group of its own', async () => {
+    // As code-server's shell-environment probe (`bash -i -l`) does: a group of its own, not the child's.
+    const file = await fixture(
+      'escaping',
+      `const child = spawnTracked('escaping sleeper', 'sh', ['-c', 'setsid sleep 300 & echo $!; wait'], { stdio: ['ignore', 'pipe', 'ignore'] });
+       pids(child.pid, await new Promise<number>((resolve) => child.stdout!.once('data', (b: Buffer) => resolve(Number(b.toString())))));
+       await endProcess(child, 'SIGTERM');`,
+    );
+    const run = mochaRun(dir, file);
+    assert.equal(await run.code, 0, run.output());
+    assert.doesNotMatch(run.output(), /left \d+ process/);
+    const [, escaped] = await pidsWritten(pidsFile, 2);
+    assert.ok(!isAlive(escaped), `sleep ${escaped} still runs`);
+  });
+
   it('a run killed outright (SIGKILL) leaves nothing: its watchdog kills what it started', async () => {
     const file = await fixture(
       'killed',

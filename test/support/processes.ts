@@ -28,6 +28,8 @@ interface Entry {
 }
 
 const entries = new Map<string, Entry>();
+/** The label each tracked process was spawned with: its descendants carry it too. */
+const labels = new WeakMap<ChildProcess, string>();
 let nextId = 1;
 
 /**
@@ -163,6 +165,7 @@ export function spawnTracked(
     },
   });
   entries.set(label, { name, startedBy: callingTestFile() });
+  labels.set(child, label);
   return child;
 }
 
@@ -172,7 +175,8 @@ const GRACEFUL_STOP_MS = 20_000;
 /**
  * Ends `child`'s process group: `signal` (SIGTERM, a graceful stop, which writes the process's
  * coverage; SIGKILL, a crash, which writes nothing) to all of it, SIGKILL if a graceful stop takes
- * longer than GRACEFUL_STOP_MS, and once `child` exited, SIGKILL to whatever of the group is left.
+ * longer than GRACEFUL_STOP_MS, and once `child` exited, SIGKILL to whatever of the group, or of its
+ * descendants anywhere, is left.
  * Resolves once `child` exited.
  */
 export async function endProcess(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
@@ -188,7 +192,13 @@ export async function endProcess(child: ChildProcess, signal: 'SIGTERM' | 'SIGKI
     clearTimeout(deadline);
   }
   await exited;
-  for (const marked of markedProcesses()) if (marked.pgid === child.pid) signalGroup(marked.pid, 'SIGKILL');
+  // What is left of its group, and of its descendants that left the group (an interactive shell
+  // leads a group of its own: code-server's shell-environment probe, `bash -i -l`).
+  const label = labels.get(child);
+  for (const marked of markedProcesses()) {
+    if (marked.pgid === child.pid || (label !== undefined && marked.label === label))
+      signalGroup(marked.pid, 'SIGKILL');
+  }
 }
 
 export interface LeftoverProcess {
