@@ -141,7 +141,7 @@ describe('operator work queue', () => {
     assert.deepEqual(added, ['first', 'second', 'first', 'first', 'first']);
   });
 
-  it("wakes a lazy session on every change of its own ReplicaSet or pod, served or not; a warm instance's pod only while it starts", () => {
+  it("wakes a lazy session on every change of its own pod (or an earlier operator's ReplicaSet), served or not; a warm instance's pod only while it starts", () => {
     type Handler = (type: string, object: unknown) => void;
     const handlers = new Map<string, Handler>();
     const served = { metadata: { name: 'warm-1' }, status: { url: 'https://x/warm-1/' } } as unknown as Session;
