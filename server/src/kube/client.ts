@@ -280,7 +280,15 @@ export function describeFailure(error: unknown): Record<string, unknown> {
  * body, which can quote the object sent (env values, tokens).
  */
 export function describeKubernetesError(error: k8s.ApiException<unknown>): Record<string, unknown> {
-  let body: unknown = error.body;
+  return { kubernetesStatus: error.code, kubernetesReason: apiAnswer(error).reason };
+}
+
+/**
+ * The Status a failed API call answered with (its body, parsed when it came as text): empty when
+ * there is none. Its message can quote the object sent: never log it.
+ */
+export function apiAnswer(error: unknown): { reason?: unknown; message?: unknown } {
+  let body = (error as { body?: unknown } | null)?.body;
   if (typeof body === 'string') {
     try {
       body = JSON.parse(body);
@@ -288,5 +296,5 @@ export function describeKubernetesError(error: k8s.ApiException<unknown>): Recor
       body = undefined;
     }
   }
-  return { kubernetesStatus: error.code, kubernetesReason: (body as { reason?: unknown } | undefined)?.reason };
+  return body && typeof body === 'object' ? (body as { reason?: unknown; message?: unknown }) : {};
 }

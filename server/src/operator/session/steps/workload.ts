@@ -3,7 +3,7 @@
  * or its own Secret, sidecars, pod and Service (lazy), once past the lazy-start gate.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { apiStatus, applyObject, isConflict, isNotFound } from '../../../kube/client.js';
+import { apiAnswer, apiStatus, applyObject, isConflict, isNotFound } from '../../../kube/client.js';
 import { ANNOTATIONS, FIELD_MANAGER, LABELS, OPERATOR_MANAGER } from '../../../model/api-group.js';
 import { dataBridgeEnabled } from '../../../model/app-definition.js';
 import { findCondition } from '../../../model/conditions.js';
@@ -158,13 +158,7 @@ const POD_SECURITY_VERDICT = /^pods? "[^"]*" is forbidden: (violates PodSecurity
 function podRefusal(error: unknown, served: boolean): FailObject | RetryLater | undefined {
   const status = apiStatus(error);
   if (status !== 403 && status !== 422) return undefined;
-  const body = (error as { body?: unknown }).body;
-  let answer: { reason?: unknown; message?: unknown } = {};
-  try {
-    answer = (typeof body === 'string' ? JSON.parse(body) : (body ?? {})) as typeof answer;
-  } catch {
-    // Not JSON: the status alone tells it.
-  }
+  const answer = apiAnswer(error);
   const message = typeof answer.message === 'string' ? answer.message : '';
   if (status === 403 && /exceeded quota/.test(message)) {
     return new RetryLater("the namespace's quota has no room for the IDE pod yet", Delay.podStarting);
