@@ -216,7 +216,7 @@ function requestCostTable(r: Results): string | undefined {
   const what: Record<RequestKind, string> = {
     sessionCreate: "the service's create of a Session",
     sessionStatus: "the operator's status write with the URL",
-    sessionMetadata: "the service's answered mark (annotations)",
+    sessionMetadata: "the service's answered mark (annotations), its field record cleared",
     claim: "the claim: replace of a warm instance's Deployment, its field record cleared",
     claimWithRecord: '… keeping its field record',
     route: `the route: JSON patch of an Ingress of ${fmt(num(c, 'ingressPaths'))} paths`,

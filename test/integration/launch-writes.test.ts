@@ -166,6 +166,8 @@ describe('the API writes of a launch, Events included', function () {
     assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'eager');
     assert.equal(session.metadata.annotations?.[ANNOTATIONS.instanceId], session.status?.instanceId);
     assert.equal(session.metadata.annotations?.[ANNOTATIONS.unanswered], undefined);
+    // The answered mark cleared the API server's record of field ownership (kube/field-record.ts).
+    assert.equal(session.metadata.managedFields, undefined);
     // The values reached the bridge before the URL went out: their arrival is in the URL's status write.
     assert.equal(findCondition(session.status?.conditions, SessionCondition.envInjected)?.status, 'True');
     assert.deepEqual(
@@ -218,6 +220,7 @@ describe('the API writes of a launch, Events included', function () {
     const session = await r.sessions.get(name);
     assert.equal(session.status?.startStrategy, 'lazy-fallback');
     assert.equal(session.metadata.annotations?.[ANNOTATIONS.startStrategy], 'lazy-fallback');
+    assert.equal(session.metadata.managedFields, undefined);
     await countedAsExpected(name);
   });
 

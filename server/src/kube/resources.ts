@@ -5,6 +5,7 @@ import { RESOURCE_KINDS } from '../model/crd.js';
 import type { Session, SessionSpec } from '../model/session.js';
 import type { Workspace, WorkspaceSpec } from '../model/workspace.js';
 import { callsAhead } from './client.js';
+import { CLEARED_FIELD_RECORD } from './field-record.js';
 
 export type Kind = keyof typeof RESOURCE_KINDS;
 export type ResourceOf = { appDefinition: AppDefinition; workspace: Workspace; session: Session };
@@ -15,9 +16,20 @@ const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergeP
 const applyPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
 const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
 
+/** An RFC 7386 merge patch of an object. */
+export type MergePatchBody = { metadata?: object; [field: string]: unknown };
+
 /** One RFC 6902 operation. */
 export type JsonPatchOperation =
   { op: 'add' | 'replace' | 'test'; path: string; value: unknown } | { op: 'remove'; path: string };
+
+/**
+ * The kinds whose metadata writes also clear the API server's record of field ownership
+ * (field-record.ts): Sessions, which only IDE Cloud writes (the service creates them; the service and
+ * the operator update them), and whose status writes then cost the API server less too. App
+ * definitions and workspaces may be applied by their admins, and keep theirs.
+ */
+const CLEARS_FIELD_RECORD: ReadonlySet<Kind> = new Set<Kind>(['session']);
 
 /**
  * Typed access to one kind of IDE Cloud custom resource in one namespace. The one place that knows
@@ -27,6 +39,7 @@ export class CustomResourceClient<K extends Kind> {
   private readonly api: k8s.CustomObjectsApi;
   readonly plural: string;
   readonly kind: string;
+  private readonly clearsFieldRecord: boolean;
 
   constructor(
     kc: k8s.KubeConfig,
@@ -34,6 +47,7 @@ export class CustomResourceClient<K extends Kind> {
     kind: K,
   ) {
     this.api = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.clearsFieldRecord = CLEARS_FIELD_RECORD.has(kind);
     this.plural = RESOURCE_KINDS[kind].plural;
     this.kind = RESOURCE_KINDS[kind].kind;
   }
@@ -103,9 +117,12 @@ export class CustomResourceClient<K extends Kind> {
   }
 
   /** `ahead`: the patch waits for its slot before the other calls (`callsAhead`). */
-  async mergePatch(name: string, body: object, { ahead = false } = {}): Promise<ResourceOf[K]> {
+  async mergePatch(name: string, body: MergePatchBody, { ahead = false } = {}): Promise<ResourceOf[K]> {
+    const written = this.clearsFieldRecord
+      ? { ...body, metadata: { ...body.metadata, managedFields: CLEARED_FIELD_RECORD } }
+      : body;
     return (await this.api.patchNamespacedCustomObject(
-      { ...this.base, name, body },
+      { ...this.base, name, body: written },
       ahead ? callsAhead(mergePatch) : mergePatch,
     )) as ResourceOf[K];
   }

@@ -9,6 +9,7 @@ import {
   type CustomResourceClient,
   type JsonPatchOperation,
   type Kind,
+  type MergePatchBody,
   type ResourceOf,
 } from '../kube/resources.js';
 import { ApiError, ApiServerUnavailable, Conflict } from './errors.js';
@@ -129,7 +130,7 @@ export class ServiceResource<K extends Kind> implements ObjectReader<ResourceOf[
   /** RFC 7386 merge patch of the object (`null` removes a key); 404 answers the kind's unknown code. */
   mergePatch(
     name: string,
-    body: object,
+    body: MergePatchBody,
     action = `updating ${this.noun}`,
     options: { ahead?: boolean } = {},
   ): Promise<ResourceOf[K]> {

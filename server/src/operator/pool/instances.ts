@@ -1,5 +1,6 @@
 import type * as k8s from '@kubernetes/client-node';
 import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
+import { clearFieldRecord } from '../../kube/field-record.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
 import { workFolder, type AppDefinition } from '../../model/app-definition.js';
 import { dnsLabel } from '../../model/names.js';
@@ -8,7 +9,7 @@ import type { Informer } from '../../kube/informer.js';
 import type { DeploymentClient } from '../../kube/plain-answers.js';
 import type { OperatorConfig } from '../config.js';
 import { INDEX, labelKey } from '../runtime/cache.js';
-import { clearFieldRecord, deploymentReady } from '../runtime/objects.js';
+import { deploymentReady } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
   COMPONENT,

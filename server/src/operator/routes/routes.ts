@@ -4,7 +4,7 @@ import type { Informer } from '../../kube/informer.js';
 import type { IngressClient } from '../../kube/plain-answers.js';
 import { LABELS } from '../../model/api-group.js';
 import { OPERATOR_MANAGER } from '../../model/api-group.js';
-import { CLEAR_FIELD_RECORD, clearFieldRecord } from '../runtime/objects.js';
+import { CLEAR_FIELD_RECORD, clearFieldRecord } from '../../kube/field-record.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import { routeChangesPatch, withRoute, type RouteChange, type RouteEntry } from './ingress.js';
 import { ingressServes } from './served.js';

@@ -13,20 +13,6 @@ export function deploymentReady(d: k8s.V1Deployment | undefined): boolean {
   );
 }
 
-/**
- * Has an update (a PUT or a patch) clear the API server's record of who owns which field of the
- * object (one empty entry clears it). The record is about half of a warm instance's Deployment or of
- * a shared Ingress of many paths, and the API server brings it up to date on every write: keeping it
- * made a claim cost the API server about half again as much CPU. Nobody reads it, and nothing starts
- * it again: every later write is an update, and only an apply would. A create keeps it.
- */
-export function clearFieldRecord(metadata: k8s.V1ObjectMeta): void {
-  metadata.managedFields = [{}];
-}
-
-/** clearFieldRecord as an operation of a JSON patch (RFC 6902: `add` sets the member, there or not). */
-export const CLEAR_FIELD_RECORD = { op: 'add', path: '/metadata/managedFields', value: [{}] } as const;
-
 /** A pod whose Ready condition is True. */
 export function podReady(pod: k8s.V1Pod): boolean {
   return (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
