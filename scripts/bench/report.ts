@@ -219,7 +219,7 @@ function requestCostTable(r: Results): string | undefined {
     sessionMetadata: "the service's answered mark (annotations), its field record cleared",
     claim: "the claim: replace of a warm instance's Deployment, its field record cleared",
     claimWithRecord: '… keeping its field record',
-    route: `the route: JSON patch of an Ingress of ${fmt(num(c, 'ingressPaths'))} paths`,
+    route: `the route: replace of an Ingress of ${fmt(num(c, 'ingressPaths'))} paths`,
     leaseUpdate: 'for comparison: merge patch of a Lease',
   };
   return mdTable(

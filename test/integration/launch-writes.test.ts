@@ -155,8 +155,8 @@ describe('the API writes of a launch, Events included', function () {
     const name = await launch('wendy@example.com', WARM, (writes) => [
       'POST sessions',
       'PUT deployments',
-      // The first route creates the Ingress; a later one is a patch of it.
-      `${writes.find((w) => w.path.includes('/ingresses'))?.method ?? 'PATCH'} ingresses`,
+      // The first route creates the Ingress; a later one replaces it.
+      `${writes.find((w) => w.path.includes('/ingresses'))?.method ?? 'PUT'} ingresses`,
       'PATCH sessions/status',
       'PATCH sessions',
     ]);
@@ -209,7 +209,7 @@ describe('the API writes of a launch, Events included', function () {
       'POST secrets',
       'POST pods',
       'PATCH services',
-      'PATCH ingresses',
+      'PUT ingresses',
       // Starting, then the URL; both in one write when the pod was Ready by the end of the first
       // pass (the session's readiness is its pod's). Never more than two, never none.
       ...Array<string>(writes.filter((w) => /\/sessions\/[^/]+\/status$/.test(w.path)).length === 1 ? 1 : 2).fill(

@@ -7,7 +7,7 @@
 //   claim            the operator's claim: a replace of a warm instance's Deployment (label, owner
 //                    reference to the Session), clearing its record of field ownership,
 //   claimWithRecord  the same claim keeping that record (as before `clearFieldRecord`),
-//   route            a JSON patch adding or removing one path of an Ingress of `requestCostPaths` paths,
+//   route            a replace of an Ingress of `requestCostPaths` paths with one path more or less,
 //   leaseUpdate      for comparison, a merge patch of a Lease with its resourceVersion (an object the
 //                    size of a reservation record).
 // Each kind's latency, as its client times it one at a time, is in `latencyP50Ms`.
@@ -46,7 +46,6 @@ export const REQUEST_KINDS = [
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
 
 /** The median of each process's CPU ms per request over the rounds, and of their sum. */
 export function medianCost(rounds: readonly Record<string, number>[]): Figures {
@@ -134,7 +133,7 @@ export const requestCost: Scenario = {
           pathType: 'Prefix',
           backend: { service: { name: `${APP}-${from + i}`, port: { number: 80 } } },
         }));
-      await net.createNamespacedIngress({
+      let ingress = await net.createNamespacedIngress({
         namespace: NAMESPACE,
         body: {
           metadata: { name: APP, labels },
@@ -210,28 +209,16 @@ export const requestCost: Scenario = {
         claim: (i) => claim(instances[i]!, true),
         claimWithRecord: (i) => claim(instances[n + i]!, false),
         // Add a path, then take it out again: the Ingress keeps its size.
-        route: (i) =>
-          net.patchNamespacedIngress(
-            {
-              name: APP,
-              namespace: NAMESPACE,
-              body:
-                i % 2 === 0
-                  ? [
-                      { op: 'test', path: '/spec/rules/0/host', value: HOST },
-                      { op: 'add', path: '/spec/rules/0/http/paths/-', value: paths(1, 100_000 + i)[0] },
-                    ]
-                  : [
-                      {
-                        op: 'test',
-                        path: `/spec/rules/0/http/paths/${sizes.requestCostPaths}/path`,
-                        value: `/rc-${100_000 + i - 1}/`,
-                      },
-                      { op: 'remove', path: `/spec/rules/0/http/paths/${sizes.requestCostPaths}` },
-                    ],
-            },
-            jsonPatch,
-          ),
+        // As the operator's route writer does it (routes/routes.ts): the Ingress as last answered,
+        // with one path more or less, replaced on its resourceVersion, its field record cleared.
+        route: async (i) => {
+          const body = structuredClone(ingress);
+          const rulePaths = body.spec!.rules![0]!.http!.paths;
+          if (i % 2 === 0) rulePaths.push(paths(1, 100_000 + i)[0]!);
+          else rulePaths.pop();
+          body.metadata!.managedFields = [{}];
+          ingress = await net.replaceNamespacedIngress({ name: APP, namespace: NAMESPACE, body });
+        },
         leaseUpdate: async (i) => {
           lease = await coordination.patchNamespacedLease(
             {

@@ -15,6 +15,3 @@ export const CLEARED_FIELD_RECORD: k8s.V1ManagedFieldsEntry[] = [{}];
 export function clearFieldRecord(metadata: k8s.V1ObjectMeta): void {
   metadata.managedFields = structuredClone(CLEARED_FIELD_RECORD);
 }
-
-/** clearFieldRecord as an operation of a JSON patch (RFC 6902: `add` sets the member, there or not). */
-export const CLEAR_FIELD_RECORD = { op: 'add', path: '/metadata/managedFields', value: CLEARED_FIELD_RECORD } as const;

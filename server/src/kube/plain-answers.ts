@@ -14,18 +14,12 @@ const DEPLOYMENTS = { group: 'apps', version: 'v1', plural: 'deployments' } as c
 
 export type IngressClient = Pick<
   k8s.NetworkingV1Api,
-  | 'patchNamespacedIngress'
-  | 'readNamespacedIngress'
-  | 'createNamespacedIngress'
-  | 'replaceNamespacedIngress'
-  | 'deleteNamespacedIngress'
+  'readNamespacedIngress' | 'createNamespacedIngress' | 'replaceNamespacedIngress' | 'deleteNamespacedIngress'
 >;
 
 export function plainIngresses(kc: k8s.KubeConfig): IngressClient {
   const api = kc.makeApiClient(k8s.CustomObjectsApi);
   return {
-    patchNamespacedIngress: (param, options) =>
-      api.patchNamespacedCustomObject({ ...param, ...INGRESSES }, options) as Promise<k8s.V1Ingress>,
     readNamespacedIngress: (param, options) =>
       api.getNamespacedCustomObject({ ...param, ...INGRESSES }, options) as Promise<k8s.V1Ingress>,
     createNamespacedIngress: (param, options) =>

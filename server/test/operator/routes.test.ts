@@ -1,5 +1,5 @@
 // The route writer against a stand-in of the API server's Ingress endpoints (pure logic: what it
-// sends, and what it does with the answers). The JSON patches themselves meet the real API server in
+// sends, and what it does with the answers). Its writes meet the real API server in
 // test/integration/operator-resilience.test.ts.
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
@@ -31,33 +31,24 @@ function ingress(paths: string[], resourceVersion: number): k8s.V1Ingress {
 
 const pathsOf = (i: k8s.V1Ingress) => i.spec!.rules!.flatMap((r) => r.http!.paths.map((p) => p.path));
 
-/** The API server's Ingress, the calls made to it, and a patch that applies the removals it tests. */
-function apiServer(initial: string[]) {
-  let version = 1;
+/** The API server's Ingress and the calls made to it; a replace on another resourceVersion is refused (409). */
+function apiServer(initial: string[], version = 1) {
   let stored = ingress(initial, version);
   const calls: string[] = [];
-  const patches: object[][] = [];
+  const replaced: k8s.V1Ingress[] = [];
   let hold: Promise<void> = Promise.resolve();
   const net = {
-    async patchNamespacedIngress({ body }: { body: { op: string; path: string; value?: unknown }[] }) {
-      calls.push('patch');
-      patches.push(body);
-      await hold;
-      // Each tested path's first copy goes, as the API server would apply these operations.
-      let paths = pathsOf(stored) as string[];
-      for (const op of body.filter((o) => o.op === 'test' && o.path.endsWith('/path'))) {
-        const at = paths.indexOf(op.value as string);
-        paths = paths.filter((_, i) => i !== at);
-      }
-      stored = ingress(paths, ++version);
-      return structuredClone(stored);
-    },
     async readNamespacedIngress() {
       calls.push('read');
       return structuredClone(stored);
     },
     async replaceNamespacedIngress({ body }: { body: k8s.V1Ingress }) {
       calls.push('replace');
+      replaced.push(structuredClone(body));
+      await hold;
+      if (body.metadata?.resourceVersion !== stored.metadata?.resourceVersion) {
+        throw new k8s.ApiException(409, 'Conflict', { reason: 'Conflict' }, {});
+      }
       stored = ingress(pathsOf(body) as string[], ++version);
       return structuredClone(stored);
     },
@@ -71,9 +62,9 @@ function apiServer(initial: string[]) {
   return {
     net: net as unknown as RoutesDeps['net'],
     calls,
-    patches,
+    replaced,
     stored: () => stored,
-    holdPatches(until: Promise<void>) {
+    holdWrites(until: Promise<void>) {
       hold = until;
     },
   };
@@ -86,31 +77,38 @@ function cacheShowing(paths: string[]): Informer<k8s.V1Ingress> {
 const removal = (path: string) => ({ host: HOST, path, serviceName: '' });
 
 describe('operator: the routes of a shared Ingress', () => {
-  it('removes paths asked for while a patch is on its way together, in the next patch', async () => {
+  it('writes the changes asked for while a write is on its way together, in the next one, on the cached Ingress', async () => {
     const api = apiServer(['/a/', '/b/', '/c/', '/d/']);
-    const routes = new Routes({ net: api.net, namespace: 'ns', ingresses: cacheShowing(['/a/', '/b/', '/c/', '/d/']) });
+    const ingresses = cacheShowing(['/a/', '/b/', '/c/', '/d/']);
+    const routes = new Routes({ net: api.net, namespace: 'ns', ingresses });
     let release!: () => void;
-    api.holdPatches(new Promise<void>((resolve) => (release = resolve)));
+    api.holdWrites(new Promise<void>((resolve) => (release = resolve)));
     const first = routes.set('sessions', removal('/a/'), false);
     const later = [routes.set('sessions', removal('/b/'), false), routes.set('sessions', removal('/c/'), false)];
     release();
     await Promise.all([first, ...later]);
-    assert.deepEqual(api.calls, ['patch', 'patch']);
+    assert.deepEqual(api.calls, ['replace', 'replace']);
     assert.deepEqual(
-      api.patches[1]!.filter((o) => (o as { op: string }).op === 'remove'),
+      api.replaced.map((body) => [body.metadata?.resourceVersion, pathsOf(body)]),
       [
-        { op: 'remove', path: '/spec/rules/0/http/paths/1' },
-        { op: 'remove', path: '/spec/rules/0/http/paths/0' },
+        ['1', ['/b/', '/c/', '/d/']],
+        ['2', ['/d/']],
       ],
+      'each write on the version the answer before it put in the cache',
+    );
+    assert.ok(
+      api.replaced.every((body) => JSON.stringify(body.metadata?.managedFields) === '[{}]'),
+      'each write clears the field record',
     );
     assert.deepEqual(pathsOf(api.stored()), ['/d/']);
+    assert.deepEqual(pathsOf(ingresses.get('sessions')!), ['/d/'], 'the last answer is in the cache');
   });
 
-  it('takes the long way when the answer still shows the path (a copy the cache did not show)', async () => {
-    const api = apiServer(['/a/', '/b/', '/b/', '/c/']);
+  it('takes the long way when the cache is behind (409): reads, changes and writes what it read', async () => {
+    const api = apiServer(['/a/', '/b/', '/b/', '/c/'], 2);
     const routes = new Routes({ net: api.net, namespace: 'ns', ingresses: cacheShowing(['/a/', '/b/', '/c/']) });
     await routes.set('sessions', removal('/b/'), false);
-    assert.deepEqual(api.calls, ['patch', 'read', 'replace']);
+    assert.deepEqual(api.calls, ['replace', 'read', 'replace']);
     assert.deepEqual(pathsOf(api.stored()), ['/a/', '/c/']);
   });
 });

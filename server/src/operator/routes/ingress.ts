@@ -51,55 +51,6 @@ export function withRoute(
   return { ...spec, rules: changed.filter((r) => (r.http?.paths.length ?? 0) > 0) };
 }
 
-/**
- * The JSON patch that makes `changes` to the rules of their hosts, against `spec` as last read: it
- * tests the host of every rule it changes and the path at every index it takes out. The API server
- * applies a patch to the latest object, so a patch made on a current read never conflicts, and one
- * made on a stale read fails a test instead of changing the wrong path (a stale read that would leave
- * a rule without a path is refused too: an Ingress rule needs one). Removals come first, from the
- * highest index down, so no removal moves a path another one tests. Changes such a patch cannot make
- * are left out of `carried`, for read-modify-write: a host with no rule yet, a path already there, a
- * path the batch names twice, the removals that would leave a rule without a path (the long way drops
- * the rule). A copy of a path that `spec` does not show is not removed: the writer checks the answer.
- */
-export function routeChangesPatch(
-  spec: k8s.V1IngressSpec | undefined,
-  changes: readonly RouteChange[],
-): { patch: object[]; carried: RouteChange[] } {
-  const rules = spec?.rules ?? [];
-  const key = (c: RouteChange) => `${c.entry.host} ${c.entry.path}`;
-  const named = new Map<string, number>();
-  for (const c of changes) named.set(key(c), (named.get(key(c)) ?? 0) + 1);
-  const left = rules.map((r) => r.http?.paths.length ?? 0);
-  const planned: { change: RouteChange; rule: number; indexes: number[] }[] = [];
-  for (const change of changes) {
-    const rule = rules.findIndex((r) => r.host === change.entry.host);
-    const paths = rules[rule]?.http?.paths;
-    if (!paths || named.get(key(change))! > 1) continue;
-    const indexes = paths.flatMap((p, index) => (p.path === change.entry.path ? [index] : []));
-    if (change.present === indexes.length > 0) continue;
-    left[rule]! += change.present ? 1 : -indexes.length;
-    planned.push({ change, rule, indexes });
-  }
-  const carried = planned.filter((p) => p.change.present || left[p.rule]! > 0);
-  // The patch removes no rule, so every rule keeps its index from the first operation to the last.
-  const patch: object[] = [...new Set(carried.map((p) => p.rule))]
-    .sort((a, b) => a - b)
-    .map((rule) => ({ op: 'test', path: `/spec/rules/${rule}/host`, value: rules[rule]!.host }));
-  const removals = carried
-    .filter((p) => !p.change.present)
-    .flatMap((p) => p.indexes.map((index) => ({ rule: p.rule, index, path: p.change.entry.path })))
-    .sort((a, b) => a.rule - b.rule || b.index - a.index);
-  for (const { rule, index, path } of removals) {
-    patch.push({ op: 'test', path: `/spec/rules/${rule}/http/paths/${index}/path`, value: path });
-    patch.push({ op: 'remove', path: `/spec/rules/${rule}/http/paths/${index}` });
-  }
-  for (const { rule, change } of carried.filter((p) => p.change.present)) {
-    patch.push({ op: 'add', path: `/spec/rules/${rule}/http/paths/-`, value: ingressPath(change.entry) });
-  }
-  return { patch, carried: carried.map((p) => p.change) };
-}
-
 /** Where a route of `session` leads to `serviceName`: each such path of the shared Ingresses, as an entry to remove. */
 export function sessionRoutesTo(
   ingresses: readonly k8s.V1Ingress[],
