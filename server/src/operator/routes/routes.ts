@@ -4,7 +4,7 @@ import type { Informer } from '../../kube/informer.js';
 import type { IngressClient } from '../../kube/plain-answers.js';
 import { LABELS } from '../../model/api-group.js';
 import { OPERATOR_MANAGER } from '../../model/api-group.js';
-import { CLEARED_FIELD_RECORD, clearFieldRecord } from '../../kube/field-record.js';
+import { CLEARED_FIELD_RECORD } from '../../kube/field-record.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import { withRoute, type RouteChange, type RouteEntry } from './ingress.js';
 import { ingressServes } from './served.js';
@@ -34,18 +34,22 @@ export interface RoutesDeps {
   checkUrl?: string;
 }
 
-type Waiting = { change: RouteChange; done: (made: boolean) => void };
+type Waiting = { change: RouteChange; done: (made: boolean) => void; failed: (error: unknown) => void };
+
+/** Writes of one batch that another writer's changes may refuse (409) before it gives up for now. */
+const WRITE_ATTEMPTS = 50;
 
 /**
  * Writes the paths of a shared Ingress in batches: while one write of an Ingress is on its way, the
  * changes asked for meanwhile wait and go together in the next one. A burst of launches or ends so
  * costs a few writes of the Ingress, not one each (every write rewrites the whole object, which grows
- * with the sessions), and the writes never race each other. Each write is the cached Ingress with the
- * batch's changes, replaced on the cached resourceVersion: the API server decodes it once. A JSON
- * patch of the paths cost it half as much again at 150 paths and nearly twice as much at 300 (it
- * encodes the stored object, walks and re-encodes it for the patch, and decodes the result). A cache
- * behind someone else's write is answered 409, and the batch takes the long way. Holds only requests
- * in flight, no state.
+ * with the sessions), and this process's writes never race each other. A batch is written on the
+ * cached Ingress: replaced on the cached resourceVersion, created when there is none, deleted (on its
+ * resourceVersion) when its last path goes. The API server decodes a replace once; a JSON patch of
+ * the paths cost it half as much CPU again at 150 paths and nearly twice as much at 300 (it encodes
+ * the stored object, walks and re-encodes it for the patch, and decodes the result). A write someone
+ * else's got ahead of (409, or 404 for one deleted) is made again on the Ingress read then. Holds only
+ * requests in flight, no state.
  */
 class RouteWriter {
   private readonly waiting = new Map<string, Waiting[]>();
@@ -53,11 +57,11 @@ class RouteWriter {
 
   constructor(private readonly deps: RoutesDeps) {}
 
-  /** Resolves true once the Ingress the API server answered shows the change, false when it must take the long way. */
+  /** Resolves true once the Ingress written shows the change, false when a later change of the batch undid it. */
   change(ingressName: string, change: RouteChange): Promise<boolean> {
-    return new Promise((done) => {
+    return new Promise((done, failed) => {
       const queue = this.waiting.get(ingressName) ?? [];
-      queue.push({ change, done });
+      queue.push({ change, done, failed });
       this.waiting.set(ingressName, queue);
       void this.flush(ingressName);
     });
@@ -69,47 +73,81 @@ class RouteWriter {
     if (!batch?.length) return;
     this.waiting.delete(ingressName);
     this.writing.add(ingressName);
-    const { net, namespace, ingresses } = this.deps;
-    let made = new Set<RouteChange>();
     try {
-      const cached = ingresses.get(ingressName);
-      const spec = batch.reduce<k8s.V1IngressSpec | undefined>(
-        (current, { change }) => withRoute(current, change.entry, change.present) ?? current,
-        cached?.spec,
+      const made = await this.write(
+        ingressName,
+        batch.map((w) => w.change),
       );
-      // An Ingress left with no rule is deleted, and one not there created: both the long way.
-      if (cached && spec !== cached.spec && ((spec?.rules ?? []).length > 0 || spec?.defaultBackend)) {
-        const { status: _status, ...current } = cached;
+      for (const w of batch) w.done(made.has(w.change));
+    } catch (error) {
+      for (const w of batch) w.failed(error);
+    } finally {
+      this.writing.delete(ingressName);
+      void this.flush(ingressName);
+    }
+  }
+
+  /** The batch written, first on the cached Ingress; the changes the Ingress written shows. */
+  private async write(ingressName: string, changes: RouteChange[]): Promise<Set<RouteChange>> {
+    const { net, namespace, ingresses } = this.deps;
+    const shown = (spec: k8s.V1IngressSpec | undefined) =>
+      new Set(changes.filter(({ entry, present }) => !withRoute(spec, entry, present)));
+    let current = ingresses.get(ingressName);
+    for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+      // One the cache does not show is read: the cache may not show it yet.
+      if (attempt > 0 || !current) {
+        const wait = Math.random() * Math.min(Delay.routeRetryMax, Delay.routeRetryStep * attempt);
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        current = await net.readNamespacedIngress({ name: ingressName, namespace }).catch((error: unknown) => {
+          if (isNotFound(error)) return undefined;
+          throw error;
+        });
+        if (current) ingresses.observe(current);
+      }
+      const spec = changes.reduce((next, { entry, present }) => withRoute(next, entry, present) ?? next, current?.spec);
+      if (spec === current?.spec) return shown(spec);
+      const empty = (spec?.rules ?? []).length === 0 && !spec?.defaultBackend;
+      try {
+        if (!current) {
+          if (empty) return shown(spec);
+          const { ingressClassName } = this.deps;
+          const body = {
+            metadata: { name: ingressName, namespace, labels: { [LABELS.managedBy]: OPERATOR_MANAGER } },
+            spec: { ...spec, ...(ingressClassName ? { ingressClassName } : {}) },
+          };
+          const created = await net.createNamespacedIngress({ namespace, body });
+          ingresses.observe(created);
+          return shown(created.spec);
+        }
+        if (empty) {
+          const preconditions = { resourceVersion: current.metadata?.resourceVersion };
+          await net.deleteNamespacedIngress({ name: ingressName, namespace, body: { preconditions } });
+          return shown(undefined);
+        }
+        const { status: _status, ...written } = current;
         const body = {
-          ...current,
+          ...written,
           apiVersion: 'networking.k8s.io/v1',
           kind: 'Ingress',
           // The field record would list every path (kube/field-record.ts).
-          metadata: { ...cached.metadata, managedFields: CLEARED_FIELD_RECORD },
+          metadata: { ...current.metadata, managedFields: CLEARED_FIELD_RECORD },
           spec,
         };
         const answer = await net.replaceNamespacedIngress({ name: ingressName, namespace, body });
         ingresses.observe(answer);
-        made = new Set(
-          batch.map((w) => w.change).filter(({ entry, present }) => !withRoute(answer.spec, entry, present)),
-        );
+        return shown(answer.spec);
+      } catch (error) {
+        if (!isConflict(error) && !isNotFound(error)) throw error;
       }
-    } catch {
-      // The cache was behind (409) or the Ingress went: every change of the batch takes the long way.
-    } finally {
-      this.writing.delete(ingressName);
-      for (const w of batch) w.done(made.has(w.change));
-      void this.flush(ingressName);
     }
+    throw new RetryLater(`route ${ingressName}: too many concurrent changes`);
   }
 }
 
 /**
- * The sessions' paths in the shared Ingresses, read from the operator's cache. A path added to or
- * removed from an existing Ingress is written on the cached one (in batches: RouteWriter). Anything
- * else, and a change the batch could not make, is read from the API server, changed and written with the
- * resourceVersion read, again after a 409: concurrent changes never lose each other's paths. The
- * Ingress is created on first use and deleted (with a precondition) when its last path goes.
+ * The sessions' paths in the shared Ingresses, read from the operator's cache and written in batches
+ * (RouteWriter): a path already as asked for costs nothing; any other change goes in the next write of
+ * its Ingress. The Ingress is created on first use and deleted when its last path goes.
  */
 export class Routes implements RouteTable {
   private readonly writer: RouteWriter;
@@ -134,54 +172,10 @@ export class Routes implements RouteTable {
   }
 
   async set(ingressName: string, entry: RouteEntry, present: boolean): Promise<void> {
-    const { net, namespace, ingresses } = this.deps;
-    const cached = ingresses.get(ingressName);
+    const cached = this.deps.ingresses.get(ingressName);
     if (cached && !withRoute(cached.spec, entry, present)) return;
-    if (cached && (await this.writer.change(ingressName, { entry, present }))) return;
-    // The long way: read from the API server (the cache may be behind), change, write.
-    for (let attempt = 0; attempt < 50; attempt++) {
-      let current: k8s.V1Ingress | undefined;
-      try {
-        current = await net.readNamespacedIngress({ name: ingressName, namespace });
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-      }
-      try {
-        if (!current) {
-          if (!present) return;
-          const ingressClassName = this.deps.ingressClassName;
-          const spec = { ...withRoute(undefined, entry, true), ...(ingressClassName ? { ingressClassName } : {}) };
-          ingresses.observe(
-            await net.createNamespacedIngress({
-              namespace,
-              body: {
-                metadata: { name: ingressName, namespace, labels: { [LABELS.managedBy]: OPERATOR_MANAGER } },
-                spec,
-              },
-            }),
-          );
-          return;
-        }
-        const spec = withRoute(current.spec, entry, present);
-        if (!spec) return;
-        if ((spec.rules ?? []).length === 0 && !spec.defaultBackend) {
-          await net.deleteNamespacedIngress({
-            name: ingressName,
-            namespace,
-            body: { preconditions: { resourceVersion: current.metadata?.resourceVersion } },
-          });
-          return;
-        }
-        const next = { ...structuredClone(current), apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', spec };
-        clearFieldRecord(next.metadata!);
-        ingresses.observe(await net.replaceNamespacedIngress({ name: ingressName, namespace, body: next }));
-        return;
-      } catch (error) {
-        if (!isConflict(error) && !(isNotFound(error) && current)) throw error;
-        const wait = Math.random() * Math.min(Delay.routeRetryMax, Delay.routeRetryStep * (attempt + 1));
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
+    if (!(await this.writer.change(ingressName, { entry, present }))) {
+      throw new RetryLater(`route ${ingressName}: changed again in the same write`, Delay.conflict);
     }
-    throw new RetryLater(`route ${ingressName}: too many concurrent changes`);
   }
 }
