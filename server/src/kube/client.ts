@@ -250,6 +250,12 @@ export async function readMetadata(
   }
 }
 
+/** For `.catch`: a 404 answers undefined (the object is not there), any other error is rethrown. */
+export function undefinedIfNotFound(error: unknown): undefined {
+  if (isNotFound(error)) return undefined;
+  throw error;
+}
+
 /** HTTP status of a failed Kubernetes API call, or undefined for errors that are not API answers. */
 export function apiStatus(error: unknown): number | undefined {
   if (error instanceof k8s.ApiException) return error.code;

@@ -1,5 +1,5 @@
 import type * as k8s from '@kubernetes/client-node';
-import { applyObject, isConflict, isNotFound } from '../../kube/client.js';
+import { applyObject, isConflict, isNotFound, undefinedIfNotFound } from '../../kube/client.js';
 import { clearFieldRecord } from '../../kube/field-record.js';
 import { ANNOTATIONS, LABELS } from '../../model/api-group.js';
 import { workFolder, type AppDefinition } from '../../model/app-definition.js';
@@ -307,7 +307,7 @@ export class PoolInstances {
       if (!claim.metadata?.deletionTimestamp)
         await this.deps.core
           .deleteNamespacedPersistentVolumeClaim({ name, namespace: this.deps.namespace })
-          .catch(ignoreNotFound);
+          .catch(undefinedIfNotFound);
     }
   }
 
@@ -340,20 +340,24 @@ export class PoolInstances {
     }
     for (const sidecar of appDefinition.spec.sidecars ?? []) {
       const name = sidecarName(instance.name, sidecar);
-      await this.deps.apps.deleteNamespacedDeployment({ name, namespace: this.deps.namespace }).catch(ignoreNotFound);
+      await this.deps.apps
+        .deleteNamespacedDeployment({ name, namespace: this.deps.namespace })
+        .catch(undefinedIfNotFound);
       if (!keepService)
-        await this.deps.core.deleteNamespacedService({ name, namespace: this.deps.namespace }).catch(ignoreNotFound);
+        await this.deps.core
+          .deleteNamespacedService({ name, namespace: this.deps.namespace })
+          .catch(undefinedIfNotFound);
     }
     // The token goes too, also when the instance is recreated: its last user could read it.
     const secretName = bridgeTokenSecretName(instance.name);
     this.deps.secrets.forget(secretName);
     await this.deps.core
       .deleteNamespacedSecret({ name: secretName, namespace: this.deps.namespace })
-      .catch(ignoreNotFound);
+      .catch(undefinedIfNotFound);
     if (!keepService) {
       await this.deps.core
         .deleteNamespacedService({ name: instance.name, namespace: this.deps.namespace })
-        .catch(ignoreNotFound);
+        .catch(undefinedIfNotFound);
     }
   }
 
@@ -431,8 +435,4 @@ export async function applySidecars(
     if (objects.service) await applyObject(deps.objects, objects.service);
     await applyObject(deps.objects, objects.deployment);
   }
-}
-
-function ignoreNotFound(error: unknown): void {
-  if (!isNotFound(error)) throw error;
 }

@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { isConflict, isNotFound } from '../../kube/client.js';
+import { isConflict, isNotFound, undefinedIfNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import type { IngressClient } from '../../kube/plain-answers.js';
 import { LABELS } from '../../model/api-group.js';
@@ -98,10 +98,7 @@ class RouteWriter {
       if (attempt > 0 || !current) {
         const wait = Math.random() * Math.min(Delay.routeRetryMax, Delay.routeRetryStep * attempt);
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        current = await net.readNamespacedIngress({ name: ingressName, namespace }).catch((error: unknown) => {
-          if (isNotFound(error)) return undefined;
-          throw error;
-        });
+        current = await net.readNamespacedIngress({ name: ingressName, namespace }).catch(undefinedIfNotFound);
         if (current) ingresses.observe(current);
       }
       const spec = changes.reduce((next, { entry, present }) => withRoute(next, entry, present) ?? next, current?.spec);

@@ -1,5 +1,5 @@
 import type * as k8s from '@kubernetes/client-node';
-import { isNotFound } from '../../kube/client.js';
+import { undefinedIfNotFound } from '../../kube/client.js';
 import type { Informer } from '../../kube/informer.js';
 import { LABELS } from '../../model/api-group.js';
 import type { Session } from '../../model/session.js';
@@ -54,9 +54,7 @@ export async function releaseFailedSession(deps: ReleaseDeps, session: Session):
   ];
   await Promise.all(
     doomed.map((o) =>
-      deps.objects.delete(o, undefined, undefined, undefined, undefined, 'Background').catch((error: unknown) => {
-        if (!isNotFound(error)) throw error;
-      }),
+      deps.objects.delete(o, undefined, undefined, undefined, undefined, 'Background').catch(undefinedIfNotFound),
     ),
   );
 }

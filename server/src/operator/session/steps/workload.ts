@@ -3,7 +3,14 @@
  * or its own Secret, sidecars, pod and Service (lazy), once past the lazy-start gate.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { apiAnswer, apiStatus, applyObject, isConflict, isNotFound } from '../../../kube/client.js';
+import {
+  apiAnswer,
+  apiStatus,
+  applyObject,
+  isConflict,
+  isNotFound,
+  undefinedIfNotFound,
+} from '../../../kube/client.js';
 import { ANNOTATIONS, FIELD_MANAGER, LABELS, OPERATOR_MANAGER } from '../../../model/api-group.js';
 import { dataBridgeEnabled } from '../../../model/app-definition.js';
 import { findCondition } from '../../../model/conditions.js';
@@ -184,9 +191,7 @@ async function deleteSpentPods(deps: SessionStepDeps, session: Session): Promise
     spent.map((pod) =>
       deps.objects
         .delete({ apiVersion: 'v1', kind: 'Pod', metadata: { name: pod.metadata!.name!, namespace: deps.namespace } })
-        .catch((error: unknown) => {
-          if (!isNotFound(error)) throw error;
-        }),
+        .catch(undefinedIfNotFound),
     ),
   );
 }
