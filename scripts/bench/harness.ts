@@ -42,6 +42,8 @@ import {
 import { processStats, sleep, until } from './util.js';
 
 export const NAMESPACE = 'bench';
+/** The floor's namespace (scenarios/floor.ts): none of IDE Cloud's watches nor the bench's sees it. */
+export const FLOOR_NAMESPACE = 'bench-floor';
 
 /** Operator settings of the run: defaults, except a faster data-bridge health poll (default 1000 ms). */
 export const OPERATOR_SETTINGS: Partial<OperatorConfigInput> = {
@@ -265,7 +267,7 @@ export class Bench {
     this.resources = ideCloudResources(this.kc, NAMESPACE);
     this.core = this.kc.makeApiClient(k8s.CoreV1Api);
     this.apps = this.kc.makeApiClient(k8s.AppsV1Api);
-    await this.core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
+    for (const name of [NAMESPACE, FLOOR_NAMESPACE]) await this.core.createNamespace({ body: { metadata: { name } } });
     // The default service account must exist before pods can be created in the namespace.
     await until(
       'the default service account',

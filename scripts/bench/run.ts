@@ -1,8 +1,8 @@
 // npm run bench: launch latency, claim throughput, cost per launch, scale and injection delay of IDE
 // Cloud on its own local control plane (real etcd and kube-apiserver; kwok fakes the nodes, so pod
 // start-up is not measured), each launch figure beside its floor: the API server's bare cost of the
-// same writes, measured first on the same control plane with neither the operator nor the service
-// running. One module per scenario in scenarios/; the tables come from report.ts. `--help` for options.
+// same writes, measured on the same control plane right before the launches (scenarios/floor.ts). One
+// module per scenario in scenarios/; the tables come from report.ts. `--help` for options.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +17,6 @@ import { claimThroughput } from './scenarios/claim-throughput.js';
 import { clickToCode } from './scenarios/click-to-code.js';
 import { eagerCost, lazyCost } from './scenarios/cost.js';
 import { eagerLaunch } from './scenarios/eager-launch.js';
-import { floor } from './scenarios/floor.js';
 import { injection } from './scenarios/injection.js';
 import { lazyLaunch } from './scenarios/lazy-launch.js';
 import { requestCost } from './scenarios/request-cost.js';
@@ -27,9 +26,8 @@ import { machine, processStats } from './util.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** In the order they run: the floor before IDE Cloud starts; each later one on what the one before left. */
+/** In the order they run: the request costs before IDE Cloud starts; each later one on what the one before left. */
 const SCENARIOS: Scenario[] = [
-  floor,
   requestCost,
   warmPool,
   eagerLaunch,

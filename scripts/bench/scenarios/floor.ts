@@ -1,6 +1,9 @@
 // The floor: what the API server needs for the writes a warm launch cannot avoid, measured on the
-// same control plane before the operator and the service start (neither is running). A client of its
-// own does the minimal sequence of a launch:
+// same control plane right before the IDE Cloud launches it stands beside (eager-launch.ts,
+// claim-throughput.ts), in a namespace of its own (FLOOR_NAMESPACE), which the operator, the service and
+// the bench's watches do not watch: they are running, idle. Measured minutes apart, the floor and the
+// launches fell in different phases of a shared machine, and the ratios of the same code moved by half.
+// A client of its own does the minimal sequence of a launch:
 //   1. create the Session (as the service does: labels and spec),
 //   2. claim a warm instance: one merge patch of a stand-in Deployment carrying the resourceVersion
 //      the client last saw (a conditional write: 409 if anyone changed it), the session label and an
@@ -23,7 +26,7 @@
 // Each sequence in flight claims its own stand-in (one per slot), with the resourceVersion of its watch
 // cache (updated by each claim's answer), as the operator claims from its cache without a read. The
 // stand-ins have 0 replicas: no pod is made, so the floor is the API server's part only. Everything
-// the floor created is deleted before IDE Cloud starts.
+// the floor created is deleted when the scenario beside it has measured (`Floor.close`).
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { Informer } from '../../../server/src/kube/informer.js';
@@ -33,10 +36,10 @@ import { ANNOTATIONS, LABELS } from '../../../server/src/model/api-group.js';
 import { Routes } from '../../../server/src/operator/routes/routes.js';
 import { userLabelValue } from '../../../server/src/model/names.js';
 import type { Session } from '../../../server/src/model/session.js';
-import { NAMESPACE } from '../harness.js';
+import { FLOOR_NAMESPACE } from '../harness.js';
 import { cpuMsPerLaunch } from '../measure.js';
 import type { FloorFigures } from '../results.js';
-import type { Context, Scenario } from '../scenario.js';
+import type { Context } from '../scenario.js';
 import { pool, round, summarize, until, untilRemoved } from '../util.js';
 
 /** Label of everything the floor creates (deleted by it afterwards). */
@@ -51,6 +54,7 @@ const INGRESS = 'bench-floor-routes';
 const HOST = 'sessions.floor.invalid';
 /** The path an empty spec floor's Ingress keeps (an Ingress rule needs one). */
 const PLACEHOLDER = '/floor-placeholder/';
+const NAMESPACE = FLOOR_NAMESPACE;
 
 /** What a sequence writes: the floor's three writes, or the spec's five with its two watch hops. */
 type Writes = 'floor' | 'spec';
@@ -63,86 +67,105 @@ interface Sequence {
   path?: string;
 }
 
-export const floor: Scenario = {
-  name: 'floor',
-  title: "the floor (create, claim, status, watch) and the spec's floor; operator and service stopped",
-  weight: 6,
-  needs: 'control-plane',
-  async run(context: Context) {
-    const { bench, sizes, progress } = context;
-    const client = new FloorClient(bench.clientConfig(USER_AGENT));
+/**
+ * The floor beside a scenario: `open` makes `slots` stand-ins, each mode measures the floor then the
+ * spec's floor, `close` deletes what they created.
+ */
+export class Floor {
+  private constructor(
+    private readonly context: Context,
+    private readonly client: FloorClient,
+  ) {}
+
+  static async open(context: Context, slots: number): Promise<Floor> {
+    const client = new FloorClient(context.bench.clientConfig(USER_AGENT));
+    context.progress.step(`the floor: ${slots} stand-ins for warm instances and the shared Ingress`);
     try {
-      const slots = Math.max(sizes.eagerConcurrent, sizes.burstConcurrency);
-      progress.step(`creating ${slots} stand-ins for warm instances and the shared Ingress`);
       await client.start(slots);
-      const bare = await modes(context, client, 'floor', 0);
-      const spec = await modes(context, client, 'spec', 0.45);
-      progress.step('deleting what the floor created');
-      await client.clean();
-      return {
-        floorSequential: bare.sequential,
-        floorParallel: bare.parallel,
-        floorSustained: bare.sustained,
-        specFloorSequential: spec.sequential,
-        specFloorParallel: spec.parallel,
-        specFloorSustained: spec.sustained,
-      };
-    } finally {
+    } catch (error) {
       await client.stop();
+      throw error;
     }
-  },
-};
-
-/** The three modes of one kind of sequence; `base` is where its progress starts (of 0.9). */
-async function modes({ bench, sizes, progress }: Context, client: FloorClient, writes: Writes, base: number) {
-  const what = writes === 'floor' ? 'floor' : "spec's floor";
-  progress.step(`${what}: ${sizes.floorSequential} sequences, one at a time`);
-  for (let i = 0; i < WARM_UP; i++) await client.sequence(0, writes);
-  await client.resetRoutes();
-  const sequential: Sequence[] = [];
-  const t0 = performance.now();
-  for (let i = 0; i < sizes.floorSequential; i++) {
-    sequential.push(await client.sequence(0, writes));
-    progress.at(base + ((i + 1) / sizes.floorSequential) * 0.1, `${i + 1}/${sizes.floorSequential}`);
+    return new Floor(context, client);
   }
-  const sequentialFigures = figures(sequential, 1, performance.now() - t0);
-  await client.resetRoutes();
 
-  progress.step(`${what}: ${sizes.eagerConcurrent} sequences at once`);
-  const t1 = performance.now();
-  const parallel = await Promise.all(
-    Array.from({ length: sizes.eagerConcurrent }, (_, k) => client.sequence(k, writes)),
-  );
-  const parallelFigures = figures(parallel, sizes.eagerConcurrent, performance.now() - t1);
-  await client.resetRoutes();
+  /** One at a time: `floorSequential`, `specFloorSequential`. */
+  async sequential(): Promise<{ floorSequential: FloorFigures; specFloorSequential: FloorFigures }> {
+    const [floor, spec] = await this.each(async (writes, what) => {
+      const { client } = this;
+      const { sizes, progress } = this.context;
+      progress.step(`${what}: ${sizes.floorSequential} sequences, one at a time`);
+      for (let i = 0; i < WARM_UP; i++) await client.sequence(0, writes);
+      await client.resetRoutes();
+      const sequences: Sequence[] = [];
+      const t0 = performance.now();
+      for (let i = 0; i < sizes.floorSequential; i++) sequences.push(await client.sequence(0, writes));
+      return figures(sequences, 1, performance.now() - t0);
+    });
+    return { floorSequential: floor, specFloorSequential: spec };
+  }
 
-  const seconds = sizes.floorSustainedMs / 1000;
-  progress.step(`${what}: ${sizes.burstConcurrency} sequences in flight for ${seconds} s`);
-  const sustained: Sequence[] = [];
-  const cpu0 = bench.cpuSeconds();
-  const t2 = performance.now();
-  const end = t2 + sizes.floorSustainedMs;
-  await Promise.all(
-    Array.from({ length: sizes.burstConcurrency }, async (_, slot) => {
-      let last: string | undefined;
-      while (performance.now() < end) {
-        const done = await client.sequence(slot, writes, last);
-        last = done.path;
-        sustained.push(done);
-        const elapsed = performance.now() - t2;
-        progress.at(
-          base + 0.15 + 0.3 * (elapsed / sizes.floorSustainedMs),
-          `${sustained.length} done, ${Math.round(elapsed / 1000)} s`,
-        );
-      }
-    }),
-  );
-  const sustainedFigures = {
-    ...figures(sustained, sizes.burstConcurrency, performance.now() - t2),
-    cpuMsPerSequence: cpuMsPerLaunch(cpu0, bench.cpuSeconds(), sustained.length),
-  };
-  await client.resetRoutes();
-  return { sequential: sequentialFigures, parallel: parallelFigures, sustained: sustainedFigures };
+  /** `eagerConcurrent` at once: `floorParallel`, `specFloorParallel`. */
+  async parallel(): Promise<{ floorParallel: FloorFigures; specFloorParallel: FloorFigures }> {
+    const [floor, spec] = await this.each(async (writes, what) => {
+      const { sizes, progress } = this.context;
+      progress.step(`${what}: ${sizes.eagerConcurrent} sequences at once`);
+      const t0 = performance.now();
+      const sequences = await Promise.all(
+        Array.from({ length: sizes.eagerConcurrent }, (_, k) => this.client.sequence(k, writes)),
+      );
+      return figures(sequences, sizes.eagerConcurrent, performance.now() - t0);
+    });
+    return { floorParallel: floor, specFloorParallel: spec };
+  }
+
+  /** `burstConcurrency` in flight for `floorSustainedMs`: `floorSustained`, `specFloorSustained`. */
+  async sustained(): Promise<{ floorSustained: FloorFigures; specFloorSustained: FloorFigures }> {
+    const [floor, spec] = await this.each(async (writes, what) => {
+      const { bench, sizes, progress } = this.context;
+      progress.step(`${what}: ${sizes.burstConcurrency} sequences in flight for ${sizes.floorSustainedMs / 1000} s`);
+      const sequences: Sequence[] = [];
+      const cpu0 = bench.cpuSeconds();
+      const t0 = performance.now();
+      const end = t0 + sizes.floorSustainedMs;
+      await Promise.all(
+        Array.from({ length: sizes.burstConcurrency }, async (_, slot) => {
+          let last: string | undefined;
+          while (performance.now() < end) {
+            const done = await this.client.sequence(slot, writes, last);
+            last = done.path;
+            sequences.push(done);
+          }
+        }),
+      );
+      return {
+        ...figures(sequences, sizes.burstConcurrency, performance.now() - t0),
+        cpuMsPerSequence: cpuMsPerLaunch(cpu0, bench.cpuSeconds(), sequences.length),
+      };
+    });
+    return { floorSustained: floor, specFloorSustained: spec };
+  }
+
+  /** Deletes what the floor created and stops its watches. */
+  async close(): Promise<void> {
+    this.context.progress.step('deleting what the floor created');
+    try {
+      await this.client.clean();
+    } finally {
+      await this.client.stop();
+    }
+  }
+
+  /** A mode of the floor, then of the spec's floor, each on an Ingress without session paths. */
+  private async each(
+    mode: (writes: Writes, what: string) => Promise<FloorFigures>,
+  ): Promise<[floor: FloorFigures, spec: FloorFigures]> {
+    const floor = await mode('floor', 'the floor');
+    await this.client.resetRoutes();
+    const spec = await mode('spec', "the spec's floor");
+    await this.client.resetRoutes();
+    return [floor, spec];
+  }
 }
 
 function figures(sequences: Sequence[], concurrency: number, wallMs: number): FloorFigures {

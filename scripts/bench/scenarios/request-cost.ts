@@ -1,6 +1,6 @@
 // What each write of a warm launch costs the control plane, request by request: the CPU time of
 // kube-apiserver, etcd and kube-controller-manager per request (from /proc), on the control plane
-// alone (after the floor, before IDE Cloud starts), on objects shaped as IDE Cloud writes them:
+// alone (before IDE Cloud starts), on objects shaped as IDE Cloud writes them:
 //   sessionCreate    the service's create of a Session,
 //   sessionStatus    the operator's status write with the URL,
 //   sessionMetadata  the service's answered mark (metadata: annotations; it clears the field record),
