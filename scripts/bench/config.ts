@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 export const USAGE = `npm run bench [-- options]
   --scale <x>   multiply every size by x (BENCH_SCALE; 1 = the full run, 0.1 for a smoke run)
   --quick       the same as --scale 0.1
-  --only <a,b>  run only these scenarios, with what they need first (BENCH_ONLY), e.g. floor or eager-launch
+  --only <a,b>  run only these scenarios, with what they need first (BENCH_ONLY), e.g. eager-launch or claim-throughput
   --out <dir>   write BENCHMARKS.json and BENCHMARKS.md there (BENCH_OUT); by default the repository root
                 for a full run, a temporary directory for a reduced or partial one
   --help
