@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import { FIELD_MANAGER } from '../model/api-group.js';
 import { CallSlots } from './call-slots.js';
@@ -140,7 +142,6 @@ export function callsAhead(options?: CallOptions): CallOptions {
  * whole here.
  */
 export function boundedRequests(limit: number): k8s.HttpLibrary {
-  const fetchLibrary = new k8s.IsomorphicFetchHttpLibrary();
   const slots = new CallSlots(limit);
   return k8s.wrapHttpLibrary({
     async send(request) {
@@ -152,18 +153,69 @@ export function boundedRequests(limit: number): k8s.HttpLibrary {
         throw new k8s.AbortError('The operation was aborted.');
       });
       try {
-        const response = await fetchLibrary.send(request).toPromise();
-        const body = await response.body.binary();
+        const answer = await sendRequest(request);
         return new k8s.ResponseContext(
-          response.httpStatusCode,
-          response.headers,
-          new k8s.SelfDecodingBody(Promise.resolve(body)),
+          answer.status,
+          answer.headers,
+          new k8s.SelfDecodingBody(Promise.resolve(answer.body)),
         );
       } finally {
         slots.release();
       }
     },
   });
+}
+
+/**
+ * One call over node:http(s) on the request's agent (configureClient's keep-alive one), its answer read
+ * whole. client-node's own library goes through node-fetch, whose layers (WHATWG headers, body streams)
+ * cost half as much client CPU again as the call itself: about 0.65 ms against 0.41 per call, measured.
+ * No Accept-Encoding is sent, so answers come uncompressed, as the watches' do. Fails as node:http does:
+ * an AbortError when the signal aborts, the socket's error code (ECONNREFUSED, ECONNRESET…) otherwise
+ * (isApiUnavailable knows both).
+ */
+function sendRequest(
+  request: k8s.RequestContext,
+): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  const url = new URL(request.getUrl());
+  const body: unknown = request.getBody();
+  if (body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) {
+    return Promise.reject(new TypeError('an API call with a body that is not a string or a Buffer'));
+  }
+  const headers: Record<string, string> = { ...request.getHeaders() };
+  if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  const transport = url.protocol === 'http:' ? http : https;
+  const signal = request.getSignal();
+  return new Promise((resolve, reject) => {
+    const call = transport.request(
+      url,
+      { method: request.getHttpMethod(), headers, agent: request.getAgent() as http.Agent | undefined, signal },
+      (response) => {
+        const chunks: Buffer[] = [];
+        let ended = false;
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.once('end', () => {
+          ended = true;
+          const answerHeaders: Record<string, string> = {};
+          for (const [name, value] of Object.entries(response.headers)) {
+            if (value !== undefined) answerHeaders[name] = Array.isArray(value) ? value.join(', ') : value;
+          }
+          resolve({ status: response.statusCode ?? 0, headers: answerHeaders, body: Buffer.concat(chunks) });
+        });
+        response.once('error', reject);
+        // The connection went before the whole answer came (a reset, an abort mid-body).
+        response.once('close', () => {
+          if (!ended) reject(signal?.aborted ? new k8s.AbortError('The operation was aborted.') : connectionReset());
+        });
+      },
+    );
+    call.once('error', reject);
+    call.end(body);
+  });
+}
+
+function connectionReset(): Error {
+  return Object.assign(new Error('the connection closed before the whole answer came'), { code: 'ECONNRESET' });
 }
 
 /**
