@@ -57,7 +57,7 @@ export interface ClientOptions {
  *   connection and never answers, and without a deadline the call waits for the operating system to
  *   give up (minutes). When it passes, the call rejects with an AbortError (`isApiUnavailable`) and
  *   only its own connection is dropped; the pool stays. Every call of the generated API clients and of
- *   KubernetesObjectApi gets it, the informers' lists included. Watches (`k8s.Watch`) do not: they
+ *   KubernetesObjectApi gets it, the informers' lists included. Watches (kube/watch.ts) do not: they
  *   are meant to stay open and are renewed by the informer (`rewatchIntervalMs`);
  * - a User-Agent (`userAgent`) naming the component, as client-go's clients do, so the API server's audit log and
  *   request metrics tell IDE Cloud's requests from everyone else's;

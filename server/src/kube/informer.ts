@@ -1,4 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
+import { watch } from './watch.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export type Listener<T> = (type: WatchEventType, object: T) => void;
@@ -269,52 +270,51 @@ export class Informer<T extends Obj = Obj> {
         const resumable = await new Promise<boolean>((resolve, reject) => {
           let renewing = false;
           this.wakeLoop = () => resolve(false);
-          new k8s.Watch(this.kc)
-            .watch(
-              this.options.path,
-              {
-                resourceVersion,
-                allowWatchBookmarks: true,
-                ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
-                ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
-              },
-              (phase: string, object: T) => {
-                if (phase === 'ERROR') {
-                  // Typically 410 Gone: history compacted past our resourceVersion.
-                  const reason = (object as { reason?: string })?.reason ?? 'error';
-                  reject(new Error(`watch ${this.options.path}: ${reason}`));
-                  return;
-                }
-                const rv = object?.metadata?.resourceVersion;
-                if (rv) resourceVersion = rv;
-                if (phase === 'BOOKMARK') return;
-                if (phase === 'DELETED') {
-                  this.remove(object);
-                } else {
-                  // A write's answer passed to observe() can be newer than this event: keep it.
-                  const cached = this.cache.get(keyOf(object));
-                  const newer = cached && compareVersions(cached.metadata?.resourceVersion, rv) > 0;
-                  this.emit(phase as WatchEventType, newer ? cached : this.store(object));
-                }
-              },
-              (error: unknown) => {
-                if (renewing || !error) resolve(true);
-                else if (this.stopped || isAbort(error)) resolve(false);
-                else reject(error);
-              },
-            )
-            .then((controller) => {
-              this.abort = controller;
-              if (this.stopped) {
-                controller.abort();
+          watch(
+            this.kc,
+            this.options.path,
+            {
+              resourceVersion,
+              allowWatchBookmarks: true,
+              ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+              ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
+            },
+            (phase: string, object: T) => {
+              if (phase === 'ERROR') {
+                // Typically 410 Gone: history compacted past our resourceVersion.
+                const reason = (object as { reason?: string })?.reason ?? 'error';
+                reject(new Error(`watch ${this.options.path}: ${reason}`));
                 return;
               }
-              clearTimeout(this.rewatchTimer);
-              this.rewatchTimer = setTimeout(() => {
-                renewing = true;
-                controller.abort();
-              }, this.options.rewatchIntervalMs);
-            }, reject);
+              const rv = object?.metadata?.resourceVersion;
+              if (rv) resourceVersion = rv;
+              if (phase === 'BOOKMARK') return;
+              if (phase === 'DELETED') {
+                this.remove(object);
+              } else {
+                // A write's answer passed to observe() can be newer than this event: keep it.
+                const cached = this.cache.get(keyOf(object));
+                const newer = cached && compareVersions(cached.metadata?.resourceVersion, rv) > 0;
+                this.emit(phase as WatchEventType, newer ? cached : this.store(object));
+              }
+            },
+            (error: unknown) => {
+              if (renewing || !error) resolve(true);
+              else if (this.stopped || isAbort(error)) resolve(false);
+              else reject(error);
+            },
+          ).then((controller) => {
+            this.abort = controller;
+            if (this.stopped) {
+              controller.abort();
+              return;
+            }
+            clearTimeout(this.rewatchTimer);
+            this.rewatchTimer = setTimeout(() => {
+              renewing = true;
+              controller.abort();
+            }, this.options.rewatchIntervalMs);
+          }, reject);
         });
         if (!resumable) resourceVersion = undefined;
       } catch (error) {
