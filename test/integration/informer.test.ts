@@ -157,6 +157,54 @@ describe('informer on the real kube-apiserver', function () {
     assert.equal(informer.get('a'), undefined, 'a write answered before the deletion does not bring it back');
   });
 
+  it("tells its listeners which events bring a write this process observed: never another writer's, nor a read's", async () => {
+    await create('own', '0');
+    const { informer } = configMaps();
+    // Per MODIFIED event of 'own', in order: its ownWrite, and the versions observed when it came.
+    const heard: { ownWrite: boolean; observedThen: Set<string> }[] = [];
+    const observed = new Set<string>();
+    informer.on((type, o, ownWrite) => {
+      if (type === 'MODIFIED' && o.metadata?.name === 'own') heard.push({ ownWrite, observedThen: new Set(observed) });
+    });
+    informer.start();
+    await informer.waitForSync();
+    // The watch delivers each change in order: the k-th event is the k-th write's. Some observed, some
+    // another writer's (not observed), in a row, so that an event of another writer can come while
+    // the cache holds a newer write of this process (what the listener then gets).
+    const writes: { version: string; observed: boolean }[] = [];
+    for (const [i, mine] of [true, false, true, true, false, true, true].entries()) {
+      const answer = await update('own', String(i + 1));
+      const version = answer.metadata!.resourceVersion!;
+      if (mine) {
+        informer.observe(answer);
+        observed.add(version);
+      }
+      writes.push({ version, observed: mine });
+    }
+    await eventually(() => assert.equal(heard.length, writes.length));
+    writes.forEach(({ version, observed: mine }, k) => {
+      // A write observed before its event came is the process's own; one observed only after (its
+      // event was faster than its answer) or never is not: a wake too many, never one too few.
+      const expected = mine && heard[k]!.observedThen.has(version);
+      assert.equal(heard[k]!.ownWrite, expected, `event ${k + 1} (${version}, ${mine ? 'observed' : "another's"})`);
+    });
+    assert.ok(
+      heard.some((h) => h.ownWrite),
+      'at least one answer came before its event (they come within microseconds of each other only rarely)',
+    );
+    // A read through find() is not a write: the object's events are nobody's own.
+    await create('read', 'x');
+    const found = await informer.find('read', (name) => core.readNamespacedConfigMap({ name, namespace }));
+    assert.equal(found?.data?.value, 'x');
+    const ofRead: boolean[] = [];
+    informer.on((_type, o, ownWrite) => {
+      if (o.metadata?.name === 'read') ofRead.push(ownWrite);
+    });
+    await update('read', 'y');
+    await eventually(() => assert.ok(informer.get('read')?.data?.value === 'y'));
+    assert.ok(ofRead.length > 0 && ofRead.every((own) => !own), 'no event of an object only read is its own');
+  });
+
   it('keeps what its transform returns, for listed, watched and observed objects alike', async () => {
     await create('a', '1');
     const { informer, events } = configMaps(60_000, (c) => ({ ...c, data: { kept: 'only this' } }));

@@ -2,7 +2,12 @@ import * as k8s from '@kubernetes/client-node';
 import { watch } from './watch.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
-export type Listener<T> = (type: WatchEventType, object: T) => void;
+/**
+ * Hears each change of the cache. `ownWrite`: the watch brought the change of a write whose answer
+ * this process passed to observe() (the event's own resourceVersion, not a newer cached one's), so
+ * its writer knew what the change holds.
+ */
+export type Listener<T> = (type: WatchEventType, object: T, ownWrite: boolean) => void;
 /** The keys one object is found under in an index (client-go's IndexFunc); none leaves it out. */
 export type IndexFunc<T> = (object: T) => readonly string[];
 
@@ -60,6 +65,8 @@ export class Informer<T extends Obj = Obj> {
   private readonly indexedUnder = new Map<string, [string, readonly string[]][]>();
   /** uid → when its deletion was seen (insertion order is time order), so observe() cannot revive it. */
   private readonly deleted = new Map<string, number>();
+  /** Cache key → the resourceVersions of write answers (observe) whose watch events are not seen yet. */
+  private readonly written = new Map<string, string[]>();
   private readonly listeners: Listener<T>[] = [];
   private stopped = true;
   private abort?: AbortController;
@@ -99,7 +106,7 @@ export class Informer<T extends Obj = Obj> {
     const cached = this.get(name);
     if (cached) return cached;
     const found = await read(name);
-    if (found) this.observe(found);
+    if (found) this.keep(found);
     return found;
   }
 
@@ -131,9 +138,23 @@ export class Informer<T extends Obj = Obj> {
    * Read-your-writes, as client-go's mutation cache: the object a write answered replaces the cached
    * one unless the cache already holds a newer version, so the writer's next read does not go back in
    * time while the watch event is on its way. An object whose deletion was seen is not brought back.
-   * No event is emitted: the watch brings that.
+   * No event is emitted: the watch brings that, as the listeners' `ownWrite`.
    */
   observe(object: T): void {
+    const uid = object.metadata?.uid;
+    if (uid && this.deleted.has(uid)) return;
+    const version = object.metadata?.resourceVersion;
+    if (version) {
+      const key = keyOf(object);
+      const versions = this.written.get(key) ?? [];
+      // A few at most: each goes when its event (or a later one) comes.
+      this.written.set(key, [...versions.slice(-(MAX_WRITES_AWAITED - 1)), version]);
+    }
+    this.keep(object);
+  }
+
+  /** Keeps an answer of the API server unless the cache holds a newer version or saw its deletion. */
+  private keep(object: T): void {
     const uid = object.metadata?.uid;
     if (uid && this.deleted.has(uid)) return;
     const cached = this.cache.get(keyOf(object));
@@ -165,10 +186,10 @@ export class Informer<T extends Obj = Obj> {
     this.abort?.abort();
   }
 
-  private emit(type: WatchEventType, object: T): void {
+  private emit(type: WatchEventType, object: T, ownWrite = false): void {
     for (const l of this.listeners) {
       try {
-        l(type, object);
+        l(type, object, ownWrite);
       } catch (error) {
         this.options.onError?.(error);
       }
@@ -197,6 +218,16 @@ export class Informer<T extends Obj = Obj> {
     return kept;
   }
 
+  /** Whether the watch event of `key` at `version` brings a write this process observed; forgets it and older ones. */
+  private takeWritten(key: string, version: string | undefined): boolean {
+    const versions = this.written.get(key);
+    if (!versions || !version) return false;
+    const later = versions.filter((v) => compareVersions(v, version) > 0);
+    if (later.length > 0) this.written.set(key, later);
+    else this.written.delete(key);
+    return versions.includes(version);
+  }
+
   private unindex(key: string): void {
     for (const [name, indexKeys] of this.indexedUnder.get(key) ?? []) {
       const entries = this.indexes.get(name)!;
@@ -214,6 +245,7 @@ export class Informer<T extends Obj = Obj> {
     const key = keyOf(object);
     this.unindex(key);
     this.cache.delete(key);
+    this.written.delete(key);
     const uid = object.metadata?.uid;
     if (uid) {
       const now = Date.now();
@@ -293,9 +325,11 @@ export class Informer<T extends Obj = Obj> {
                 this.remove(object);
               } else {
                 // A write's answer passed to observe() can be newer than this event: keep it.
-                const cached = this.cache.get(keyOf(object));
+                const key = keyOf(object);
+                const cached = this.cache.get(key);
                 const newer = cached && compareVersions(cached.metadata?.resourceVersion, rv) > 0;
-                this.emit(phase as WatchEventType, newer ? cached : this.store(object));
+                const ownWrite = this.takeWritten(key, rv);
+                this.emit(phase as WatchEventType, newer ? cached : this.store(object), ownWrite);
               }
             },
             (error: unknown) => {
@@ -332,6 +366,9 @@ export class Informer<T extends Obj = Obj> {
     }
   }
 }
+
+/** Write answers remembered per object until their watch events come (observe, takeWritten). */
+const MAX_WRITES_AWAITED = 4;
 
 /** How long the uid of a deleted object is remembered, so a late write's answer cannot revive it. */
 const TOMBSTONE_MS = 5 * 60_000;

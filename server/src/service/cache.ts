@@ -76,9 +76,9 @@ export class CachedResource<T extends CachedObject> {
       onError: options.onError,
       indexers: options.indexers,
     });
-    this.informer.on((type, object) => {
+    this.informer.on((type, object, ownWrite) => {
       this.notify(object.metadata.name);
-      for (const listener of [...(this.subscribers.get(object.metadata.name) ?? [])]) listener(type, object);
+      for (const listener of [...(this.subscribers.get(object.metadata.name) ?? [])]) listener(type, object, ownWrite);
     });
   }
 

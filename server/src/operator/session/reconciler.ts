@@ -66,11 +66,13 @@ export class SessionReconciler {
     }
 
     const pass = new Pass(session);
+    let reconciled: Reconciled = undefined;
+    let stepsDone = false;
     try {
       await this.steps(pass);
-      return;
+      stepsDone = true;
     } catch (error) {
-      return settle(error, {
+      reconciled = settle(error, {
         fail: ({ code, reason, failureReason }) => {
           pass.status.error = { code, reason };
           // A start that failed says why in its machine reason (ImagePullFailed, …); a refusal is Failed.
@@ -89,7 +91,7 @@ export class SessionReconciler {
         },
       });
     } finally {
-      await writeStatus(deps, session, pass.status);
+      const written = await writeStatus(deps, session, pass.status);
       // The cache shows the decision now (status.startStrategy): the limits need no reminder of it.
       if (pass.status.startStrategy) deps.limitsPassed.delete(name);
       // After the status, in the background: the write carrying the URL never waits for an Event.
@@ -97,7 +99,11 @@ export class SessionReconciler {
       for (const [type, reason, message] of pass.events) deps.events.record(session, type, reason, message);
       // 7. After the status, off the path to the URL: the decision's annotations the spec asks for.
       await annotateDecision({ deps, session, pass });
+      // The watch's copy of the pass's own write wakes no pass (session/watches.ts): a pass cut short
+      // (a failure, a warning) whose status changed looks again at once, as a Failed session's release.
+      if (!stepsDone && written && !reconciled) reconciled = { requeueAfterMs: 0 };
     }
+    return reconciled;
   }
 
   private async steps(pass: Pass): Promise<void> {

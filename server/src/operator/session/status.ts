@@ -57,16 +57,18 @@ export interface StatusWriterDeps {
  * patch). A session changed or gone since is left alone: the change that won comes by the watch and
  * brings a new pass, which takes up what this one decided (steps/decision.ts, takeUpDecision).
  * lastActivity belongs to the service and is never written here; the phase is the conditions' summary.
+ * Answers whether it wrote.
  */
-export async function writeStatus(deps: StatusWriterDeps, session: Session, status: SessionStatus): Promise<void> {
+export async function writeStatus(deps: StatusWriterDeps, session: Session, status: SessionStatus): Promise<boolean> {
   const { lastActivity: _ignored, ...next } = status;
   const { lastActivity: _before, ...previous } = session.status ?? {};
   void _ignored;
   void _before;
   const phase = sessionPhase(next);
-  await writeStatusOnce({ api: deps.sessionsApi, cache: deps.sessions }, session.metadata.name, {
+  const write = await writeStatusOnce({ api: deps.sessionsApi, cache: deps.sessions }, session.metadata.name, {
     previous,
     next: phase ? { ...next, phase } : next,
     resourceVersion: session.metadata.resourceVersion,
   });
+  return write.kind === 'written';
 }

@@ -8,7 +8,9 @@ import type { DataInjector } from './injection.js';
 /**
  * What wakes a Session's pass: the session itself, its workload (a lazy one's own pod, or an earlier
  * operator's ReplicaSet or Deployment for it, or a warm instance's Deployment it reserved), a config
- * store of its deleted under it, and a change of a pod it runs on.
+ * store of its deleted under it, and a change of a pod it runs on. Not the watch's copy of a write of
+ * the session's own pass (its status, its finalizer and annotations, the reservation of its instance):
+ * the pass that wrote it knew what it holds, and a change by anyone else is an event of its own.
  */
 export function wakeSessions(
   cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'replicaSets' | 'configStores' | 'pods'>,
@@ -16,16 +18,16 @@ export function wakeSessions(
   injector: Pick<DataInjector, 'forget'>,
   arrivals: ArrivalOrder,
 ): void {
-  cache.sessions.on((type, s) => {
+  cache.sessions.on((type, s, ownWrite) => {
     if (type === 'DELETED') arrivals.forget(s.metadata.name);
     else arrivals.see(s.metadata.name);
-    queue.add(s.metadata.name);
+    if (!ownWrite) queue.add(s.metadata.name);
     if (type === 'DELETED') injector.forget(s.metadata.uid ?? s.metadata.name);
   });
   for (const workloads of [cache.deployments, cache.replicaSets]) {
-    workloads.on((_t, d) => {
+    workloads.on((_t, d, ownWrite) => {
       const session = d.metadata?.labels?.[LABELS.session];
-      if (session) queue.add(session);
+      if (session && !ownWrite) queue.add(session);
     });
   }
   // A config store deleted under its session is made again.
