@@ -44,6 +44,7 @@ const PROBE_FRESH_MS = 1000;
 type Delivery = { phase: 'Injected'; keys: number; lastError?: undefined } | { phase: 'Failed'; lastError: string };
 
 type Run = {
+  sessionName: string;
   state: InjectionState;
   /**
    * The instance's bridge Secret (the bridge's and the admission's token), read once per injection,
@@ -55,14 +56,19 @@ type Run = {
   /** Settles once the first try is over: the injection ended, or it waits to try again. */
   tried: Promise<void>;
   markTried: () => void;
+  /** Passes that will read the state after the first try (`follow`): they, not a wake, take an end meanwhile. */
+  followers: number;
+  /** The end came while followed and no follower has read it yet. */
+  endUnread: boolean;
 };
 
 /**
  * Data injection on the eager path: polls the instance's bridge `GET /health` (pod address, cluster
  * network) up to `bridgeHealthAttempts` times, then sends `POST /data {"environment": …}` once,
  * retrying a failed POST with backoff. Runs in the background per session (the session can be
- * handled before injection ends); the outcome is kept in memory and the session key is enqueued on
- * every change, so the reconciler writes it as the EnvInjected condition. The POST carries the
+ * handled before injection ends); the outcome is kept in memory and the session key is enqueued at
+ * its end (unless the pass that follows it reads it: `follow`), so the reconciler writes it as the
+ * EnvInjected condition. The POST carries the
  * instance's token and the reservation (the Session's uid); the bridge takes one injection per
  * reservation and answers a repeated one 409 `{"reservation": "same"}`, which counts as injected
  * (a retry whose first answer was lost, or an injection started again after an operator restart).
@@ -94,7 +100,31 @@ export class DataInjector {
   }
 
   state(uid: string): InjectionState | undefined {
-    return this.runs.get(uid)?.state;
+    const run = this.runs.get(uid);
+    if (run && run.followers > 0 && isEnd(run.state)) run.endUnread = false;
+    return run?.state;
+  }
+
+  /**
+   * A pass that waits for the first try and reads the state after it (the status that carries the URL
+   * then carries the values' arrival): an end meanwhile is its to write, not a reason to wake the
+   * session for another pass. Answers the end of the following, which wakes the session for an end
+   * the pass did not read (it stopped short of it).
+   */
+  follow(uid: string): () => void {
+    const run = this.runs.get(uid);
+    if (!run) return () => undefined;
+    run.followers++;
+    let followed = true;
+    return () => {
+      if (!followed) return;
+      followed = false;
+      run.followers--;
+      if (run.followers === 0 && run.endUnread) {
+        run.endUnread = false;
+        if (!run.cancelled) this.onChange(run.sessionName);
+      }
+    };
   }
 
   /** Starts the injection for the session unless one runs already; returns its state. */
@@ -105,18 +135,21 @@ export class DataInjector {
     let markTried = () => {};
     const tried = new Promise<void>((resolve) => (markTried = resolve));
     const run: Run = {
+      sessionName: session.metadata.name,
       state: { phase: 'WaitingForBridge', attempts: 0, postAttempts: 0 },
       tokens: this.secrets.read(target.tokenSecret),
       cancelled: false,
       tried,
       markTried,
+      followers: 0,
+      endUnread: false,
     };
     run.tokens.catch(() => undefined);
     this.runs.set(uid, run);
     void this.execute(session, target, run)
       .catch((error: unknown) => {
         run.state = { ...run.state, phase: 'Failed', lastError: describe(error) };
-        this.onChange(session.metadata.name);
+        this.tellEnd(run);
       })
       .finally(() => run.markTried());
     return run.state;
@@ -190,9 +223,15 @@ export class DataInjector {
   private update(session: Session, run: Run, patch: Partial<InjectionState>): void {
     const before = run.state.phase;
     run.state = { ...run.state, ...patch };
-    const ended = run.state.phase === 'Injected' || run.state.phase === 'Failed';
+    const ended = isEnd(run.state);
     if (ended) run.markTried();
-    if (!run.cancelled && ended && run.state.phase !== before) this.onChange(session.metadata.name);
+    if (!run.cancelled && ended && run.state.phase !== before) this.tellEnd(run);
+  }
+
+  /** The session hears of the end: from the pass that follows the injection, else by a wake. */
+  private tellEnd(run: Run): void {
+    if (run.followers > 0) run.endUnread = true;
+    else this.onChange(run.sessionName);
   }
 
   private async environment(session: Session): Promise<Record<string, string>> {
@@ -390,6 +429,11 @@ export class DataInjector {
 }
 
 /** Whether a 409 of the bridge says this reservation's values are there already. */
+/** The injection is over: the values delivered, or given up on. */
+function isEnd(state: InjectionState): boolean {
+  return state.phase === 'Injected' || state.phase === 'Failed';
+}
+
 function sameReservation(answer: string): boolean {
   try {
     return (JSON.parse(answer) as { reservation?: unknown }).reservation === 'same';

@@ -122,14 +122,19 @@ export class SessionReconciler {
     // that carries the URL, else in a later one. The URL waits for the bridge only where the proxy
     // admits the user through it (6.).
     const injecting = startInjection(served);
-    // 5. Route.
-    const routed = route(served);
-    const waitForBridge = admitsThroughBridge(this.deps.config, served.workload);
-    await Promise.all([
-      routed,
-      injecting && (waitForBridge ? injecting : Promise.race([injecting, routed.then(() => graceAfterRoute())])),
-    ]);
-    recordEnvironment(served, injecting !== undefined);
+    try {
+      // 5. Route.
+      const routed = route(served);
+      const waitForBridge = admitsThroughBridge(this.deps.config, served.workload);
+      const firstTry = injecting?.firstTry;
+      await Promise.all([
+        routed,
+        firstTry && (waitForBridge ? firstTry : Promise.race([firstTry, routed.then(() => graceAfterRoute())])),
+      ]);
+      recordEnvironment(served, injecting !== undefined);
+    } finally {
+      injecting?.unfollow();
+    }
     // 6. Readiness and URL.
     await readiness(served);
   }

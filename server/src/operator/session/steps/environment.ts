@@ -27,24 +27,32 @@ export function probeBridge({ deps, appDefinition }: GuardedStep, instance: Pool
   if (instance.ready) deps.injector.probe(instanceBridge(appDefinition, instance.name));
 }
 
+/** An injection the pass waits for: its first try, and the end of the pass's following (DataInjector.follow). */
+export interface Injecting {
+  firstTry: Promise<void>;
+  unfollow: () => void;
+}
+
 /**
  * 4. Environment, eager path: pushed to the data bridge in the background, started before the
  * route, only once the reserved instance's current pod serves (a recycled instance can still show its
  * previous pod, another user's, which must never receive these values). Returns undefined when no
  * injection runs, else its first try, which the reconciler waits for no longer than the route's write
  * (the URL never waits for a bridge): when it ends first, the status that carries the URL carries
- * EnvInjected too, in one status write.
+ * EnvInjected too, in one status write. The pass follows the injection until it has read its state
+ * (recordEnvironment): an end meanwhile wakes no other pass.
  */
-export function startInjection({ deps, session, appDefinition, workload }: ServedStep): Promise<void> | undefined {
+export function startInjection({ deps, session, appDefinition, workload }: ServedStep): Injecting | undefined {
   if (!workload.eager || !deploymentReady(workload.deployment)) return undefined;
-  if (injectionEnded(session.status?.conditions)) return Promise.resolve();
+  if (injectionEnded(session.status?.conditions)) return { firstTry: Promise.resolve(), unfollow: () => undefined };
   const admissionPort = admissionPortOf(workload.deployment);
+  const uid = session.metadata.uid ?? session.metadata.name;
   deps.injector.ensure(session, {
     ...instanceBridge(appDefinition, workload.backend),
     tokenSecret: bridgeTokenSecretName(workload.backend),
     ...(admissionPort === undefined ? {} : { admissionPort }),
   });
-  return deps.injector.attempted(session.metadata.uid ?? session.metadata.name);
+  return { firstTry: deps.injector.attempted(uid), unfollow: deps.injector.follow(uid) };
 }
 
 /**
