@@ -172,16 +172,22 @@ describe('informer on the real kube-apiserver', function () {
     // another writer's (not observed), in a row, so that an event of another writer can come while
     // the cache holds a newer write of this process (what the listener then gets).
     const writes: { version: string; observed: boolean }[] = [];
-    for (const [i, mine] of [true, false, true, true, false, true, true].entries()) {
-      const answer = await update('own', String(i + 1));
+    const write = async (mine: boolean) => {
+      const answer = await update('own', String(writes.length + 1));
       const version = answer.metadata!.resourceVersion!;
       if (mine) {
         informer.observe(answer);
         observed.add(version);
       }
       writes.push({ version, observed: mine });
-    }
+    };
+    for (const mine of [true, false, true, true, false, true, true]) await write(mine);
     await eventually(() => assert.equal(heard.length, writes.length));
+    // An answer usually comes before its event; on a loaded machine a few more writes may be needed.
+    for (let more = 0; more < 20 && !heard.some((h) => h.ownWrite); more++) {
+      await write(true);
+      await eventually(() => assert.equal(heard.length, writes.length));
+    }
     writes.forEach(({ version, observed: mine }, k) => {
       // A write observed before its event came is the process's own; one observed only after (its
       // event was faster than its answer) or never is not: a wake too many, never one too few.
@@ -190,7 +196,7 @@ describe('informer on the real kube-apiserver', function () {
     });
     assert.ok(
       heard.some((h) => h.ownWrite),
-      'at least one answer came before its event (they come within microseconds of each other only rarely)',
+      'at least one answer came before its event',
     );
     // A read through find() is not a write: the object's events are nobody's own.
     await create('read', 'x');
