@@ -68,10 +68,10 @@ type Run = {
  * retrying a failed POST with backoff. Runs in the background per session (the session can be
  * handled before injection ends); the outcome is kept in memory and the session key is enqueued at
  * its end (unless the pass that follows it reads it: `follow`), so the reconciler writes it as the
- * EnvInjected condition. The POST carries the
- * instance's token and the reservation (the Session's uid); the bridge takes one injection per
- * reservation and answers a repeated one 409 `{"reservation": "same"}`, which counts as injected
- * (a retry whose first answer was lost, or an injection started again after an operator restart).
+ * EnvInjected condition. The POST carries the instance's token and the reservation (the Session's
+ * uid); the bridge takes one injection per reservation and answers a repeated one 409
+ * `{"reservation": "same"}`, which counts as injected (a retry whose first answer was lost, or an
+ * injection started again after an operator restart).
  */
 export class DataInjector {
   private readonly runs = new Map<string, Run>();
@@ -428,12 +428,12 @@ export class DataInjector {
   }
 }
 
-/** Whether a 409 of the bridge says this reservation's values are there already. */
 /** The injection is over: the values delivered, or given up on. */
 function isEnd(state: InjectionState): boolean {
   return state.phase === 'Injected' || state.phase === 'Failed';
 }
 
+/** Whether a 409 of the bridge says this reservation's values are there already. */
 function sameReservation(answer: string): boolean {
   try {
     return (JSON.parse(answer) as { reservation?: unknown }).reservation === 'same';

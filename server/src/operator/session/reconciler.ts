@@ -100,7 +100,7 @@ export class SessionReconciler {
       // 7. After the status, off the path to the URL: the decision's annotations the spec asks for.
       await annotateDecision({ deps, session, pass });
       // The watch's copy of the pass's own write wakes no pass (session/watches.ts): a pass cut short
-      // (a failure, a warning) whose status changed looks again at once, as a Failed session's release.
+      // (a failure, a warning) whose status changed looks again at once, as a Failed session's release needs.
       if (!stepsDone && written && !reconciled) reconciled = { requeueAfterMs: 0 };
     }
     return reconciled;
