@@ -141,8 +141,7 @@ export class Informer<T extends Obj = Obj> {
    * No event is emitted: the watch brings that, as the listeners' `ownWrite`.
    */
   observe(object: T): void {
-    const uid = object.metadata?.uid;
-    if (uid && this.deleted.has(uid)) return;
+    if (this.wasDeleted(object)) return;
     const version = object.metadata?.resourceVersion;
     if (version) {
       const key = keyOf(object);
@@ -155,11 +154,15 @@ export class Informer<T extends Obj = Obj> {
 
   /** Keeps an answer of the API server unless the cache holds a newer version or saw its deletion. */
   private keep(object: T): void {
-    const uid = object.metadata?.uid;
-    if (uid && this.deleted.has(uid)) return;
+    if (this.wasDeleted(object)) return;
     const cached = this.cache.get(keyOf(object));
     if (cached && compareVersions(object.metadata?.resourceVersion, cached.metadata?.resourceVersion) <= 0) return;
     this.store(object);
+  }
+
+  private wasDeleted(object: T): boolean {
+    const uid = object.metadata?.uid;
+    return !!uid && this.deleted.has(uid);
   }
 
   /** Resolves once the first list has filled the cache. */

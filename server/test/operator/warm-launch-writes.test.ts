@@ -377,39 +377,39 @@ describe("the injection's first try, which a pass waits for before the status wi
     return { i, woken, woke };
   };
 
-  it('an end that the following pass reads wakes no other pass', async () => {
+  it('an end that the following pass records wakes no other pass', async () => {
     healthy = true;
     const { i, woken } = wakes(3);
     i.ensure(session('warm-9', 'wendy@example.com'), target());
     const unfollow = i.follow('uid-warm-9');
     await i.attempted('uid-warm-9');
     assert.equal(i.state('uid-warm-9')?.phase, 'Injected');
-    unfollow();
+    unfollow(true); // its status records the end
     assert.deepEqual(woken, []);
     i.stop();
   });
 
-  it('an end that the following pass did not read (it stopped short) wakes the session when the following ends', async () => {
+  it('an end that the following pass did not record (it stopped short) wakes the session when the following ends', async () => {
     healthy = true;
     const { i, woken } = wakes(3);
     i.ensure(session('warm-10', 'wendy@example.com'), target());
     const unfollow = i.follow('uid-warm-10');
     await i.attempted('uid-warm-10');
     assert.deepEqual(woken, [], 'not while followed');
-    unfollow();
-    unfollow();
+    unfollow(false);
+    unfollow(false);
     assert.deepEqual(woken, ['warm-10'], 'once');
     i.stop();
   });
 
-  it('an end after the following pass read the state wakes the session', async () => {
+  it('an end after the following pass let go wakes the session', async () => {
     healthy = false;
     const { i, woken, woke } = wakes(5);
     i.ensure(session('warm-11', 'wendy@example.com'), target());
     const unfollow = i.follow('uid-warm-11');
     await i.attempted('uid-warm-11');
     assert.equal(i.state('uid-warm-11')?.phase, 'WaitingForBridge');
-    unfollow();
+    unfollow(false);
     assert.deepEqual(woken, [], 'nothing ended yet');
     healthy = true;
     assert.equal(await woke, 'warm-11');

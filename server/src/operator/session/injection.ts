@@ -58,8 +58,8 @@ type Run = {
   markTried: () => void;
   /** Passes that will read the state after the first try (`follow`): they, not a wake, take an end meanwhile. */
   followers: number;
-  /** The end came while followed and no follower has read it yet. */
-  endUnread: boolean;
+  /** The end came while followed: the last follower to let go tells it unless its pass recorded it. */
+  endUnseen: boolean;
 };
 
 /**
@@ -100,30 +100,27 @@ export class DataInjector {
   }
 
   state(uid: string): InjectionState | undefined {
-    const run = this.runs.get(uid);
-    if (run && run.followers > 0 && isEnd(run.state)) run.endUnread = false;
-    return run?.state;
+    return this.runs.get(uid)?.state;
   }
 
   /**
    * A pass that waits for the first try and reads the state after it (the status that carries the URL
    * then carries the values' arrival): an end meanwhile is its to write, not a reason to wake the
-   * session for another pass. Answers the end of the following, which wakes the session for an end
-   * the pass did not read (it stopped short of it).
+   * session for another pass. Answers the end of the following, told whether the pass recorded the
+   * end: one that came meanwhile and was not recorded (the pass stopped short of it) wakes the session.
    */
-  follow(uid: string): () => void {
+  follow(uid: string): (recorded: boolean) => void {
     const run = this.runs.get(uid);
     if (!run) return () => undefined;
     run.followers++;
     let followed = true;
-    return () => {
+    return (recorded) => {
       if (!followed) return;
       followed = false;
       run.followers--;
-      if (run.followers === 0 && run.endUnread) {
-        run.endUnread = false;
-        if (!run.cancelled) this.onChange(run.sessionName);
-      }
+      if (run.followers > 0 || !run.endUnseen) return;
+      run.endUnseen = false;
+      if (!recorded && !run.cancelled) this.onChange(run.sessionName);
     };
   }
 
@@ -142,7 +139,7 @@ export class DataInjector {
       tried,
       markTried,
       followers: 0,
-      endUnread: false,
+      endUnseen: false,
     };
     run.tokens.catch(() => undefined);
     this.runs.set(uid, run);
@@ -230,7 +227,7 @@ export class DataInjector {
 
   /** The session hears of the end: from the pass that follows the injection, else by a wake. */
   private tellEnd(run: Run): void {
-    if (run.followers > 0) run.endUnread = true;
+    if (run.followers > 0) run.endUnseen = true;
     else this.onChange(run.sessionName);
   }
 

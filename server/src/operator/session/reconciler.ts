@@ -7,7 +7,7 @@ import { releaseFailedSession, type ReleaseDeps } from './release.js';
 import { Pass, writeStatus, type StatusWriterDeps } from './status.js';
 import type { GuardedStep, SessionStepDeps, StepContext } from './steps/context.js';
 import { annotateDecision, chooseStrategy, ensureFinalizer } from './steps/decision.js';
-import { recordEnvironment, startInjection } from './steps/environment.js';
+import { injectionEnded, recordEnvironment, startInjection } from './steps/environment.js';
 import { guards } from './steps/guards.js';
 import { admitsThroughBridge, readiness } from './steps/readiness.js';
 import { route } from './steps/route.js';
@@ -133,7 +133,7 @@ export class SessionReconciler {
       ]);
       recordEnvironment(served, injecting !== undefined);
     } finally {
-      injecting?.unfollow();
+      injecting?.unfollow(injectionEnded(pass.status.conditions));
     }
     // 6. Readiness and URL.
     await readiness(served);

@@ -30,7 +30,8 @@ export function probeBridge({ deps, appDefinition }: GuardedStep, instance: Pool
 /** An injection the pass waits for: its first try, and the end of the pass's following (DataInjector.follow). */
 export interface Injecting {
   firstTry: Promise<void>;
-  unfollow: () => void;
+  /** `recorded`: the pass's status says the injection ended (recordEnvironment). */
+  unfollow: (recorded: boolean) => void;
 }
 
 /**
