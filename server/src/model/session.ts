@@ -211,8 +211,11 @@ export function sessionPhase(
  * the decision (a lazy one before its resources, a warm one after its status); undefined: not decided.
  */
 export function decidedStartStrategy(session: Pick<Session, 'status' | 'metadata'>): StartStrategy | undefined {
-  const annotated = StartStrategySchema.safeParse(session.metadata.annotations?.[ANNOTATIONS.startStrategy]);
-  return session.status?.startStrategy ?? (annotated.success ? annotated.data : undefined);
+  if (session.status?.startStrategy) return session.status.startStrategy;
+  // A plain lookup, not the schema's parse: the limits ask this of every undecided session, and a
+  // failed parse (no annotation, as a rule) builds an error each time.
+  const annotated = session.metadata.annotations?.[ANNOTATIONS.startStrategy];
+  return StartStrategySchema.options.find((strategy) => strategy === annotated);
 }
 
 /** Ready: the IDE serves at `status.url`. */

@@ -8,11 +8,10 @@ import type { Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
 import type { DeploymentClient } from '../../kube/plain-answers.js';
 import type { OperatorConfig } from '../config.js';
-import { INDEX, labelKey } from '../runtime/cache.js';
+import { INDEX, isLiveInstance, labelKey } from '../runtime/cache.js';
 import { deploymentReady } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
-  COMPONENT,
   RECYCLED_ANNOTATION,
   bridgeTokenSecret,
   bridgeTokenSecretName,
@@ -52,11 +51,6 @@ export interface PoolInstance {
 /** The id of a warm instance (its label); 0 when it has none. */
 function instanceIdOf(d: k8s.V1Deployment): number {
   return Number(d.metadata?.labels?.[LABELS.instanceId] ?? '0');
-}
-
-/** A warm instance's Deployment that is not being deleted. */
-function isLiveInstance(d: k8s.V1Deployment): boolean {
-  return d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance && !d.metadata?.deletionTimestamp;
 }
 
 /** A warm instance of `appDefinition` that no session holds and whose pod is ready: a launch claims it as it is. */
@@ -193,36 +187,34 @@ export class PoolInstances {
     aiming?: (candidate: PoolInstance) => void,
   ): Promise<PoolInstance | undefined> {
     const generation = Number(generationOf(appDefinition));
-    const app = labelKey(LABELS.appDefinition, dnsLabel([appDefinition.metadata.name]));
+    const app = dnsLabel([appDefinition.metadata.name]);
     for (let round = 0; round < 8; round++) {
       // Only what the order needs, read off each free instance: its whole PoolInstance only once tried.
-      const free = this.deps.deployments.byIndex(INDEX.label, app).flatMap((d) => {
+      const free = this.deps.deployments.byIndex(INDEX.freeInstance, app).flatMap((d) => {
         const id = instanceIdOf(d);
-        const isFree =
-          isLiveInstance(d) &&
-          !d.metadata?.labels?.[LABELS.session] &&
-          id >= 1 &&
-          id <= minInstances &&
-          instanceGeneration(d) === generation;
+        const isFree = id >= 1 && id <= minInstances && instanceGeneration(d) === generation;
         return isFree ? [{ id, ready: deploymentReady(d), name: d.metadata?.name ?? '', deployment: d }] : [];
       });
       if (free.length === 0) return undefined;
       const claiming = (i: { name: string }) => this.claiming.has(i.name);
       for (const candidate of reservationCandidates(free, session.metadata.name, claiming)) {
-        const d = structuredClone(candidate.deployment);
-        d.apiVersion = 'apps/v1';
-        d.kind = 'Deployment';
-        d.metadata ??= {};
-        d.metadata.labels = {
-          ...d.metadata.labels,
-          [LABELS.session]: session.metadata.name,
-          ...(workspace ? { [LABELS.workspace]: workspace } : {}),
+        // The cached object with new metadata: its spec and status go out as they are, read only (a
+        // deep copy of the whole Deployment was most of a reservation's CPU).
+        const cached = candidate.deployment;
+        const metadata: k8s.V1ObjectMeta = {
+          ...cached.metadata,
+          labels: {
+            ...cached.metadata?.labels,
+            [LABELS.session]: session.metadata.name,
+            ...(workspace ? { [LABELS.workspace]: workspace } : {}),
+          },
+          ownerReferences: [
+            ...(cached.metadata?.ownerReferences ?? []),
+            ownerReference(session as Parameters<typeof ownerReference>[0], false),
+          ],
         };
-        d.metadata.ownerReferences = [
-          ...(d.metadata.ownerReferences ?? []),
-          ownerReference(session as Parameters<typeof ownerReference>[0], false),
-        ];
-        clearFieldRecord(d.metadata);
+        clearFieldRecord(metadata);
+        const d: k8s.V1Deployment = { ...cached, apiVersion: 'apps/v1', kind: 'Deployment', metadata };
         this.claiming.set(candidate.name, (this.claiming.get(candidate.name) ?? 0) + 1);
         try {
           const claim = this.deps.apps.replaceNamespacedDeployment({

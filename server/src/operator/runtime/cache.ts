@@ -55,6 +55,12 @@ export const INDEX = {
    * that may wait at the lazy-start gate, model/admission.ts GATE_INDEX).
    */
   workspace: 'workspace',
+  /**
+   * Warm instances' Deployments that no session holds, not being deleted, by the value of their app
+   * definition's label: what a reservation chooses from (pool/instances.ts), so that a launch looks
+   * at the free instances only, not at every instance of its pool.
+   */
+  freeInstance: 'free-instance',
 } as const;
 
 /** The key of a label in the `label` index: a selector's term. */
@@ -65,6 +71,20 @@ export function labelKey(key: string, value: string): string {
 /** The indexes of the Deployments, pods and claims caches. */
 export const labelIndexers: Record<string, IndexFunc<{ metadata?: k8s.V1ObjectMeta }>> = {
   [INDEX.label]: (o) => Object.entries(o.metadata?.labels ?? {}).map(([key, value]) => labelKey(key, value)),
+};
+
+/** A warm instance's Deployment, not being deleted. */
+export function isLiveInstance(d: k8s.V1Deployment): boolean {
+  return d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance && !d.metadata?.deletionTimestamp;
+}
+
+/** The indexes of the Deployments cache: by label, and the free warm instances (`INDEX.freeInstance`). */
+export const deploymentIndexers: Record<string, IndexFunc<k8s.V1Deployment>> = {
+  ...labelIndexers,
+  [INDEX.freeInstance]: (d) => {
+    const labels = d.metadata?.labels ?? {};
+    return isLiveInstance(d) && !labels[LABELS.session] ? [labels[LABELS.appDefinition] ?? ''] : [];
+  },
 };
 
 /** The indexes of the sessions cache. */
@@ -112,7 +132,7 @@ export function createCache(
       {
         labelSelector: managed,
         transform: withoutTemplateUnlessPoolInstance,
-        indexers: labelIndexers,
+        indexers: deploymentIndexers,
       },
     ),
     // The `session` label: not the ReplicaSets the deployment controller makes for warm instances and
