@@ -5,9 +5,11 @@ export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 /**
  * Hears each change of the cache. `ownWrite`: the watch brought the change of a write whose answer
  * this process passed to observe() (the event's own resourceVersion, not a newer cached one's), so
- * its writer knew what the change holds.
+ * its writer knew what the change holds. `previous`: on a change the cache had an older version of,
+ * that version (client-go's UpdateFunc(old, new)), so a listener can tell what changed; undefined
+ * when the cache held a newer one than the event (what came between is not known).
  */
-export type Listener<T> = (type: WatchEventType, object: T, ownWrite: boolean) => void;
+export type Listener<T> = (type: WatchEventType, object: T, ownWrite: boolean, previous?: T) => void;
 /** The keys one object is found under in an index (client-go's IndexFunc); none leaves it out. */
 export type IndexFunc<T> = (object: T) => readonly string[];
 
@@ -189,10 +191,10 @@ export class Informer<T extends Obj = Obj> {
     this.abort?.abort();
   }
 
-  private emit(type: WatchEventType, object: T, ownWrite = false): void {
+  private emit(type: WatchEventType, object: T, ownWrite = false, previous?: T): void {
     for (const l of this.listeners) {
       try {
-        l(type, object, ownWrite);
+        l(type, object, ownWrite, previous);
       } catch (error) {
         this.options.onError?.(error);
       }
@@ -281,7 +283,7 @@ export class Informer<T extends Obj = Obj> {
       const before = this.cache.get(key);
       // Unchanged, or a write's answer (observe) newer than the list: keep what the cache has.
       if (before && compareVersions(before.metadata?.resourceVersion, item.metadata?.resourceVersion) >= 0) continue;
-      this.emit(before ? 'MODIFIED' : 'ADDED', this.store(item));
+      this.emit(before ? 'MODIFIED' : 'ADDED', this.store(item), false, before);
     }
     for (const [key, item] of this.cache) {
       // An object written after the list was taken is not missing from it.
@@ -332,7 +334,8 @@ export class Informer<T extends Obj = Obj> {
                 const cached = this.cache.get(key);
                 const newer = cached && compareVersions(cached.metadata?.resourceVersion, rv) > 0;
                 const ownWrite = this.takeWritten(key, rv);
-                this.emit(phase as WatchEventType, newer ? cached : this.store(object), ownWrite);
+                if (newer) this.emit(phase as WatchEventType, cached, ownWrite);
+                else this.emit(phase as WatchEventType, this.store(object), ownWrite, cached);
               }
             },
             (error: unknown) => {

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { ANNOTATIONS } from './api-group.js';
 import { ConditionsSchema, findCondition } from './conditions.js';
@@ -275,6 +276,25 @@ export function missingDecisionAnnotations(
   return Object.fromEntries(
     Object.entries(wanted).filter((e): e is [string, string] => !!e[1] && annotations[e[0]] !== e[1]),
   );
+}
+
+/**
+ * Whether `next` differs from `previous` only by the service's answered mark: `ide-cloud.io/unanswered`
+ * cleared and the decision's annotations written as the status has them (`missingDecisionAnnotations`:
+ * none left). Nothing in it is news to the operator, whose status holds that decision.
+ */
+export function onlyAnsweredMark(previous: Session, next: Session): boolean {
+  if (Object.keys(missingDecisionAnnotations(next.metadata, next.status)).length > 0) return false;
+  const unmarked = (s: Session) => {
+    const {
+      [ANNOTATIONS.unanswered]: _unanswered,
+      [ANNOTATIONS.startStrategy]: _strategy,
+      [ANNOTATIONS.instanceId]: _instance,
+      ...annotations
+    } = s.metadata.annotations ?? {};
+    return { ...s, metadata: { ...s.metadata, annotations, resourceVersion: undefined, managedFields: undefined } };
+  };
+  return isDeepStrictEqual(unmarked(previous), unmarked(next));
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Informer } from '../../kube/informer.js';
 import { LABELS } from '../../model/api-group.js';
-import { isSessionFailed, type Session } from '../../model/session.js';
+import { isSessionFailed, onlyAnsweredMark, type Session } from '../../model/session.js';
 import type { OperatorCache } from '../runtime/cache.js';
 import type { WorkQueue } from '../runtime/work-queue.js';
 import type { DataInjector } from './injection.js';
@@ -10,7 +10,9 @@ import type { DataInjector } from './injection.js';
  * operator's ReplicaSet or Deployment for it, or a warm instance's Deployment it reserved), a config
  * store of its deleted under it, and a change of a pod it runs on. Not the watch's copy of a write of
  * the session's own pass (its status, its finalizer and annotations, the reservation of its instance):
- * the pass that wrote it knew what it holds, and a change by anyone else is an event of its own.
+ * the pass that wrote it knew what it holds, and a change by anyone else is an event of its own. Nor
+ * the service's mark that the launch was answered (`onlyAnsweredMark`), which tells the operator
+ * nothing its status does not hold.
  */
 export function wakeSessions(
   cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'replicaSets' | 'configStores' | 'pods'>,
@@ -18,10 +20,10 @@ export function wakeSessions(
   injector: Pick<DataInjector, 'forget'>,
   arrivals: ArrivalOrder,
 ): void {
-  cache.sessions.on((type, s, ownWrite) => {
+  cache.sessions.on((type, s, ownWrite, previous) => {
     if (type === 'DELETED') arrivals.forget(s.metadata.name);
     else arrivals.see(s.metadata.name);
-    if (!ownWrite) queue.add(s.metadata.name);
+    if (!ownWrite && !(previous && onlyAnsweredMark(previous, s))) queue.add(s.metadata.name);
     if (type === 'DELETED') injector.forget(s.metadata.uid ?? s.metadata.name);
   });
   for (const workloads of [cache.deployments, cache.replicaSets]) {
