@@ -230,15 +230,18 @@ describe('informer on the real kube-apiserver', function () {
     informer.dropConnection();
     await eventually(() => assert.ok(changes.includes('MODIFIED b 1>2'), changes.join(', ')));
     // A write's answer observed before the event of the change ahead of it: that event finds the
-    // cache newer and tells no previous version (what came between is not known).
+    // cache newer and tells no previous version (what came between is not known). Each event may
+    // also come before the answer (a loaded machine): then it tells the version it replaced.
     await update('a', '3');
     informer.observe(await update('a', '4'));
-    await eventually(() => assert.ok(changes.includes('MODIFIED a 4>4'), changes.join(', ')));
+    await eventually(() => assert.ok(changes.filter((c) => c.startsWith('MODIFIED a')).length >= 3));
     const ofA = changes.filter((c) => c.startsWith('MODIFIED a')).join(', ');
     assert.ok(
-      ['MODIFIED a 1>2, MODIFIED a 2>3, MODIFIED a 4>4', 'MODIFIED a 1>2, MODIFIED a ->4, MODIFIED a 4>4'].includes(
-        ofA,
-      ),
+      [
+        'MODIFIED a 1>2, MODIFIED a 2>3, MODIFIED a 3>4',
+        'MODIFIED a 1>2, MODIFIED a 2>3, MODIFIED a 4>4',
+        'MODIFIED a 1>2, MODIFIED a ->4, MODIFIED a 4>4',
+      ].includes(ofA),
       ofA,
     );
   });

@@ -5,9 +5,10 @@ export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 /**
  * Hears each change of the cache. `ownWrite`: the watch brought the change of a write whose answer
  * this process passed to observe() (the event's own resourceVersion, not a newer cached one's), so
- * its writer knew what the change holds. `previous`: on a change the cache had an older version of,
- * that version (client-go's UpdateFunc(old, new)), so a listener can tell what changed; undefined
- * when the cache held a newer one than the event (what came between is not known).
+ * its writer knew what the change holds. `previous`: on a change of an object the cache held, what it
+ * held (client-go's UpdateFunc(old, new)), so a listener can tell what changed: the same version when
+ * a write's answer came before its event (then `ownWrite`); undefined when the cache held a newer
+ * version than the event (what came between is not known).
  */
 export type Listener<T> = (type: WatchEventType, object: T, ownWrite: boolean, previous?: T) => void;
 /** The keys one object is found under in an index (client-go's IndexFunc); none leaves it out. */
@@ -152,6 +153,14 @@ export class Informer<T extends Obj = Obj> {
       this.written.set(key, [...versions.slice(-(MAX_WRITES_AWAITED - 1)), version]);
     }
     this.keep(object);
+  }
+
+  /**
+   * Whether this process observed a write's answer at `version` of the object `name` that no later
+   * event has passed yet: the change of its own write, when its watch event came before the answer.
+   */
+  observed(name: string, version: string | undefined): boolean {
+    return !!version && !!this.written.get(`${this.options.namespace}/${name}`)?.includes(version);
   }
 
   /** Keeps an answer of the API server unless the cache holds a newer version or saw its deletion. */

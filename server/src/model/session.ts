@@ -284,7 +284,10 @@ export function missingDecisionAnnotations(
  * none left). Nothing in it is news to the operator, whose status holds that decision.
  */
 export function onlyAnsweredMark(previous: Session, next: Session): boolean {
-  if (Object.keys(missingDecisionAnnotations(next.metadata, next.status)).length > 0) return false;
+  const cleared =
+    previous.metadata.annotations?.[ANNOTATIONS.unanswered] === 'true' &&
+    next.metadata.annotations?.[ANNOTATIONS.unanswered] === undefined;
+  if (!cleared || Object.keys(missingDecisionAnnotations(next.metadata, next.status)).length > 0) return false;
   const unmarked = (s: Session) => {
     const {
       [ANNOTATIONS.unanswered]: _unanswered,

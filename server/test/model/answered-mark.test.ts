@@ -60,6 +60,17 @@ describe("the service's answered mark, which wakes no pass of the operator", () 
     cleared.metadata.resourceVersion = '11';
     assert.equal(onlyAnsweredMark(served(), cleared), false, 'the mark cleared without the decision');
   });
+
+  it('no mark cleared, no mark: a change of the version only, or a decision annotated on an undecided session', () => {
+    const again = answered(served());
+    assert.equal(onlyAnsweredMark(again, { ...again, metadata: { ...again.metadata, resourceVersion: '12' } }), false);
+    const undecided = served();
+    undecided.status = {};
+    delete undecided.metadata.annotations![ANNOTATIONS.unanswered];
+    const annotated = structuredClone(undecided);
+    annotated.metadata.annotations![ANNOTATIONS.startStrategy] = 'lazy';
+    assert.equal(onlyAnsweredMark(undecided, annotated), false);
+  });
 });
 
 describe('the decided start strategy', () => {

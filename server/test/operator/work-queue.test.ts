@@ -42,6 +42,43 @@ describe('operator work queue', () => {
     assert.equal(maxActive, 1);
   });
 
+  it("a wake its own pass may have caused is judged when the pass ends: its own write's copy runs no pass, anything else does", async () => {
+    const seen: string[] = [];
+    let release!: () => void;
+    let gate = new Promise<void>((r) => (release = r));
+    const q = new WorkQueue(
+      async (key) => {
+        seen.push(key);
+        await gate;
+      },
+      { workers: 2 },
+    );
+    q.start();
+    q.add('a');
+    await until(() => seen.length === 1);
+    let own = false;
+    // While 'a' runs: known own only once the pass has its answer (asked at its end, not now).
+    q.addUnlessOwn('a', () => own);
+    own = true;
+    release();
+    await new Promise((r) => setTimeout(r, 30));
+    assert.deepEqual(seen, ['a'], 'its own write: no other pass');
+    gate = new Promise<void>((r) => (release = r));
+    q.add('a');
+    await until(() => seen.length === 2);
+    q.addUnlessOwn('a', () => true);
+    q.addUnlessOwn('a', () => false);
+    release();
+    await until(() => seen.length === 3);
+    assert.deepEqual(seen, ['a', 'a', 'a'], 'one change not its own: one more pass');
+    // Not being processed: at once.
+    q.addUnlessOwn('b', () => true);
+    await until(() => seen.length === 4);
+    release();
+    await q.stop();
+    assert.deepEqual(seen, ['a', 'a', 'a', 'b']);
+  });
+
   it('retries a failing key with backoff and honours requeueAfterMs', async () => {
     let calls = 0;
     const q = new WorkQueue(
@@ -127,7 +164,8 @@ describe('operator work queue', () => {
     } as unknown as Parameters<typeof wakeSessions>[0];
     const added: string[] = [];
     const arrivals = new ArrivalOrder();
-    wakeSessions(cache, { add: (key) => added.push(key) }, { forget: () => undefined }, arrivals);
+    const queue = { add: (key: string) => added.push(key), addUnlessOwn: (key: string) => added.push(`own? ${key}`) };
+    wakeSessions(cache, queue, { forget: () => undefined }, arrivals);
     const session = (name: string) => ({ metadata: { name, uid: `uid-${name}` } }) as Session;
     const emit = handlers.get('sessions')!;
     emit('ADDED', session('first'));
@@ -139,6 +177,54 @@ describe('operator work queue', () => {
     emit('ADDED', session('first'));
     assert.ok(arrivals.rank('first') > arrivals.rank('second'), 'a session of the name made again is new');
     assert.deepEqual(added, ['first', 'second', 'first', 'first', 'first']);
+  });
+
+  it("a change of a session or of its instance that its own pass may have written is judged by the write's answer, by the change's version", () => {
+    type Handler = (type: string, object: unknown, ownWrite: boolean, previous?: unknown) => void;
+    const handlers = new Map<string, Handler>();
+    const observed: string[] = [];
+    const informer = (name: string) => ({
+      on: (handler: Handler) => void handlers.set(name, handler),
+      get: () => undefined,
+      observed: (object: string, version: string) => observed.includes(`${name} ${object} ${version}`),
+    });
+    const cache = {
+      sessions: informer('sessions'),
+      deployments: informer('deployments'),
+      replicaSets: informer('replicaSets'),
+      configStores: informer('configStores'),
+      pods: informer('pods'),
+    } as unknown as Parameters<typeof wakeSessions>[0];
+    const added: string[] = [];
+    const checks: [string, () => boolean][] = [];
+    const queue = {
+      add: (key: string) => added.push(key),
+      addUnlessOwn: (key: string, own: () => boolean) => checks.push([key, own]),
+    };
+    wakeSessions(cache, queue, { forget: () => undefined }, new ArrivalOrder());
+    const session = (rv: string) =>
+      ({ metadata: { name: 's', uid: 'uid-s', resourceVersion: rv }, spec: {}, status: { phase: rv } }) as Session;
+    handlers.get('sessions')!('MODIFIED', session('5'), false, session('4'));
+    const instance = { metadata: { name: 'app-pool-1', resourceVersion: '7', labels: { [LABELS.session]: 's' } } };
+    handlers.get('deployments')!('MODIFIED', instance, false, instance);
+    // Without the version it replaced (the cache was newer, or a first sight): a wake at once.
+    handlers.get('sessions')!('MODIFIED', session('6'), false);
+    assert.deepEqual(added, ['s']);
+    assert.deepEqual(
+      checks.map(([key, own]) => [key, own()]),
+      [
+        ['s', false],
+        ['s', false],
+      ],
+    );
+    observed.push('sessions s 5', 'deployments app-pool-1 7');
+    assert.deepEqual(
+      checks.map(([key, own]) => [key, own()]),
+      [
+        ['s', true],
+        ['s', true],
+      ],
+    );
   });
 
   it("wakes a lazy session on every change of its own pod (or an earlier operator's ReplicaSet), served or not; a warm instance's pod only while it starts", () => {
@@ -166,7 +252,8 @@ describe('operator work queue', () => {
       pods: informer('pods'),
     } as unknown as Parameters<typeof wakeSessions>[0];
     const added: string[] = [];
-    wakeSessions(cache, { add: (key) => added.push(key) }, { forget: () => undefined }, new ArrivalOrder());
+    const queue = { add: (key: string) => added.push(key), addUnlessOwn: (key: string) => added.push(`own? ${key}`) };
+    wakeSessions(cache, queue, { forget: () => undefined }, new ArrivalOrder());
     const labelled = (labels: Record<string, string>) => ({ metadata: { labels } });
     handlers.get('replicaSets')!('MODIFIED', labelled({ [LABELS.session]: 'lazy-1' }));
     handlers.get('pods')!('MODIFIED', labelled({ [LABELS.session]: 'lazy-1' }));

@@ -25,6 +25,8 @@ export class WorkQueue {
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
+  /** Per key being processed: the wakes its own pass may have caused (`addUnlessOwn`), judged when it ends. */
+  private readonly maybeOwn = new Map<string, (() => boolean)[]>();
   private readonly failures = new Map<string, number>();
   /** Each key's scheduled visit: its timer and when it is due (ms since the epoch). */
   private readonly timers = new Map<string, { timer: NodeJS.Timeout; dueAt: number }>();
@@ -61,6 +63,19 @@ export class WorkQueue {
     this.queued.add(key);
     this.queue.push(key, this.options.rank?.(key) ?? 0);
     this.wake();
+  }
+
+  /**
+   * A wake by a change that the key's pass in progress may have written itself (the watch's copy of a
+   * write can come before the write's answer): judged when that pass ends, its writes answered by
+   * then, by `own`. A key not being processed is added at once.
+   */
+  addUnlessOwn(key: string, own: () => boolean): void {
+    if (this.stopped) return;
+    if (!this.processing.has(key)) return this.add(key);
+    const checks = this.maybeOwn.get(key) ?? [];
+    checks.push(own);
+    this.maybeOwn.set(key, checks);
   }
 
   /** Adds the key after `ms`, or sooner when a visit of it is scheduled sooner already (one visit either way). */
@@ -120,7 +135,9 @@ export class WorkQueue {
       } finally {
         this.processing.delete(key);
       }
-      if (this.dirty.delete(key)) this.add(key);
+      const checks = this.maybeOwn.get(key) ?? [];
+      this.maybeOwn.delete(key);
+      if (this.dirty.delete(key) || checks.some((own) => !own())) this.add(key);
       else if (retryAfter !== undefined) this.addAfter(key, retryAfter);
     }
   }

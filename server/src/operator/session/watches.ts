@@ -16,20 +16,29 @@ import type { DataInjector } from './injection.js';
  */
 export function wakeSessions(
   cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'replicaSets' | 'configStores' | 'pods'>,
-  queue: Pick<WorkQueue, 'add'>,
+  queue: Pick<WorkQueue, 'add' | 'addUnlessOwn'>,
   injector: Pick<DataInjector, 'forget'>,
   arrivals: ArrivalOrder,
 ): void {
   cache.sessions.on((type, s, ownWrite, previous) => {
-    if (type === 'DELETED') arrivals.forget(s.metadata.name);
-    else arrivals.see(s.metadata.name);
-    if (!ownWrite && !(previous && onlyAnsweredMark(previous, s))) queue.add(s.metadata.name);
+    const name = s.metadata.name;
+    if (type === 'DELETED') arrivals.forget(name);
+    else arrivals.see(name);
+    if (ownWrite || (previous && onlyAnsweredMark(previous, s))) {
+      // Nothing the session's passes do not know.
+    } else if (type === 'MODIFIED' && previous) {
+      const version = s.metadata.resourceVersion;
+      queue.addUnlessOwn(name, () => cache.sessions.observed(name, version));
+    } else queue.add(name);
     if (type === 'DELETED') injector.forget(s.metadata.uid ?? s.metadata.name);
   });
   for (const workloads of [cache.deployments, cache.replicaSets]) {
-    workloads.on((_t, d, ownWrite) => {
+    workloads.on((type, d, ownWrite, previous) => {
       const session = d.metadata?.labels?.[LABELS.session];
-      if (session && !ownWrite) queue.add(session);
+      if (!session || ownWrite) return;
+      const { name = '', resourceVersion } = d.metadata ?? {};
+      if (type === 'MODIFIED' && previous) queue.addUnlessOwn(session, () => workloads.observed(name, resourceVersion));
+      else queue.add(session);
     });
   }
   // A config store deleted under its session is made again.
