@@ -12,6 +12,14 @@ async function until(check: () => boolean, ms = 2000): Promise<void> {
   }
 }
 
+/** The caches wakeSessions listens to, each made by `informer` from its name. */
+function wakeCaches(informer: (name: string) => object): Parameters<typeof wakeSessions>[0] {
+  const names = ['sessions', 'deployments', 'replicaSets', 'configStores', 'pods'];
+  return Object.fromEntries(names.map((name) => [name, informer(name)])) as unknown as Parameters<
+    typeof wakeSessions
+  >[0];
+}
+
 describe('operator work queue', () => {
   it('de-duplicates keys and never runs one key on two workers at once', async () => {
     const seen: string[] = [];
@@ -155,13 +163,7 @@ describe('operator work queue', () => {
       on: (handler: Handler) => void handlers.set(name, handler),
       get: () => undefined,
     });
-    const cache = {
-      sessions: informer('sessions'),
-      deployments: informer('deployments'),
-      replicaSets: informer('replicaSets'),
-      configStores: informer('configStores'),
-      pods: informer('pods'),
-    } as unknown as Parameters<typeof wakeSessions>[0];
+    const cache = wakeCaches(informer);
     const added: string[] = [];
     const arrivals = new ArrivalOrder();
     const queue = { add: (key: string) => added.push(key), addUnlessOwn: (key: string) => added.push(`own? ${key}`) };
@@ -188,13 +190,7 @@ describe('operator work queue', () => {
       get: () => undefined,
       observed: (object: string, version: string) => observed.includes(`${name} ${object} ${version}`),
     });
-    const cache = {
-      sessions: informer('sessions'),
-      deployments: informer('deployments'),
-      replicaSets: informer('replicaSets'),
-      configStores: informer('configStores'),
-      pods: informer('pods'),
-    } as unknown as Parameters<typeof wakeSessions>[0];
+    const cache = wakeCaches(informer);
     const added: string[] = [];
     const checks: [string, () => boolean][] = [];
     const queue = {
