@@ -8,7 +8,7 @@ import type { Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
 import type { DeploymentClient } from '../../kube/plain-answers.js';
 import type { OperatorConfig } from '../config.js';
-import { INDEX, isLiveInstance, labelKey } from '../runtime/cache.js';
+import { INDEX, isFreeInstance, isLiveInstance, labelKey } from '../runtime/cache.js';
 import { deploymentReady } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
@@ -55,10 +55,7 @@ function instanceIdOf(d: k8s.V1Deployment): number {
 
 /** A warm instance of `appDefinition` that no session holds and whose pod is ready: a launch claims it as it is. */
 export function isFreeReadyInstance(d: k8s.V1Deployment, appDefinition: string): boolean {
-  const labels = d.metadata?.labels ?? {};
-  return (
-    isLiveInstance(d) && labels[LABELS.appDefinition] === appDefinition && !labels[LABELS.session] && deploymentReady(d)
-  );
+  return isFreeInstance(d) && d.metadata?.labels?.[LABELS.appDefinition] === appDefinition && deploymentReady(d);
 }
 
 /** Tells `aiming` of a candidate (PoolInstances.reserve); what it throws is dropped, never the process's. */

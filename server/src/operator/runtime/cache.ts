@@ -78,13 +78,15 @@ export function isLiveInstance(d: k8s.V1Deployment): boolean {
   return d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance && !d.metadata?.deletionTimestamp;
 }
 
+/** A warm instance's Deployment that no session holds, not being deleted. */
+export function isFreeInstance(d: k8s.V1Deployment): boolean {
+  return isLiveInstance(d) && !d.metadata?.labels?.[LABELS.session];
+}
+
 /** The indexes of the Deployments cache: by label, and the free warm instances (`INDEX.freeInstance`). */
 export const deploymentIndexers: Record<string, IndexFunc<k8s.V1Deployment>> = {
   ...labelIndexers,
-  [INDEX.freeInstance]: (d) => {
-    const labels = d.metadata?.labels ?? {};
-    return isLiveInstance(d) && !labels[LABELS.session] ? [labels[LABELS.appDefinition] ?? ''] : [];
-  },
+  [INDEX.freeInstance]: (d) => (isFreeInstance(d) ? [d.metadata?.labels?.[LABELS.appDefinition] ?? ''] : []),
 };
 
 /** The indexes of the sessions cache. */

@@ -1,4 +1,4 @@
-import type { Informer } from '../../kube/informer.js';
+import type { Informer, WatchEventType } from '../../kube/informer.js';
 import { LABELS } from '../../model/api-group.js';
 import { isSessionFailed, onlyAnsweredMark, type Session } from '../../model/session.js';
 import type { OperatorCache } from '../runtime/cache.js';
@@ -21,24 +21,17 @@ export function wakeSessions(
   arrivals: ArrivalOrder,
 ): void {
   cache.sessions.on((type, s, ownWrite, previous) => {
-    const name = s.metadata.name;
-    if (type === 'DELETED') arrivals.forget(name);
-    else arrivals.see(name);
-    if (ownWrite || (previous && onlyAnsweredMark(previous, s))) {
-      // Nothing the session's passes do not know.
-    } else if (type === 'MODIFIED' && previous) {
-      const version = s.metadata.resourceVersion;
-      queue.addUnlessOwn(name, () => cache.sessions.observed(name, version));
-    } else queue.add(name);
+    if (type === 'DELETED') arrivals.forget(s.metadata.name);
+    else arrivals.see(s.metadata.name);
+    if (!ownWrite && !(previous && onlyAnsweredMark(previous, s))) {
+      wakeFor(queue, s.metadata.name, cache.sessions, type, s, previous);
+    }
     if (type === 'DELETED') injector.forget(s.metadata.uid ?? s.metadata.name);
   });
   for (const workloads of [cache.deployments, cache.replicaSets]) {
     workloads.on((type, d, ownWrite, previous) => {
       const session = d.metadata?.labels?.[LABELS.session];
-      if (!session || ownWrite) return;
-      const { name = '', resourceVersion } = d.metadata ?? {};
-      if (type === 'MODIFIED' && previous) queue.addUnlessOwn(session, () => workloads.observed(name, resourceVersion));
-      else queue.add(session);
+      if (session && !ownWrite) wakeFor(queue, session, workloads, type, d, previous);
     });
   }
   // A config store deleted under its session is made again.
@@ -58,6 +51,24 @@ export function wakeSessions(
       if (session) queue.add(session.metadata.name);
     }
   });
+}
+
+/**
+ * Wakes `session` for a change of `object` in `informer`. A change of an object the cache held may be
+ * the session's pass in progress writing it, its watch event ahead of the write's answer: it is
+ * judged when that pass ends, by whether the pass observed a write at the change's version.
+ */
+function wakeFor<T extends { metadata?: { name?: string; resourceVersion?: string } }>(
+  queue: Pick<WorkQueue, 'add' | 'addUnlessOwn'>,
+  session: string,
+  informer: Pick<Informer<T>, 'observed'>,
+  type: WatchEventType,
+  object: T,
+  previous: T | undefined,
+): void {
+  if (type !== 'MODIFIED' || !previous) return queue.add(session);
+  const { name = '', resourceVersion } = object.metadata ?? {};
+  queue.addUnlessOwn(session, () => informer.observed(name, resourceVersion));
 }
 
 function startingSessionOf(
