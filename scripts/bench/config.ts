@@ -94,7 +94,7 @@ export function sizes(scale: number) {
     clickTogether: n(5),
   };
   // One warm pool serves every eager scenario: the sequential launches; then (sessions ended, pool
-  // refilled) the concurrent and cost launches, and a burst that takes the rest of the pool.
+  // refilled) the concurrent and cost launches; then (the same again) a burst that takes the whole pool.
   return { ...s, pool: Math.max(s.eagerSequential, s.eagerConcurrent + s.costLaunches) + 10 };
 }
 
