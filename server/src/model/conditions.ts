@@ -18,6 +18,15 @@ export const ConditionsSchema = z
   .array(ConditionSchema)
   .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
 
+/**
+ * Conditions as one atomic list, for a kind that IDE Cloud alone writes and nobody applies (Sessions).
+ * The API server's field record of a list map names every field of every condition, and a Session's
+ * status write on a launch's path meets the record its create made: with four conditions it cost the
+ * API server about 1 ms of CPU more as a list map (4.2 to 5.1 ms against 3.6 to 3.7, measured on one
+ * API server). Each type is still set once (setCondition); merge patches replace the list either way.
+ */
+export const AtomicConditionsSchema = z.array(ConditionSchema).meta({ 'x-kubernetes-list-type': 'atomic' });
+
 export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
 
 /**

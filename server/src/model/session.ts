@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { ANNOTATIONS } from './api-group.js';
-import { ConditionsSchema, findCondition } from './conditions.js';
+import { AtomicConditionsSchema, findCondition } from './conditions.js';
 import { ObjectMetaSchema } from './object-meta.js';
 
 const K8sName = z
@@ -52,7 +52,7 @@ export const SessionStatusSchema = z
     lazyStartRate: LazyStartRateSchema.optional().describe(
       'the rate of the lazy-start gate that queued the session (Admitted False, Queued), for the estimate of its wait',
     ),
-    conditions: ConditionsSchema.optional(),
+    conditions: AtomicConditionsSchema.optional(),
   })
   .strict();
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;

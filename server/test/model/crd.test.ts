@@ -40,3 +40,27 @@ describe('CRDs generated from the zod schemas', () => {
     }
   });
 });
+
+describe('the conditions list of each kind', () => {
+  type Schema = { properties: Record<string, Schema> } & Record<string, unknown>;
+  const conditionsOf = (plural: string) => {
+    const crd = (
+      buildCrds() as Array<{
+        spec: { names: { plural: string }; versions: Array<{ schema: { openAPIV3Schema: Schema } }> };
+      }>
+    ).find((c) => c.spec.names.plural === plural)!;
+    return crd.spec.versions[0]!.schema.openAPIV3Schema.properties.status!.properties.conditions!;
+  };
+
+  it('is one atomic list on a Session, which only IDE Cloud writes: no field record per condition', () => {
+    assert.equal(conditionsOf('sessions')['x-kubernetes-list-type'], 'atomic');
+    assert.equal(conditionsOf('sessions')['x-kubernetes-list-map-keys'], undefined);
+  });
+
+  it('is a list map keyed by type on the kinds admins may apply', () => {
+    for (const plural of ['appdefinitions', 'workspaces']) {
+      assert.equal(conditionsOf(plural)['x-kubernetes-list-type'], 'map', plural);
+      assert.deepEqual(conditionsOf(plural)['x-kubernetes-list-map-keys'], ['type'], plural);
+    }
+  });
+});
