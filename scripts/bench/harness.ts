@@ -236,11 +236,12 @@ export class Bench {
   readonly sessions = new Map<string, SessionTimes>();
   readonly pods = new Map<string, PodTimes>();
   /**
-   * The launches' connections to the service, kept open. node:http, not fetch: in a claim burst's
-   * profile fetch's layers (undici, web streams) were a quarter of the benchmark's CPU, on the cores
-   * the launches it measures run on; the floor's client is as lean.
+   * The launches' connections to the service, kept open. node:http, not fetch, whose layers (undici,
+   * web streams) took a quarter of the benchmark's CPU in a claim burst, on the cores the launches it
+   * measures run on. An idle connection goes after 4 s, before the service closes it (Node's server
+   * keeps one 5 s): a launch sent on one the service is closing would fail.
    */
-  private readonly launchAgent = new http.Agent({ keepAlive: true });
+  private readonly launchAgent = new http.Agent({ keepAlive: true, timeout: LAUNCH_IDLE_CONNECTION_MS });
   /** Per session name: its warm instance and its route (from the Deployment and Ingress watches). */
   readonly placements = new Map<string, Placement>();
   /** Per Ingress: changes seen (ADDED, MODIFIED and DELETED events) and the session paths in the last one. */
@@ -651,6 +652,11 @@ export async function stopChild(child: ChildProcess | undefined): Promise<void> 
   }
 }
 
+/** How long a launch's idle connection to the service stays open (the service's own bound is 5 s). */
+const LAUNCH_IDLE_CONNECTION_MS = 4000;
+/** A launch unanswered this long fails the run (fetch's default bound). */
+const LAUNCH_ANSWER_MS = 300_000;
+
 /** POSTs a JSON body over node:http on `agent`; the answer's status and text. */
 function postJson(url: string, body: string, agent: http.Agent): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
@@ -664,13 +670,16 @@ function postJson(url: string, body: string, agent: http.Agent): Promise<{ statu
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.once('error', reject);
+        response.on('error', reject);
         response.once('end', () =>
           resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
         );
       },
     );
-    request.once('error', reject);
+    request.setTimeout(LAUNCH_ANSWER_MS, () =>
+      request.destroy(new Error(`${url}: no answer in ${LAUNCH_ANSWER_MS / 1000} s`)),
+    );
+    request.on('error', reject);
     request.end(body);
   });
 }

@@ -4,7 +4,7 @@
 // session ends and the pool's refill is timed.
 import { APPS } from '../config.js';
 import { timeline } from '../launches.js';
-import { cpuMsPerLaunch, endAndRefill, strategies } from '../measure.js';
+import { cpuMsPerLaunch, endAndRefill, strategies, waitQuiet } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { pool, prefix, round, summarize } from '../util.js';
 import { Floor } from './floor.js';
@@ -16,10 +16,10 @@ export const claimThroughput: Scenario = {
   needs: 'ide-cloud',
   after: ['warm-pool'],
   async run(context: Context) {
-    await wholePool(context);
+    const refilled = await freeWholePool(context);
     const floor = await Floor.open(context, context.sizes.burstConcurrency);
     try {
-      return { ...(await floor.sustained()), ...(await claimBurst(context)) };
+      return { ...(await floor.sustained()), ...(await claimBurst(context, refilled)) };
     } finally {
       await floor.close();
     }
@@ -27,16 +27,22 @@ export const claimThroughput: Scenario = {
 };
 
 /**
- * The whole pool free for the burst: the scenarios before it in a full run leave part of it taken, and
- * a burst of the few dozen left (about a second) measured whatever else the shared machine did then.
+ * Ends the sessions the scenarios before left in the pool and waits for its refill and the quiet after
+ * it: a burst of only what they leave (90 instances in a full run, about a second) does not stand
+ * apart from the machine's other load. Nothing to do when the whole pool is free.
  */
-async function wholePool({ bench, sizes, progress }: Context): Promise<void> {
-  if (bench.freeReadyInstances(APPS.eager) >= sizes.pool) return;
+async function freeWholePool({ bench, sizes, progress }: Context) {
+  if (bench.freeReadyInstances(APPS.eager) >= sizes.pool) return undefined;
   progress.step(`ending the sessions of the pool, so the burst has all ${sizes.pool} instances`);
-  await endAndRefill(bench, progress, sizes.pool);
+  const refillBeforeMs = await endAndRefill(bench, progress, sizes.pool);
+  const quiet = await waitQuiet(bench, { quietMs: sizes.quietMs, timeoutMs: 60_000, cpu: true });
+  return { refillBeforeMs, quietBeforeFloorReached: quiet.reached };
 }
 
-async function claimBurst({ bench, api, sizes, progress }: Context) {
+async function claimBurst(
+  { bench, api, sizes, progress }: Context,
+  refilled: Awaited<ReturnType<typeof freeWholePool>>,
+) {
   const burst = Math.max(1, bench.freeReadyInstances(APPS.eager));
   progress.step(`${burst} warm launches (the whole pool), ${sizes.burstConcurrency} in flight`);
   const t0 = performance.now();
@@ -61,6 +67,7 @@ async function claimBurst({ bench, api, sizes, progress }: Context) {
     .sort((a, b) => a - b);
   const reservationSpan = (reservations.at(-1)! - reservations[0]!) / 1000;
   const figures = {
+    ...refilled,
     launches: burst,
     concurrency: sizes.burstConcurrency,
     freeInstancesLeft: bench.freeReadyInstances(APPS.eager),
