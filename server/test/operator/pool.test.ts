@@ -3,7 +3,7 @@ import {
   planPool,
   poolStatus,
   reservationCandidates,
-  reservationOrder,
+  type CandidateState,
   type PoolInstanceState,
 } from '../../src/operator/pool/plan.js';
 
@@ -100,16 +100,26 @@ describe('operator pool arithmetic (the pool table)', () => {
     assert.equal(poolStatus(1, [free(1)], true).ready.reason, 'PoolChanging');
   });
 
-  it('tries ready instances first, then the lowest id', () => {
-    const order = reservationOrder([
-      { id: 3, ready: true },
-      { id: 1, ready: false },
-      { id: 2, ready: true },
-    ]);
-    assert.deepEqual(
-      order.map((i) => i.id),
-      [2, 3, 1],
-    );
+  type Candidate = { id: number; state: CandidateState };
+  const state = (c: Candidate) => c.state;
+  const ids = (candidates: Iterable<Candidate>) => [...candidates].map((c) => c.id);
+  const ready = (id: number): Candidate => ({ id, state: 'ready' });
+
+  it('tries the ready instances first, then those starting, and never one of no use', () => {
+    const free: Candidate[] = [
+      { id: 3, state: 'starting' },
+      { id: 1, state: undefined },
+      ready(2),
+      { id: 5, state: 'starting' },
+      ready(4),
+    ];
+    for (const name of ['a', 'b', 'c', 'session-1', 'session-2']) {
+      const order = ids(reservationCandidates(free, name, state));
+      assert.deepEqual(order.slice(0, 2).sort(), [2, 4], name);
+      assert.deepEqual(order.slice(2).sort(), [3, 5], name);
+    }
+    assert.deepEqual(ids(reservationCandidates([{ id: 1, state: undefined }], 'a', state)), []);
+    assert.deepEqual(ids(reservationCandidates([], 'any', state)), []);
   });
 
   it('rotates the candidates by the session name, as the pool always did, and spreads sessions over them', () => {
@@ -119,38 +129,49 @@ describe('operator pool arithmetic (the pool table)', () => {
       for (let i = 0; i < value.length; i++) h = (h * 31 + value.charCodeAt(i)) >>> 0;
       return h;
     };
-    const free = [1, 2, 3, 4, 5].map((id) => ({ id, ready: true }));
+    const free = [1, 2, 3, 4, 5].map(ready);
     const firsts = new Set<number>();
     for (let n = 0; n < 200; n++) {
       const name = `ws-python-latest-user${n}-session-with-a-longer-name-${n * 7919}`;
       const offset = earlierHash(name) % free.length;
+      const order = ids(reservationCandidates(free, name, state));
       assert.deepEqual(
-        reservationCandidates(free, name).map((i) => i.id),
+        order,
         [...free.slice(offset), ...free.slice(0, offset)].map((i) => i.id),
       );
-      firsts.add(reservationCandidates(free, name)[0]!.id);
+      firsts.add(order[0]!);
     }
     assert.equal(firsts.size, free.length, 'every instance is the first choice of some session');
-    assert.deepEqual(reservationCandidates([], 'any'), []);
   });
 
   it('tries last the instances another reservation of this process is writing, keeping the rotation', () => {
-    const free = [1, 2, 3, 4, 5].map((id) => ({ id, ready: true }));
+    const free = [1, 2, 3, 4, 5].map(ready);
     for (let n = 0; n < 50; n++) {
       const name = `session-${n}`;
-      const rotated = reservationCandidates(free, name).map((i) => i.id);
+      const rotated = ids(reservationCandidates(free, name, state));
       const busy = new Set([rotated[0], rotated[2]]);
-      assert.deepEqual(
-        reservationCandidates(free, name, (i) => busy.has(i.id)).map((i) => i.id),
-        [rotated[1], rotated[3], rotated[4], rotated[0], rotated[2]],
-      );
+      assert.deepEqual(ids(reservationCandidates(free, name, state, (i) => busy.has(i.id))), [
+        rotated[1],
+        rotated[3],
+        rotated[4],
+        rotated[0],
+        rotated[2],
+      ]);
     }
-    const all = reservationCandidates(free, 'any', () => true).map((i) => i.id);
     assert.deepEqual(
-      all,
-      reservationCandidates(free, 'any').map((i) => i.id),
+      ids(reservationCandidates(free, 'any', state, () => true)),
+      ids(reservationCandidates(free, 'any', state)),
       'all busy: the rotation as it is',
     );
+  });
+
+  it('looks no further than the candidate taken', () => {
+    const free = Array.from({ length: 1000 }, (_, i) => ready(i + 1));
+    let looked = 0;
+    const counted = (c: Candidate) => (looked++, c.state);
+    const first = reservationCandidates(free, 'session-1', counted).next();
+    assert.equal(first.done, false);
+    assert.equal(looked, 1);
   });
 });
 

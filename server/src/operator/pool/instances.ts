@@ -32,7 +32,7 @@ import {
 } from '../manifests.js';
 import type { BridgeSecrets } from './bridge-secrets.js';
 import { createInstanceClaim, type ClaimDeps } from './claims.js';
-import { reservationCandidates } from './plan.js';
+import { reservationCandidates, type CandidateState } from './plan.js';
 
 /** One warm instance as read from its Deployment. */
 export interface PoolInstance {
@@ -185,19 +185,21 @@ export class PoolInstances {
   ): Promise<PoolInstance | undefined> {
     const generation = Number(generationOf(appDefinition));
     const app = dnsLabel([appDefinition.metadata.name]);
+    // Read off each instance only as it comes up: a launch mostly takes the first candidate.
+    const state = (d: k8s.V1Deployment): CandidateState => {
+      const id = instanceIdOf(d);
+      if (id < 1 || id > minInstances || instanceGeneration(d) !== generation) return undefined;
+      return deploymentReady(d) ? 'ready' : 'starting';
+    };
+    const claiming = (d: k8s.V1Deployment) => this.claiming.has(d.metadata?.name ?? '');
     for (let round = 0; round < 8; round++) {
-      // Only what the order needs, read off each free instance: its whole PoolInstance only once tried.
-      const free = this.deps.deployments.byIndex(INDEX.freeInstance, app).flatMap((d) => {
-        const id = instanceIdOf(d);
-        const isFree = id >= 1 && id <= minInstances && instanceGeneration(d) === generation;
-        return isFree ? [{ id, ready: deploymentReady(d), name: d.metadata?.name ?? '', deployment: d }] : [];
-      });
-      if (free.length === 0) return undefined;
-      const claiming = (i: { name: string }) => this.claiming.has(i.name);
-      for (const candidate of reservationCandidates(free, session.metadata.name, claiming)) {
+      const free = this.deps.deployments.byIndex(INDEX.freeInstance, app);
+      let tried = 0;
+      for (const cached of reservationCandidates(free, session.metadata.name, state, claiming)) {
+        tried++;
+        const name = cached.metadata?.name ?? '';
         // The cached object with new metadata: its spec and status go out as they are, read only (a
         // deep copy of the whole Deployment was most of a reservation's CPU).
-        const cached = candidate.deployment;
         const metadata: k8s.V1ObjectMeta = {
           ...cached.metadata,
           labels: {
@@ -212,14 +214,14 @@ export class PoolInstances {
         };
         clearFieldRecord(metadata);
         const d: k8s.V1Deployment = { ...cached, apiVersion: 'apps/v1', kind: 'Deployment', metadata };
-        this.claiming.set(candidate.name, (this.claiming.get(candidate.name) ?? 0) + 1);
+        this.claiming.set(name, (this.claiming.get(name) ?? 0) + 1);
         try {
           const claim = this.deps.apps.replaceNamespacedDeployment({
-            name: candidate.name,
+            name,
             namespace: this.deps.namespace,
             body: d,
           });
-          if (aiming) setImmediate(aimAt, aiming, instanceOf(candidate.deployment));
+          if (aiming) setImmediate(aimAt, aiming, instanceOf(cached));
           const updated = await claim;
           this.deps.deployments.observe(updated);
           return instanceOf(updated);
@@ -227,11 +229,12 @@ export class PoolInstances {
           if (isConflict(error) || isNotFound(error)) continue;
           throw error;
         } finally {
-          const left = this.claiming.get(candidate.name)! - 1;
-          if (left > 0) this.claiming.set(candidate.name, left);
-          else this.claiming.delete(candidate.name);
+          const left = this.claiming.get(name)! - 1;
+          if (left > 0) this.claiming.set(name, left);
+          else this.claiming.delete(name);
         }
       }
+      if (tried === 0) return undefined;
     }
     throw new RetryLater(
       'warm pool: every free instance was taken concurrently, trying again',

@@ -68,25 +68,32 @@ export function poolStatus(
   return { pool, ready: { status: reason === AppDefinitionReadyReason.poolReady ? 'True' : 'False', reason, message } };
 }
 
-/** Order in which free instances are tried: ready first, then lowest id. */
-export function reservationOrder<T extends { id: number; ready: boolean }>(free: readonly T[]): T[] {
-  return [...free].sort((a, b) => Number(b.ready) - Number(a.ready) || a.id - b.id);
-}
+/** How a free instance may serve a reservation: `ready` ones are tried first; undefined: not at all. */
+export type CandidateState = 'ready' | 'starting' | undefined;
 
 /**
- * Order in which a session tries the free instances: `reservationOrder`, rotated by the 32-bit
- * string hash of the session's name, so concurrent launches rarely aim at the same instance first;
- * the ones another of this process's reservations is writing (`claiming`) last, since that write
- * makes theirs a 409.
+ * The order in which a session tries the free instances, made as it is taken (a launch mostly takes
+ * the first, so a reservation does not look at every free instance of its pool): `free` as given,
+ * rotated by the 32-bit string hash of the session's name, so concurrent launches rarely aim at the
+ * same instance first; the ready ones before those still starting; the ones another of this process's
+ * reservations is writing (`claiming`) last, since that write makes theirs a 409. `state` says how
+ * each may serve (undefined: outdated or out of the pool's ids, never tried).
  */
-export function reservationCandidates<T extends { id: number; ready: boolean }>(
+export function* reservationCandidates<T>(
   free: readonly T[],
   sessionName: string,
+  state: (candidate: T) => CandidateState,
   claiming: (candidate: T) => boolean = () => false,
-): T[] {
-  const ordered = reservationOrder(free);
-  if (ordered.length === 0) return ordered;
-  const offset = (stringHash32(sessionName) >>> 0) % ordered.length;
-  const rotated = [...ordered.slice(offset), ...ordered.slice(0, offset)];
-  return [...rotated.filter((c) => !claiming(c)), ...rotated.filter(claiming)];
+): Generator<T, void, undefined> {
+  const count = free.length;
+  if (count === 0) return;
+  const offset = (stringHash32(sessionName) >>> 0) % count;
+  for (const busy of [false, true]) {
+    for (const wanted of ['ready', 'starting'] as const) {
+      for (let k = 0; k < count; k++) {
+        const candidate = free[(offset + k) % count]!;
+        if (claiming(candidate) === busy && state(candidate) === wanted) yield candidate;
+      }
+    }
+  }
 }
