@@ -11,6 +11,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import { requestText } from '../../server/src/http/request-text.js';
 import { configureClient } from '../../server/src/kube/client.js';
 import { ideCloudResources, type IdeCloudResources } from '../../server/src/kube/resources.js';
 import { LABELS } from '../../server/src/model/api-group.js';
@@ -535,7 +536,13 @@ export class Bench {
     const sentAt = Date.now();
     const t0 = performance.now();
     const body = JSON.stringify({ appId: this.appId, user, appDefinition, ...extra });
-    const { status, text } = await postJson(`${this.serviceUrl}/service`, body, this.launchAgent);
+    const { status, text } = await requestText(`${this.serviceUrl}/service`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      agent: this.launchAgent,
+      idleTimeoutMs: LAUNCH_ANSWER_MS,
+    });
     const ms = performance.now() - t0;
     if (status !== 200) throw new Error(`launch for ${user}: HTTP ${status} ${text.slice(0, 300)}`);
     const session = sessionOfRoutePath(new URL(text).pathname) ?? '';
@@ -656,30 +663,3 @@ export async function stopChild(child: ChildProcess | undefined): Promise<void> 
 const LAUNCH_IDLE_CONNECTION_MS = 4000;
 /** A launch unanswered this long fails the run (fetch's default bound). */
 const LAUNCH_ANSWER_MS = 300_000;
-
-/** POSTs a JSON body over node:http on `agent`; the answer's status and text. */
-function postJson(url: string, body: string, agent: http.Agent): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      {
-        method: 'POST',
-        agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('error', reject);
-        response.once('end', () =>
-          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
-        );
-      },
-    );
-    request.setTimeout(LAUNCH_ANSWER_MS, () =>
-      request.destroy(new Error(`${url}: no answer in ${LAUNCH_ANSWER_MS / 1000} s`)),
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}

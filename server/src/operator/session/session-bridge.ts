@@ -2,6 +2,7 @@ import http from 'node:http';
 import type * as k8s from '@kubernetes/client-node';
 import { dataBridgeEnabled, dataBridgePort, type AppDefinition } from '../../model/app-definition.js';
 import type { Informer } from '../../kube/informer.js';
+import { requestText, type TextAnswer } from '../../http/request-text.js';
 import {
   BRIDGE_ANSWER_MAX_BYTES,
   DATA_BRIDGE_PATHS,
@@ -202,58 +203,28 @@ export function bridgeLocation(session: Session, appDefinition: AppDefinition): 
 
 /**
  * The connections to the pods' ports, kept a moment after a call: the injection's post follows its
- * health check on the same connection. An idle one goes after 5 s.
+ * health check on the same connection. An idle one goes after 4 s, before a Node server's own 5 s
+ * (keepAliveTimeout), so a call never goes out on a connection the pod is closing.
  */
-const podAgent = new http.Agent({ keepAlive: true, timeout: 5000 });
+const podAgent = new http.Agent({ keepAlive: true, timeout: 4000 });
 
 /** A pod's answer: its status (`ok`: a 2xx) and its body as text. */
-export interface PodAnswer {
-  status: number;
-  ok: boolean;
-  text: string;
-}
+export type PodAnswer = TextAnswer;
 
 /**
  * One HTTP request to a port of an IDE Cloud pod (the cluster network), its answer read up to
- * BRIDGE_ANSWER_MAX_BYTES and given up past them: the sender may be anything that took the pod's
- * port, sending without end. Fails with the request's error (its `code`: ECONNREFUSED…), the signal's abort, or a
- * BridgeCallError for an answer too long. node:http, not fetch: a launch makes two or three of these
- * on its path, and fetch's layers cost the operator more CPU than the request itself.
+ * BRIDGE_ANSWER_MAX_BYTES and given up past them (a BridgeCallError): the sender may be anything that
+ * took the pod's port, sending without end.
  */
 export function podRequest(
   url: string,
   init: { method?: string; headers?: Record<string, string>; body?: string; signal: AbortSignal },
 ): Promise<PodAnswer> {
-  const { body } = init;
-  const maxBytes = BRIDGE_ANSWER_MAX_BYTES;
-  const headers =
-    body === undefined ? init.headers : { ...init.headers, 'content-length': String(Buffer.byteLength(body)) };
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      { method: init.method ?? 'GET', headers, agent: podAgent, signal: init.signal },
-      (response) => {
-        const tooLong = () => {
-          response.destroy();
-          reject(new BridgeCallError(`answered more than ${maxBytes} bytes`));
-        };
-        if (Number(response.headers['content-length'] ?? NaN) > maxBytes) return tooLong();
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > maxBytes) tooLong();
-          else chunks.push(chunk);
-        });
-        response.on('end', () => {
-          const status = response.statusCode ?? 0;
-          resolve({ status, ok: status >= 200 && status <= 299, text: Buffer.concat(chunks).toString('utf8') });
-        });
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
+  return requestText(url, {
+    ...init,
+    agent: podAgent,
+    maxBytes: BRIDGE_ANSWER_MAX_BYTES,
+    tooLong: (max) => new BridgeCallError(`answered more than ${max} bytes`),
   });
 }
 
