@@ -12,13 +12,17 @@ export class CallSlots {
     if (!(limit >= 1)) throw new Error(`calls in flight: at least 1, not ${limit}`);
   }
 
+  /** Takes a slot when one is free, without waiting; each true is followed by one release. */
+  tryAcquire(): boolean {
+    if (this.inFlight >= this.limit) return false;
+    this.inFlight++;
+    return true;
+  }
+
   /** Resolves when the call may go; each resolved acquire is followed by one release. */
   acquire(signal?: AbortSignal, { ahead = false } = {}): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.inFlight < this.limit) {
-      this.inFlight++;
-      return Promise.resolve();
-    }
+    if (this.tryAcquire()) return Promise.resolve();
     const lane = ahead ? this.waiting.ahead : this.waiting.others;
     return new Promise((resolve, reject) => {
       const turn = () => {

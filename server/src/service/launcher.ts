@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { OpenCounts } from '../http/open-counts.js';
+import { CallSlots } from '../kube/call-slots.js';
 import { isQueued, mayWaitAtGateIn, placeIn, queueOf } from '../model/admission.js';
 import { envSourcesRefusal } from '../model/session-env.js';
 import { ANNOTATIONS, LABELS, SESSION_FINALIZER } from '../model/api-group.js';
@@ -61,6 +62,17 @@ interface LaunchResult {
 }
 
 /**
+ * Launches of one replica whose sessions may wait for the operator's first pass at once; the others
+ * wait before creating anything, in order of arrival. In a burst (a class starting) the operator so
+ * works on the launches that came first and they finish in turn, instead of every launch finishing
+ * late: sessions created far ahead of the operator cost the API server, the operator and this
+ * process CPU that the launches in flight need. Twice the operator's workers (16), so it always has
+ * the next launch at hand; a lazy launch gives its turn back once the operator has taken it up, not
+ * when its pod starts.
+ */
+export const LAUNCHES_BEFORE_OPERATOR = 32;
+
+/**
  * Launch: turns a request into a Workspace and a Session and waits, on the session cache's events,
  * for the URL the operator reports. Creates nothing before every check (app definition, workspace
  * ownership, sidecars, maxInstances, sessionsPerUser) has passed; on timeout or refusal removes what
@@ -89,6 +101,9 @@ export class Launcher {
 
   /** The launches waiting now, per workspace and per user (`LAUNCH_WAITERS`). */
   private readonly waiting = new OpenCounts();
+
+  /** The turns of the launches whose sessions wait for the operator (`LAUNCHES_BEFORE_OPERATOR`). */
+  private readonly beforeOperator = new CallSlots(LAUNCHES_BEFORE_OPERATOR);
 
   async launch(input: LaunchInput): Promise<string> {
     const admitted = this.waiting.admit([
@@ -194,21 +209,53 @@ export class Launcher {
     const adopted = await this.passLimits(input, plan, deadline);
     if (adopted) return adopted;
 
-    // 3. The workspace.
-    await this.abandonIfCallerGone(input.callerGone, {});
-    const workspace = await this.workspaceOf(input, plan);
+    // 3. A turn among the launches that wait for the operator, held until it has taken the session up.
+    const turn = await this.turnBeforeOperator(input.callerGone, deadline);
+    try {
+      // 4. The workspace.
+      await this.abandonIfCallerGone(input.callerGone, {});
+      const workspace = await this.workspaceOf(input, plan);
 
-    // 4. The session.
-    await this.abandonIfCallerGone(input.callerGone, { workspace: workspace.created });
-    const created = await this.createSession(input, plan.appDefinition.metadata.name, workspace, deadline);
-    if ('answer' in created) return created.answer;
-    const { session } = created;
-    // Read-your-writes: the next launch's limits check counts this session even before its watch event.
-    this.deps.sessions.observe(session);
-    await this.abandonIfCallerGone(input.callerGone, { session, workspace: workspace.created });
+      // 5. The session.
+      await this.abandonIfCallerGone(input.callerGone, { workspace: workspace.created });
+      const created = await this.createSession(input, plan.appDefinition.metadata.name, workspace, deadline);
+      if ('answer' in created) return created.answer;
+      const { session } = created;
+      // Read-your-writes: the next launch's limits check counts this session even before its watch event.
+      this.deps.sessions.observe(session);
+      await this.abandonIfCallerGone(input.callerGone, { session, workspace: workspace.created });
 
-    // 5. Wait for the URL; on failure remove what this call created.
-    return this.awaitCreated(session, workspace, deadline);
+      // 6. Wait for the URL; on failure remove what this call created.
+      return await this.awaitCreated(session, workspace, deadline, turn.release);
+    } finally {
+      turn.release();
+    }
+  }
+
+  /**
+   * A turn among the launches whose sessions wait for the operator (`LAUNCHES_BEFORE_OPERATOR`),
+   * waited for in order of arrival; its release may be called more than once. A launch whose caller
+   * goes while it waits answers 474, one whose deadline passes 551: nothing was created yet.
+   */
+  private async turnBeforeOperator(callerGone: AbortSignal | undefined, deadline: number) {
+    const slots = this.beforeOperator;
+    if (!slots.tryAcquire()) {
+      const timeout = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
+      try {
+        await slots.acquire(callerGone ? AbortSignal.any([callerGone, timeout]) : timeout);
+      } catch {
+        await this.abandonIfCallerGone(callerGone, {});
+        throw new ApiError(ErrorCode.launchTimeout, 'the launch did not start in time: too many launches were ahead');
+      }
+    }
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        slots.release();
+      },
+    };
   }
 
   /**
@@ -274,9 +321,14 @@ export class Launcher {
    * workspace this call created, except a workspace's session still queued (`stillQueued`), and
    * answers a session whose URL was answered in the instant of its removal (`answerServed`).
    */
-  private async awaitCreated(session: Session, workspace: LaunchWorkspace, deadline: number): Promise<LaunchResult> {
+  private async awaitCreated(
+    session: Session,
+    workspace: LaunchWorkspace,
+    deadline: number,
+    onTakenUp: () => void,
+  ): Promise<LaunchResult> {
     try {
-      return { ...(await this.await(session, deadline)), reused: false };
+      return { ...(await this.await(session, deadline, onTakenUp)), reused: false };
     } catch (error) {
       const queued = workspace.name ? this.stillQueued(session, error) : undefined;
       if (queued) throw queued;
@@ -508,8 +560,12 @@ export class Launcher {
     return session;
   }
 
-  private async await(session: Session, deadline: number): Promise<{ url: string; name: string; session?: Session }> {
-    const url = await waitForSessionUrl(this.deps.sessions, session, deadline);
+  private async await(
+    session: Session,
+    deadline: number,
+    onTakenUp?: () => void,
+  ): Promise<{ url: string; name: string; session?: Session }> {
+    const url = await waitForSessionUrl(this.deps.sessions, session, deadline, onTakenUp);
     const latest = this.deps.sessions.get(session.metadata.name) ?? session;
     await this.markAnswered(latest);
     return { url, name: session.metadata.name, session: latest };

@@ -28,12 +28,14 @@ export function judgeSession(session: Session): SessionVerdict {
  * polling): the cached object first, then each change of it. Rejects with 551 at the deadline, with
  * the operator's error when the session fails, and with 474 when the session is deleted (or replaced
  * by another of the same name) while waiting; a deletion the cache reports is confirmed by one GET,
- * since the cache can lag the service's own create.
+ * since the cache can lag the service's own create. `onTakenUp` hears when the session first shows a
+ * status: the operator's first pass went through (only the operator writes it).
  */
 export function waitForSessionUrl(
   sessions: CachedResource<Session>,
   initial: Session,
   deadline: number,
+  onTakenUp?: () => void,
 ): Promise<string> {
   const first = judgeSession(initial);
   if (first.ready) return Promise.resolve(first.url);
@@ -41,6 +43,7 @@ export function waitForSessionUrl(
   return sessions.waitFor<string>(initial.metadata.name, {
     uid: initial.metadata.uid,
     decide: (session) => {
+      if (session.status) onTakenUp?.();
       const verdict = judgeSession(session);
       if (verdict.ready) return { value: verdict.url };
       return verdict.error ? { error: verdict.error } : undefined;
