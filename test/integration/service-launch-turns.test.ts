@@ -54,9 +54,33 @@ describe('service launch turns before the operator (the test plays the operator)
     await staysAt(LAUNCHES_BEFORE_OPERATOR);
     // Taken up, as a lazy start the operator decided and whose pod is still starting: the turn goes.
     const [first] = await live();
-    await stack.resources.sessions.patchStatus(first!.metadata.name, { phase: 'Pending', startStrategy: 'lazy' });
+    await stack.resources.sessions.patchStatus(first!.metadata.name, {
+      phase: 'Pending',
+      startStrategy: 'lazy',
+      observedGeneration: 1,
+    });
     await eventually(async () => assert.equal((await live()).length, LAUNCHES_BEFORE_OPERATOR + 1), 30_000);
     for (const s of await live()) await serve(s);
+    for (const answer of await Promise.all(answers)) assert.equal(answer.status, 200, answer.text);
+  });
+
+  it('checks the limits again once a launch had to wait: of two launches of one user, the second answers 553', async () => {
+    const users = Array.from({ length: LAUNCHES_BEFORE_OPERATOR }, (_, i) => `busy${i}@example.com`);
+    const answers = users.map((user) => launch(user));
+    await eventually(async () => assert.equal((await live()).length, LAUNCHES_BEFORE_OPERATOR), 30_000);
+    // Both pass the limits before either has a session, then wait (sessionsPerUser is 1).
+    const twice = [launch('twice@example.com'), launch('twice@example.com')];
+    await staysAt(LAUNCHES_BEFORE_OPERATOR);
+    const held = await live();
+    await serve(held[0]!);
+    await eventually(async () => assert.equal((await ofUser('twice@example.com')).length, 1), 30_000);
+    // The other's turn: the user's session counts now.
+    await serve(held[1]!);
+    const refused = await Promise.race(twice);
+    assert.equal(refused.status, 553, refused.text);
+    assert.equal((await ofUser('twice@example.com')).length, 1);
+    for (const s of await live()) await serve(s);
+    assert.deepEqual((await Promise.all(twice)).map((a) => a.status).sort(), [200, 553]);
     for (const answer of await Promise.all(answers)) assert.equal(answer.status, 200, answer.text);
   });
 

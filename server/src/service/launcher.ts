@@ -72,6 +72,9 @@ interface LaunchResult {
  */
 export const LAUNCHES_BEFORE_OPERATOR = 32;
 
+/** A launch given its turn with less time left answers 551 at once: it would create only to remove. */
+const TURN_TIME_LEFT_MIN_MS = 1000;
+
 /**
  * Launch: turns a request into a Workspace and a Session and waits, on the session cache's events,
  * for the URL the operator reports. Creates nothing before every check (app definition, workspace
@@ -84,6 +87,8 @@ export const LAUNCHES_BEFORE_OPERATOR = 32;
  * session never blocks the user.
  * Reads come from the service's caches (the limits check lists no Sessions from the API server); a
  * launch answers once the cache shows its session running, so the caller's next listing shows it.
+ * A launch that creates a session first takes its turn among those waiting for the operator
+ * (`LAUNCHES_BEFORE_OPERATOR`).
  */
 export class Launcher {
   constructor(
@@ -210,7 +215,7 @@ export class Launcher {
     if (adopted) return adopted;
 
     // 3. A turn among the launches that wait for the operator, held until it has taken the session up.
-    const turn = await this.turnBeforeOperator(input.callerGone, deadline);
+    const turn = await this.turnBeforeOperator(input, plan, deadline);
     try {
       // 4. The workspace.
       await this.abandonIfCallerGone(input.callerGone, {});
@@ -218,7 +223,13 @@ export class Launcher {
 
       // 5. The session.
       await this.abandonIfCallerGone(input.callerGone, { workspace: workspace.created });
-      const created = await this.createSession(input, plan.appDefinition.metadata.name, workspace, deadline);
+      const created = await this.createSession(
+        input,
+        plan.appDefinition.metadata.name,
+        workspace,
+        deadline,
+        turn.release,
+      );
       if ('answer' in created) return created.answer;
       const { session } = created;
       // Read-your-writes: the next launch's limits check counts this session even before its watch event.
@@ -235,27 +246,42 @@ export class Launcher {
   /**
    * A turn among the launches whose sessions wait for the operator (`LAUNCHES_BEFORE_OPERATOR`),
    * waited for in order of arrival; its release may be called more than once. A launch whose caller
-   * goes while it waits answers 474, one whose deadline passes 551: nothing was created yet.
+   * goes while it waits answers 474, one whose deadline passes 551: nothing was created yet. One that
+   * waited is checked again before it creates anything: the limits (the sessions created meanwhile
+   * count now), and the time left (a launch that could not start in it would create and remove).
    */
-  private async turnBeforeOperator(callerGone: AbortSignal | undefined, deadline: number) {
+  private async turnBeforeOperator(input: LaunchInput, plan: Plan, deadline: number) {
     const slots = this.beforeOperator;
-    if (!slots.tryAcquire()) {
-      const timeout = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
-      try {
-        await slots.acquire(callerGone ? AbortSignal.any([callerGone, timeout]) : timeout);
-      } catch {
-        await this.abandonIfCallerGone(callerGone, {});
-        throw new ApiError(ErrorCode.launchTimeout, 'the launch did not start in time: too many launches were ahead');
-      }
-    }
     let released = false;
-    return {
+    const turn = {
       release: () => {
         if (released) return;
         released = true;
         slots.release();
       },
     };
+    if (slots.tryAcquire()) return turn;
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), Math.max(0, deadline - Date.now()));
+    try {
+      await slots.acquire(input.callerGone ? AbortSignal.any([input.callerGone, timeout.signal]) : timeout.signal);
+    } catch {
+      await this.abandonIfCallerGone(input.callerGone, {});
+      throw new ApiError(ErrorCode.launchTimeout, 'the launch did not start in time: too many launches were ahead');
+    } finally {
+      clearTimeout(timer);
+    }
+    try {
+      if (deadline - Date.now() < TURN_TIME_LEFT_MIN_MS) {
+        throw new ApiError(ErrorCode.launchTimeout, 'the launch did not start in time: too many launches were ahead');
+      }
+      const refusal = this.limitRefusal(input.user, plan.appDefinition);
+      if (refusal) throw new ApiError(refusal.code, refusal.reason);
+    } catch (error) {
+      turn.release();
+      throw error;
+    }
+    return turn;
   }
 
   /**
@@ -288,6 +314,7 @@ export class Launcher {
     appDefinitionName: string,
     workspace: LaunchWorkspace,
     deadline: number,
+    releaseTurn: () => void,
   ): Promise<{ session: Session } | { answer: LaunchResult }> {
     const sessionName = workspace.name
       ? sessionNameFor(workspace.name)
@@ -302,7 +329,9 @@ export class Launcher {
       let failure = error;
       let existing: Session | undefined;
       if (error instanceof Conflict && workspace.name) {
-        // Another launch for the same workspace may have won the race: then answer its session.
+        // Another launch for the same workspace may have won the race: then answer its session. This
+        // launch has nothing waiting for the operator: its turn goes to the next.
+        releaseTurn();
         // Anything else holding the name (findSessionOf's 409) fails this launch.
         existing = await this.findSessionOf(sessionName, workspace.name, input.user, deadline).catch((e: unknown) => {
           failure = e;

@@ -33,6 +33,19 @@ describe('kube client: calls in flight', () => {
     assert.deepEqual(slots.counts, { inFlight: 0, waiting: 0 });
   });
 
+  it('takes a free slot at once without waiting (tryAcquire), and none when all are taken or waited for', async () => {
+    const slots = new CallSlots(1);
+    assert.equal(slots.tryAcquire(), true);
+    assert.equal(slots.tryAcquire(), false);
+    const next = slots.acquire();
+    slots.release();
+    await next;
+    assert.equal(slots.tryAcquire(), false, 'the released slot went to the waiting call');
+    slots.release();
+    assert.equal(slots.tryAcquire(), true);
+    assert.deepEqual(slots.counts, { inFlight: 1, waiting: 0 });
+  });
+
   it('ends a wait with the reason of its signal, and the call behind it takes the slot', async () => {
     const slots = new CallSlots(1);
     await slots.acquire();

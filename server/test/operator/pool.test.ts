@@ -173,6 +173,17 @@ describe('operator pool arithmetic (the pool table)', () => {
     assert.equal(first.done, false);
     assert.equal(looked, 1);
   });
+
+  it('gives each instance once, even one another reservation of this process starts claiming after it was tried', () => {
+    const free = [1, 2, 3].map(ready);
+    const busy = new Set<number>();
+    const order: number[] = [];
+    for (const candidate of reservationCandidates(free, 'session-1', state, (c) => busy.has(c.id))) {
+      order.push(candidate.id);
+      busy.add(candidate.id);
+    }
+    assert.deepEqual([...order].sort(), [1, 2, 3]);
+  });
 });
 
 describe('pool instances built by an older operator', () => {

@@ -88,11 +88,15 @@ export function* reservationCandidates<T>(
   const count = free.length;
   if (count === 0) return;
   const offset = (stringHash32(sessionName) >>> 0) % count;
+  // Each once: one tried (a 409) may be another reservation's by a later pass.
+  const yielded = new Set<T>();
   for (const busy of [false, true]) {
     for (const wanted of ['ready', 'starting'] as const) {
       for (let k = 0; k < count; k++) {
         const candidate = free[(offset + k) % count]!;
-        if (claiming(candidate) === busy && state(candidate) === wanted) yield candidate;
+        if (yielded.has(candidate) || claiming(candidate) !== busy || state(candidate) !== wanted) continue;
+        yielded.add(candidate);
+        yield candidate;
       }
     }
   }
