@@ -219,6 +219,15 @@ export function decidedStartStrategy(session: Pick<Session, 'status' | 'metadata
   return StartStrategySchema.options.find((strategy) => strategy === annotated);
 }
 
+/**
+ * Whether the operator has taken the session up: a pass of its wrote the status, which always carries
+ * `observedGeneration` (operator/session/status.ts). The service's own status write (an activity
+ * report's `lastActivity`) carries none.
+ */
+export function takenUpByOperator(session: Pick<Session, 'status'>): boolean {
+  return session.status?.observedGeneration !== undefined;
+}
+
 /** Ready: the IDE serves at `status.url`. */
 export function isSessionReady(session: SessionState): boolean {
   return readyState(session)?.status === 'True' && !!session.status?.url;

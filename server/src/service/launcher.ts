@@ -75,6 +75,10 @@ export const LAUNCHES_BEFORE_OPERATOR = 32;
 /** A launch given its turn with less time left answers 551 at once: it would create only to remove. */
 const TURN_TIME_LEFT_MIN_MS = 1000;
 
+function turnTooLate(): ApiError {
+  return new ApiError(ErrorCode.launchTimeout, 'the launch did not start in time: too many launches were ahead');
+}
+
 /**
  * Launch: turns a request into a Workspace and a Session and waits, on the session cache's events,
  * for the URL the operator reports. Creates nothing before every check (app definition, workspace
@@ -215,8 +219,9 @@ export class Launcher {
     if (adopted) return adopted;
 
     // 3. A turn among the launches that wait for the operator, held until it has taken the session up.
-    const turn = await this.turnBeforeOperator(input, plan, deadline);
+    const turn = await this.turnBeforeOperator(input, deadline);
     try {
+      if (turn.waited) this.checkAfterTurn(input, plan, deadline);
       // 4. The workspace.
       await this.abandonIfCallerGone(input.callerGone, {});
       const workspace = await this.workspaceOf(input, plan);
@@ -245,43 +250,40 @@ export class Launcher {
 
   /**
    * A turn among the launches whose sessions wait for the operator (`LAUNCHES_BEFORE_OPERATOR`),
-   * waited for in order of arrival; its release may be called more than once. A launch whose caller
-   * goes while it waits answers 474, one whose deadline passes 551: nothing was created yet. One that
-   * waited is checked again before it creates anything: the limits (the sessions created meanwhile
-   * count now), and the time left (a launch that could not start in it would create and remove).
+   * waited for in order of arrival (`waited`); its release may be called more than once. A launch
+   * whose caller goes while it waits answers 474, one whose deadline passes 551: nothing was created.
    */
-  private async turnBeforeOperator(input: LaunchInput, plan: Plan, deadline: number) {
+  private async turnBeforeOperator(input: LaunchInput, deadline: number) {
     const slots = this.beforeOperator;
     let released = false;
-    const turn = {
-      release: () => {
-        if (released) return;
-        released = true;
-        slots.release();
-      },
+    const release = () => {
+      if (released) return;
+      released = true;
+      slots.release();
     };
-    if (slots.tryAcquire()) return turn;
+    if (slots.tryAcquire()) return { release, waited: false };
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(), Math.max(0, deadline - Date.now()));
     try {
       await slots.acquire(input.callerGone ? AbortSignal.any([input.callerGone, timeout.signal]) : timeout.signal);
     } catch {
       await this.abandonIfCallerGone(input.callerGone, {});
-      throw new ApiError(ErrorCode.launchTimeout, 'the launch did not start in time: too many launches were ahead');
+      throw turnTooLate();
     } finally {
       clearTimeout(timer);
     }
-    try {
-      if (deadline - Date.now() < TURN_TIME_LEFT_MIN_MS) {
-        throw new ApiError(ErrorCode.launchTimeout, 'the launch did not start in time: too many launches were ahead');
-      }
-      const refusal = this.limitRefusal(input.user, plan.appDefinition);
-      if (refusal) throw new ApiError(refusal.code, refusal.reason);
-    } catch (error) {
-      turn.release();
-      throw error;
-    }
-    return turn;
+    return { release, waited: true };
+  }
+
+  /**
+   * After a wait for a turn, before anything is created: the limits again (the sessions created
+   * meanwhile count now), and the time left (a launch that could not start in it would create only
+   * to remove).
+   */
+  private checkAfterTurn(input: LaunchInput, plan: Plan, deadline: number): void {
+    if (deadline - Date.now() < TURN_TIME_LEFT_MIN_MS) throw turnTooLate();
+    const refusal = this.limitRefusal(input.user, plan.appDefinition);
+    if (refusal) throw new ApiError(refusal.code, refusal.reason);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { ErrorCode } from '../model/error-codes.js';
-import { isSessionFailed, isSessionReady, type Session } from '../model/session.js';
+import { isSessionFailed, isSessionReady, takenUpByOperator, type Session } from '../model/session.js';
 import type { CachedResource } from './cache.js';
 import { ApiError } from './errors.js';
 
@@ -28,9 +28,8 @@ export function judgeSession(session: Session): SessionVerdict {
  * polling): the cached object first, then each change of it. Rejects with 551 at the deadline, with
  * the operator's error when the session fails, and with 474 when the session is deleted (or replaced
  * by another of the same name) while waiting; a deletion the cache reports is confirmed by one GET,
- * since the cache can lag the service's own create. `onTakenUp` hears when the session first shows the
- * operator's `status.observedGeneration`: its first pass went through (the service's own status
- * write, an activity report's `lastActivity`, carries none).
+ * since the cache can lag the service's own create. `onTakenUp` hears when the session shows that the
+ * operator has taken it up (`takenUpByOperator`).
  */
 export function waitForSessionUrl(
   sessions: CachedResource<Session>,
@@ -44,7 +43,7 @@ export function waitForSessionUrl(
   return sessions.waitFor<string>(initial.metadata.name, {
     uid: initial.metadata.uid,
     decide: (session) => {
-      if (session.status?.observedGeneration !== undefined) onTakenUp?.();
+      if (takenUpByOperator(session)) onTakenUp?.();
       const verdict = judgeSession(session);
       if (verdict.ready) return { value: verdict.url };
       return verdict.error ? { error: verdict.error } : undefined;
