@@ -6,7 +6,15 @@
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
-import { MARKER_AGENT, OWN_CLIENTS, diffOwn, type AuditCounts, type AuditLog, type OwnDelta } from './auditlog.js';
+import {
+  LEADER_LEASE,
+  MARKER_AGENT,
+  OWN_CLIENTS,
+  diffOwn,
+  type AuditCounts,
+  type AuditLog,
+  type OwnDelta,
+} from './auditlog.js';
 
 const READS = new Set(['GET', 'LIST', 'WATCH']);
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'APPLY', 'DELETE', 'DELETECOLLECTION']);
@@ -178,10 +186,12 @@ export function perLaunch(
     const netKeys = (map: Record<string, number>, bgMap: Record<string, number> | undefined) =>
       Object.entries(map).map(([key, value]) => [key, net(value, bgMap?.[key] ?? 0)] as const);
     const reads = netKeys(own.readsByClientKey, bg?.readsByClientKey);
-    // A leader's Lease renewals come every few seconds whatever launches do: background, not a
+    // The leader's Lease renewals come every few seconds whatever launches do: background, not a
     // launch's writes (launch-writes.test.ts counts the same way). Net of the idle window they are
     // only noise (a renewal more or less in the window); backgroundWritesPerSec keeps their rate.
-    const writes = netKeys(own.writesByClientKey, bg?.writesByClientKey).filter(([key]) => !key.endsWith(' leases'));
+    const writes = netKeys(own.writesByClientKey, bg?.writesByClientKey).filter(
+      ([key]) => !key.endsWith(` ${LEADER_LEASE}`),
+    );
     const sum = (entries: (readonly [string, number])[]) =>
       round(
         entries.reduce((a, [, x]) => a + x, 0),

@@ -11,6 +11,11 @@
 // twice or miss one.
 import { open, type FileHandle } from 'node:fs/promises';
 import { sleep } from './util.js';
+import { DEFAULT_LEASE_NAME } from '../../server/src/operator/config.js';
+import { LEADER_ELECTION_MANAGER } from '../../server/src/operator/runtime/leader-election.js';
+
+/** The resource name under which the leader's Lease writes are counted: background, no launch's. */
+export const LEADER_LEASE = 'leases (leader election)';
 
 /** User-Agent prefixes of IDE Cloud's own components. */
 export const OWN_CLIENTS = ['ide-cloud-operator', 'ide-cloud-service'] as const;
@@ -134,14 +139,20 @@ export class AuditLog {
     // its ResponseComplete (or Panic).
     if (event.stage === 'ResponseStarted') this.started.add(id);
     else if (this.started.delete(id)) return;
-    // A leader's lease renewals (every few seconds, whatever happens) are not work a launch left behind.
-    if (event.requestReceivedTimestamp && event.objectRef?.resource !== 'leases') {
+    const ref = event.objectRef;
+    // The leader's Lease renewals (every few seconds, whatever happens) are not work a launch left
+    // behind; a warm instance's reservation, a Lease too, is.
+    const leader =
+      ref?.resource === 'leases' &&
+      (ref.name === DEFAULT_LEASE_NAME || (event.requestURI ?? '').includes(`fieldManager=${LEADER_ELECTION_MANAGER}`));
+    if (event.requestReceivedTimestamp && !leader) {
       this.lastRequestAt[client] = Math.max(this.lastRequestAt[client], Date.parse(event.requestReceivedTimestamp));
     }
-    const ref = event.objectRef;
-    const resource = ref
-      ? `${ref.resource ?? ''}${ref.subresource ? `/${ref.subresource}` : ''}`
-      : (event.requestURI ?? '').split('?')[0]!;
+    const resource = leader
+      ? LEADER_LEASE
+      : ref
+        ? `${ref.resource ?? ''}${ref.subresource ? `/${ref.subresource}` : ''}`
+        : (event.requestURI ?? '').split('?')[0]!;
     const key = [client, event.verb ?? '', resource, String(event.responseStatus?.code ?? 0)].join(SEP);
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
     if (WRITE_VERBS.has(event.verb ?? '') && ref?.resource !== 'events') {

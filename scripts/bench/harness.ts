@@ -139,7 +139,7 @@ export interface SessionTimes {
 }
 
 /**
- * Per session: the warm instance (Deployment) that carried its session label first, and the route
+ * Per session: the warm instance whose reservation (Lease) carried its session label first, and the route
  * write that added its path: the `ingressChange`-th change of Ingress `ingress` seen by the watch
  * (creation 1), which launches.ts pairs with the Ingress's writes in the audit log.
  */
@@ -248,6 +248,7 @@ export class Bench {
   /** Per Ingress: changes seen (ADDED, MODIFIED and DELETED events) and the session paths in the last one. */
   private readonly ingressSeen = new Map<string, { changes: number; sessions: Set<string> }>();
   deployments!: Informer<k8s.V1Deployment>;
+  reservations!: Informer<k8s.V1Lease>;
   /** kube-apiserver's audit log, read for IDE Cloud's own requests. */
   audit!: AuditLog;
   sessionSource!: Informer<Session>;
@@ -414,7 +415,14 @@ export class Bench {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       labelSelector: `${LABELS.component}=pool-instance`,
-    }).on((_type, d) => this.onDeployment(d));
+    });
+    this.reservations = new Informer<k8s.V1Lease>(this.kc, {
+      ...base,
+      path: `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`,
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      labelSelector: `${LABELS.component}=pool-instance`,
+    }).on((_type, lease) => this.onReservation(lease));
     const ingresses = new Informer<k8s.V1Ingress>(this.kc, {
       ...base,
       path: `/apis/networking.k8s.io/v1/namespaces/${NAMESPACE}/ingresses`,
@@ -429,6 +437,7 @@ export class Bench {
       labelSelector: `${LABELS.component}=pool-instance`,
     }).on((_type, p) => this.onPod(p));
     this.sources.push(this.sessionSource as unknown as Informer, this.deployments as unknown as Informer);
+    this.sources.push(this.reservations as unknown as Informer);
     this.sources.push(pods as unknown as Informer, ingresses as unknown as Informer);
     for (const s of this.sources) s.start();
   }
@@ -470,12 +479,12 @@ export class Bench {
     return p;
   }
 
-  private onDeployment(d: k8s.V1Deployment): void {
-    const session = d.metadata?.labels?.[LABELS.session];
+  private onReservation(lease: k8s.V1Lease): void {
+    const session = lease.metadata?.labels?.[LABELS.session];
     if (!session) return;
     const p = this.placement(session);
     if (p.instance) return;
-    p.instance = d.metadata?.name;
+    p.instance = lease.metadata?.name;
     p.instanceSeen = Date.now();
   }
 
@@ -520,7 +529,9 @@ export class Bench {
 
   /** Pool instances of `app` that exist, run ready and are not reserved. */
   freeReadyInstances(app: string): number {
-    return this.deployments.list().filter((d) => isFreeReadyInstance(d, app)).length;
+    return this.deployments
+      .list()
+      .filter((d) => isFreeReadyInstance(d, this.reservations.get(d.metadata?.name ?? ''), app)).length;
   }
 
   sessionsOf(app: string): Session[] {

@@ -7,7 +7,7 @@
 // first with it (the n-th status write of the session, n counted on the watch; by time if the counts
 // disagree). Nothing here knows the operator's sequence of writes: a write is before the URL (inclusive)
 // or after it by the order of the audit log's timestamps only.
-import type { AuditWrite } from './auditlog.js';
+import { LEADER_LEASE, type AuditWrite } from './auditlog.js';
 import type { Bench } from './harness.js';
 import type { Timeline, TimelineStep } from './results.js';
 import { round, summarize } from './util.js';
@@ -67,8 +67,8 @@ function attribute(bench: Bench, index: Map<string, AuditWrite[]>, session: stri
   const create = own.find((w) => w.verb === 'create' && ok(w));
   const status = own.filter((w) => w.resource === 'sessions/status');
   const url = nthWrite(status, (times?.statusChangesBeforeUrl ?? NaN) + 1, times?.url);
-  // The claim: the instance's write that put the session's label on it; later writes of the instance are the session's too.
-  const instanceWrites = placement?.instance ? (index.get(key('deployments', placement.instance)) ?? []) : [];
+  // The claim: the write of the instance's reservation that put the session's label on it; later writes of it are the session's too.
+  const instanceWrites = placement?.instance ? (index.get(key('leases', placement.instance)) ?? []) : [];
   const since = create?.receivedMs ?? -Infinity;
   const claim = instanceWrites
     .filter((w) => ok(w) && w.receivedMs >= since && w.receivedMs <= (placement?.instanceSeen ?? -Infinity) + 1)
@@ -93,9 +93,9 @@ function attribute(bench: Bench, index: Map<string, AuditWrite[]>, session: stri
  */
 export function writesAroundUrl(bench: Bench, launches: readonly LaunchRecord[], until: number) {
   const from = Math.min(...launches.map((l) => l.sentAt));
-  // A leader's lease renewals are background (the cost's idle window subtracts them), no launch's.
+  // The leader's lease renewals are background (the cost's idle window subtracts them), no launch's.
   const inWindow = bench.audit.writes.filter(
-    (w) => w.receivedMs >= from && w.receivedMs <= until && w.resource !== 'leases',
+    (w) => w.receivedMs >= from && w.receivedMs <= until && w.resource !== LEADER_LEASE,
   );
   const index = byObject(bench.audit.writes);
   const byKey: Record<string, number> = {};

@@ -217,10 +217,10 @@ function requestCostTable(r: Results): string | undefined {
     sessionCreate: "the service's create of a Session",
     sessionStatus: "the operator's status write with the URL",
     sessionMetadata: "the service's answered mark (annotations), its field record cleared",
-    claim: "the claim: replace of a warm instance's Deployment, its field record cleared",
+    claim: "the claim: replace of a warm instance's reservation (Lease), its field record cleared",
     claimWithRecord: '… keeping its field record',
     route: `the route: replace of an Ingress of ${fmt(num(c, 'ingressPaths'))} paths`,
-    leaseUpdate: 'for comparison: merge patch of a Lease',
+    deploymentClaim: "for comparison: the claim written on the instance's Deployment",
   };
   return mdTable(
     [

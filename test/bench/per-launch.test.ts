@@ -2,7 +2,7 @@
 // background's, never a launch's, however many of them fell into the launches' window.
 import assert from 'node:assert/strict';
 import { perLaunch, type ApiDelta } from '../../scripts/bench/apimetrics.js';
-import type { OwnDelta } from '../../scripts/bench/auditlog.js';
+import { LEADER_LEASE, type OwnDelta } from '../../scripts/bench/auditlog.js';
 
 function delta(writes: Record<string, number>): ApiDelta {
   const own: OwnDelta = {
@@ -20,18 +20,20 @@ function delta(writes: Record<string, number>): ApiDelta {
 }
 
 describe('bench: IDE Cloud’s own writes per launch', () => {
-  it('counts a launch’s writes, net of the background, and no Lease renewal', () => {
+  it("counts a launch's writes, its claim of a reservation included, net of the background, and no renewal of the leader's Lease", () => {
     const launches = delta({
       'ide-cloud-service create sessions': 20,
       'ide-cloud-operator patch sessions/status': 40,
+      // The claims: each a write of a warm instance's reservation, a Lease too.
+      'ide-cloud-operator update leases': 20,
       // One renewal more than the idle window's rate gives the launches' 20 s.
-      'ide-cloud-operator update leases': 11,
+      [`ide-cloud-operator update ${LEADER_LEASE}`]: 11,
     });
-    const idle = delta({ 'ide-cloud-operator update leases': 5 });
+    const idle = delta({ [`ide-cloud-operator update ${LEADER_LEASE}`]: 5 });
     const net = perLaunch(launches, 20, { delta: idle, seconds: 10 }, 20).own!;
-    assert.equal(net.writes, 3);
-    assert.equal(net.writesWithoutEvents, 3);
-    assert.deepEqual(net.writesByKey, { 'patch sessions/status': 2, 'create sessions': 1 });
+    assert.equal(net.writes, 4);
+    assert.equal(net.writesWithoutEvents, 4);
+    assert.deepEqual(net.writesByKey, { 'patch sessions/status': 2, 'create sessions': 1, 'update leases': 1 });
     assert.equal(net.backgroundWritesPerSec, 0.5, 'the renewals stay in the background rate');
   });
 });

@@ -451,6 +451,11 @@ describe('Helm chart', function () {
       ['operator', 'watch', 'ide.cloud', 'appdefinitions', undefined, undefined, true],
       ['operator', 'update', 'networking.k8s.io', 'ingresses', undefined, undefined, true],
       ['operator', 'create', 'coordination.k8s.io', 'leases', undefined, undefined, true],
+      // The warm instances' reservations: watched, claimed by an update, deleted with their instance.
+      ['operator', 'watch', 'coordination.k8s.io', 'leases', undefined, undefined, true],
+      ['operator', 'update', 'coordination.k8s.io', 'leases', undefined, undefined, true],
+      ['operator', 'delete', 'coordination.k8s.io', 'leases', undefined, undefined, true],
+      ['operator', 'watch', 'coordination.k8s.io', 'leases', 'kube-system', undefined, false],
       ['operator', 'create', '', 'persistentvolumeclaims', undefined, undefined, true],
       // The binder pods of standby claims; pods elsewhere are not the operator's.
       ['operator', 'create', '', 'pods', undefined, undefined, true],

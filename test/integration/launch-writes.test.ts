@@ -1,7 +1,8 @@
 // Every API write a launch costs, Events included, pinned: the service and the operator run in-process
 // on one proxy in front of the real kube-apiserver (test/support/kube-write-proxy.ts), which records
 // each mutating request but the leader's Lease renewals. A warm launch (an ephemeral session on a
-// free warm instance, as a course link makes it) writes the session, the claim, the route, the status
+// free warm instance, as a course link makes it) writes the session, the claim (the instance's
+// reservation, a Lease of its own: the Deployment and its pod are not touched), the route, the status
 // that carries the URL (with the values' arrival) and the service's answered mark, which carries the
 // decision's annotations the spec asks for: 5. A lazy launch
 // writes the session, its Secret, pod and Service, the route, two status writes (starting,
@@ -18,7 +19,12 @@ import type { RunningOperator } from '../../server/src/operator/index.js';
 import { poolInstanceName } from '../../server/src/operator/manifests.js';
 import { Delay } from '../../server/src/operator/runtime/outcome.js';
 import { useCluster, type TestCluster } from '../support/cluster.js';
-import { startKubeWriteProxy, type KubeWriteProxy, type WriteRecord } from '../support/kube-write-proxy.js';
+import {
+  isLeaderLeaseWrite,
+  startKubeWriteProxy,
+  type KubeWriteProxy,
+  type WriteRecord,
+} from '../support/kube-write-proxy.js';
 import { consistently, createTestNamespace, eventually } from '../support/kube.js';
 import {
   bridgeToken,
@@ -46,11 +52,11 @@ const BRIDGE_PORT = 16393;
 
 const MUTATING = ['POST', 'PUT', 'PATCH', 'DELETE'];
 /**
- * Every mutating request but Lease renewals (time-driven, whatever the launches do): Events count.
- * Reads of Secrets are recorded too, apart: a warm launch reads none.
+ * Every mutating request but the leader's Lease (time-driven, whatever the launches do): Events and
+ * a warm instance's reservation count. Reads of Secrets are recorded too, apart: a warm launch reads none.
  */
-const recorded = (method: string, requestPath: string) =>
-  (MUTATING.includes(method) && !/\/leases(\/|$)/.test(requestPath)) ||
+const recorded = (method: string, requestPath: string, query: string) =>
+  (MUTATING.includes(method) && !isLeaderLeaseWrite(method, requestPath, query)) ||
   (method === 'GET' && /\/secrets\//.test(requestPath));
 
 describe('the API writes of a launch, Events included', function () {
@@ -154,7 +160,8 @@ describe('the API writes of a launch, Events included', function () {
     bridge = await startBridge(ip, BRIDGE_PORT, { token: await bridgeToken(cluster.kc, namespace, INSTANCE) });
     const name = await launch('wendy@example.com', WARM, (writes) => [
       'POST sessions',
-      'PUT deployments',
+      // The claim: the instance's reservation (a Lease), not its Deployment.
+      'PUT leases',
       // The first route creates the Ingress; a later one replaces it.
       `${writes.find((w) => w.path.includes('/ingresses'))?.method ?? 'PUT'} ingresses`,
       'PATCH sessions/status',

@@ -10,6 +10,7 @@ import {
   appDefinitionSpec,
   createAppDefinition,
   createSession,
+  instanceReservations,
   lazySessionPod,
   provideVolume,
   running,
@@ -158,7 +159,10 @@ describe('operator: claims of a warm pool under a burst of new workspaces', func
     );
     const strategies = [first!, second!].map((s) => s.status?.startStrategy).sort();
     assert.deepEqual(strategies, ['eager', 'lazy'], 'one warm instance, one pod of its own');
-    const labelled = (await instances()).filter((d) => d.metadata?.labels?.[LABELS.workspace] === 'ws-shared');
+    const reservations = await instanceReservations(stack.kc, stack.namespace);
+    const labelled = (await instances()).filter(
+      (d) => reservations.get(d.metadata?.name ?? '')?.metadata?.labels?.[LABELS.workspace] === 'ws-shared',
+    );
     assert.equal(labelled.length, 1, 'one warm instance reserved for the workspace');
     const claim = (await stack.resources.workspaces.get('ws-shared')).status?.claimName;
     assert.equal(claim, instanceClaimName(labelled[0]!));

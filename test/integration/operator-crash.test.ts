@@ -28,6 +28,7 @@ import {
   createAppDefinition,
   createSession,
   ideCloudResources,
+  instanceReservations,
   running,
   spawnOperator,
   startBridge,
@@ -84,6 +85,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
   let apps: k8s.AppsV1Api;
   let core: k8s.CoreV1Api;
   let net: k8s.NetworkingV1Api;
+  let coordination: k8s.CoordinationV1Api;
   let operator: ProxiedOperator | undefined;
   const started: ProxiedOperator[] = [];
   let bridge: Bridge | undefined;
@@ -172,21 +174,39 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     // A warm instance's claim is owned by its Deployment until a workspace takes it.
     for (const d of deployments) owners.add(d.metadata!.uid!);
     const pool = deployments.filter((d) => d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance);
-    const holders = pool.map((d) => d.metadata?.labels?.[LABELS.session]).filter((h): h is string => !!h);
+    // Each instance's reservation is a Lease of its name, owned by it: whom it holds, if anyone.
+    const reservations = await instanceReservations(cluster.kc, namespace);
+    const reservationOf = (d: k8s.V1Deployment) => {
+      const lease = reservations.get(d.metadata?.name ?? '');
+      assert.ok(
+        lease?.metadata?.ownerReferences?.some((o) => o.uid === d.metadata?.uid),
+        `${d.metadata?.name} has a reservation of its own`,
+      );
+      assert.equal(
+        d.metadata?.labels?.[LABELS.session],
+        undefined,
+        `${d.metadata?.name}: no session on the Deployment`,
+      );
+      assert.deepEqual(
+        (d.metadata?.ownerReferences ?? []).filter((o) => o.kind === 'Session'),
+        [],
+      );
+      return { holder: lease?.metadata?.labels?.[LABELS.session], uid: lease?.spec?.holderIdentity };
+    };
+    const holders = pool.map((d) => reservationOf(d).holder).filter((h): h is string => !!h);
     assert.equal(new Set(holders).size, holders.length, `an instance reserved twice: ${holders.join(', ')}`);
     for (const d of pool) {
-      const holder = d.metadata?.labels?.[LABELS.session];
-      const sessionOwners = (d.metadata?.ownerReferences ?? []).filter((o) => o.kind === 'Session');
+      const { holder, uid } = reservationOf(d);
       if (!holder) {
-        assert.deepEqual(sessionOwners, [], `${d.metadata?.name} is free but owned by a session`);
+        assert.equal(uid, undefined, `${d.metadata?.name} is free but names a session's uid`);
         continue;
       }
       const s = sessions.get(holder);
       assert.ok(s, `${d.metadata?.name} is reserved for ${holder}, which does not exist (leaked)`);
-      assert.deepEqual(
-        sessionOwners.map((o) => o.uid),
-        [s.metadata.uid],
-        `${d.metadata?.name} is owned by its session ${holder}, the one that exists`,
+      assert.equal(
+        uid,
+        s.metadata.uid,
+        `${d.metadata?.name} is reserved for its session ${holder}, the one that exists`,
       );
       assert.equal(s.status?.startStrategy, 'eager', `${holder} holds ${d.metadata?.name}`);
       assert.equal(s.status?.instanceId, d.metadata?.labels?.[LABELS.instanceId], `${holder}'s instanceId`);
@@ -194,7 +214,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     }
     for (const s of sessions.values()) {
       if (s.status?.startStrategy === 'eager' && !isSessionFailed(s)) {
-        const held = pool.filter((d) => d.metadata?.labels?.[LABELS.session] === s.metadata.name);
+        const held = pool.filter((d) => reservationOf(d).holder === s.metadata.name);
         assert.equal(held.length, 1, `${s.metadata.name} is eager and holds one instance`);
       }
     }
@@ -213,6 +233,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       ...(await core.listNamespacedSecret({ namespace })).items.map((o) => ['Secret', o] as const),
       ...(await core.listNamespacedConfigMap({ namespace })).items.map((o) => ['ConfigMap', o] as const),
       ...(await core.listNamespacedPersistentVolumeClaim({ namespace })).items.map((o) => ['Claim', o] as const),
+      ...[...reservations.values()].map((o) => ['Lease', o] as const),
     ];
     for (const [kind, o] of made) {
       const labels = o.metadata?.labels ?? {};
@@ -273,12 +294,16 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     const pool = (
       await apps.listNamespacedDeployment({ namespace, labelSelector: `${LABELS.component}=${COMPONENT.poolInstance}` })
     ).items;
+    const reservations = await instanceReservations(cluster.kc, namespace);
     for (const p of paths) {
       const instance = pool.find((d) => d.metadata?.name === p.backend.service?.name);
       if (!instance) continue;
       const name = (p.path ?? '').split('/')[1];
+      // The instance's own reservation (a Lease left by an earlier Deployment of the name is not).
+      const reservation = reservations.get(instance.metadata!.name!);
+      const own = reservation?.metadata?.ownerReferences?.some((o) => o.uid === instance.metadata?.uid);
       assert.equal(
-        instance.metadata?.labels?.[LABELS.session],
+        own ? reservation?.metadata?.labels?.[LABELS.session] : undefined,
         name,
         `route ${p.path} leads to ${instance.metadata?.name}, which ${name} no longer holds`,
       );
@@ -303,6 +328,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
       ...(await core.listNamespacedService({ namespace, labelSelector: selector })).items,
       ...(await core.listNamespacedSecret({ namespace, labelSelector: selector })).items,
       ...(await core.listNamespacedConfigMap({ namespace, labelSelector: selector })).items,
+      ...(await coordination.listNamespacedLease({ namespace, labelSelector: selector })).items,
     ].map((o) => o.metadata?.name);
     assert.deepEqual(left, [], `what ${session} held is gone (the instance back in the pool)`);
     if (workspace) {
@@ -594,6 +620,7 @@ describe('operator: SIGKILLed after each write of a launch or a stop, then resta
     apps = cluster.kc.makeApiClient(k8s.AppsV1Api);
     core = cluster.kc.makeApiClient(k8s.CoreV1Api);
     net = cluster.kc.makeApiClient(k8s.NetworkingV1Api);
+    coordination = cluster.kc.makeApiClient(k8s.CoordinationV1Api);
     await createAppDefinition(r, EAGER_APP, {
       minInstances: 1,
       maxInstances: null,
@@ -663,7 +690,8 @@ function assertWarmLaunchOrder(signatures: readonly string[]): void {
     'no write of the app definition',
   );
   const first = (sig: string) => signatures.findIndex((s) => s.startsWith(sig));
-  const claim = first(`PUT /apis/apps/v1/namespaces/<namespace>/deployments/${INSTANCE}`);
+  // The claim: a replace of the instance's reservation (its Lease).
+  const claim = first(`PUT /apis/coordination.k8s.io/v1/namespaces/<namespace>/leases/${INSTANCE}`);
   // The Ingress created with the route (the first) or the route appended to it.
   const route = signatures.findIndex((s) =>
     /^(POST|PATCH) \/apis\/networking\.k8s\.io\/v1\/namespaces\/<namespace>\/ingresses/.test(s),

@@ -15,6 +15,7 @@ import {
   createAppDefinition,
   createSession,
   ideCloudResources,
+  instanceReservations,
   running,
   spawnOperator,
   waitForSession,
@@ -61,10 +62,13 @@ describe('operator: two real operator processes, one Lease', function () {
   async function assertEachInstanceClaimedOnce(): Promise<Session[]> {
     const sessions = await r.sessions.list();
     const pool = (await apps.listNamespacedDeployment({ namespace, labelSelector: poolSelector })).items;
-    const holders = pool.map((d) => d.metadata?.labels?.[LABELS.session]).filter((h): h is string => !!h);
+    const reservations = await instanceReservations(cluster.kc, namespace);
+    const holderOf = (d: k8s.V1Deployment) =>
+      reservations.get(d.metadata?.name ?? '')?.metadata?.labels?.[LABELS.session];
+    const holders = pool.map(holderOf).filter((h): h is string => !!h);
     assert.equal(new Set(holders).size, holders.length, `an instance reserved twice: ${holders.join(', ')}`);
     for (const d of pool) {
-      const holder = d.metadata?.labels?.[LABELS.session];
+      const holder = holderOf(d);
       if (!holder) continue;
       const s = sessions.find((x) => x.metadata.name === holder);
       assert.ok(s, `${d.metadata?.name} is reserved for ${holder}, which does not exist (leaked)`);

@@ -12,6 +12,8 @@ import {
   createSession,
   FAST,
   bridgeToken,
+  instanceHolder,
+  instanceReservations,
   lazySessionPod,
   readyPodIp,
   running,
@@ -141,22 +143,33 @@ describe('operator: warm pool and eager start', function () {
     assert.equal(session.status?.instanceId, id);
     assert.match(session.status!.url!, sessionUrlPattern('eager-1'));
 
+    // The claim is the instance's reservation: its Lease names the session and its uid.
+    const leases = stack.kc.makeApiClient(k8s.CoordinationV1Api);
+    const reservation = await leases.readNamespacedLease({ name: `${APP}-pool-${id}`, namespace: stack.namespace });
+    assert.equal(reservation.metadata?.labels?.[LABELS.session], 'eager-1');
+    assert.equal(reservation.spec?.holderIdentity, created.metadata.uid);
+    // The Deployment is not touched: no session of its own, no new generation, no rollout, no wait
+    // for the deployment controller.
     const instance = await stack.apps.readNamespacedDeployment({
       name: `${APP}-pool-${id}`,
       namespace: stack.namespace,
     });
-    assert.equal(instance.metadata?.labels?.[LABELS.session], 'eager-1');
-    // Metadata only: no new generation, so no rollout and no wait for the deployment controller.
+    assert.equal(instance.metadata?.labels?.[LABELS.session], undefined);
     assert.equal(instance.metadata?.generation, 1);
-    assert.ok(instance.metadata?.ownerReferences?.some((o) => o.kind === 'Session' && o.uid === created.metadata.uid));
+    assert.ok(!instance.metadata?.ownerReferences?.some((o) => o.kind === 'Session'));
+    assert.ok(
+      reservation.metadata?.ownerReferences?.some((o) => o.kind === 'Deployment' && o.uid === instance.metadata?.uid),
+      'the reservation goes with its instance',
+    );
     // The claim cleared the API server's record of field ownership (instances.ts, clearFieldRecord),
-    // which the free instance still has.
-    assert.equal(instance.metadata?.managedFields, undefined);
-    const free = await stack.apps.readNamespacedDeployment({
+    // which the free instance's reservation still has.
+    assert.equal(reservation.metadata?.managedFields, undefined);
+    const free = await leases.readNamespacedLease({
       name: `${APP}-pool-${id === '1' ? '2' : '1'}`,
       namespace: stack.namespace,
     });
-    assert.ok((free.metadata?.managedFields ?? []).length > 0, 'a free instance has its record');
+    assert.equal(free.metadata?.labels?.[LABELS.session], undefined);
+    assert.ok((free.metadata?.managedFields ?? []).length > 0, "a free instance's reservation has its record");
     const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
     const paths = ingress.spec!.rules!.flatMap((rule) =>
       rule.http!.paths.map((p) => [p.path, p.backend.service?.name]),
@@ -211,9 +224,8 @@ describe('operator: warm pool and eager start', function () {
         .readNamespacedPersistentVolumeClaim({ name: claimOf(before), namespace: stack.namespace })
         .catch(() => undefined);
       assert.ok(!old || old.metadata?.deletionTimestamp, "the ended session's claim goes");
-      assert.equal(after.metadata?.labels?.[LABELS.session], undefined);
+      assert.equal(await instanceHolder(stack.kc, stack.namespace, name), undefined, 'reservation dropped');
       assert.ok(after.spec?.template.metadata?.annotations?.['ide-cloud.io/recycled-at'], 'pod restarted');
-      assert.ok(!after.metadata?.ownerReferences?.some((o) => o.kind === 'Session'));
     }, 30_000);
     await eventually(async () => assert.deepEqual(await poolStatus(), { desired: 2, ready: 2 }), 30_000);
     // Its pod restarted and the controller manager wrote the Deployment's status: no record started
@@ -254,7 +266,9 @@ describe('operator: warm pool and eager start', function () {
     const d = await stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace });
     assert.equal(d.metadata?.generation, generationsBefore.get(name), 'the pod template is not touched');
     assert.equal(claimOf(d), claim);
-    assert.equal(d.metadata?.labels?.[LABELS.workspace], 'ws-gina');
+    // The reservation names the new workspace: its claim is the instance's.
+    const reservation = (await instanceReservations(stack.kc, stack.namespace)).get(name);
+    assert.equal(reservation?.metadata?.labels?.[LABELS.workspace], 'ws-gina');
     // The workspace names the instance's claim, which is now the workspace's.
     const workspace = await eventually(async () => {
       const w = await stack.resources.workspaces.get('ws-gina');
@@ -286,8 +300,9 @@ describe('operator: warm pool and eager start', function () {
     // The instance itself: the pool's counts do not tell a returned instance from a reserved one.
     const fresh = await eventually(async () => {
       const back = await stack.apps.readNamespacedDeployment({ name, namespace: stack.namespace });
-      assert.equal(back.metadata?.labels?.[LABELS.session], undefined, 'reservation dropped');
-      assert.equal(back.metadata?.labels?.[LABELS.workspace], undefined);
+      const reservation = (await instanceReservations(stack.kc, stack.namespace)).get(name);
+      assert.equal(reservation?.metadata?.labels?.[LABELS.session], undefined, 'reservation dropped');
+      assert.equal(reservation?.metadata?.labels?.[LABELS.workspace], undefined);
       assert.notEqual(claimOf(back), claim, 'a fresh claim');
       return claimOf(back);
     }, 30_000);

@@ -3,30 +3,40 @@
 import assert from 'node:assert/strict';
 import * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../../server/src/model/api-group.js';
-import type { IdeCloudResources } from '../../server/src/kube/resources.js';
 import type { RunningOperator } from '../../server/src/operator/index.js';
 import { eventually } from '../support/kube.js';
-import { appDefinitionSpec, createSession, freeReadyInstances, running, waitForSession } from '../support/operator.js';
-import { useStack } from '../support/stack.js';
+import {
+  appDefinitionSpec,
+  createSession,
+  freeReadyInstances,
+  instanceReservations,
+  running,
+  waitForSession,
+} from '../support/operator.js';
+import { useStack, type Stack } from '../support/stack.js';
 
 const APP = 'rust-latest';
 const poolSelector = `${LABELS.component}=pool-instance,${LABELS.appDefinition}=${APP}`;
 
-async function assertNoDoubleReservation(
-  apps: k8s.AppsV1Api,
-  core: k8s.CoreV1Api,
-  r: IdeCloudResources,
-  namespace: string,
-) {
+async function assertNoDoubleReservation({
+  kc,
+  apps,
+  core,
+  resources: r,
+  namespace,
+}: Pick<Stack, 'kc' | 'apps' | 'core' | 'resources' | 'namespace'>) {
   const pool = (await apps.listNamespacedDeployment({ namespace, labelSelector: poolSelector })).items;
-  const holders = pool.map((d) => d.metadata?.labels?.[LABELS.session]).filter(Boolean);
+  const reservations = await instanceReservations(kc, namespace);
+  const holderOf = (d: k8s.V1Deployment | undefined) =>
+    reservations.get(d?.metadata?.name ?? '')?.metadata?.labels?.[LABELS.session];
+  const holders = pool.map(holderOf).filter(Boolean);
   assert.equal(new Set(holders).size, holders.length, 'one session per instance');
   const sessions = await r.sessions.list();
   const eager = sessions.filter((s) => s.status?.startStrategy === 'eager');
   assert.equal(new Set(eager.map((s) => s.status?.instanceId)).size, eager.length, 'one instance per session');
   for (const s of eager) {
     const d = pool.find((p) => p.metadata?.labels?.[LABELS.instanceId] === s.status?.instanceId);
-    assert.equal(d?.metadata?.labels?.[LABELS.session], s.metadata.name);
+    assert.equal(holderOf(d), s.metadata.name);
   }
   // No session has two workloads: lazy sessions have their own pod, eager ones none.
   const own = (await core.listNamespacedPod({ namespace, labelSelector: `${LABELS.component}=session` })).items.filter(
@@ -60,7 +70,7 @@ describe('operator: concurrency, restarts and dropped watches', function () {
       names.map((n) => createSession(stack.resources, n, { user: `${n}@example.com`, appDefinition: APP })),
     );
     await Promise.all(names.map((n) => waitForSession(stack.resources, n, running, 240_000)));
-    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.core, stack.resources, stack.namespace);
+    const { eager, total } = await assertNoDoubleReservation(stack);
     assert.equal(total, LAUNCHES);
     assert.equal(eager, 10);
     const ingress = await stack.net.readNamespacedIngress({ name: 'ide-cloud-sessions', namespace: stack.namespace });
@@ -114,7 +124,7 @@ describe('operator: concurrency, restarts and dropped watches', function () {
     );
     await stack.restartOperator();
     await Promise.all(names.map((n) => waitForSession(stack.resources, n, running, 240_000)));
-    const { eager, total } = await assertNoDoubleReservation(stack.apps, stack.core, stack.resources, stack.namespace);
+    const { eager, total } = await assertNoDoubleReservation(stack);
     assert.equal(total, 15);
     assert.equal(eager, 10);
     const pool = (

@@ -13,7 +13,7 @@ import { MemoryLogger } from '../../extension/src/logger.js';
 import { MemorySecretStorage } from '../../extension/test/fakes.js';
 import { LABELS } from '../../server/src/model/api-group.js';
 import { eventually } from '../support/kube.js';
-import { appDefinitionSpec, createSession, running, waitForSession } from '../support/operator.js';
+import { appDefinitionSpec, createSession, instanceHolder, running, waitForSession } from '../support/operator.js';
 import { useStack } from '../support/stack.js';
 
 const APP = 'python-latest';
@@ -141,7 +141,7 @@ describe('security: the data bridge takes values only from the operator, once pe
       const d = await stack.kc
         .makeApiClient(k8s.AppsV1Api)
         .readNamespacedDeployment({ name: INSTANCE, namespace: stack.namespace });
-      assert.equal(d.metadata?.labels?.[LABELS.session], undefined, 'back in the pool');
+      assert.equal(await instanceHolder(stack.kc, stack.namespace, INSTANCE), undefined, 'back in the pool');
       assert.ok(d.spec?.template.metadata?.annotations?.['ide-cloud.io/recycled-at']);
     }, 30_000);
     // The last user could read the old token in their IDE: it no longer opens the bridge.

@@ -8,6 +8,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
+import { DEFAULT_LEASE_NAME } from '../../server/src/operator/config.js';
+import { LEADER_ELECTION_MANAGER } from '../../server/src/operator/runtime/leader-election.js';
 
 /** One write the operator sent, in the order they arrived. */
 export interface WriteRecord {
@@ -45,14 +47,26 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host']);
 
 /**
- * Which requests count as writes: by default every mutating request except Lease renewals (leader
- * election writes one every renew interval whatever the operator does, so counting them would make
- * the count depend on time) and Events (sent in the background, their order among the other writes
+ * Whether a request writes the leader's Lease: its renewals come every renew interval whatever the
+ * operator does, so counting them would make a count depend on time. Its writes name their field
+ * manager; a warm instance's reservation, a Lease of its own name, is counted.
+ */
+export function isLeaderLeaseWrite(method: string, requestPath: string, query = ''): boolean {
+  return (
+    /\/leases(\/|$)/.test(requestPath) &&
+    (requestPath.endsWith(`/leases/${DEFAULT_LEASE_NAME}`) ||
+      new URLSearchParams(query).get('fieldManager') === LEADER_ELECTION_MANAGER)
+  );
+}
+
+/**
+ * Which requests count as writes: by default every mutating request except the leader's Lease
+ * (isLeaderLeaseWrite) and Events (sent in the background, their order among the other writes
  * varies, and nothing reads them back).
  */
-export function isCountedWrite(method: string, requestPath: string): boolean {
+export function isCountedWrite(method: string, requestPath: string, query = ''): boolean {
   if (!MUTATING.has(method)) return false;
-  return !/\/leases(\/|$)/.test(requestPath) && !/\/events(\/|$)/.test(requestPath);
+  return !isLeaderLeaseWrite(method, requestPath, query) && !/\/events(\/|$)/.test(requestPath);
 }
 
 /**

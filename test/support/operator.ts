@@ -297,11 +297,33 @@ export async function freeReadyInstances(
   namespace: string,
   appDefinition: string,
 ): Promise<number> {
-  const { items } = await kc.makeApiClient(k8s.AppsV1Api).listNamespacedDeployment({
-    namespace,
-    labelSelector: `${LABELS.component}=${COMPONENT.poolInstance},${LABELS.appDefinition}=${appDefinition}`,
-  });
-  return items.filter((d) => isFreeReadyInstance(d, appDefinition)).length;
+  const labelSelector = `${LABELS.component}=${COMPONENT.poolInstance},${LABELS.appDefinition}=${appDefinition}`;
+  const { items } = await kc.makeApiClient(k8s.AppsV1Api).listNamespacedDeployment({ namespace, labelSelector });
+  const reservations = await instanceReservations(kc, namespace, labelSelector);
+  return items.filter((d) => isFreeReadyInstance(d, reservations.get(d.metadata?.name ?? ''), appDefinition)).length;
+}
+
+/** The warm instances' reservations (Leases named after them), by instance name, as the API server has them. */
+export async function instanceReservations(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  labelSelector = `${LABELS.component}=${COMPONENT.poolInstance}`,
+): Promise<Map<string, k8s.V1Lease>> {
+  const { items } = await kc.makeApiClient(k8s.CoordinationV1Api).listNamespacedLease({ namespace, labelSelector });
+  return new Map(items.map((lease) => [lease.metadata?.name ?? '', lease]));
+}
+
+/** The session that holds warm instance `instance` (its reservation's), if any. */
+export async function instanceHolder(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  instance: string,
+): Promise<string | undefined> {
+  const lease = await kc
+    .makeApiClient(k8s.CoordinationV1Api)
+    .readNamespacedLease({ name: instance, namespace })
+    .catch(() => undefined);
+  return lease?.metadata?.labels?.[LABELS.session];
 }
 
 /** The data-bridge token of a warm instance, as the operator created it (what its pod reads). */

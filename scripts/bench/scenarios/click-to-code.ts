@@ -167,7 +167,9 @@ export const clickToCode: Scenario = {
 };
 
 interface CourseCaches {
-  freeInstances: Informer<k8s.V1Deployment>;
+  /** The warm instances' Deployments, and the reservations that hold no session (a free instance has one). */
+  instances: Informer<k8s.V1Deployment>;
+  freeReservations: Informer<k8s.V1Lease>;
   /** Lazy starts' own pods (their `session` label). */
   sessionPods: Informer<k8s.V1Pod>;
   standbyClaims: Informer<k8s.V1PersistentVolumeClaim>;
@@ -190,10 +192,11 @@ function watchCourse(course: Course): CourseCaches {
     });
   const deployments = `/apis/apps/v1/namespaces/${COURSE_NAMESPACE}/deployments`;
   const sessionComponent = `${LABELS.component}=${COMPONENT.session}`;
-  const freeInstances = watch<k8s.V1Deployment>(
-    deployments,
-    'apps/v1',
-    'Deployment',
+  const instances = watch<k8s.V1Deployment>(deployments, 'apps/v1', 'Deployment', LABELS.poolInstance);
+  const freeReservations = watch<k8s.V1Lease>(
+    `/apis/coordination.k8s.io/v1/namespaces/${COURSE_NAMESPACE}/leases`,
+    'coordination.k8s.io/v1',
+    'Lease',
     `${LABELS.poolInstance},!${LABELS.session}`,
   );
   const sessionPods = watch<k8s.V1Pod>(`/api/v1/namespaces/${COURSE_NAMESPACE}/pods`, 'v1', 'Pod', sessionComponent);
@@ -209,10 +212,11 @@ function watchCourse(course: Course): CourseCaches {
     'networking.k8s.io/v1',
     'Ingress',
   );
-  const all = [freeInstances, sessionPods, standbyClaims, sessions, ingresses] as Informer[];
+  const all = [instances, freeReservations, sessionPods, standbyClaims, sessions, ingresses] as Informer[];
   for (const informer of all) informer.start();
   return {
-    freeInstances,
+    instances,
+    freeReservations,
     sessionPods,
     standbyClaims,
     sessions,
@@ -245,7 +249,9 @@ async function measure(
     await until(
       'the warm pool to be full and Ready, the standby claims bound',
       () => {
-        const free = caches.freeInstances.list().filter((d) => !d.metadata?.deletionTimestamp);
+        const free = caches.instances
+          .list()
+          .filter((d) => !d.metadata?.deletionTimestamp && caches.freeReservations.get(d.metadata?.name ?? ''));
         const standby = caches.standbyClaims.list().filter((c) => !c.metadata?.deletionTimestamp);
         return (
           free.length === sizes.clickTogether &&

@@ -5,9 +5,9 @@
 // launches fell in different phases of a shared machine, and the ratios of the same code moved by half.
 // A client of its own does the minimal sequence of a launch:
 //   1. create the Session (as the service does: labels and spec),
-//   2. claim a warm instance: one merge patch of a stand-in Deployment carrying the resourceVersion
-//      the client last saw (a conditional write: 409 if anyone changed it), the session label and an
-//      owner reference to the Session (as the operator's reservation),
+//   2. claim a warm instance: one merge patch of a stand-in reservation (a Lease, as the operator's)
+//      carrying the resourceVersion the client last saw (a conditional write: 409 if anyone changed
+//      it), the session's label and uid (as the operator's reservation),
 //   3. write the Session's status with the URL (merge patch of /status),
 //   4. wait until its watch (an Informer, as the service's cache) sees the Session with the URL.
 // A sequence is timed from 1 to 4. Three modes: sequentially (the latency floor), `eagerConcurrent`
@@ -24,9 +24,9 @@
 // slots: a floor); that removal is not waited for, and rides in a batch of other routes.
 //
 // Each sequence in flight claims its own stand-in (one per slot), with the resourceVersion of its watch
-// cache (updated by each claim's answer), as the operator claims from its cache without a read. The
-// stand-ins have 0 replicas: no pod is made, so the floor is the API server's part only. Everything
-// the floor created is deleted when the scenario beside it has measured (`Floor.close`).
+// cache (updated by each claim's answer), as the operator claims from its cache without a read. No
+// workload stands behind a stand-in, so the floor is the API server's part only. Everything the floor
+// created is deleted when the scenario beside it has measured (`Floor.close`).
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { Informer } from '../../../server/src/kube/informer.js';
@@ -40,7 +40,7 @@ import { FLOOR_NAMESPACE } from '../harness.js';
 import { cpuMsPerLaunch } from '../measure.js';
 import type { FloorFigures } from '../results.js';
 import type { Context } from '../scenario.js';
-import { pool, round, summarize, until, untilRemoved } from '../util.js';
+import { pool, round, summarize, untilRemoved } from '../util.js';
 
 /** Label of everything the floor creates (deleted by it afterwards). */
 const FLOOR_LABEL = 'bench.ide-cloud.io/floor';
@@ -183,10 +183,10 @@ function figures(sequences: Sequence[], concurrency: number, wallMs: number): Fl
 /** The floor's client: the writes of a launch, and a watch that sees their result. */
 class FloorClient {
   private readonly sessions: CustomResourceClient<'session'>;
-  private readonly apps: k8s.AppsV1Api;
+  private readonly leases: k8s.CoordinationV1Api;
   private readonly informer: Informer<Session>;
-  /** The stand-ins, as the operator's cache holds the warm instances: claims read their resourceVersion here. */
-  private readonly standIns: Informer<k8s.V1Deployment>;
+  /** The stand-ins, as the operator's cache holds the reservations: claims read their resourceVersion here. */
+  private readonly standIns: Informer<k8s.V1Lease>;
   /** The spec floor's shared Ingress, cached as the operator's, its client and its writer. */
   private readonly ingresses: Informer<k8s.V1Ingress>;
   private readonly net: IngressClient;
@@ -204,7 +204,7 @@ class FloorClient {
 
   constructor(private readonly kc: k8s.KubeConfig) {
     this.sessions = ideCloudResources(kc, NAMESPACE).sessions;
-    this.apps = kc.makeApiClient(k8s.AppsV1Api);
+    this.leases = kc.makeApiClient(k8s.CoordinationV1Api);
     this.informer = new Informer<Session>(kc, {
       path: this.sessions.path,
       apiVersion: 'ide.cloud/v1beta10',
@@ -226,10 +226,10 @@ class FloorClient {
         this.waiters.delete(name);
       }
     });
-    this.standIns = new Informer<k8s.V1Deployment>(kc, {
-      path: `/apis/apps/v1/namespaces/${NAMESPACE}/deployments`,
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
+    this.standIns = new Informer<k8s.V1Lease>(kc, {
+      path: `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`,
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
       namespace: NAMESPACE,
       labelSelector: `${FLOOR_LABEL}=true`,
       rewatchIntervalMs: 3_600_000,
@@ -246,10 +246,7 @@ class FloorClient {
     this.routes = new Routes({ net: this.net, namespace: NAMESPACE, ingresses: this.ingresses });
   }
 
-  /**
-   * Starts the watches and creates `slots` stand-in Deployments; returns once the deployment controller
-   * has written their first status (which changes their resourceVersion), so no claim races it.
-   */
+  /** Starts the watches and creates `slots` stand-in reservations. */
   async start(slots: number): Promise<void> {
     this.informer.start();
     this.standIns.start();
@@ -262,17 +259,8 @@ class FloorClient {
       }),
     );
     await pool(slots, 20, async (slot) => {
-      this.standIns.observe(await this.apps.createNamespacedDeployment({ namespace: NAMESPACE, body: standIn(slot) }));
+      this.standIns.observe(await this.leases.createNamespacedLease({ namespace: NAMESPACE, body: standIn(slot) }));
     });
-    await until(
-      'the stand-ins to be observed by the deployment controller',
-      () =>
-        Array.from({ length: slots }, (_, slot) => this.standIns.get(standInName(slot))).every(
-          (d) => d?.status?.observedGeneration !== undefined && d.status.observedGeneration >= d.metadata!.generation!,
-        ),
-      60_000,
-      100,
-    );
   }
 
   /**
@@ -301,7 +289,7 @@ class FloorClient {
     let conflicts = 0;
     for (;;) {
       try {
-        const claimed = await this.apps.patchNamespacedDeployment(
+        const claimed = await this.leases.patchNamespacedLease(
           {
             name: standInName(slot),
             namespace: NAMESPACE,
@@ -309,17 +297,8 @@ class FloorClient {
               metadata: {
                 resourceVersion: this.standIns.get(standInName(slot))!.metadata!.resourceVersion,
                 labels: { [LABELS.session]: name },
-                ownerReferences: [
-                  {
-                    apiVersion: 'ide.cloud/v1beta10',
-                    kind: 'Session',
-                    name,
-                    uid: session.metadata.uid ?? '',
-                    controller: false,
-                    blockOwnerDeletion: false,
-                  },
-                ],
               },
+              spec: { holderIdentity: session.metadata.uid },
             },
           },
           mergePatch,
@@ -328,11 +307,9 @@ class FloorClient {
         break;
       } catch (error) {
         if (!(error instanceof k8s.ApiException && error.code === 409) || conflicts >= 5) throw error;
-        // Someone else wrote the stand-in (the deployment controller): read it again and retry.
+        // Someone else wrote the stand-in: read it again and retry.
         conflicts++;
-        this.standIns.observe(
-          await this.apps.readNamespacedDeployment({ name: standInName(slot), namespace: NAMESPACE }),
-        );
+        this.standIns.observe(await this.leases.readNamespacedLease({ name: standInName(slot), namespace: NAMESPACE }));
       }
     }
     // The spec's: the session's path in the shared Ingress; the slot's last one goes out beside it.
@@ -401,7 +378,7 @@ class FloorClient {
     const labelSelector = `${FLOOR_LABEL}=true`;
     const deleteRest = async () => {
       const sessions = await this.sessions.list(labelSelector);
-      const deployments = await this.apps.listNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
+      const standIns = await this.leases.listNamespacedLease({ namespace: NAMESPACE, labelSelector });
       if (sessions.length)
         await custom.deleteCollectionNamespacedCustomObject({
           group: 'ide.cloud',
@@ -410,8 +387,8 @@ class FloorClient {
           plural: 'sessions',
           labelSelector,
         });
-      if (deployments.items.length)
-        await this.apps.deleteCollectionNamespacedDeployment({ namespace: NAMESPACE, labelSelector });
+      if (standIns.items.length)
+        await this.leases.deleteCollectionNamespacedLease({ namespace: NAMESPACE, labelSelector });
       const ingress = await this.net.deleteNamespacedIngress({ name: INGRESS, namespace: NAMESPACE }).then(
         () => true,
         (error: unknown) => {
@@ -419,7 +396,7 @@ class FloorClient {
           throw error;
         },
       );
-      return sessions.length === 0 && deployments.items.length === 0 && !ingress;
+      return sessions.length === 0 && standIns.items.length === 0 && !ingress;
     };
     await untilRemoved("the floor's sessions, stand-ins and Ingress", deleteRest, 300_000);
   }
@@ -448,27 +425,10 @@ function routesSpec(): k8s.V1IngressSpec {
   return { rules: [{ host: HOST, http: { paths: [{ path: PLACEHOLDER, pathType: 'Prefix', backend }] } }] };
 }
 
-/** A stand-in for a warm instance: a Deployment shaped like one, with no replicas. */
-function standIn(slot: number): k8s.V1Deployment {
-  const labels = { [FLOOR_LABEL]: 'true', app: standInName(slot) };
+/** A stand-in for a warm instance's reservation: a free Lease, as the pool makes it. */
+function standIn(slot: number): k8s.V1Lease {
   return {
-    metadata: { name: standInName(slot), labels: { ...labels, [LABELS.appDefinition]: APP } },
-    spec: {
-      replicas: 0,
-      selector: { matchLabels: { app: standInName(slot) } },
-      template: {
-        metadata: { labels },
-        spec: {
-          containers: [
-            {
-              name: 'ide',
-              image: `ide-cloud/session-${APP}:latest`,
-              ports: [{ containerPort: 3000 }],
-              resources: { requests: { cpu: '10m', memory: '16M' } },
-            },
-          ],
-        },
-      },
-    },
+    metadata: { name: standInName(slot), labels: { [FLOOR_LABEL]: 'true', [LABELS.appDefinition]: APP } },
+    spec: {},
   };
 }

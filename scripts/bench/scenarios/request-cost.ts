@@ -4,12 +4,12 @@
 //   sessionCreate    the service's create of a Session,
 //   sessionStatus    the operator's status write with the URL,
 //   sessionMetadata  the service's answered mark (metadata: annotations; it clears the field record),
-//   claim            the operator's claim: a replace of a warm instance's Deployment (label, owner
-//                    reference to the Session), clearing its record of field ownership,
-//   claimWithRecord  the same claim keeping that record (as before `clearFieldRecord`),
+//   claim            the operator's claim: a replace of a warm instance's reservation (its Lease: the
+//                    session's label and uid), clearing its record of field ownership,
+//   claimWithRecord  the same claim keeping that record,
 //   route            a replace of an Ingress of `requestCostPaths` paths with one path more or less,
-//   leaseUpdate      for comparison, a merge patch of a Lease with its resourceVersion (an object the
-//                    size of a reservation record).
+//   deploymentClaim  for comparison, the same claim written on the instance's Deployment (label, owner
+//                    reference to the Session, record cleared), which wakes the deployment controller.
 // Each kind's latency, as its client times it one at a time, is in `latencyP50Ms`.
 // The kinds take turns, `requestCostRounds` rounds of `requestCostPerRound` requests each, so the
 // machine's background falls on every kind alike; each figure is the median over the rounds. /proc
@@ -21,7 +21,12 @@ import { AppDefinitionSpecSchema, type AppDefinition } from '../../../server/src
 import { userLabelValue } from '../../../server/src/model/names.js';
 import type { Session } from '../../../server/src/model/session.js';
 import { parseOperatorConfig } from '../../../server/src/operator/config.js';
-import { poolClaimName, poolInstanceDeployment, poolInstanceName } from '../../../server/src/operator/manifests.js';
+import {
+  instanceReservation,
+  poolClaimName,
+  poolInstanceDeployment,
+  poolInstanceName,
+} from '../../../server/src/operator/manifests.js';
 import { appDefinition } from '../config.js';
 import { NAMESPACE } from '../harness.js';
 import type { Figures } from '../results.js';
@@ -41,11 +46,9 @@ export const REQUEST_KINDS = [
   'claim',
   'claimWithRecord',
   'route',
-  'leaseUpdate',
+  'deploymentClaim',
 ] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
-
-const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
 /** The median of each process's CPU ms per request over the rounds, and of their sum. */
 export function medianCost(rounds: readonly Record<string, number>[]): Figures {
@@ -85,7 +88,7 @@ export const requestCost: Scenario = {
     const labels = { [LABEL]: 'true' };
     let failed = false;
     try {
-      progress.step(`${2 * n} warm-instance Deployments, an Ingress of ${sizes.requestCostPaths} paths, a Lease`);
+      progress.step(`${2 * n} warm instances (Deployment, reservation), an Ingress of ${sizes.requestCostPaths} paths`);
       const spec = AppDefinitionSpecSchema.parse(appDefinition(APP, 0, 3001));
       const definition = {
         apiVersion: 'ide.cloud/v1beta10',
@@ -105,7 +108,7 @@ export const requestCost: Scenario = {
         d.metadata!.labels = { ...d.metadata!.labels, ...labels };
         // On the ReplicaSet too (the deployment controller makes one even for no replicas): its deletion is waited for.
         d.spec!.template.metadata!.labels = { ...d.spec!.template.metadata!.labels, ...labels };
-        // No pods: the owner is a made-up app definition, and the claims measure the Deployment's write.
+        // No pods: the owner is a made-up app definition, and the claims measure the writes alone.
         d.metadata!.ownerReferences = [];
         d.spec!.replicas = 0;
         return apps.createNamespacedDeployment({ namespace: NAMESPACE, body: d });
@@ -140,9 +143,11 @@ export const requestCost: Scenario = {
           spec: { rules: [{ host: HOST, http: { paths: paths(sizes.requestCostPaths) } }] },
         },
       });
-      let lease = await coordination.createNamespacedLease({
-        namespace: NAMESPACE,
-        body: { metadata: { name: APP, labels }, spec: { holderIdentity: 'none' } },
+      // Each instance's free reservation, as the pool makes it (owned by its Deployment).
+      const reservations = await pool(instances.length, 20, async (i) => {
+        const lease = instanceReservation(definition, i + 1, NAMESPACE, instances[i]!.metadata!);
+        lease.metadata!.labels = { ...lease.metadata!.labels, ...labels };
+        return coordination.createNamespacedLease({ namespace: NAMESPACE, body: lease });
       });
       const owner = await sessions.create({
         metadata: { name: `${APP}-owner`, labels },
@@ -156,7 +161,19 @@ export const requestCost: Scenario = {
         controller: false,
         blockOwnerDeletion: false,
       };
-      const claim = async (d: k8s.V1Deployment, clearRecord: boolean) => {
+      // As the operator's reservation (pool/instances.ts): the Lease as cached (no record), the
+      // session's label and uid, on the resourceVersion read; nothing else writes it.
+      const claim = (lease: k8s.V1Lease, clearRecord: boolean) => {
+        const body = structuredClone(lease);
+        delete body.metadata!.managedFields;
+        body.apiVersion = 'coordination.k8s.io/v1';
+        body.kind = 'Lease';
+        body.metadata!.labels = { ...body.metadata!.labels, [LABELS.session]: owner.metadata.name };
+        body.spec = { ...body.spec, holderIdentity: owner.metadata.uid };
+        if (clearRecord) body.metadata!.managedFields = [{}];
+        return coordination.replaceNamespacedLease({ name: lease.metadata!.name!, namespace: NAMESPACE, body });
+      };
+      const deploymentClaim = async (d: k8s.V1Deployment) => {
         for (let attempt = 0; ; attempt++) {
           const body = structuredClone(d);
           // As the operator's cache keeps it (kube/informer.ts): without the record.
@@ -165,7 +182,7 @@ export const requestCost: Scenario = {
           body.kind = 'Deployment';
           body.metadata!.labels = { ...body.metadata!.labels, [LABELS.session]: owner.metadata.name };
           body.metadata!.ownerReferences = [ownerRef];
-          if (clearRecord) body.metadata!.managedFields = [{}];
+          body.metadata!.managedFields = [{}];
           try {
             return await apps.replaceNamespacedDeployment({ name: d.metadata!.name!, namespace: NAMESPACE, body });
           } catch (error) {
@@ -206,8 +223,8 @@ export const requestCost: Scenario = {
               },
             },
           }),
-        claim: (i) => claim(instances[i]!, true),
-        claimWithRecord: (i) => claim(instances[n + i]!, false),
+        claim: (i) => claim(reservations[i]!, true),
+        claimWithRecord: (i) => claim(reservations[n + i]!, false),
         // Add a path, then take it out again: the Ingress keeps its size.
         // As the operator's route writer does it (routes/routes.ts): the Ingress as last answered,
         // with one path more or less, replaced on its resourceVersion, its field record cleared.
@@ -219,19 +236,7 @@ export const requestCost: Scenario = {
           body.metadata!.managedFields = [{}];
           ingress = await net.replaceNamespacedIngress({ name: APP, namespace: NAMESPACE, body });
         },
-        leaseUpdate: async (i) => {
-          lease = await coordination.patchNamespacedLease(
-            {
-              name: APP,
-              namespace: NAMESPACE,
-              body: {
-                metadata: { resourceVersion: lease.metadata!.resourceVersion },
-                spec: { holderIdentity: `h${i}` },
-              },
-            },
-            mergePatch,
-          );
-        },
+        deploymentClaim: (i) => deploymentClaim(instances[i]!),
       };
       const measured = new Map<RequestKind, Record<string, number>[]>(REQUEST_KINDS.map((k) => [k, []]));
       const latencies = new Map<RequestKind, number[]>(REQUEST_KINDS.map((k) => [k, []]));

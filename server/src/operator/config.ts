@@ -30,6 +30,9 @@ const TolerationSchema = z
   .strict();
 
 /** Typed configuration of the operator, checked at start-up. Durations are milliseconds. */
+/** The leader election's Lease, unless configured otherwise (a warm instance's reservation is a Lease too, named after it). */
+export const DEFAULT_LEASE_NAME = 'ide-cloud-operator';
+
 export const OperatorConfigSchema = z
   .object({
     /** Namespace whose AppDefinitions, Workspaces and Sessions are reconciled. */
@@ -153,7 +156,7 @@ export const OperatorConfigSchema = z
      * replica takes a free Lease at once. Off only for a test or tool that needs it explicitly.
      */
     leaderElection: bool.default(true),
-    leaseName: z.string().default('ide-cloud-operator'),
+    leaseName: z.string().default(DEFAULT_LEASE_NAME),
     /** Holder identity in the Lease: unique per operator started (two in one process never share it). */
     identity: z
       .string()

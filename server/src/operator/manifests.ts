@@ -34,6 +34,12 @@ export const INSTANCE_TEMPLATE_ANNOTATION = 'ide-cloud.io/instance-template';
 export const INSTANCE_TEMPLATE = '6';
 /** Pod template annotation bumped to restart an instance's pods when it returns to the pool. */
 export const RECYCLED_ANNOTATION = 'ide-cloud.io/recycled-at';
+/**
+ * On a warm instance's reservation: the generation of its Deployment when it was last made or reset
+ * for the pool. A cache that shows an older Deployment (another watch stream, behind) holds the pod
+ * before the reset, which no launch may claim.
+ */
+export const FREED_GENERATION_ANNOTATION = 'ide-cloud.io/freed-at-generation';
 export const SERVICE_PORT = 80;
 
 type Owner = { apiVersion: string; kind: string; metadata: { name: string; uid?: string } };
@@ -669,4 +675,33 @@ export function poolInstanceDeployment(
     owners: [ownerReference(appDefinition as Owner)],
     template: poolInstanceTemplate(appDefinition, id, config, claimName),
   });
+}
+
+/**
+ * The reservation of a warm instance: a Lease named after it, owned by its Deployment (it goes with
+ * it). Free, it holds nobody; a claim writes the session into it (pool/instances.ts), so a launch
+ * writes this small object, not the Deployment, and wakes no deployment controller.
+ */
+export function instanceReservation(
+  appDefinition: AppDefinition,
+  id: number,
+  namespace: string,
+  instance: Pick<k8s.V1ObjectMeta, 'name' | 'uid'>,
+): k8s.V1Lease {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: poolInstanceName(appDefinition.metadata.name, id),
+      namespace,
+      labels: { [LABELS.managedBy]: OPERATOR_MANAGER, ...poolInstanceLabels(appDefinition, id) },
+      ownerReferences: [
+        ownerReference(
+          { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: instance.name ?? '', uid: instance.uid } },
+          false,
+        ),
+      ],
+    },
+    spec: {},
+  };
 }

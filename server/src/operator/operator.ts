@@ -23,7 +23,14 @@ import { StandbyClaimsReconciler } from './standby/reconciler.js';
 import { wakeStandbyClaims } from './standby/watches.js';
 import { WorkspaceReconciler } from './workspace/reconciler.js';
 import { wakeWorkspaces } from './workspace/watches.js';
-import { plainDeployments, plainIngresses, type DeploymentClient, type IngressClient } from '../kube/plain-answers.js';
+import {
+  plainDeployments,
+  plainIngresses,
+  plainLeases,
+  type DeploymentClient,
+  type IngressClient,
+  type LeaseClient,
+} from '../kube/plain-answers.js';
 
 /**
  * The composition root: one set of API clients and caches, from which every collaborator gets the
@@ -54,8 +61,9 @@ export interface RunningOperator {
 interface ApiClients {
   kc: k8s.KubeConfig;
   core: k8s.CoreV1Api;
-  /** The warm instances' Deployments and the shared Ingresses: their answers as parsed JSON (kube/plain-answers.ts). */
+  /** The warm instances' Deployments and reservations, the shared Ingresses: their answers as parsed JSON (kube/plain-answers.ts). */
   apps: DeploymentClient;
+  leases: LeaseClient;
   net: IngressClient;
   objects: k8s.KubernetesObjectApi;
   resources: IdeCloudResources;
@@ -67,6 +75,7 @@ function apiClients(kc: k8s.KubeConfig, namespace: string): ApiClients {
     kc,
     core: kc.makeApiClient(k8s.CoreV1Api),
     apps: plainDeployments(kc),
+    leases: plainLeases(kc),
     net: plainIngresses(kc),
     objects: k8s.KubernetesObjectApi.makeApiClient(kc),
     resources: ideCloudResources(kc, namespace),
@@ -194,9 +203,11 @@ function poolAndRoutes(clients: ApiClients, config: OperatorConfig, cache: Opera
     namespace,
     config,
     apps: clients.apps,
+    leases: clients.leases,
     core: clients.core,
     objects: clients.objects,
     deployments: cache.deployments,
+    reservations: cache.reservations,
     claims: cache.claims,
     secrets: bridgeSecrets,
   });

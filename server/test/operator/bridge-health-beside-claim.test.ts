@@ -10,7 +10,7 @@ import { LABELS } from '../../src/model/api-group.js';
 import type { AppDefinition } from '../../src/model/app-definition.js';
 import type { Session } from '../../src/model/session.js';
 import { parseOperatorConfig } from '../../src/operator/config.js';
-import { poolInstanceDeployment } from '../../src/operator/manifests.js';
+import { instanceReservation, poolInstanceDeployment } from '../../src/operator/manifests.js';
 import { PoolInstances, type PoolDeps, type PoolInstance } from '../../src/operator/pool/instances.js';
 import { createLogger } from '../../src/operator/runtime/logger.js';
 import { DataInjector } from '../../src/operator/session/injection.js';
@@ -39,13 +39,22 @@ function session(name = 's-1'): Session {
   } as unknown as Session;
 }
 
-/** A ready warm instance `id` of the app definition, free. */
+/** A ready warm instance `id` of the app definition. */
 function readyInstance(id: number): k8s.V1Deployment {
   const d = poolInstanceDeployment(appDefinition, id, 'ns', config, `java-pool-${id}-work`);
+  d.metadata!.uid = `deployment-uid-${id}`;
   d.metadata!.resourceVersion = String(10 + id);
   d.metadata!.generation = 1;
   d.status = { observedGeneration: 1, replicas: 1, updatedReplicas: 1, readyReplicas: 1 };
   return d;
+}
+
+/** The free reservation of a ready warm instance. */
+function freeReservation(d: k8s.V1Deployment): k8s.V1Lease {
+  const lease = instanceReservation(appDefinition, Number(d.metadata!.labels![LABELS.instanceId]), 'ns', d.metadata!);
+  lease.metadata!.uid = `lease-uid-${d.metadata!.name}`;
+  lease.metadata!.resourceVersion = d.metadata!.resourceVersion;
+  return lease;
 }
 
 /** Lets every pending callback run. */
@@ -54,19 +63,27 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 describe("the bridge's health, asked beside the claim", () => {
   it('the reservation tells of each candidate once its write is sent, a lost one (409) and the next; a callback that throws changes nothing', async () => {
     const instances = [readyInstance(1), readyInstance(2)];
+    const reservations = instances.map(freeReservation);
     const log: string[] = [];
     const pool = new PoolInstances({
       namespace: 'ns',
       config,
-      deployments: { byIndex: () => instances, observe: () => undefined },
-      apps: {
-        replaceNamespacedDeployment: async ({ name }: { name: string }) => {
+      deployments: { get: (name: string) => instances.find((d) => d.metadata?.name === name) },
+      reservations: { byIndex: () => reservations, observe: () => undefined },
+      leases: {
+        replaceNamespacedLease: async ({ name, body }: { name: string; body: k8s.V1Lease }) => {
           log.push(`claim ${name}`);
+          // Conditional on the Lease read: a Lease may be created by an update, so its uid goes too.
+          assert.equal(body.metadata?.uid, `lease-uid-${name}`);
+          assert.equal(
+            body.metadata?.resourceVersion,
+            reservations.find((l) => l.metadata?.name === name)?.metadata?.resourceVersion,
+          );
           await settle();
           // The first one aimed at was another session's a moment before: 409.
           if (log.filter((l) => l.startsWith('claim')).length === 1)
             throw Object.assign(new Error('conflict'), { code: 409 });
-          return instances.find((d) => d.metadata?.name === name)!;
+          return body;
         },
       },
     } as unknown as PoolDeps);
@@ -87,6 +104,8 @@ describe("the bridge's health, asked beside the claim", () => {
     }
     assert.equal(log.length, 4, log.join(', '));
     assert.equal(won.name, claimed[1]);
+    // The claim is written into the instance's reservation: the session's name and uid.
+    assert.deepEqual(won.reservedBy, { name: 's-1', uid: 'uid-s-1' });
   });
 
   it('chooseStrategy asks the health of the candidate being claimed, when ready, and writes nothing else beside it', async () => {

@@ -1,3 +1,4 @@
+import type * as k8s from '@kubernetes/client-node';
 import assert from 'node:assert/strict';
 import {
   planPool,
@@ -198,10 +199,71 @@ describe('pool instances built by an older operator', () => {
   it('read as outdated (recreated when free, never reserved) without the current instance template', async () => {
     const { instanceOf } = await import('../../src/operator/pool/instances.js');
     const { INSTANCE_TEMPLATE, INSTANCE_TEMPLATE_ANNOTATION } = await import('../../src/operator/manifests.js');
-    assert.equal(instanceOf(deployment({ [INSTANCE_TEMPLATE_ANNOTATION]: INSTANCE_TEMPLATE })).generation, 3);
-    const old = instanceOf(deployment({}));
+    assert.equal(
+      instanceOf(deployment({ [INSTANCE_TEMPLATE_ANNOTATION]: INSTANCE_TEMPLATE }), undefined).generation,
+      3,
+    );
+    const old = instanceOf(deployment({}), undefined);
     assert.equal(old.generation, -1);
     const plan = planPool({ minInstances: 1, generation: 3, instances: [{ ...free(1), generation: old.generation }] });
     assert.deepEqual(plan.recreate, [1]);
+  });
+});
+
+describe('the reservation of a warm instance', () => {
+  const deployment = (labels: Record<string, string> = {}, owners: k8s.V1OwnerReference[] = []) => ({
+    metadata: {
+      name: 'python-latest-1',
+      uid: 'deployment-uid',
+      labels: { 'ide-cloud.io/instance-id': '1', ...labels },
+      ownerReferences: owners,
+    },
+  });
+  const lease = (labels: Record<string, string>, holder?: string, owner = 'deployment-uid'): k8s.V1Lease => ({
+    metadata: {
+      name: 'python-latest-1',
+      labels,
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'python-latest-1', uid: owner }],
+    },
+    spec: holder ? { holderIdentity: holder } : {},
+  });
+
+  it('is read from its Lease: the session by name and uid, the new workspace', async () => {
+    const { instanceOf } = await import('../../src/operator/pool/instances.js');
+    const i = instanceOf(
+      deployment(),
+      lease({ 'ide-cloud.io/session': 's-1', 'ide-cloud.io/workspace': 'w-1' }, 'session-uid'),
+    );
+    assert.deepEqual(i.reservedBy, { name: 's-1', uid: 'session-uid' });
+    assert.equal(i.workspace, 'w-1');
+    const free = instanceOf(deployment(), lease({}));
+    assert.equal(free.reservedBy, undefined);
+    assert.equal(free.workspace, undefined);
+  });
+
+  it("without a Lease, an older operator's reservation on the Deployment holds", async () => {
+    const { instanceOf } = await import('../../src/operator/pool/instances.js');
+    const owner = { apiVersion: 'ide.cloud/v1beta10', kind: 'Session', name: 's-1', uid: 'session-uid' };
+    const i = instanceOf(deployment({ 'ide-cloud.io/session': 's-1' }, [owner]), undefined);
+    assert.deepEqual(i.reservedBy, { name: 's-1', uid: 'session-uid' });
+    assert.equal(i.reservation, undefined);
+  });
+
+  it("an older operator's reservation on the Deployment holds beside a free Lease; no reservation at all is lost", async () => {
+    const { instanceOf } = await import('../../src/operator/pool/instances.js');
+    const owner = { apiVersion: 'ide.cloud/v1beta10', kind: 'Session', name: 's-1', uid: 'session-uid' };
+    const held = instanceOf(deployment({ 'ide-cloud.io/session': 's-1' }, [owner]), lease({}));
+    assert.deepEqual(held.reservedBy, { name: 's-1', uid: 'session-uid' });
+    assert.equal(held.lost, undefined);
+    assert.equal(instanceOf(deployment(), lease({})).lost, undefined);
+    assert.equal(instanceOf(deployment(), undefined).lost, true);
+  });
+
+  it("a Lease left by an earlier Deployment of the name is not the instance's", async () => {
+    const { reservationOf } = await import('../../src/operator/pool/instances.js');
+    const current = lease({}, undefined);
+    const stale = lease({ 'ide-cloud.io/session': 's-0' }, 'old-session', 'earlier-deployment-uid');
+    assert.equal(reservationOf({ get: () => current }, deployment()), current);
+    assert.equal(reservationOf({ get: () => stale }, deployment()), undefined);
   });
 });

@@ -3,6 +3,7 @@ import { WorkQueue } from '../../src/operator/runtime/work-queue.js';
 import { ArrivalOrder, wakeSessions } from '../../src/operator/session/watches.js';
 import type { Session } from '../../src/model/session.js';
 import { LABELS } from '../../src/model/api-group.js';
+import { COMPONENT } from '../../src/operator/manifests.js';
 
 async function until(check: () => boolean, ms = 2000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -14,7 +15,7 @@ async function until(check: () => boolean, ms = 2000): Promise<void> {
 
 /** The caches wakeSessions listens to, each made by `informer` from its name. */
 function wakeCaches(informer: (name: string) => object): Parameters<typeof wakeSessions>[0] {
-  const names = ['sessions', 'deployments', 'replicaSets', 'configStores', 'pods'];
+  const names = ['sessions', 'deployments', 'reservations', 'replicaSets', 'configStores', 'pods'];
   return Object.fromEntries(names.map((name) => [name, informer(name)])) as unknown as Parameters<
     typeof wakeSessions
   >[0];
@@ -201,8 +202,8 @@ describe('operator work queue', () => {
     const session = (rv: string) =>
       ({ metadata: { name: 's', uid: 'uid-s', resourceVersion: rv }, spec: {}, status: { phase: rv } }) as Session;
     handlers.get('sessions')!('MODIFIED', session('5'), false, session('4'));
-    const instance = { metadata: { name: 'app-pool-1', resourceVersion: '7', labels: { [LABELS.session]: 's' } } };
-    handlers.get('deployments')!('MODIFIED', instance, false, instance);
+    const reservation = { metadata: { name: 'app-pool-1', resourceVersion: '7', labels: { [LABELS.session]: 's' } } };
+    handlers.get('reservations')!('MODIFIED', reservation, false, reservation);
     // Without the version it replaced (the cache was newer, or a first sight): a wake at once.
     handlers.get('sessions')!('MODIFIED', session('6'), false);
     assert.deepEqual(added, ['s']);
@@ -213,7 +214,7 @@ describe('operator work queue', () => {
         ['s', false],
       ],
     );
-    observed.push('sessions s 5', 'deployments app-pool-1 7');
+    observed.push('sessions s 5', 'reservations app-pool-1 7');
     assert.deepEqual(
       checks.map(([key, own]) => [key, own()]),
       [
@@ -232,9 +233,20 @@ describe('operator work queue', () => {
       ['warm-1', served],
       ['warm-2', starting],
     ]);
+    const instance = (name: string) => ({
+      metadata: { name, uid: `uid-${name}`, labels: { [LABELS.component]: COMPONENT.poolInstance } },
+    });
     const instances = new Map([
-      ['app-pool-1', { metadata: { labels: { [LABELS.session]: 'warm-1' } } }],
-      ['app-pool-2', { metadata: { labels: { [LABELS.session]: 'warm-2' } } }],
+      ['app-pool-1', instance('app-pool-1')],
+      ['app-pool-2', instance('app-pool-2')],
+    ]);
+    // Each instance's reservation names the session that holds it.
+    const reservation = (name: string, session: string) => ({
+      metadata: { name, labels: { [LABELS.session]: session }, ownerReferences: [{ uid: `uid-${name}` }] },
+    });
+    const reservations = new Map([
+      ['app-pool-1', reservation('app-pool-1', 'warm-1')],
+      ['app-pool-2', reservation('app-pool-2', 'warm-2')],
     ]);
     const informer = (name: string, get: (key: string) => unknown = () => undefined) => ({
       on: (handler: Handler) => void handlers.set(name, handler),
@@ -243,6 +255,7 @@ describe('operator work queue', () => {
     const cache = {
       sessions: informer('sessions', (n) => sessions.get(n)),
       deployments: informer('deployments', (n) => instances.get(n)),
+      reservations: informer('reservations', (n) => reservations.get(n)),
       replicaSets: informer('replicaSets'),
       configStores: informer('configStores'),
       pods: informer('pods'),

@@ -6,18 +6,20 @@ import { workFolder, type AppDefinition } from '../../model/app-definition.js';
 import { dnsLabel } from '../../model/names.js';
 import type { Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
-import type { DeploymentClient } from '../../kube/plain-answers.js';
+import type { DeploymentClient, LeaseClient } from '../../kube/plain-answers.js';
 import type { OperatorConfig } from '../config.js';
-import { INDEX, isFreeInstance, isLiveInstance, labelKey } from '../runtime/cache.js';
+import { INDEX, isLiveInstance, labelKey } from '../runtime/cache.js';
 import { deploymentReady } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
+  FREED_GENERATION_ANNOTATION,
   RECYCLED_ANNOTATION,
   bridgeTokenSecret,
   bridgeTokenSecretName,
   newBridgeToken,
   generationOf,
   instanceClaimName,
+  instanceReservation,
   ownerReference,
   poolClaimName,
   poolInstanceDeployment,
@@ -34,7 +36,7 @@ import type { BridgeSecrets } from './bridge-secrets.js';
 import { createInstanceClaim, type ClaimDeps } from './claims.js';
 import { reservationCandidates, type CandidateState } from './plan.js';
 
-/** One warm instance as read from its Deployment. */
+/** One warm instance as read from its Deployment and its reservation. */
 export interface PoolInstance {
   id: number;
   name: string;
@@ -46,6 +48,14 @@ export interface PoolInstance {
   /** The claim its pod template mounts at the work folder. */
   claimName?: string;
   deployment: k8s.V1Deployment;
+  /** Its reservation (a Lease named after it). */
+  reservation?: k8s.V1Lease;
+  /**
+   * Neither a reservation nor an older operator's reservation on the Deployment: whom its pod served
+   * is unknown (its Lease was deleted, or a pass ended between the Deployment and its Lease), so it is
+   * reset, as a returned instance, before it is free.
+   */
+  lost?: boolean;
 }
 
 /** The id of a warm instance (its label); 0 when it has none. */
@@ -53,9 +63,35 @@ function instanceIdOf(d: k8s.V1Deployment): number {
   return Number(d.metadata?.labels?.[LABELS.instanceId] ?? '0');
 }
 
+/** Whether `lease` is the reservation of this Deployment: one left by an earlier Deployment of the name is not. */
+function reserves(lease: k8s.V1Lease, d: k8s.V1Deployment): boolean {
+  const uid = d.metadata?.uid;
+  return !!uid && (lease.metadata?.ownerReferences ?? []).some((o) => o.uid === uid);
+}
+
+/** The reservation of a warm instance's Deployment in `reservations`, if it has one. */
+export function reservationOf(
+  reservations: Pick<Informer<k8s.V1Lease>, 'get'>,
+  d: k8s.V1Deployment,
+): k8s.V1Lease | undefined {
+  const lease = reservations.get(d.metadata?.name ?? '');
+  return lease && reserves(lease, d) ? lease : undefined;
+}
+
 /** A warm instance of `appDefinition` that no session holds and whose pod is ready: a launch claims it as it is. */
-export function isFreeReadyInstance(d: k8s.V1Deployment, appDefinition: string): boolean {
-  return isFreeInstance(d) && d.metadata?.labels?.[LABELS.appDefinition] === appDefinition && deploymentReady(d);
+export function isFreeReadyInstance(
+  d: k8s.V1Deployment,
+  reservation: k8s.V1Lease | undefined,
+  appDefinition: string,
+): boolean {
+  return (
+    isLiveInstance(d) &&
+    !!reservation &&
+    reserves(reservation, d) &&
+    !reservation.metadata?.labels?.[LABELS.session] &&
+    d.metadata?.labels?.[LABELS.appDefinition] === appDefinition &&
+    deploymentReady(d)
+  );
 }
 
 /** Tells `aiming` of a candidate (PoolInstances.reserve); what it throws is dropped, never the process's. */
@@ -75,34 +111,37 @@ function instanceGeneration(d: k8s.V1Deployment): number {
     : -1;
 }
 
-export function instanceOf(d: k8s.V1Deployment): PoolInstance {
-  const labels = d.metadata?.labels ?? {};
+/**
+ * The warm instance of a Deployment and its reservation. An older operator wrote its reservations on
+ * the Deployment (the session label and an ownerReference with the session's uid): one there holds,
+ * with or without a Lease, until the instance is returned; without a Lease the pool makes one from it.
+ */
+export function instanceOf(d: k8s.V1Deployment, reservation: k8s.V1Lease | undefined): PoolInstance {
+  const older = d.metadata?.labels?.[LABELS.session];
+  const labels = (older || !reservation ? d : reservation).metadata?.labels ?? {};
   const session = labels[LABELS.session];
+  const uid =
+    reservation && !older
+      ? reservation.spec?.holderIdentity
+      : d.metadata?.ownerReferences?.find((o) => o.kind === 'Session' && o.name === session)?.uid;
   return {
     id: instanceIdOf(d),
     name: d.metadata?.name ?? '',
     generation: instanceGeneration(d),
     ready: deploymentReady(d),
-    // The session's uid is in its ownerReference: an annotation would bump the Deployment's generation
-    // (its annotations are copied to ReplicaSets), and the instance would look not ready until the
-    // deployment controller caught up.
-    ...(session
-      ? {
-          reservedBy: {
-            name: session,
-            uid: d.metadata?.ownerReferences?.find((o) => o.kind === 'Session' && o.name === session)?.uid,
-          },
-        }
-      : {}),
+    ...(session ? { reservedBy: { name: session, uid } } : {}),
     ...(labels[LABELS.workspace] ? { workspace: labels[LABELS.workspace] } : {}),
     ...(instanceClaimName(d) ? { claimName: instanceClaimName(d) } : {}),
     deployment: d,
+    ...(reservation ? { reservation } : {}),
+    ...(!reservation && !older ? { lost: true } : {}),
   };
 }
 
-/** What the pool's instances are made with: the apps and core APIs, the applier and the Deployment cache. */
+/** What the pool's instances are made with: the apps and core APIs, the applier and the caches. */
 export interface PoolDeps extends SidecarDeps, Omit<ClaimDeps, 'core' | 'config'> {
   apps: DeploymentClient;
+  leases: LeaseClient;
   core: Pick<
     k8s.CoreV1Api,
     | 'deleteNamespacedService'
@@ -113,6 +152,8 @@ export interface PoolDeps extends SidecarDeps, Omit<ClaimDeps, 'core' | 'config'
     ClaimDeps['core'];
   /** The cache of the Deployments IDE Cloud manages; every write's answer goes into it. */
   deployments: Informer<k8s.V1Deployment>;
+  /** The cache of the warm instances' reservations; every write's answer goes into it. */
+  reservations: Informer<k8s.V1Lease>;
   /** The instances' bridge Secrets as written: each write and removal of one is told to it. */
   secrets: Pick<BridgeSecrets, 'written' | 'forget'>;
 }
@@ -134,9 +175,12 @@ export class PoolInstances {
 
   constructor(private readonly deps: PoolDeps) {}
 
-  /** The app definition's warm instances in the cache, optionally only those `matching`, none being deleted. */
-  list(appDefinitionName: string, matching: (labels: Record<string, string>) => boolean = () => true): PoolInstance[] {
-    return this.cached(labelKey(LABELS.appDefinition, dnsLabel([appDefinitionName])), matching);
+  /** The app definition's warm instances in the cache, none being deleted. */
+  list(appDefinitionName: string): PoolInstance[] {
+    return this.deps.deployments
+      .byIndex(INDEX.label, labelKey(LABELS.appDefinition, dnsLabel([appDefinitionName])))
+      .filter(isLiveInstance)
+      .map((d) => instanceOf(d, reservationOf(this.deps.reservations, d)));
   }
 
   /**
@@ -144,34 +188,45 @@ export class PoolInstances {
    * such an instance is the workspace's to take over (workspace/reconciler.ts).
    */
   reservedFor(workspace: string): PoolInstance[] {
-    return this.cached(labelKey(LABELS.workspace, workspace), (labels) => !!labels[LABELS.session]);
-  }
-
-  /** Warm instances in the cache with the label `label` (`labelKey`) whose labels match, none being deleted. */
-  private cached(label: string, matching: (labels: Record<string, string>) => boolean): PoolInstance[] {
-    return this.deps.deployments
-      .byIndex(INDEX.label, label)
-      .filter((d) => isLiveInstance(d) && matching(d.metadata?.labels ?? {}))
-      .map(instanceOf);
+    return this.held(labelKey(LABELS.workspace, workspace), (labels) => !!labels[LABELS.session]);
   }
 
   /** The instance reserved for this session, if a reservation was made before (e.g. before a crash). */
   findReservation(appDefinitionName: string, session: Session): PoolInstance | undefined {
     const app = dnsLabel([appDefinitionName]);
-    return this.cached(labelKey(LABELS.session, session.metadata.name), (l) => l[LABELS.appDefinition] === app).find(
+    return this.held(labelKey(LABELS.session, session.metadata.name), (l) => l[LABELS.appDefinition] === app).find(
       (i) => i.reservedBy?.uid === session.metadata.uid,
     );
   }
 
   /**
+   * Live warm instances whose reservation has the label `label` (`labelKey`) and labels that match;
+   * also those an older operator reserved on the Deployment, whose reservation is not made yet.
+   */
+  private held(label: string, matching: (labels: Record<string, string>) => boolean): PoolInstance[] {
+    const { deployments, reservations } = this.deps;
+    const reserved = reservations.byIndex(INDEX.label, label).flatMap((lease) => {
+      const d = deployments.get(lease.metadata?.name ?? '');
+      return d && isLiveInstance(d) && reserves(lease, d) && matching(lease.metadata?.labels ?? {})
+        ? [instanceOf(d, lease)]
+        : [];
+    });
+    const older = deployments
+      .byIndex(INDEX.label, label)
+      .filter((d) => isLiveInstance(d) && !reservationOf(reservations, d) && matching(d.metadata?.labels ?? {}))
+      .map((d) => instanceOf(d, undefined));
+    return [...reserved, ...older];
+  }
+
+  /**
    * Reserves a free instance for the session, chosen from the cache. The reservation is one update of
-   * the instance Deployment carrying the resourceVersion that was read: when another worker, replica
-   * or operator generation changed it first (or the cache was behind), the API server answers 409 and
+   * the instance's Lease carrying the resourceVersion that was read: when another worker, replica or
+   * operator generation changed it first (or the cache was behind), the API server answers 409 and
    * the next candidate is tried. Two sessions can therefore never hold one instance. Candidates are
    * rotated by the session's name, and those this process is claiming already come last, so
    * concurrent reservations rarely aim at the same instance. Returns undefined when no instance is
    * free. A new workspace (`workspace`) is named in the same write: the instance's claim becomes that
-   * workspace's (workspace/reconciler.ts), and the pod, which mounts it already, is not touched.
+   * workspace's (workspace/reconciler.ts). The Deployment and its pod are not touched.
    * `aiming` hears of each candidate once its write is on its way (the next turn of the event loop,
    * so nothing the caller does delays the claim), maybe after the answer: what it starts for that
    * instance goes beside the claim, and must give the instance nothing of the session's.
@@ -183,23 +238,33 @@ export class PoolInstances {
     workspace: string | undefined,
     aiming?: (candidate: PoolInstance) => void,
   ): Promise<PoolInstance | undefined> {
+    const { deployments, reservations } = this.deps;
     const generation = Number(generationOf(appDefinition));
     const app = dnsLabel([appDefinition.metadata.name]);
-    // Read off each instance only as it comes up: a launch mostly takes the first candidate.
-    const state = (d: k8s.V1Deployment): CandidateState => {
+    const instanceFor = (lease: k8s.V1Lease) => {
+      const d = deployments.get(lease.metadata?.name ?? '');
+      return d && isLiveInstance(d) && reserves(lease, d) ? d : undefined;
+    };
+    // Read off each instance only as it comes up: a launch mostly takes the first candidate. Not one
+    // an older operator reserved on the Deployment, nor one whose cached Deployment predates its reset.
+    const state = (lease: k8s.V1Lease): CandidateState => {
+      const d = instanceFor(lease);
+      if (!d || d.metadata?.labels?.[LABELS.session]) return undefined;
+      const freedAt = Number(lease.metadata?.annotations?.[FREED_GENERATION_ANNOTATION] ?? 0);
+      if ((d.metadata?.generation ?? 0) < freedAt) return undefined;
       const id = instanceIdOf(d);
       if (id < 1 || id > minInstances || instanceGeneration(d) !== generation) return undefined;
       return deploymentReady(d) ? 'ready' : 'starting';
     };
-    const claiming = (d: k8s.V1Deployment) => this.claiming.has(d.metadata?.name ?? '');
+    const claiming = (lease: k8s.V1Lease) => this.claiming.has(lease.metadata?.name ?? '');
     for (let round = 0; round < 8; round++) {
-      const free = this.deps.deployments.byIndex(INDEX.freeInstance, app);
+      const free = reservations.byIndex(INDEX.freeInstance, app);
       let tried = 0;
       for (const cached of reservationCandidates(free, session.metadata.name, state, claiming)) {
+        const d = instanceFor(cached);
+        if (!d) continue;
         tried++;
         const name = cached.metadata?.name ?? '';
-        // The cached object with new metadata: its spec and status go out as they are, read only (a
-        // deep copy of the whole Deployment was most of a reservation's CPU).
         const metadata: k8s.V1ObjectMeta = {
           ...cached.metadata,
           labels: {
@@ -207,24 +272,23 @@ export class PoolInstances {
             [LABELS.session]: session.metadata.name,
             ...(workspace ? { [LABELS.workspace]: workspace } : {}),
           },
-          ownerReferences: [
-            ...(cached.metadata?.ownerReferences ?? []),
-            ownerReference(session as Parameters<typeof ownerReference>[0], false),
-          ],
         };
         clearFieldRecord(metadata);
-        const d: k8s.V1Deployment = { ...cached, apiVersion: 'apps/v1', kind: 'Deployment', metadata };
+        // Its uid and resourceVersion make the replace conditional: a Lease updated or deleted since
+        // (a Lease may be created by an update) answers 409.
+        const lease: k8s.V1Lease = {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata,
+          spec: { ...cached.spec, holderIdentity: session.metadata.uid },
+        };
         this.claiming.set(name, (this.claiming.get(name) ?? 0) + 1);
         try {
-          const claim = this.deps.apps.replaceNamespacedDeployment({
-            name,
-            namespace: this.deps.namespace,
-            body: d,
-          });
-          if (aiming) setImmediate(aimAt, aiming, instanceOf(cached));
+          const claim = this.deps.leases.replaceNamespacedLease({ name, namespace: this.deps.namespace, body: lease });
+          if (aiming) setImmediate(aimAt, aiming, instanceOf(d, cached));
           const updated = await claim;
-          this.deps.deployments.observe(updated);
-          return instanceOf(updated);
+          reservations.observe(updated);
+          return instanceOf(d, updated);
         } catch (error) {
           if (isConflict(error) || isNotFound(error)) continue;
           throw error;
@@ -245,7 +309,8 @@ export class PoolInstances {
   /**
    * Creates the warm instance `id`: sidecars first (their DNS names exist at IDE start), Service, the
    * data-bridge token's Secret (created only when absent: a token already read by a running pod is
-   * never changed under it), Deployment, then its claim (owned by the Deployment, so it goes with it).
+   * never changed under it), Deployment, then its reservation and its claim (owned by the Deployment,
+   * so they go with it).
    */
   async create(appDefinition: AppDefinition, id: number): Promise<void> {
     const name = poolInstanceName(appDefinition.metadata.name, id);
@@ -279,9 +344,58 @@ export class PoolInstances {
         body: poolInstanceDeployment(appDefinition, id, this.deps.namespace, this.deps.config, claimName),
       });
       this.deps.deployments.observe(created);
+      // Its pod is new: free at once.
+      await this.writeReservation(appDefinition, created, undefined);
       await createInstanceClaim(this.deps, appDefinition, id, claimName, created);
     } catch (error) {
       if (!isConflict(error)) throw error;
+    }
+  }
+
+  /**
+   * Makes the Lease of an instance an older operator reserved on its Deployment, holding the same
+   * session (`instanceOf`). An instance with no reservation at all is `lost`: the pool resets it, and
+   * its return makes its Lease (`release`).
+   */
+  async ensureReservation(appDefinition: AppDefinition, instance: PoolInstance): Promise<void> {
+    if (instance.reservation || !instance.reservedBy) return;
+    await this.writeReservation(appDefinition, instance.deployment, {
+      ...instance.reservedBy,
+      workspace: instance.workspace,
+    });
+  }
+
+  /**
+   * Writes the reservation of an instance that has none: free (its pod new or just reset), or held
+   * by `holder`. A Lease of the name left by an earlier Deployment is replaced. Writes nothing when
+   * it lost a race (409): the next pass sees the winner.
+   */
+  private async writeReservation(
+    appDefinition: AppDefinition,
+    d: k8s.V1Deployment,
+    holder: { name: string; uid?: string; workspace?: string } | undefined,
+  ): Promise<void> {
+    const id = instanceIdOf(d);
+    const lease = instanceReservation(appDefinition, id, this.deps.namespace, d.metadata ?? {});
+    const metadata = lease.metadata!;
+    metadata.annotations = { [FREED_GENERATION_ANNOTATION]: String(d.metadata?.generation ?? 0) };
+    if (holder) {
+      metadata.labels![LABELS.session] = holder.name;
+      if (holder.workspace) metadata.labels![LABELS.workspace] = holder.workspace;
+      lease.spec = { holderIdentity: holder.uid };
+    }
+    const stale = this.deps.reservations.get(metadata.name!);
+    try {
+      const written = stale
+        ? await this.deps.leases.replaceNamespacedLease({
+            name: metadata.name!,
+            namespace: this.deps.namespace,
+            body: { ...lease, metadata: { ...metadata, resourceVersion: stale.metadata?.resourceVersion } },
+          })
+        : await this.deps.leases.createNamespacedLease({ namespace: this.deps.namespace, body: lease });
+      this.deps.reservations.observe(written);
+    } catch (error) {
+      if (!isConflict(error) && !isNotFound(error)) throw error;
     }
   }
 
@@ -314,10 +428,24 @@ export class PoolInstances {
   }
 
   /**
-   * Deletes the instance Deployment (only if unchanged since read), its data-bridge token and, unless
-   * it is recreated, its Service and sidecars.
+   * Deletes the instance's reservation and Deployment (each only if unchanged since read), its
+   * data-bridge token and, unless it is recreated, its Service and sidecars.
    */
   async delete(appDefinition: AppDefinition, instance: PoolInstance, keepService: boolean): Promise<void> {
+    // The reservation first, on the version read: an instance a launch claimed meanwhile is kept.
+    if (instance.reservation) {
+      try {
+        await this.deps.leases.deleteNamespacedLease({
+          name: instance.name,
+          namespace: this.deps.namespace,
+          body: { preconditions: { resourceVersion: instance.reservation.metadata?.resourceVersion } },
+        });
+      } catch (error) {
+        if (isConflict(error))
+          throw new RetryLater(`instance ${instance.name} changed while being deleted`, Delay.instanceContention);
+        if (!isNotFound(error)) throw error;
+      }
+    }
     try {
       await this.deps.apps.deleteNamespacedDeployment({
         name: instance.name,
@@ -354,12 +482,13 @@ export class PoolInstances {
   }
 
   /**
-   * Returns an instance whose session ended to the pool: reservation and session ownership dropped,
-   * pod template reset onto a fresh claim and stamped, so the pod, and the sidecars, restart clean:
-   * no value of the last session survives in memory, in the IDE's secret storage or in the work
-   * folder. The data-bridge token is replaced first: the last session's user could read it in their
-   * IDE, and the restarted bridge (which takes one injection) must take the next reservation's from
-   * the operator only. The last claim, unless a workspace took it, is left to `removeStaleClaims`.
+   * Returns an instance whose session ended to the pool: pod template reset onto a fresh claim and
+   * stamped, so the pod, and the sidecars, restart clean: no value of the last session survives in
+   * memory, in the IDE's secret storage or in the work folder; then, and only then, its reservation
+   * dropped: a launch never claims the last session's pod. The data-bridge token is replaced first:
+   * the last session's user could read it in their IDE, and the restarted bridge (which takes one
+   * injection) must take the next reservation's from the operator only. The last claim, unless a
+   * workspace took it, is left to `removeStaleClaims`.
    */
   async returnToPool(appDefinition: AppDefinition, instance: PoolInstance, now: Date): Promise<void> {
     const secret = bridgeTokenSecret(appDefinition, instance.id, this.deps.namespace, newBridgeToken());
@@ -371,6 +500,7 @@ export class PoolInstances {
     d.apiVersion = 'apps/v1';
     d.kind = 'Deployment';
     const meta = (d.metadata ??= {});
+    // An older operator's reservation on the Deployment goes too.
     const labels = { ...meta.labels };
     delete labels[LABELS.session];
     delete labels[LABELS.workspace];
@@ -387,6 +517,7 @@ export class PoolInstances {
       });
       this.deps.deployments.observe(updated);
       await createInstanceClaim(this.deps, appDefinition, instance.id, claimName, updated);
+      await this.release(appDefinition, instance, updated);
     } catch (error) {
       if (isConflict(error))
         throw new RetryLater(`instance ${instance.name} changed while being returned`, Delay.instanceContention);
@@ -407,6 +538,34 @@ export class PoolInstances {
       });
       await applyObject(this.deps.objects, objects.deployment);
     }
+  }
+
+  /**
+   * Drops the reservation of an instance whose Deployment was just reset (`reset`, as answered): on
+   * the Lease read, so a 409 if anyone wrote it since; one without a Lease gets a free one. The reset's
+   * generation goes with it (FREED_GENERATION_ANNOTATION).
+   */
+  private async release(appDefinition: AppDefinition, instance: PoolInstance, reset: k8s.V1Deployment): Promise<void> {
+    const held = instance.reservation;
+    if (!held) return this.writeReservation(appDefinition, reset, undefined);
+    const labels = { ...held.metadata?.labels };
+    delete labels[LABELS.session];
+    delete labels[LABELS.workspace];
+    const annotations = {
+      ...held.metadata?.annotations,
+      [FREED_GENERATION_ANNOTATION]: String(reset.metadata?.generation ?? 0),
+    };
+    const metadata: k8s.V1ObjectMeta = { ...held.metadata, labels, annotations };
+    clearFieldRecord(metadata);
+    const { holderIdentity: _holder, ...spec } = held.spec ?? {};
+    void _holder;
+    this.deps.reservations.observe(
+      await this.deps.leases.replaceNamespacedLease({
+        name: instance.name,
+        namespace: this.deps.namespace,
+        body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata, spec },
+      }),
+    );
   }
 }
 

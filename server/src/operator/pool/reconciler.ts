@@ -34,7 +34,10 @@ export interface AppDefinitionReconcilerDeps {
   sessions: Pick<Informer<Session>, 'get'>;
   /** Writes the status. */
   appDefinitionsApi: Pick<CustomResourceClient<'appDefinition'>, 'patchStatus'>;
-  instances: Pick<PoolInstances, 'list' | 'delete' | 'returnToPool' | 'create' | 'ensureClaim' | 'removeStaleClaims'>;
+  instances: Pick<
+    PoolInstances,
+    'list' | 'delete' | 'returnToPool' | 'create' | 'ensureReservation' | 'ensureClaim' | 'removeStaleClaims'
+  >;
   /** The workspaces (cache): an ended session's new workspace takes its instance's claim first. */
   workspaces: Pick<Informer<Workspace>, 'get'>;
   /** The shared Ingresses (cache) and their writer: a released instance's last route is removed first. */
@@ -75,7 +78,9 @@ export class AppDefinitionReconciler {
       const instances = deps.instances.list(name);
       const states: PoolInstanceState[] = instances.map((i) => {
         const reserved = sessionHolds(i, deps.sessions);
-        return { id: i.id, generation: i.generation, reserved, released: !!i.reservedBy && !reserved, ready: i.ready };
+        // A lost reservation (pool/instances.ts): reset, as an ended session's instance is.
+        const released = (!!i.reservedBy && !reserved) || !!i.lost;
+        return { id: i.id, generation: i.generation, reserved, released, ready: i.ready };
       });
       // 2. Plan by the pool table.
       const plan = planPool({ minInstances: min, generation, instances: states });
@@ -115,8 +120,9 @@ export class AppDefinitionReconciler {
     const { deps } = this;
     const byId = new Map(instances.map((i) => [i.id, i]));
     for (const i of instances) {
-      if (!i.reservedBy || sessionHolds(i, deps.sessions)) continue;
-      for (const { ingressName, entry } of sessionRoutesTo(deps.ingresses.list(), i.name, i.reservedBy.name)) {
+      if (!(i.reservedBy || i.lost) || sessionHolds(i, deps.sessions)) continue;
+      // Whose route a lost instance serves is unknown: every route to it goes.
+      for (const { ingressName, entry } of sessionRoutesTo(deps.ingresses.list(), i.name, i.reservedBy?.name)) {
         await deps.routes.set(ingressName, entry, false);
       }
     }
@@ -131,9 +137,15 @@ export class AppDefinitionReconciler {
     for (const id of ready(plan.returnToPool))
       await deps.instances.returnToPool(appDefinition, byId.get(id)!, new Date());
     for (const id of plan.create) await deps.instances.create(appDefinition, id);
-    // As the pass left them (the cache has its writes): each instance's claim made, the stale ones gone.
+    // As the pass left them (the cache has its writes): each instance's reservation and claim made,
+    // the stale claims gone.
     const current = deps.instances.list(appDefinition.metadata.name);
-    for (const i of current) await deps.instances.ensureClaim(appDefinition, i);
+    const gone = new Set([...plan.delete, ...plan.recreate]);
+    for (const i of current) {
+      if (gone.has(i.id)) continue;
+      await deps.instances.ensureReservation(appDefinition, i);
+      await deps.instances.ensureClaim(appDefinition, i);
+    }
     await deps.instances.removeStaleClaims(current);
     return waiting.size;
   }

@@ -7,10 +7,10 @@ import type { WorkQueue } from '../runtime/work-queue.js';
 /**
  * What wakes an AppDefinition's pool pass: the app definition itself; a session that ends or fails
  * (an instance to return to the pool, or a lazy session that no longer counts: at once); a change of
- * one of its warm instances (`poolChanged`: one pass per burst).
+ * one of its warm instances, its Deployment or its reservation (`poolChanged`: one pass per burst).
  */
 export function wakeAppDefinitions(
-  cache: Pick<OperatorCache, 'appDefinitions' | 'sessions' | 'deployments'>,
+  cache: Pick<OperatorCache, 'appDefinitions' | 'sessions' | 'deployments' | 'reservations'>,
   queue: Pick<WorkQueue, 'add'>,
   poolChanged: (appDefinitionName: string) => void,
 ): void {
@@ -18,9 +18,11 @@ export function wakeAppDefinitions(
   cache.sessions.on((type, s) => {
     if (type === 'DELETED' || s.metadata.deletionTimestamp || isSessionFailed(s)) queue.add(s.spec.appDefinition);
   });
-  cache.deployments.on((_t, d) => {
-    const labels = d.metadata?.labels ?? {};
-    const app = labels[LABELS.appDefinition];
-    if (labels[LABELS.component] === COMPONENT.poolInstance && app) poolChanged(app);
-  });
+  for (const instances of [cache.deployments, cache.reservations] as const) {
+    instances.on((_t, o: { metadata?: { labels?: Record<string, string> } }) => {
+      const labels = o.metadata?.labels ?? {};
+      const app = labels[LABELS.appDefinition];
+      if (labels[LABELS.component] === COMPONENT.poolInstance && app) poolChanged(app);
+    });
+  }
 }

@@ -51,16 +51,22 @@ export function withRoute(
   return { ...spec, rules: changed.filter((r) => (r.http?.paths.length ?? 0) > 0) };
 }
 
-/** Where a route of `session` leads to `serviceName`: each such path of the shared Ingresses, as an entry to remove. */
+/**
+ * Where a route of `session` (of any session, when undefined) leads to `serviceName`: each such path
+ * of the shared Ingresses, as an entry to remove.
+ */
 export function sessionRoutesTo(
   ingresses: readonly k8s.V1Ingress[],
   serviceName: string,
-  session: string,
+  session: string | undefined,
 ): { ingressName: string; entry: RouteEntry }[] {
   return ingresses.flatMap((ingress) =>
     (ingress.spec?.rules ?? []).flatMap((rule) =>
       (rule.http?.paths ?? [])
-        .filter((p) => p.backend.service?.name === serviceName && p.path?.startsWith(`/${session}/`))
+        .filter(
+          (p) =>
+            p.backend.service?.name === serviceName && (session === undefined || p.path?.startsWith(`/${session}/`)),
+        )
         .map((p) => ({
           ingressName: ingress.metadata?.name ?? '',
           entry: { host: rule.host ?? '', path: p.path!, serviceName },

@@ -20,6 +20,8 @@ export interface OperatorCache {
   workspaces: Informer<Workspace>;
   /** Deployments IDE Cloud manages: warm instances, sidecars, and lazy sessions an older operator started. */
   deployments: Informer<k8s.V1Deployment>;
+  /** The warm instances' reservations (Leases named after them): whom each instance serves, if anyone. */
+  reservations: Informer<k8s.V1Lease>;
   /** The ReplicaSets an earlier operator made for lazy sessions, metadata only (their pods tell their readiness). */
   replicaSets: Informer<k8s.V1ReplicaSet>;
   /** Sessions' config stores (ConfigMaps), metadata only: one deleted under a running session is made again. */
@@ -48,7 +50,7 @@ export interface OperatorCache {
  * so its cost does not grow with the sessions, the pools and their pods.
  */
 export const INDEX = {
-  /** Deployments, pods and claims by each of their labels, as `labelKey(key, value)`. */
+  /** Deployments, reservations, pods and claims by each of their labels, as `labelKey(key, value)`. */
   label: 'label',
   /**
    * Sessions by `spec.workspace` (and by what the limits count, model/limits.ts LIMIT_INDEX; those
@@ -56,9 +58,9 @@ export const INDEX = {
    */
   workspace: 'workspace',
   /**
-   * Warm instances' Deployments that no session holds, not being deleted, by the value of their app
-   * definition's label: what a reservation chooses from (pool/instances.ts), so that a launch looks
-   * at the free instances only, not at every instance of its pool.
+   * Warm instances' reservations that hold no session, not being deleted, by the value of their app
+   * definition's label: what a claim chooses from (pool/instances.ts), so that a launch looks at the
+   * free instances only, not at every instance of its pool.
    */
   freeInstance: 'free-instance',
 } as const;
@@ -68,7 +70,7 @@ export function labelKey(key: string, value: string): string {
   return `${key}=${value}`;
 }
 
-/** The indexes of the Deployments, pods and claims caches. */
+/** The indexes of the Deployments, reservations, pods and claims caches. */
 export const labelIndexers: Record<string, IndexFunc<{ metadata?: k8s.V1ObjectMeta }>> = {
   [INDEX.label]: (o) => Object.entries(o.metadata?.labels ?? {}).map(([key, value]) => labelKey(key, value)),
 };
@@ -78,15 +80,16 @@ export function isLiveInstance(d: k8s.V1Deployment): boolean {
   return d.metadata?.labels?.[LABELS.component] === COMPONENT.poolInstance && !d.metadata?.deletionTimestamp;
 }
 
-/** A warm instance's Deployment that no session holds, not being deleted. */
-export function isFreeInstance(d: k8s.V1Deployment): boolean {
-  return isLiveInstance(d) && !d.metadata?.labels?.[LABELS.session];
+/** A warm instance's reservation that holds no session, not being deleted. */
+export function isFreeReservation(lease: k8s.V1Lease): boolean {
+  return !lease.metadata?.labels?.[LABELS.session] && !lease.metadata?.deletionTimestamp;
 }
 
-/** The indexes of the Deployments cache: by label, and the free warm instances (`INDEX.freeInstance`). */
-export const deploymentIndexers: Record<string, IndexFunc<k8s.V1Deployment>> = {
+/** The indexes of the reservations cache: by label, and the free warm instances (`INDEX.freeInstance`). */
+export const reservationIndexers: Record<string, IndexFunc<k8s.V1Lease>> = {
   ...labelIndexers,
-  [INDEX.freeInstance]: (d) => (isFreeInstance(d) ? [d.metadata?.labels?.[LABELS.appDefinition] ?? ''] : []),
+  [INDEX.freeInstance]: (lease) =>
+    isFreeReservation(lease) ? [lease.metadata?.labels?.[LABELS.appDefinition] ?? ''] : [],
 };
 
 /** The indexes of the sessions cache. */
@@ -96,15 +99,12 @@ export const sessionIndexers: Record<string, IndexFunc<Session>> = {
   [INDEX.workspace]: (s) => (s.spec.workspace ? [s.spec.workspace] : []),
 };
 
-export function createCache(
-  kc: k8s.KubeConfig,
-  options: { namespace: string; rewatchIntervalMs: number; onError: (path: string, error: unknown) => void },
-): OperatorCache {
-  const { namespace } = options;
-  const managed = `${LABELS.managedBy}=${OPERATOR_MANAGER}`;
-  type Named<T> = T & { metadata?: { name?: string } };
-  /** An informer of the namespace's `path`: what it lists (`labelSelector`), keeps (`transform`) and indexes. */
-  const informer = <T extends object>(
+type CacheOptions = { namespace: string; rewatchIntervalMs: number; onError: (path: string, error: unknown) => void };
+type Named<T> = T & { metadata?: { name?: string } };
+
+/** Makes informers of the namespace's `path`: what each lists (`labelSelector`), keeps (`transform`) and indexes. */
+function informerFactory(kc: k8s.KubeConfig, options: CacheOptions) {
+  return <T extends object>(
     path: string,
     apiVersion: string,
     kind: string,
@@ -114,13 +114,19 @@ export function createCache(
       path,
       apiVersion,
       kind,
-      namespace,
+      namespace: options.namespace,
       labelSelector: what.labelSelector,
       rewatchIntervalMs: options.rewatchIntervalMs,
       onError: (error) => options.onError(path, error),
       transform: what.transform as ((object: Named<T>) => Named<T>) | undefined,
       indexers: what.indexers as Record<string, IndexFunc<Named<T>>> | undefined,
     });
+}
+
+export function createCache(kc: k8s.KubeConfig, options: CacheOptions): OperatorCache {
+  const { namespace } = options;
+  const managed = `${LABELS.managedBy}=${OPERATOR_MANAGER}`;
+  const informer = informerFactory(kc, options);
   const base = `/apis/${API_VERSION}/namespaces/${namespace}`;
   const core = `/api/v1/namespaces/${namespace}`;
   return {
@@ -134,7 +140,16 @@ export function createCache(
       {
         labelSelector: managed,
         transform: withoutTemplateUnlessPoolInstance,
-        indexers: deploymentIndexers,
+        indexers: labelIndexers,
+      },
+    ),
+    reservations: informer<k8s.V1Lease>(
+      `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
+      'coordination.k8s.io/v1',
+      'Lease',
+      {
+        labelSelector: `${managed},${labelKey(LABELS.component, COMPONENT.poolInstance)}`,
+        indexers: reservationIndexers,
       },
     ),
     // The `session` label: not the ReplicaSets the deployment controller makes for warm instances and
@@ -180,7 +195,7 @@ export function informersOf(cache: OperatorCache): Informer[] {
 }
 
 /**
- * A warm instance's Deployment is kept whole (its reservation is an update of the object read); of
+ * A warm instance's Deployment is kept whole (it is returned to the pool by an update of the object read); of
  * any other (a lazy session's, a sidecar's) the operator reads only metadata and status, so its pod
  * template, most of its size, is not kept.
  */

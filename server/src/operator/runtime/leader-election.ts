@@ -3,6 +3,8 @@ import { isConflict, isNotFound, describeFailure } from '../../kube/client.js';
 import type { Logger } from './logger.js';
 
 const group = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
+/** The field manager of the leader's Lease writes: they tell themselves from a warm instance's reservation (a Lease too). */
+export const LEADER_ELECTION_MANAGER = 'ide-cloud-leader-election';
 
 interface Lease {
   metadata: { name: string; namespace?: string; resourceVersion?: string };
@@ -143,6 +145,7 @@ export class LeaderElector {
       try {
         await this.api.createNamespacedCustomObject({
           ...this.base(),
+          fieldManager: LEADER_ELECTION_MANAGER,
           body: {
             apiVersion: 'coordination.k8s.io/v1',
             kind: 'Lease',
@@ -175,7 +178,12 @@ export class LeaderElector {
       leaseTransitions: (spec.leaseTransitions ?? 0) + (holder === identity ? 0 : 1),
     };
     try {
-      await this.api.replaceNamespacedCustomObject({ ...this.base(), name, body: { ...lease, spec: next } });
+      await this.api.replaceNamespacedCustomObject({
+        ...this.base(),
+        name,
+        fieldManager: LEADER_ELECTION_MANAGER,
+        body: { ...lease, spec: next },
+      });
       return true;
     } catch (error) {
       if (isConflict(error)) return false;
@@ -189,6 +197,7 @@ export class LeaderElector {
     await this.api.replaceNamespacedCustomObject({
       ...this.base(),
       name: this.options.name,
+      fieldManager: LEADER_ELECTION_MANAGER,
       body: { ...lease, spec: { ...lease.spec, holderIdentity: null } },
     });
   }

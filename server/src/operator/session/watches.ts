@@ -1,21 +1,25 @@
+import type * as k8s from '@kubernetes/client-node';
 import type { Informer, WatchEventType } from '../../kube/informer.js';
 import { LABELS } from '../../model/api-group.js';
 import { isSessionFailed, onlyAnsweredMark, type Session } from '../../model/session.js';
+import { COMPONENT } from '../manifests.js';
+import { instanceOf, reservationOf } from '../pool/instances.js';
 import type { OperatorCache } from '../runtime/cache.js';
 import type { WorkQueue } from '../runtime/work-queue.js';
 import type { DataInjector } from './injection.js';
 
 /**
  * What wakes a Session's pass: the session itself, its workload (a lazy one's own pod, or an earlier
- * operator's ReplicaSet or Deployment for it, or a warm instance's Deployment it reserved), a config
- * store of its deleted under it, and a change of a pod it runs on. Not the watch's copy of a write of
- * the session's own pass (its status, its finalizer and annotations, the reservation of its instance):
+ * operator's ReplicaSet or Deployment for it, or a warm instance it reserved: its Deployment and its
+ * reservation), a config store of its deleted under it, and a change of a pod it runs on. Not the
+ * watch's copy of a write of the session's own pass (its status, its finalizer and annotations, the
+ * reservation of its instance):
  * the pass that wrote it knew what it holds, and a change by anyone else is an event of its own. Nor
  * the service's mark that the launch was answered (`onlyAnsweredMark`), which tells the operator
  * nothing its status does not hold.
  */
 export function wakeSessions(
-  cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'replicaSets' | 'configStores' | 'pods'>,
+  cache: Pick<OperatorCache, 'sessions' | 'deployments' | 'reservations' | 'replicaSets' | 'configStores' | 'pods'>,
   queue: Pick<WorkQueue, 'add' | 'addUnlessOwn'>,
   injector: Pick<DataInjector, 'forget'>,
   arrivals: ArrivalOrder,
@@ -28,12 +32,18 @@ export function wakeSessions(
     }
     if (type === 'DELETED') injector.forget(s.metadata.uid ?? s.metadata.name);
   });
-  for (const workloads of [cache.deployments, cache.replicaSets]) {
-    workloads.on((type, d, ownWrite, previous) => {
-      const session = d.metadata?.labels?.[LABELS.session];
-      if (session && !ownWrite) wakeFor(queue, session, workloads, type, d, previous);
-    });
-  }
+  cache.deployments.on((type, d, ownWrite, previous) => {
+    const session = holderOf(cache, d);
+    if (session && !ownWrite) wakeFor(queue, session, cache.deployments, type, d, previous);
+  });
+  cache.replicaSets.on((type, r, ownWrite, previous) => {
+    const session = r.metadata?.labels?.[LABELS.session];
+    if (session && !ownWrite) wakeFor(queue, session, cache.replicaSets, type, r, previous);
+  });
+  cache.reservations.on((type, lease, ownWrite, previous) => {
+    const session = lease.metadata?.labels?.[LABELS.session];
+    if (session && !ownWrite) wakeFor(queue, session, cache.reservations, type, lease, previous);
+  });
   // A config store deleted under its session is made again.
   cache.configStores.on((type, store) => {
     const session = store.metadata?.labels?.[LABELS.session];
@@ -71,12 +81,22 @@ function wakeFor<T extends { metadata?: { name?: string; resourceVersion?: strin
   queue.addUnlessOwn(session, () => informer.observed(name, resourceVersion));
 }
 
+/**
+ * The session a Deployment serves: a warm instance's is the one its reservation holds; a lazy
+ * session's (an earlier operator's) carries its label.
+ */
+function holderOf(cache: Pick<OperatorCache, 'deployments' | 'reservations'>, d: k8s.V1Deployment): string | undefined {
+  if (d.metadata?.labels?.[LABELS.component] !== COMPONENT.poolInstance) return d.metadata?.labels?.[LABELS.session];
+  return instanceOf(d, reservationOf(cache.reservations, d)).reservedBy?.name;
+}
+
 function startingSessionOf(
-  cache: { sessions: Pick<Informer<Session>, 'get'>; deployments: OperatorCache['deployments'] },
+  cache: { sessions: Pick<Informer<Session>, 'get'> } & Pick<OperatorCache, 'deployments' | 'reservations'>,
   labels: Record<string, string>,
 ): Session | undefined {
-  const instance = labels[LABELS.poolInstance];
-  const name = instance && cache.deployments.get(instance)?.metadata?.labels?.[LABELS.session];
+  const instanceName = labels[LABELS.poolInstance];
+  const instance = instanceName ? cache.deployments.get(instanceName) : undefined;
+  const name = instance && holderOf(cache, instance);
   const session = name ? cache.sessions.get(name) : undefined;
   return session && !session.status?.url && !isSessionFailed(session) ? session : undefined;
 }

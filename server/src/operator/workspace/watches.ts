@@ -4,10 +4,10 @@ import type { WorkQueue } from '../runtime/work-queue.js';
 
 /**
  * What wakes a Workspace's pass: the workspace itself and, for a new workspace without its claim
- * yet, its session's decision and the Deployment it claimed (a warm instance, labelled with the workspace).
+ * yet, its session's decision and the warm instance it claimed (whose reservation names the workspace).
  */
 export function wakeWorkspaces(
-  cache: Pick<OperatorCache, 'workspaces' | 'sessions' | 'deployments'>,
+  cache: Pick<OperatorCache, 'workspaces' | 'sessions' | 'reservations'>,
   queue: Pick<WorkQueue, 'add'>,
 ): void {
   cache.workspaces.on((_t, w) => queue.add(w.metadata.name));
@@ -16,5 +16,5 @@ export function wakeWorkspaces(
     if (w && !w.status?.claimName) queue.add(w.metadata.name);
   };
   cache.sessions.on((_t, s) => wakeClaimless(s.spec.workspace));
-  cache.deployments.on((_t, d) => wakeClaimless(d.metadata?.labels?.[LABELS.workspace]));
+  cache.reservations.on((_t, lease) => wakeClaimless(lease.metadata?.labels?.[LABELS.workspace]));
 }

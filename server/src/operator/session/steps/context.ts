@@ -11,7 +11,7 @@ import type { Session } from '../../../model/session.js';
 import type { Workspace } from '../../../model/workspace.js';
 import type { OperatorConfig } from '../../config.js';
 import type { ClaimDeps } from '../../pool/claims.js';
-import type { PoolInstances } from '../../pool/instances.js';
+import type { PoolInstance, PoolInstances } from '../../pool/instances.js';
 import type { RouteTable } from '../../routes/routes.js';
 import type { LazyStartGate } from '../admission.js';
 import type { DataInjector } from '../injection.js';
@@ -85,7 +85,7 @@ export interface StepContext {
 /** A pass past its guards: what they found, and what steps 1 and 2 add for the workload. */
 export interface GuardedStep extends StepContext, Guarded {
   /** Step 1: the warm instance this pass reserved, as the reservation wrote it (the cache may not show it yet). */
-  reserved?: k8s.V1Deployment;
+  reserved?: PoolInstance;
   /** Step 2: the session's config store, when its app definition asks for one. */
   configStore?: string;
 }

@@ -24,8 +24,8 @@ import { probeBridge } from './environment.js';
 
 /**
  * A decision made by a pass whose status was not written (a crash, a failed write): from the
- * annotations of a session an older operator decided, else from the world. The instance reserved for the session (its label and the ownerReference with
- * the session's uid: pool/instances.ts) says eager and which; a workload of the session's own
+ * annotations of a session an older operator decided, else from the world. The instance reserved for the session (its
+ * reservation names the session and its uid: pool/instances.ts) says eager and which; a workload of the session's own
  * (own-workload.ts) says lazy (a fallback when eager start is on). Nothing found: not decided, the pass decides.
  */
 export function takeUpDecision({ deps, session, pass }: StepContext, appDefinition: AppDefinition): void {
@@ -79,7 +79,7 @@ export async function chooseStrategy(step: GuardedStep): Promise<void> {
     }
   }
   tellStrategy(pass, holdsWork);
-  step.reserved = instance?.deployment;
+  step.reserved = instance;
 }
 
 /**

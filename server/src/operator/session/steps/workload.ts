@@ -74,11 +74,11 @@ export async function provision(step: GuardedStep): Promise<Workload> {
   const name = session.metadata.name;
   if (pass.status.startStrategy === 'eager') {
     const instanceName = poolInstanceName(appDefinition.metadata.name, Number(pass.status.instanceId));
-    const workload = reserved ?? deps.deployments.get(instanceName);
-    if (!workload || workload.metadata?.labels?.[LABELS.session] !== name) {
+    const instance = reserved ?? deps.pool.findReservation(appDefinition.metadata.name, session);
+    if (!instance || instance.name !== instanceName) {
       throw new FailObject(ErrorCode.internal, `warm instance ${instanceName} is no longer reserved for this session`);
     }
-    return { eager: true, backend: instanceName, deployment: workload };
+    return { eager: true, backend: instanceName, deployment: instance.deployment };
   }
   admitLazyStart(deps, session, pass);
   await applyLazyResources(step);

@@ -1,0 +1,140 @@
+// A warm instance's reservation (a Lease of its name), as the pool makes and deletes it: deleted first,
+// on the version the pass read, so an instance a launch claimed meanwhile is kept, Deployment and all;
+// made from an older operator's reservation on the Deployment; one left by an earlier Deployment of
+// the name replaced.
+import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
+import type { AppDefinition } from '../../src/model/app-definition.js';
+import { parseOperatorConfig } from '../../src/operator/config.js';
+import { instanceReservation, poolInstanceDeployment } from '../../src/operator/manifests.js';
+import { instanceOf, PoolInstances, type PoolDeps } from '../../src/operator/pool/instances.js';
+import { RetryLater } from '../../src/operator/runtime/outcome.js';
+
+const config = parseOperatorConfig({ namespace: 'ns' });
+const appDefinition = {
+  metadata: { name: 'java', uid: 'app-uid', generation: 2 },
+  spec: { name: 'java', image: 'java:1', port: 3000, ingressname: 'sessions', minInstances: 1 },
+} as unknown as AppDefinition;
+
+function instance() {
+  const d = poolInstanceDeployment(appDefinition, 2, 'ns', config, 'java-pool-2-work');
+  d.metadata!.uid = 'deployment-uid';
+  d.metadata!.resourceVersion = '40';
+  const lease = instanceReservation(appDefinition, 2, 'ns', d.metadata!);
+  lease.metadata!.resourceVersion = '41';
+  return instanceOf(d, lease);
+}
+
+function pool(leaseDelete: () => Promise<unknown>, calls: string[]) {
+  return new PoolInstances({
+    namespace: 'ns',
+    config,
+    leases: {
+      deleteNamespacedLease: async (p: { body: k8s.V1DeleteOptions }) => {
+        calls.push(`delete lease at ${p.body.preconditions?.resourceVersion}`);
+        return leaseDelete();
+      },
+    },
+    apps: {
+      deleteNamespacedDeployment: async (p: { body: k8s.V1DeleteOptions }) =>
+        void calls.push(`delete deployment at ${p.body.preconditions?.resourceVersion}`),
+    },
+    core: {
+      deleteNamespacedSecret: async () => void calls.push('delete secret'),
+      deleteNamespacedService: async () => void calls.push('delete service'),
+    },
+    secrets: { forget: () => undefined },
+  } as unknown as PoolDeps);
+}
+
+describe('a warm instance deleted by the pool', () => {
+  it('loses its reservation first, then its Deployment, each on the version read', async () => {
+    const calls: string[] = [];
+    await pool(async () => ({}), calls).delete(appDefinition, instance(), false);
+    assert.deepEqual(calls.slice(0, 2), ['delete lease at 41', 'delete deployment at 40']);
+  });
+
+  it('is kept, Deployment and all, when a launch claimed it since the pass read it (409)', async () => {
+    const calls: string[] = [];
+    const conflict = Object.assign(new Error('conflict'), { code: 409 });
+    await assert.rejects(
+      pool(() => Promise.reject(conflict), calls).delete(appDefinition, instance(), false),
+      RetryLater,
+    );
+    assert.deepEqual(calls, ['delete lease at 41']);
+  });
+});
+
+describe("a warm instance's reservation made by the pool", () => {
+  function withReservations(stale: k8s.V1Lease | undefined, written: k8s.V1Lease[]) {
+    return new PoolInstances({
+      namespace: 'ns',
+      config,
+      reservations: { get: () => stale, observe: () => undefined },
+      leases: {
+        createNamespacedLease: async ({ body }: { body: k8s.V1Lease }) => (written.push(body), body),
+        replaceNamespacedLease: async ({ body }: { body: k8s.V1Lease }) => (written.push(body), body),
+      },
+    } as unknown as PoolDeps);
+  }
+  const deployment = (labels: Record<string, string> = {}, owners: k8s.V1OwnerReference[] = []) => {
+    const d = poolInstanceDeployment(appDefinition, 2, 'ns', config, 'java-pool-2-work');
+    d.metadata!.uid = 'deployment-uid';
+    d.metadata!.labels = { ...d.metadata!.labels, ...labels };
+    d.metadata!.ownerReferences = [...(d.metadata!.ownerReferences ?? []), ...owners];
+    return d;
+  };
+
+  it("takes over an older operator's reservation on the Deployment: the session by name and uid, its new workspace", async () => {
+    const written: k8s.V1Lease[] = [];
+    const owner = { apiVersion: 'ide.cloud/v1beta10', kind: 'Session', name: 's-1', uid: 'session-uid' };
+    const older = instanceOf(
+      deployment({ 'ide-cloud.io/session': 's-1', 'ide-cloud.io/workspace': 'w-1' }, [owner]),
+      undefined,
+    );
+    await withReservations(undefined, written).ensureReservation(appDefinition, older);
+    assert.equal(written.length, 1);
+    const lease = written[0]!;
+    assert.equal(lease.metadata?.labels?.['ide-cloud.io/session'], 's-1');
+    assert.equal(lease.metadata?.labels?.['ide-cloud.io/workspace'], 'w-1');
+    assert.equal(lease.spec?.holderIdentity, 'session-uid');
+    assert.deepEqual(
+      lease.metadata?.ownerReferences?.map((o) => o.uid),
+      ['deployment-uid'],
+      'owned by its Deployment',
+    );
+  });
+
+  it('replaces one left by an earlier Deployment of the name, on the version read', async () => {
+    const written: k8s.V1Lease[] = [];
+    const stale = instanceReservation(appDefinition, 2, 'ns', { name: 'java-pool-2', uid: 'earlier-uid' });
+    stale.metadata!.labels!['ide-cloud.io/session'] = 's-0';
+    stale.metadata!.resourceVersion = '7';
+    const owner = { apiVersion: 'ide.cloud/v1beta10', kind: 'Session', name: 's-1', uid: 'session-uid' };
+    const older = instanceOf(deployment({ 'ide-cloud.io/session': 's-1' }, [owner]), undefined);
+    await withReservations(stale, written).ensureReservation(appDefinition, older);
+    const lease = written[0]!;
+    assert.equal(lease.metadata?.resourceVersion, '7', 'on the version read');
+    assert.equal(lease.metadata?.labels?.['ide-cloud.io/session'], 's-1');
+    assert.deepEqual(
+      lease.metadata?.ownerReferences?.map((o) => o.uid),
+      ['deployment-uid'],
+    );
+  });
+
+  it('makes no free one for an instance that lost its reservation: it is reset first, as a returned one', async () => {
+    const written: k8s.V1Lease[] = [];
+    const lost = instanceOf(deployment(), undefined);
+    assert.equal(lost.lost, true);
+    assert.equal(lost.reservedBy, undefined);
+    await withReservations(undefined, written).ensureReservation(appDefinition, lost);
+    assert.deepEqual(written, []);
+    const { planPool } = await import('../../src/operator/pool/plan.js');
+    const plan = planPool({
+      minInstances: 2,
+      generation: 2,
+      instances: [{ id: 2, generation: 2, reserved: false, released: true, ready: true }],
+    });
+    assert.deepEqual(plan.returnToPool, [2]);
+  });
+});
