@@ -8,7 +8,7 @@ import type { Session } from '../../model/session.js';
 import type { Informer } from '../../kube/informer.js';
 import type { DeploymentClient, LeaseClient } from '../../kube/plain-answers.js';
 import type { OperatorConfig } from '../config.js';
-import { INDEX, isLiveInstance, labelKey } from '../runtime/cache.js';
+import { INDEX, isFreeReservation, isLiveInstance, labelKey } from '../runtime/cache.js';
 import { deploymentReady } from '../runtime/objects.js';
 import { Delay, RetryLater } from '../runtime/outcome.js';
 import {
@@ -88,7 +88,7 @@ export function isFreeReadyInstance(
     isLiveInstance(d) &&
     !!reservation &&
     reserves(reservation, d) &&
-    !reservation.metadata?.labels?.[LABELS.session] &&
+    isFreeReservation(reservation) &&
     d.metadata?.labels?.[LABELS.appDefinition] === appDefinition &&
     deploymentReady(d)
   );
@@ -199,6 +199,12 @@ export class PoolInstances {
     );
   }
 
+  /** The live warm instance's Deployment whose reservation `lease` is, if the cache has it. */
+  private instanceReservedBy(lease: k8s.V1Lease): k8s.V1Deployment | undefined {
+    const d = this.deps.deployments.get(lease.metadata?.name ?? '');
+    return d && isLiveInstance(d) && reserves(lease, d) ? d : undefined;
+  }
+
   /**
    * Live warm instances whose reservation has the label `label` (`labelKey`) and labels that match;
    * also those an older operator reserved on the Deployment, whose reservation is not made yet.
@@ -206,10 +212,8 @@ export class PoolInstances {
   private held(label: string, matching: (labels: Record<string, string>) => boolean): PoolInstance[] {
     const { deployments, reservations } = this.deps;
     const reserved = reservations.byIndex(INDEX.label, label).flatMap((lease) => {
-      const d = deployments.get(lease.metadata?.name ?? '');
-      return d && isLiveInstance(d) && reserves(lease, d) && matching(lease.metadata?.labels ?? {})
-        ? [instanceOf(d, lease)]
-        : [];
+      const d = this.instanceReservedBy(lease);
+      return d && matching(lease.metadata?.labels ?? {}) ? [instanceOf(d, lease)] : [];
     });
     const older = deployments
       .byIndex(INDEX.label, label)
@@ -238,17 +242,13 @@ export class PoolInstances {
     workspace: string | undefined,
     aiming?: (candidate: PoolInstance) => void,
   ): Promise<PoolInstance | undefined> {
-    const { deployments, reservations } = this.deps;
+    const { reservations } = this.deps;
     const generation = Number(generationOf(appDefinition));
     const app = dnsLabel([appDefinition.metadata.name]);
-    const instanceFor = (lease: k8s.V1Lease) => {
-      const d = deployments.get(lease.metadata?.name ?? '');
-      return d && isLiveInstance(d) && reserves(lease, d) ? d : undefined;
-    };
     // Read off each instance only as it comes up: a launch mostly takes the first candidate. Not one
     // an older operator reserved on the Deployment, nor one whose cached Deployment predates its reset.
     const state = (lease: k8s.V1Lease): CandidateState => {
-      const d = instanceFor(lease);
+      const d = this.instanceReservedBy(lease);
       if (!d || d.metadata?.labels?.[LABELS.session]) return undefined;
       const freedAt = Number(lease.metadata?.annotations?.[FREED_GENERATION_ANNOTATION] ?? 0);
       if ((d.metadata?.generation ?? 0) < freedAt) return undefined;
@@ -261,7 +261,7 @@ export class PoolInstances {
       const free = reservations.byIndex(INDEX.freeInstance, app);
       let tried = 0;
       for (const cached of reservationCandidates(free, session.metadata.name, state, claiming)) {
-        const d = instanceFor(cached);
+        const d = this.instanceReservedBy(cached);
         if (!d) continue;
         tried++;
         const name = cached.metadata?.name ?? '';
