@@ -105,6 +105,24 @@ describe("a warm instance's reservation made by the pool", () => {
     );
   });
 
+  it("makes a free Lease hold the session an older operator's last claim on the Deployment names, on the version read", async () => {
+    const written: k8s.V1Lease[] = [];
+    const owner = { apiVersion: 'ide.cloud/v1beta10', kind: 'Session', name: 's-1', uid: 'session-uid' };
+    const d = deployment({ 'ide-cloud.io/session': 's-1' }, [owner]);
+    const free = instanceReservation(appDefinition, 2, 'ns', d.metadata!);
+    free.metadata!.resourceVersion = '9';
+    const older = instanceOf(d, free);
+    assert.equal(older.reservedBy?.name, 's-1', 'the older claim holds beside the free Lease');
+    await withReservations(free, written).ensureReservation(appDefinition, older);
+    assert.equal(written.length, 1);
+    assert.equal(written[0]!.metadata?.resourceVersion, '9');
+    assert.equal(written[0]!.metadata?.labels?.['ide-cloud.io/session'], 's-1');
+    assert.equal(written[0]!.spec?.holderIdentity, 'session-uid');
+    // Held already: nothing to write.
+    await withReservations(written[0], written).ensureReservation(appDefinition, instanceOf(d, written[0]));
+    assert.equal(written.length, 1);
+  });
+
   it('replaces one left by an earlier Deployment of the name, on the version read', async () => {
     const written: k8s.V1Lease[] = [];
     const stale = instanceReservation(appDefinition, 2, 'ns', { name: 'java-pool-2', uid: 'earlier-uid' });

@@ -206,19 +206,22 @@ export class PoolInstances {
   }
 
   /**
-   * Live warm instances whose reservation has the label `label` (`labelKey`) and labels that match;
-   * also those an older operator reserved on the Deployment, whose reservation is not made yet.
+   * Live warm instances whose reservation has the label `label` (`labelKey`) and labels that match.
+   * An older operator's reservation on the Deployment wins over its Lease, made or not, free or not
+   * (`instanceOf`): such an instance is held as its Deployment says.
    */
   private held(label: string, matching: (labels: Record<string, string>) => boolean): PoolInstance[] {
     const { deployments, reservations } = this.deps;
     const reserved = reservations.byIndex(INDEX.label, label).flatMap((lease) => {
       const d = this.instanceReservedBy(lease);
-      return d && matching(lease.metadata?.labels ?? {}) ? [instanceOf(d, lease)] : [];
+      return d && !d.metadata?.labels?.[LABELS.session] && matching(lease.metadata?.labels ?? {})
+        ? [instanceOf(d, lease)]
+        : [];
     });
     const older = deployments
       .byIndex(INDEX.label, label)
-      .filter((d) => isLiveInstance(d) && !reservationOf(reservations, d) && matching(d.metadata?.labels ?? {}))
-      .map((d) => instanceOf(d, undefined));
+      .filter((d) => isLiveInstance(d) && matching(d.metadata?.labels ?? {}))
+      .map((d) => instanceOf(d, reservationOf(reservations, d)));
     return [...reserved, ...older];
   }
 
@@ -353,14 +356,17 @@ export class PoolInstances {
   }
 
   /**
-   * Makes the Lease of an instance an older operator reserved on its Deployment, holding the same
-   * session (`instanceOf`). An instance with no reservation at all is `lost`: the pool resets it, and
-   * its return makes its Lease (`release`).
+   * Makes the Lease of an instance an older operator reserved on its Deployment hold the same session
+   * (`instanceOf`): a new Lease, or the free one the pool made before that operator's last claim
+   * landed, so that no reader of the reservations takes the instance for free. No claim races the
+   * write: a claim skips an instance so reserved. An instance with no reservation at all is `lost`:
+   * the pool resets it, and its return makes its Lease (`release`).
    */
   async ensureReservation(appDefinition: AppDefinition, instance: PoolInstance): Promise<void> {
-    if (instance.reservation || !instance.reservedBy) return;
+    const { reservation, reservedBy } = instance;
+    if (!reservedBy || (reservation && !isFreeReservation(reservation))) return;
     await this.writeReservation(appDefinition, instance.deployment, {
-      ...instance.reservedBy,
+      ...reservedBy,
       workspace: instance.workspace,
     });
   }
