@@ -313,17 +313,28 @@ export async function instanceReservations(
   return new Map(items.map((lease) => [lease.metadata?.name ?? '', lease]));
 }
 
-/** The session that holds warm instance `instance` (its reservation's), if any. */
+/**
+ * The session the reservation of warm instance `instance` names, '' when it is free; undefined when
+ * the instance has no reservation of its own (none, or a Lease left by an earlier Deployment of the name).
+ */
 export async function instanceHolder(
   kc: k8s.KubeConfig,
   namespace: string,
   instance: string,
 ): Promise<string | undefined> {
-  const lease = await kc
-    .makeApiClient(k8s.CoordinationV1Api)
-    .readNamespacedLease({ name: instance, namespace })
-    .catch(() => undefined);
-  return lease?.metadata?.labels?.[LABELS.session];
+  const [lease, d] = await Promise.all([
+    kc
+      .makeApiClient(k8s.CoordinationV1Api)
+      .readNamespacedLease({ name: instance, namespace })
+      .catch(() => undefined),
+    kc
+      .makeApiClient(k8s.AppsV1Api)
+      .readNamespacedDeployment({ name: instance, namespace })
+      .catch(() => undefined),
+  ]);
+  const uid = d?.metadata?.uid;
+  if (!lease || !uid || !(lease.metadata?.ownerReferences ?? []).some((o) => o.uid === uid)) return undefined;
+  return lease.metadata?.labels?.[LABELS.session] ?? '';
 }
 
 /** The data-bridge token of a warm instance, as the operator created it (what its pod reads). */
