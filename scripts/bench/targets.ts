@@ -16,8 +16,9 @@ export function fmt(v: number | undefined | null, unit = ''): string {
   return `${text}${unit}`;
 }
 
-const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
-  a === undefined || b === undefined || b === 0 ? undefined : Math.round((a / b) * 100) / 100;
+/** `a / b`, to two decimals for the reader; `exact` for a target's verdict, which no rounding may turn. */
+const ratio = (a: number | undefined, b: number | undefined, exact = false): number | undefined =>
+  a === undefined || b === undefined || b === 0 ? undefined : exact ? a / b : Math.round((a / b) * 100) / 100;
 
 /** A launch figure and its floor: `vsFloor.<key>` = `<scenario>.<figure>` / `<floor>.<floorFigure>`. */
 export interface FloorPair {
@@ -82,11 +83,11 @@ export function floorFormula(k: FloorKey): string {
   return `vsFloor.${k} = ${pair.scenario}.${pair.figure} / ${pair.floor}.${pair.floorFigure}`;
 }
 
-/** Each launch scenario over its floor; null where either side was not measured. */
-export function vsFloor(r: Results): Record<FloorKey, number | null> {
+/** Each launch scenario over its floor (`exact`: unrounded); null where either side was not measured. */
+export function vsFloor(r: Results, exact = false): Record<FloorKey, number | null> {
   const entries = (Object.keys(FLOOR_PAIRS) as FloorKey[]).map((k) => {
     const { value, floor } = floorPair(r, k);
-    return [k, ratio(value, floor) ?? null];
+    return [k, ratio(value, floor, exact) ?? null];
   });
   return Object.fromEntries(entries) as Record<FloorKey, number | null>;
 }
@@ -105,8 +106,9 @@ function check(
   if (options.unjudged) return { what, figure, value, target, met: undefined, by: options.unjudged };
   const met = options.atLeast ? value >= limit : value <= limit;
   const gap = Math.abs(value - limit);
-  // A small gap keeps two decimals, not rounded to "0 over".
-  const amount = gap < 0.1 || unit === '×' ? `${gap.toFixed(2)}${unit}` : fmt(gap, unit);
+  // A small gap keeps its decimals, not rounded to "0 over".
+  const amount =
+    gap < 0.01 ? `${gap.toFixed(3)}${unit}` : gap < 0.1 || unit === '×' ? `${gap.toFixed(2)}${unit}` : fmt(gap, unit);
   const by = met
     ? undefined
     : `${amount} ${options.atLeast ? 'short' : 'over'} (${fmt((value / limit) * 100)} % of the target)${options.also ? `; ${options.also}` : ''}`;
@@ -144,7 +146,7 @@ export function largestStep(r: Results, scenario: 'eagerSequential' | 'eagerConc
 }
 
 export function targets(r: Results): Target[] {
-  const ratios = vsFloor(r);
+  const ratios = vsFloor(r, true);
   // The step the targets name (1000 sessions in a full run); the last one in results without `level`.
   const last = r.scale?.find((s) => num(s, 'level') === num(r.sizes, 'scaleTargetLevel')) ?? r.scale?.at(-1);
   const lastKey = last && num(last, 'level') !== undefined ? `scale[level=${num(last, 'level')}]` : 'scale[-1]';

@@ -70,6 +70,20 @@ describe('bench: targets of issue 29', () => {
     }
   });
 
+  it('judges a ratio as measured, not as rounded for the reader: 0.497× of the floor misses ≥ 0.5×', () => {
+    const r = {
+      ...results(false),
+      claimThroughput: { launchesPerSec: 120.53 },
+      floorSustained: { sequencesPerSec: 242.7 } as Results['floorSustained'],
+      eagerConcurrent: { p50Ms: 180.4 },
+    };
+    const claims = targets(r).find((x) => x.figure === figures[2])!;
+    assert.equal(claims.met, false);
+    assert.match(claims.by ?? '', /^0\.003× short \(99\.3 % of the target\)/);
+    const concurrent = targets(r).find((x) => x.figure === figures[1])!;
+    assert.equal(concurrent.met, false, '1.804× is over 1.8×');
+  });
+
   it('lists the upper memory step as not measured when the scale scenario stopped before it', () => {
     const r = { ...results(false), scale: results(false).scale!.slice(0, 1), scaleStoppedBefore: 2000 };
     const upper = targets(r).find((x) => x.figure === 'scale[level=2000].operatorRssMb')!;

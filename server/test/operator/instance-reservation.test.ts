@@ -7,7 +7,10 @@ import type * as k8s from '@kubernetes/client-node';
 import type { AppDefinition } from '../../src/model/app-definition.js';
 import { parseOperatorConfig } from '../../src/operator/config.js';
 import { instanceReservation, poolInstanceDeployment } from '../../src/operator/manifests.js';
-import { instanceOf, PoolInstances, type PoolDeps } from '../../src/operator/pool/instances.js';
+import { instanceOf, isFreeReadyInstance, PoolInstances, type PoolDeps } from '../../src/operator/pool/instances.js';
+import { labelIndexers, reservationIndexers } from '../../src/operator/runtime/cache.js';
+import type { Session } from '../../src/model/session.js';
+import { indexedCache } from './cache-fakes.js';
 import { RetryLater } from '../../src/operator/runtime/outcome.js';
 
 const config = parseOperatorConfig({ namespace: 'ns' });
@@ -113,7 +116,12 @@ describe("a warm instance's reservation made by the pool", () => {
     free.metadata!.resourceVersion = '9';
     const older = instanceOf(d, free);
     assert.equal(older.reservedBy?.name, 's-1', 'the older claim holds beside the free Lease');
-    await withReservations(free, written).ensureReservation(appDefinition, older);
+    // The cache has moved on (a claim landed before the older claim's event): the write goes on the
+    // version the decision read, so the API server refuses it rather than overwrite that claim.
+    const claimed = structuredClone(free);
+    claimed.metadata!.resourceVersion = '10';
+    claimed.metadata!.labels!['ide-cloud.io/session'] = 's-2';
+    await withReservations(claimed, written).ensureReservation(appDefinition, older);
     assert.equal(written.length, 1);
     assert.equal(written[0]!.metadata?.resourceVersion, '9');
     assert.equal(written[0]!.metadata?.labels?.['ide-cloud.io/session'], 's-1');
@@ -154,5 +162,90 @@ describe("a warm instance's reservation made by the pool", () => {
       instances: [{ id: 2, generation: 2, reserved: false, released: true, ready: true }],
     });
     assert.deepEqual(plan.returnToPool, [2]);
+  });
+});
+
+describe('the warm instances a session or a new workspace holds', () => {
+  const owner = (name: string, uid: string) => ({ apiVersion: 'ide.cloud/v1beta10', kind: 'Session', name, uid });
+  /** Instance `id`: its Deployment (an older operator's claim in `older`), and its Lease (`lease` labels, holder). */
+  function world(
+    rows: { id: number; older?: [string, string, string?]; lease?: [string, string, string?] | 'free' }[],
+  ) {
+    const deployments: k8s.V1Deployment[] = [];
+    const leases: k8s.V1Lease[] = [];
+    for (const { id, older, lease } of rows) {
+      const d = poolInstanceDeployment(appDefinition, id, 'ns', config, `java-pool-${id}-work`);
+      d.metadata!.uid = `deployment-${id}`;
+      d.status = { readyReplicas: 1, updatedReplicas: 1, replicas: 1, observedGeneration: 0 };
+      if (older) {
+        const [session, uid, workspace] = older;
+        d.metadata!.labels = {
+          ...d.metadata!.labels,
+          'ide-cloud.io/session': session,
+          ...(workspace ? { 'ide-cloud.io/workspace': workspace } : {}),
+        };
+        d.metadata!.ownerReferences = [...(d.metadata!.ownerReferences ?? []), owner(session, uid)];
+      }
+      deployments.push(d);
+      if (!lease) continue;
+      const l = instanceReservation(appDefinition, id, 'ns', d.metadata!);
+      if (lease !== 'free') {
+        const [session, uid, workspace] = lease;
+        l.metadata!.labels = {
+          ...l.metadata!.labels,
+          'ide-cloud.io/session': session,
+          ...(workspace ? { 'ide-cloud.io/workspace': workspace } : {}),
+        };
+        l.spec = { holderIdentity: uid };
+      }
+      leases.push(l);
+    }
+    const pool = new PoolInstances({
+      namespace: 'ns',
+      config,
+      deployments: indexedCache(() => deployments, labelIndexers),
+      reservations: indexedCache(() => leases, reservationIndexers),
+    } as unknown as PoolDeps);
+    return { pool, deployments, leases };
+  }
+  const session = (name: string, uid: string) => ({ metadata: { name, uid } }) as Session;
+
+  it('finds an instance an older operator claimed on its Deployment, beside a free Lease, once, as the Deployment says', () => {
+    const { pool, deployments, leases } = world([
+      { id: 1, older: ['s-1', 'uid-1', 'w-1'], lease: 'free' },
+      { id: 2, lease: 'free' },
+    ]);
+    assert.deepEqual(
+      [pool.findReservation('java', session('s-1', 'uid-1'))].map((i) => i?.name),
+      ['java-pool-1'],
+    );
+    assert.deepEqual(
+      pool.reservedFor('w-1').map((i) => [i.name, i.reservedBy?.name]),
+      [['java-pool-1', 's-1']],
+    );
+    // Nor is it free to a reader of the reservations.
+    assert.equal(isFreeReadyInstance(deployments[0]!, leases[0], 'java'), false);
+    assert.equal(isFreeReadyInstance(deployments[1]!, leases[1], 'java'), true);
+  });
+
+  it('gives the session and workspace of an older claim on the Deployment, never those of a Lease beside it', () => {
+    const { pool } = world([
+      { id: 1, older: ['s-b', 'uid-b', 'w-b'], lease: ['s-a', 'uid-a', 'w-a'] },
+      { id: 2, lease: ['s-c', 'uid-c', 'w-c'] },
+    ]);
+    assert.equal(pool.findReservation('java', session('s-a', 'uid-a')), undefined);
+    assert.deepEqual(pool.reservedFor('w-a'), []);
+    const b = pool.findReservation('java', session('s-b', 'uid-b'));
+    assert.deepEqual([b?.name, b?.reservedBy, b?.workspace], ['java-pool-1', { name: 's-b', uid: 'uid-b' }, 'w-b']);
+    assert.deepEqual(
+      pool.reservedFor('w-b').map((i) => i.name),
+      ['java-pool-1'],
+    );
+    // An instance a Lease alone holds is found by it.
+    assert.equal(pool.findReservation('java', session('s-c', 'uid-c'))?.name, 'java-pool-2');
+    assert.deepEqual(
+      pool.reservedFor('w-c').map((i) => i.name),
+      ['java-pool-2'],
+    );
   });
 });

@@ -86,6 +86,8 @@ export function isFreeReadyInstance(
 ): boolean {
   return (
     isLiveInstance(d) &&
+    // An older operator's claim on the Deployment wins over a free Lease (instanceOf).
+    !d.metadata?.labels?.[LABELS.session] &&
     !!reservation &&
     reserves(reservation, d) &&
     isFreeReservation(reservation) &&
@@ -358,28 +360,33 @@ export class PoolInstances {
   /**
    * Makes the Lease of an instance an older operator reserved on its Deployment hold the same session
    * (`instanceOf`): a new Lease, or the free one the pool made before that operator's last claim
-   * landed, so that no reader of the reservations takes the instance for free. No claim races the
-   * write: a claim skips an instance so reserved. An instance with no reservation at all is `lost`:
-   * the pool resets it, and its return makes its Lease (`release`).
+   * landed, so that no reader of the reservations takes the instance for free. Written on the Lease
+   * this decision read: a claim that got it meanwhile (before its cache showed the older claim) is
+   * not overwritten (409); the next pass decides again. An instance with no reservation at all is
+   * `lost`: the pool resets it, and its return makes its Lease (`release`).
    */
   async ensureReservation(appDefinition: AppDefinition, instance: PoolInstance): Promise<void> {
     const { reservation, reservedBy } = instance;
     if (!reservedBy || (reservation && !isFreeReservation(reservation))) return;
-    await this.writeReservation(appDefinition, instance.deployment, {
-      ...reservedBy,
-      workspace: instance.workspace,
-    });
+    await this.writeReservation(
+      appDefinition,
+      instance.deployment,
+      { ...reservedBy, workspace: instance.workspace },
+      reservation,
+    );
   }
 
   /**
-   * Writes the reservation of an instance that has none: free (its pod new or just reset), or held
-   * by `holder`. A Lease of the name left by an earlier Deployment is replaced. Writes nothing when
-   * it lost a race (409): the next pass sees the winner.
+   * Writes the reservation of an instance: free (its pod new or just reset), or held by `holder`.
+   * A Lease of the name (left by an earlier Deployment, or `read`: the one the caller decided on) is
+   * replaced on the resourceVersion of `read`, else of the cache's. Writes nothing when it lost a
+   * race (409): the next pass sees the winner.
    */
   private async writeReservation(
     appDefinition: AppDefinition,
     d: k8s.V1Deployment,
     holder: { name: string; uid?: string; workspace?: string } | undefined,
+    read?: k8s.V1Lease,
   ): Promise<void> {
     const id = instanceIdOf(d);
     const lease = instanceReservation(appDefinition, id, this.deps.namespace, d.metadata ?? {});
@@ -390,7 +397,7 @@ export class PoolInstances {
       if (holder.workspace) metadata.labels![LABELS.workspace] = holder.workspace;
       lease.spec = { holderIdentity: holder.uid };
     }
-    const stale = this.deps.reservations.get(metadata.name!);
+    const stale = read ?? this.deps.reservations.get(metadata.name!);
     try {
       const written = stale
         ? await this.deps.leases.replaceNamespacedLease({
