@@ -12,7 +12,9 @@ export const USAGE = `npm run bench [-- options]
                 for a full run, a temporary directory for a reduced or partial one
   --help
 The variable BENCH_CPU_PROFILE_DIR=<dir> runs the operator and the service with V8's CPU profiler
-(node --cpu-prof): <dir>/operator and <dir>/service get a .cpuprofile each when they stop.`;
+(node --cpu-prof): <dir>/operator and <dir>/service get a .cpuprofile each when they stop, and
+<dir>/windows.json the claim burst's and the warm launches at once's spans; then
+\`npx tsx scripts/bench/cpu-profile.ts <dir> [window]\` tells where each window's CPU went, by source.`;
 
 export interface Options {
   scale: number;

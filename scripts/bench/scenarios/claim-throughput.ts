@@ -4,6 +4,7 @@
 // session ends and the pool's refill is timed.
 import { APPS } from '../config.js';
 import { timeline } from '../launches.js';
+import { profiledWindow } from '../cpu-profile.js';
 import { cpuMsPerLaunch, endAndRefill, strategies, waitQuiet } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { pool, prefix, round, summarize } from '../util.js';
@@ -47,6 +48,7 @@ async function claimBurst(
   progress.step(`${burst} warm launches (the whole pool), ${sizes.burstConcurrency} in flight`);
   const t0 = performance.now();
   const cpu0 = bench.cpuSeconds();
+  const profiled = profiledWindow('claimBurst');
   let done = 0;
   const launches = await pool(burst, sizes.burstConcurrency, async (i) => {
     const r = await bench.launch(`burst-${i}`, APPS.eager);
@@ -55,6 +57,7 @@ async function claimBurst(
     return r;
   });
   const seconds = (performance.now() - t0) / 1000;
+  profiled();
   const cpu = cpuMsPerLaunch(cpu0, bench.cpuSeconds(), burst);
   // The audit log up to here (a marker request), for the timeline.
   await api.snapshot();

@@ -3,6 +3,7 @@
 // mode right after the same mode of the floor (floor.ts). Also the delay from the reservation to
 // EnvInjected of the sequential ones (their pods ran already).
 import { APPS } from '../config.js';
+import { profiledWindow } from '../cpu-profile.js';
 import type { Bench } from '../harness.js';
 import { timeline, type LaunchRecord } from '../launches.js';
 import { breakdown, endAndRefill, strategies } from '../measure.js';
@@ -50,9 +51,11 @@ async function launches({ bench, api, sizes, progress }: Context, floor: Floor) 
   const floorParallel = await floor.parallel();
   progress.step(`${sizes.eagerConcurrent} warm launches at once`);
   const t0 = performance.now();
+  const profiled = profiledWindow('eagerConcurrent');
   const conc = await Promise.all(
     Array.from({ length: sizes.eagerConcurrent }, (_, i) => bench.launch(`eager-conc-${i}`, APPS.eager)),
   );
+  profiled();
   await api.snapshot(); // the audit log up to here, for the timeline
   const eagerConcurrent = {
     ...summarize(conc.map(ms)),
