@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { SourceMap } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ServerPart } from './memory-limit.js';
 
 export interface CallFrame {
   functionName: string;
@@ -47,8 +48,19 @@ export interface WindowProfile {
   inclusiveByFunction: [string, number][];
 }
 
+/** Where a profiled run writes its profiles and windows (BENCH_CPU_PROFILE_DIR), resolved; undefined when not profiled. */
+export function cpuProfileDir(env = process.env): string | undefined {
+  const dir = env.BENCH_CPU_PROFILE_DIR;
+  return dir ? path.resolve(dir) : undefined;
+}
+
+/** Where one process of a profiled run writes its .cpuprofile when it stops. */
+export function partProfileDir(dir: string, part: ServerPart): string {
+  return path.join(dir, part);
+}
+
 /** The monotonic clock in microseconds, as V8's profiler stamps samples on Linux. */
-export function monotonicUs(): number {
+function monotonicUs(): number {
   return Number(process.hrtime.bigint() / 1000n);
 }
 
@@ -57,12 +69,12 @@ export function monotonicUs(): number {
  * answers the function that ends it. Nothing is written otherwise.
  */
 export function profiledWindow(name: string, env = process.env): () => void {
-  const dir = env.BENCH_CPU_PROFILE_DIR;
+  const dir = cpuProfileDir(env);
   if (!dir) return () => undefined;
   const startUs = monotonicUs();
   return () => {
-    mkdirSync(path.resolve(dir), { recursive: true });
-    const file = path.resolve(dir, 'windows.json');
+    mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'windows.json');
     const windows = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, Window>) : {};
     windows[name] = { startUs, endUs: monotonicUs() };
     writeFileSync(file, `${JSON.stringify(windows, null, 2)}\n`);
@@ -173,8 +185,8 @@ function main(argv: string[]): void {
   const windows = JSON.parse(readFileSync(windowsFile, 'utf8')) as Record<string, Window>;
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
   const locate = sourceLocator(root);
-  for (const name of ['operator', 'service']) {
-    const processDir = path.join(dir, name);
+  for (const name of ['operator', 'service'] as const) {
+    const processDir = partProfileDir(dir, name);
     const latest = existsSync(processDir)
       ? readdirSync(processDir)
           .filter((f) => f.endsWith('.cpuprofile'))

@@ -22,6 +22,7 @@ import { OPERATOR_ENV, type OperatorConfigInput } from '../../server/src/operato
 import { isFreeReadyInstance } from '../../server/src/operator/index.js';
 import { sessionOfRoutePath } from '../../server/src/operator/manifests.js';
 import { Informer } from '../../server/src/kube/informer.js';
+import { cpuProfileDir, partProfileDir } from './cpu-profile.js';
 import {
   freePort,
   killControlPlaneSync,
@@ -181,8 +182,8 @@ export function spawnServerPart(
   const { nodeFlags, entry } = imageCommand(root, name);
   const { NODE_OPTIONS: _ignored, ...inherited } = process.env;
   // Where a burst's time goes inside the process (USAGE): the profile is written when it stops.
-  const profileDir = process.env.BENCH_CPU_PROFILE_DIR;
-  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir, name)}`] : [];
+  const profileDir = cpuProfileDir();
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${partProfileDir(profileDir, name)}`] : [];
   const argv = [process.execPath, ...nodeFlags, ...profile, entry];
   const limit = chartMemoryLimit(root, name);
   const cgroup = makeMemoryCgroup(name, limit.bytes);
