@@ -107,7 +107,9 @@ describe('operator: warm pool and eager start', function () {
     for (const d of await instances()) {
       const ip = await readyPodIp(stack.kc, stack.namespace, `${LABELS.poolInstance}=${d.metadata!.name}`);
       const token = await bridgeToken(stack.kc, stack.namespace, d.metadata!.name!);
-      bridges.push(await startBridge(ip, 16281, { token, failPosts: 1 }));
+      // The first post is also the bridge's first health check: a refused one brings a health check,
+      // then the posts, the first of which is refused too and tried again.
+      bridges.push(await startBridge(ip, 16281, { token, failPosts: 2 }));
     }
     await stack.core.createNamespacedConfigMap({
       namespace: stack.namespace,
@@ -180,7 +182,7 @@ describe('operator: warm pool and eager start', function () {
       (s.status?.conditions ?? []).some((c) => c.type === 'EnvInjected' && c.status === 'True'),
     );
     const condition = injected.status!.conditions!.find((c) => c.type === 'EnvInjected')!;
-    assert.match(condition.message ?? '', /posts 2/);
+    assert.match(condition.message ?? '', /health checks 2\/\d+, posts 2$/);
     const bodies = bridges.flatMap((b) => b.received);
     assert.deepEqual(bodies, [
       {

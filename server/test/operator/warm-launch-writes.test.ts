@@ -307,9 +307,10 @@ describe("the injection's first try, which a pass waits for before the status wi
   let port: number;
   let healthy = true;
   before(async () => {
+    // A bridge not up yet answers nothing with 200: its health and the values' post alike.
     server = createServer((req, res) => {
       if (req.url === '/health') res.writeHead(healthy ? 200 : 503).end();
-      else req.resume().on('end', () => res.writeHead(200).end('{}'));
+      else req.resume().on('end', () => res.writeHead(healthy ? 200 : 503).end('{}'));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;

@@ -96,15 +96,6 @@ export function isFreeReadyInstance(
   );
 }
 
-/** Tells `aiming` of a candidate (PoolInstances.reserve); what it throws is dropped, never the process's. */
-function aimAt(aiming: (candidate: PoolInstance) => void, candidate: PoolInstance): void {
-  try {
-    aiming(candidate);
-  } catch {
-    // Beside the claim only: the claim and the pass go on without it.
-  }
-}
-
 /** The generation of the app definition a warm instance was built from; -1 when an older operator built it. */
 function instanceGeneration(d: k8s.V1Deployment): number {
   // Built by an older operator (another instance template): as outdated as an older generation.
@@ -236,16 +227,12 @@ export class PoolInstances {
    * concurrent reservations rarely aim at the same instance. Returns undefined when no instance is
    * free. A new workspace (`workspace`) is named in the same write: the instance's claim becomes that
    * workspace's (workspace/reconciler.ts). The Deployment and its pod are not touched.
-   * `aiming` hears of each candidate once its write is on its way (the next turn of the event loop,
-   * so nothing the caller does delays the claim), maybe after the answer: what it starts for that
-   * instance goes beside the claim, and must give the instance nothing of the session's.
    */
   async reserve(
     appDefinition: AppDefinition,
     minInstances: number,
     session: Session,
     workspace: string | undefined,
-    aiming?: (candidate: PoolInstance) => void,
   ): Promise<PoolInstance | undefined> {
     const { reservations } = this.deps;
     const generation = Number(generationOf(appDefinition));
@@ -289,9 +276,11 @@ export class PoolInstances {
         };
         this.claiming.set(name, (this.claiming.get(name) ?? 0) + 1);
         try {
-          const claim = this.deps.leases.replaceNamespacedLease({ name, namespace: this.deps.namespace, body: lease });
-          if (aiming) setImmediate(aimAt, aiming, instanceOf(d, cached));
-          const updated = await claim;
+          const updated = await this.deps.leases.replaceNamespacedLease({
+            name,
+            namespace: this.deps.namespace,
+            body: lease,
+          });
           reservations.observe(updated);
           return instanceOf(d, updated);
         } catch (error) {

@@ -37,19 +37,22 @@ export interface InjectionState {
   lastError?: string;
 }
 
-/** A health answer asked beside a claim (`DataInjector.probe`) older than this is not taken. */
-const PROBE_FRESH_MS = 1000;
-
 /** How the values' delivery to the bridge ended. */
 type Delivery = { phase: 'Injected'; keys: number; lastError?: undefined } | { phase: 'Failed'; lastError: string };
+
+/** The POST /data of a session: its body (the values) and the instance's bridge token. */
+type ValuesPost = { body: string; token: string; keys: number };
+
+/** How one POST /data went: taken (or taken before: 409 same), refused for good (409 other), or why not. */
+type PostAnswer = { taken: true } | { refused: string } | { error: string };
 
 type Run = {
   sessionName: string;
   state: InjectionState;
   /**
    * The instance's bridge Secret (the bridge's and the admission's token), read once per injection,
-   * from its start: while the bridge's health is asked, not after it. A failed read is told where a
-   * token is needed (instanceToken).
+   * from its start: while the session's values are read, not after them. A failed read is told where
+   * a token is needed (instanceToken).
    */
   tokens: Promise<Record<string, string> | undefined>;
   cancelled: boolean;
@@ -63,9 +66,11 @@ type Run = {
 };
 
 /**
- * Data injection on the eager path: polls the instance's bridge `GET /health` (pod address, cluster
- * network) up to `bridgeHealthAttempts` times, then sends `POST /data {"environment": …}` once,
- * retrying a failed POST with backoff. Runs in the background per session (the session can be
+ * Data injection on the eager path: sends `POST /data {"environment": …}` to the bridge of the
+ * instance's ready pod (pod address, cluster network) at once; a bridge that listens takes them, so
+ * that post is its first health check too. When it does not answer, the bridge's `GET /health` is
+ * polled up to `bridgeHealthAttempts` checks in all, then the values are posted again, a failed POST
+ * retried with backoff. Runs in the background per session (the session can be
  * handled before injection ends); the outcome is kept in memory and the session key is enqueued at
  * its end (unless the pass that follows it reads it: `follow`), so the reconciler writes it as the
  * EnvInjected condition. The POST carries the instance's token and the reservation (the Session's
@@ -75,8 +80,6 @@ type Run = {
  */
 export class DataInjector {
   private readonly runs = new Map<string, Run>();
-  /** Health checks asked beside a claim, by the bridge's `address:port`: why not healthy, or undefined. */
-  private readonly probes = new Map<string, { at: number; error: Promise<string | undefined> }>();
   /** Where the instances' tokens come from. */
   private readonly secrets: Pick<BridgeSecrets, 'read'>;
 
@@ -160,28 +163,6 @@ export class DataInjector {
    */
   attempted(uid: string): Promise<void> {
     return this.runs.get(uid)?.tried ?? Promise.resolve();
-  }
-
-  /**
-   * Asks the bridge of a warm instance being claimed for its health now, beside the claim: a GET
-   * that carries no value and no token. The injection of the session that wins the claim takes the
-   * answer as its first health check instead of asking again; one not taken soon is dropped.
-   */
-  probe(target: Pick<InjectionTarget, 'podSelector' | 'port'>): void {
-    const { pods } = this.sources;
-    const address = pods && readyCachedPod(pods, this.config.namespace, target.podSelector)?.status?.podIP;
-    if (!address) return;
-    const now = Date.now();
-    for (const [key, probe] of this.probes) if (now - probe.at > PROBE_FRESH_MS) this.probes.delete(key);
-    this.probes.set(`${address}:${target.port}`, { at: now, error: this.health(address, target.port) });
-  }
-
-  /** The health answer a probe asked for this bridge, once, when still fresh. */
-  private probed(address: string, port: number): Promise<string | undefined> | undefined {
-    const key = `${address}:${port}`;
-    const probe = this.probes.get(key);
-    this.probes.delete(key);
-    return probe && Date.now() - probe.at <= PROBE_FRESH_MS ? probe.error : undefined;
   }
 
   /** One GET /health of a bridge: undefined when it answers 200, else why not. Never rejects. */
@@ -335,90 +316,109 @@ export class DataInjector {
     }
   }
 
-  /** Polls the bridge's GET /health on the instance's ready pod; its address once it answers, else why not. */
-  private async healthyBridge(
+  /**
+   * The bridge of the instance's ready pod, asked until it answers: first by posting the values (a
+   * bridge that listens takes them), then by its GET /health. Its address once it answers, with the
+   * delivery when the first post ended it; else why not.
+   */
+  private async answeringBridge(
     session: Session,
     target: InjectionTarget,
     run: Run,
-  ): Promise<{ address: string } | { error: string }> {
+    values: ValuesPost,
+  ): Promise<{ address: string; delivered?: Delivery } | { error: string }> {
     const namespace = session.metadata.namespace ?? this.config.namespace;
     for (let attempt = 1; ; attempt++) {
       if (run.cancelled) return { error: 'cancelled' };
       let error: string | undefined;
       let address: string | undefined;
+      let delivered: Delivery | undefined;
       try {
         address = await this.podAddress(namespace, target.podSelector);
         if (!address) error = 'no ready pod';
-        // The first check may have been asked beside the claim (probe).
-        else error = await ((attempt === 1 && this.probed(address, target.port)) || this.health(address, target.port));
+        else if (attempt > 1) error = await this.health(address, target.port);
+        else {
+          const answer = await this.post(address, target, values, session);
+          if ('taken' in answer) delivered = { phase: 'Injected', keys: values.keys };
+          else if ('refused' in answer) delivered = { phase: 'Failed', lastError: answer.refused };
+          else error = answer.error;
+          if (delivered) this.update(session, run, { postAttempts: 1 });
+        }
       } catch (e) {
         error = describe(e);
       }
       this.update(session, run, { attempts: attempt, lastError: error });
-      if (!error && address) return { address };
+      if (!error && address) return { address, delivered };
       if (attempt >= this.config.bridgeHealthAttempts) return { error: error ?? 'no ready pod' };
       run.markTried();
       await sleep(this.config.bridgeHealthIntervalMs);
     }
   }
 
-  /** The values to the bridge: its health polled, then one POST /data, retried; returns how it ended. */
-  private async deliver(session: Session, target: InjectionTarget, run: Run): Promise<Delivery> {
-    const timeout = this.config.bridgeRequestTimeoutMs;
-    const healthy = await this.healthyBridge(session, target, run);
-    if ('error' in healthy) return { phase: 'Failed', lastError: healthy.error };
-    const { address } = healthy;
-    this.update(session, run, { phase: 'Posting' });
-    let body: string;
-    let token: string;
+  /** The session's POST /data: the values (read once per injection) and the instance's token. */
+  private async valuesPost(session: Session, target: InjectionTarget, run: Run): Promise<ValuesPost> {
+    const environment = await this.environment(session);
+    // The user goes to the proxy's admission; only an older instance's bridge writes the proxy's
+    // file, and a bridge that is not told a user writes nothing, whatever its environment says.
+    const body = JSON.stringify(
+      target.admissionPort === undefined ? { environment, user: session.spec.user } : { environment },
+    );
+    const token = await this.instanceToken(run, target, DATA_BRIDGE_TOKEN_KEY);
+    return { body, token, keys: Object.keys(environment).length };
+  }
+
+  /** One POST /data to the bridge at `address`, carrying the reservation (the session's uid). */
+  private async post(
+    address: string,
+    target: InjectionTarget,
+    values: ValuesPost,
+    session: Session,
+  ): Promise<PostAnswer> {
     try {
-      const environment = await this.environment(session);
-      // The user goes to the proxy's admission; only an older instance's bridge writes the proxy's
-      // file, and a bridge that is not told a user writes nothing, whatever its environment says.
-      body = JSON.stringify(
-        target.admissionPort === undefined ? { environment, user: session.spec.user } : { environment },
-      );
-      token = await this.instanceToken(run, target, DATA_BRIDGE_TOKEN_KEY);
+      const response = await podRequest(`http://${address}:${target.port}/data`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${values.token}`,
+          [DATA_BRIDGE_RESERVATION_HEADER]: session.metadata.uid ?? session.metadata.name,
+        },
+        body: values.body,
+        signal: AbortSignal.timeout(this.config.bridgeRequestTimeoutMs),
+      });
+      if (response.status === 409) {
+        // Final: the bridge holds another reservation's values, and only a restart clears them.
+        return sameReservation(response.text)
+          ? { taken: true }
+          : { refused: 'data answered HTTP 409: the bridge holds values of another reservation' };
+      }
+      return response.ok ? { taken: true } : { error: `data answered HTTP ${response.status}` };
+    } catch (e) {
+      return { error: describe(e) };
+    }
+  }
+
+  /**
+   * The values to the bridge: posted at once, and when the bridge did not answer, its health polled,
+   * then posted again, a failed post retried; returns how it ended.
+   */
+  private async deliver(session: Session, target: InjectionTarget, run: Run): Promise<Delivery> {
+    let values: ValuesPost;
+    try {
+      values = await this.valuesPost(session, target, run);
     } catch (e) {
       return { phase: 'Failed', lastError: describe(e) };
     }
+    const answering = await this.answeringBridge(session, target, run, values);
+    if ('error' in answering) return { phase: 'Failed', lastError: answering.error };
+    if (answering.delivered) return answering.delivered;
+    this.update(session, run, { phase: 'Posting' });
     for (let post = 1; ; post++) {
       if (run.cancelled) return { phase: 'Failed', lastError: 'cancelled' };
-      let error: string | undefined;
-      try {
-        const response = await podRequest(`http://${address}:${target.port}/data`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            authorization: `Bearer ${token}`,
-            [DATA_BRIDGE_RESERVATION_HEADER]: session.metadata.uid ?? session.metadata.name,
-          },
-          body,
-          signal: AbortSignal.timeout(timeout),
-        });
-        const answer = response.text;
-        if (response.status === 409) {
-          if (!sameReservation(answer)) {
-            // Final: the bridge holds another reservation's values, and only a restart clears them.
-            this.update(session, run, { postAttempts: post });
-            return {
-              phase: 'Failed',
-              lastError: 'data answered HTTP 409: the bridge holds values of another reservation',
-            };
-          }
-        } else if (!response.ok) error = `data answered HTTP ${response.status}`;
-      } catch (e) {
-        error = describe(e);
-      }
-      if (!error) {
-        this.update(session, run, { postAttempts: post });
-        return {
-          phase: 'Injected',
-          keys: Object.keys((JSON.parse(body) as { environment: object }).environment).length,
-        };
-      }
-      this.update(session, run, { postAttempts: post, lastError: error });
-      if (post >= this.config.bridgePostAttempts) return { phase: 'Failed', lastError: error };
+      const answer = await this.post(answering.address, target, values, session);
+      this.update(session, run, { postAttempts: post, ...('error' in answer ? { lastError: answer.error } : {}) });
+      if ('taken' in answer) return { phase: 'Injected', keys: values.keys };
+      if ('refused' in answer) return { phase: 'Failed', lastError: answer.refused };
+      if (post >= this.config.bridgePostAttempts) return { phase: 'Failed', lastError: answer.error };
       run.markTried();
       await sleep(this.config.bridgeHealthIntervalMs * 2 ** (post - 1));
     }

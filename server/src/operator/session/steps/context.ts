@@ -43,7 +43,7 @@ export interface SessionStepDeps {
   claims: ClaimDeps['claims'];
   core: Pick<k8s.CoreV1Api, 'patchNamespacedPersistentVolumeClaim'>;
   routes: RouteTable;
-  injector: Pick<DataInjector, 'ensure' | 'state' | 'attempted' | 'follow' | 'probe'>;
+  injector: Pick<DataInjector, 'ensure' | 'state' | 'attempted' | 'follow'>;
   /** The metadata of a Secret or ConfigMap a session names for its environment (undefined: none such). */
   envSource: (kind: EnvSourceKind, name: string) => Promise<{ labels?: Record<string, string> } | undefined>;
   /**

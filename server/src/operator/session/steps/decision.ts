@@ -20,7 +20,6 @@ import { Delay, RetryLater } from '../../runtime/outcome.js';
 import type { Pass } from '../status.js';
 import { takeStandbyClaim } from '../../standby/claims.js';
 import type { GuardedStep, StepContext } from './context.js';
-import { probeBridge } from './environment.js';
 
 /**
  * A decision made by a pass whose status was not written (a crash, a failed write): from the
@@ -51,9 +50,8 @@ export function takeUpDecision({ deps, session, pass }: StepContext, appDefiniti
  * if any, holds no work yet (a new one, whose claim the instance's becomes); else lazy: a workspace
  * that may hold work gets a pod of its own, mounting its claim, and a new one takes a bound standby
  * claim if there is one (`step.claimName`). The reservation is written on the instance (the
- * claim), with its bridge's health check beside, a standby claim's taking on the
- * claim, both before the decision is told; the decision goes into the status only, written once at
- * the end of the pass.
+ * claim), a standby claim's taking on the claim, both before the decision is told; the decision goes
+ * into the status only, written once at the end of the pass.
  */
 export async function chooseStrategy(step: GuardedStep): Promise<void> {
   const { deps, session, pass, appDefinition, claimName, newWorkspace } = step;
@@ -65,9 +63,7 @@ export async function chooseStrategy(step: GuardedStep): Promise<void> {
       const minInstances = effectiveMinInstances(deps.config, appDefinition);
       instance =
         deps.pool.findReservation(appDefinition.metadata.name, session) ??
-        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name, (candidate) =>
-          probeBridge(step, candidate),
-        ));
+        (await deps.pool.reserve(appDefinition, minInstances, session, newWorkspace?.metadata.name));
       if (instance) {
         pass.status.startStrategy = 'eager';
         pass.status.instanceId = String(instance.id);

@@ -11,20 +11,11 @@ import { AUTH_PROXY_ADMISSION_PORT_NAME, AUTH_PROXY_CONTAINER } from '../../auth
 import { bridgeTokenSecretName } from '../../manifests.js';
 import { deploymentReady } from '../../runtime/objects.js';
 import type { Pass } from '../status.js';
-import type { PoolInstance } from '../../pool/instances.js';
-import type { GuardedStep, ServedStep, SessionStepDeps } from './context.js';
+import type { ServedStep, SessionStepDeps } from './context.js';
 
 /** Where a warm instance's bridge answers: its pods and the app definition's bridge port. */
 function instanceBridge(appDefinition: AppDefinition, instanceName: string) {
   return { podSelector: `${LABELS.poolInstance}=${instanceName}`, port: dataBridgePort(appDefinition.spec) };
-}
-
-/**
- * 4 (beside the claim). The health of the bridge of the warm instance being claimed, asked now
- * (DataInjector.probe): the injection that follows a won claim starts with its answer.
- */
-export function probeBridge({ deps, appDefinition }: GuardedStep, instance: PoolInstance): void {
-  if (instance.ready) deps.injector.probe(instanceBridge(appDefinition, instance.name));
 }
 
 /** An injection the pass waits for: its first try, and the end of the pass's following (DataInjector.follow). */

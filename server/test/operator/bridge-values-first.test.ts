@@ -60,11 +60,11 @@ function freeReservation(d: k8s.V1Deployment): k8s.V1Lease {
 /** Lets every pending callback run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-describe("the bridge's health, asked beside the claim", () => {
-  it('the reservation tells of each candidate once its write is sent, a lost one (409) and the next; a callback that throws changes nothing', async () => {
+describe('a warm launch: the claim, then the values', () => {
+  it('a claim lost to another session (409) goes on to the next candidate, each on the Lease read', async () => {
     const instances = [readyInstance(1), readyInstance(2)];
     const reservations = instances.map(freeReservation);
-    const log: string[] = [];
+    const claimed: string[] = [];
     const pool = new PoolInstances({
       namespace: 'ns',
       config,
@@ -72,7 +72,7 @@ describe("the bridge's health, asked beside the claim", () => {
       reservations: { byIndex: () => reservations, observe: () => undefined },
       leases: {
         replaceNamespacedLease: async ({ name, body }: { name: string; body: k8s.V1Lease }) => {
-          log.push(`claim ${name}`);
+          claimed.push(name);
           // Conditional on the Lease read: a Lease may be created by an update, so its uid goes too.
           assert.equal(body.metadata?.uid, `lease-uid-${name}`);
           assert.equal(
@@ -81,35 +81,22 @@ describe("the bridge's health, asked beside the claim", () => {
           );
           await settle();
           // The first one aimed at was another session's a moment before: 409.
-          if (log.filter((l) => l.startsWith('claim')).length === 1)
-            throw Object.assign(new Error('conflict'), { code: 409 });
+          if (claimed.length === 1) throw Object.assign(new Error('conflict'), { code: 409 });
           return body;
         },
       },
     } as unknown as PoolDeps);
-    const won = await pool.reserve(appDefinition, 2, session(), undefined, (candidate) => {
-      log.push(`aim ${candidate.name} ${candidate.ready ? 'ready' : 'starting'}`);
-      // What the caller does beside the claim may fail; the claim goes on.
-      throw new Error('beside the claim');
-    });
-    await settle();
+    const won = await pool.reserve(appDefinition, 2, session(), undefined);
     assert.ok(won);
-    const claimed = log.filter((l) => l.startsWith('claim ')).map((l) => l.slice('claim '.length));
     assert.equal(claimed.length, 2);
-    for (const name of claimed) {
-      assert.ok(
-        log.indexOf(`aim ${name} ready`) > log.indexOf(`claim ${name}`),
-        `${name}: told after its claim was sent`,
-      );
-    }
-    assert.equal(log.length, 4, log.join(', '));
+    assert.notEqual(claimed[0], claimed[1]);
     assert.equal(won.name, claimed[1]);
     // The claim is written into the instance's reservation: the session's name and uid.
     assert.deepEqual(won.reservedBy, { name: 's-1', uid: 'uid-s-1' });
   });
 
-  it('chooseStrategy asks the health of the candidate being claimed, when ready, and writes nothing else beside it', async () => {
-    const probed: unknown[] = [];
+  it('chooseStrategy writes the claim and nothing else: no route, no request to the bridge', async () => {
+    const injections: unknown[] = [];
     const routeWrites: unknown[] = [];
     const s = session();
     const step: GuardedStep = {
@@ -117,21 +104,11 @@ describe("the bridge's health, asked beside the claim", () => {
         config,
         namespace: 'ns',
         routes: { set: async (...args: unknown[]) => void routeWrites.push(args) },
-        injector: { probe: (target: unknown) => void probed.push(target) },
+        injector: new Proxy({}, { get: (_t, name) => () => void injections.push(name) }),
         pool: {
           findReservation: () => undefined,
           reservedFor: () => [],
-          reserve: async (
-            _app: unknown,
-            _min: unknown,
-            _session: unknown,
-            _workspace: unknown,
-            aiming?: (candidate: PoolInstance) => void,
-          ) => {
-            aiming?.({ id: 1, name: 'java-pool-1', ready: false } as PoolInstance); // starting: not asked
-            aiming?.({ id: 2, name: 'java-pool-2', ready: true } as PoolInstance);
-            return { id: 2, name: 'java-pool-2', ready: true, deployment: {} } as PoolInstance;
-          },
+          reserve: async () => ({ id: 2, name: 'java-pool-2', ready: true, deployment: {} }) as PoolInstance,
         },
       } as unknown as SessionStepDeps,
       session: s,
@@ -140,21 +117,32 @@ describe("the bridge's health, asked beside the claim", () => {
     };
     await chooseStrategy(step);
     assert.equal(step.pass.status.startStrategy, 'eager');
-    assert.deepEqual(probed, [{ podSelector: `${LABELS.poolInstance}=java-pool-2`, port: BRIDGE_PORT }]);
+    assert.equal(step.pass.status.instanceId, '2');
     assert.deepEqual(routeWrites, [], 'the route waits for the claim');
+    assert.deepEqual(injections, [], 'the bridge waits for the claim');
   });
 
-  describe('the injection that follows', () => {
+  describe("the values, posted to the ready pod's bridge at once", () => {
     let server: Server;
     let port: number;
-    let healthChecks = 0;
-    let healthy = true;
+    const asked = { health: 0, posts: 0 };
+    /** What the bridge does with the next posts, in turn; then it takes them. */
+    let nextPosts: ('drop' | 'other')[] = [];
     before(async () => {
       server = createServer((req, res) => {
         if (req.url === '/health') {
-          healthChecks++;
-          res.writeHead(healthy ? 200 : 503).end();
-        } else req.resume().on('end', () => res.writeHead(200).end('{}'));
+          asked.health++;
+          res.writeHead(200).end('{"status":"UP"}');
+          return;
+        }
+        asked.posts++;
+        const next = nextPosts.shift();
+        // Not answered: the connection goes, as a bridge not listening yet answers nothing.
+        if (next === 'drop') return void req.socket.destroy();
+        req.resume().on('end', () => {
+          if (next === 'other') res.writeHead(409).end('{"reservation":"other"}');
+          else res.writeHead(200).end('{}');
+        });
       });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       port = (server.address() as AddressInfo).port;
@@ -163,15 +151,20 @@ describe("the bridge's health, asked beside the claim", () => {
       server.closeAllConnections();
       server.close();
     });
+    beforeEach(() => {
+      asked.health = 0;
+      asked.posts = 0;
+      nextPosts = [];
+    });
 
     const pod = {
       metadata: { name: 'pod', namespace: 'ns', labels: { [LABELS.poolInstance]: 'java-pool-1' } },
       status: { podIP: '127.0.0.1', phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
     } as k8s.V1Pod;
-    const injector = () =>
+    const injector = (intervalMs = 60_000) =>
       new DataInjector(
         {} as never,
-        parseOperatorConfig({ namespace: 'ns', bridgeHealthAttempts: 3, bridgeHealthIntervalMs: 60_000 }),
+        parseOperatorConfig({ namespace: 'ns', bridgeHealthAttempts: 3, bridgeHealthIntervalMs: intervalMs }),
         () => undefined,
         createLogger('silent'),
         { pods: { byIndex: () => [pod] }, secrets: { read: async () => ({ token: 't' }) } },
@@ -182,37 +175,57 @@ describe("the bridge's health, asked beside the claim", () => {
       tokenSecret: 'java-pool-1-bridge',
     });
 
-    /** A probe, then the injection of `s`: its state once its first try is over. */
-    async function probedInjection(i: DataInjector, s: Session) {
-      i.probe(target());
+    /** The injection of `s`: its state once it ended, or once its first try is over (`firstTry`). */
+    async function injection(i: DataInjector, s: Session, until: 'firstTry' | 'end') {
       i.ensure(s, target());
-      await i.attempted(s.metadata.uid!);
-      return i.state(s.metadata.uid!);
+      const uid = s.metadata.uid!;
+      await i.attempted(uid);
+      while (until === 'end' && !['Injected', 'Failed'].includes(i.state(uid)?.phase ?? '')) await settle();
+      return i.state(uid);
     }
 
-    it('takes the answer asked beside the claim as its first health check, once', async () => {
-      healthy = true;
-      healthChecks = 0;
+    it('a bridge that takes them: one request, no health check', async () => {
       const i = injector();
-      const state = await probedInjection(i, session());
+      const state = await injection(i, session(), 'firstTry');
       assert.equal(state?.phase, 'Injected');
-      assert.equal(state?.attempts, 1);
-      assert.equal(healthChecks, 1, 'the bridge was asked once');
-      // Another session's injection into the same bridge asks again: an answer is taken once.
-      i.ensure(session('s-2'), target());
-      await i.attempted('uid-s-2');
-      assert.equal(healthChecks, 2);
+      assert.deepEqual(
+        { attempts: state?.attempts, postAttempts: state?.postAttempts },
+        { attempts: 1, postAttempts: 1 },
+      );
+      assert.deepEqual(asked, { health: 0, posts: 1 });
       i.stop();
     });
 
-    it('an unhealthy answer is a failed first check: the injection waits to try again', async () => {
-      healthy = false;
-      healthChecks = 0;
+    it('a post not answered is a failed first health check: the bridge is asked its health, then posted to again', async () => {
+      nextPosts = ['drop'];
+      const i = injector(60_000);
+      const first = await injection(i, session(), 'firstTry');
+      assert.equal(first?.phase, 'WaitingForBridge', 'waits to try again');
+      assert.equal(first?.attempts, 1);
+      assert.equal(first?.postAttempts, 0);
+      assert.deepEqual(asked, { health: 0, posts: 1 });
+      i.stop();
+
+      nextPosts = ['drop'];
+      asked.posts = 0;
+      const again = injector(1);
+      const state = await injection(again, session('s-2'), 'end');
+      assert.equal(state?.phase, 'Injected');
+      assert.deepEqual(
+        { attempts: state?.attempts, postAttempts: state?.postAttempts },
+        { attempts: 2, postAttempts: 1 },
+      );
+      assert.deepEqual(asked, { health: 1, posts: 2 });
+      again.stop();
+    });
+
+    it("a bridge that holds another reservation's values refuses for good at the first post: failed, no health check", async () => {
+      nextPosts = ['other'];
       const i = injector();
-      const state = await probedInjection(i, session());
-      assert.equal(state?.phase, 'WaitingForBridge');
-      assert.equal(state?.attempts, 1);
-      assert.equal(healthChecks, 1);
+      const state = await injection(i, session(), 'firstTry');
+      assert.equal(state?.phase, 'Failed');
+      assert.match(state?.lastError ?? '', /another reservation/);
+      assert.deepEqual(asked, { health: 0, posts: 1 });
       i.stop();
     });
   });
