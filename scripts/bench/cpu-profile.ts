@@ -59,6 +59,16 @@ export function partProfileDir(dir: string, part: ServerPart): string {
   return path.join(dir, part);
 }
 
+/** The windows a profiled run marked, by name (none before the first). */
+function readWindows(dir: string): Record<string, Window> {
+  const file = windowsFile(dir);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, Window>) : {};
+}
+
+function windowsFile(dir: string): string {
+  return path.join(dir, 'windows.json');
+}
+
 /** The monotonic clock in microseconds, as V8's profiler stamps samples on Linux. */
 function monotonicUs(): number {
   return Number(process.hrtime.bigint() / 1000n);
@@ -74,10 +84,9 @@ export function profiledWindow(name: string, env = process.env): () => void {
   const startUs = monotonicUs();
   return () => {
     mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, 'windows.json');
-    const windows = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, Window>) : {};
+    const windows = readWindows(dir);
     windows[name] = { startUs, endUs: monotonicUs() };
-    writeFileSync(file, `${JSON.stringify(windows, null, 2)}\n`);
+    writeFileSync(windowsFile(dir), `${JSON.stringify(windows, null, 2)}\n`);
   };
 }
 
@@ -180,9 +189,10 @@ function main(argv: string[]): void {
     process.exit(2);
   }
   const dir = path.resolve(dirArg);
-  const windowsFile = path.join(dir, 'windows.json');
-  if (!existsSync(windowsFile)) throw new Error(`${windowsFile}: no window was marked (a profiled run writes it)`);
-  const windows = JSON.parse(readFileSync(windowsFile, 'utf8')) as Record<string, Window>;
+  const windows = readWindows(dir);
+  if (Object.keys(windows).length === 0) {
+    throw new Error(`${windowsFile(dir)}: no window was marked (a profiled run writes it)`);
+  }
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
   const locate = sourceLocator(root);
   for (const name of ['operator', 'service'] as const) {

@@ -161,11 +161,13 @@ describe('a warm launch: the claim, then the values', () => {
       metadata: { name: 'pod', namespace: 'ns', labels: { [LABELS.poolInstance]: 'java-pool-1' } },
       status: { podIP: '127.0.0.1', phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
     } as k8s.V1Pod;
+    /** Sessions whose injection ended: the injector wakes each once. */
+    let ended: (name: string) => void = () => undefined;
     const injector = (intervalMs = 60_000) =>
       new DataInjector(
         {} as never,
         parseOperatorConfig({ namespace: 'ns', bridgeHealthAttempts: 3, bridgeHealthIntervalMs: intervalMs }),
-        () => undefined,
+        (name) => ended(name),
         createLogger('silent'),
         { pods: { byIndex: () => [pod] }, secrets: { read: async () => ({ token: 't' }) } },
       );
@@ -177,11 +179,10 @@ describe('a warm launch: the claim, then the values', () => {
 
     /** The injection of `s`: its state once it ended, or once its first try is over (`firstTry`). */
     async function injection(i: DataInjector, s: Session, until: 'firstTry' | 'end') {
+      const end = new Promise<void>((resolve) => (ended = (name) => name === s.metadata.name && resolve()));
       i.ensure(s, target());
-      const uid = s.metadata.uid!;
-      await i.attempted(uid);
-      while (until === 'end' && !['Injected', 'Failed'].includes(i.state(uid)?.phase ?? '')) await settle();
-      return i.state(uid);
+      await (until === 'end' ? end : i.attempted(s.metadata.uid!));
+      return i.state(s.metadata.uid!);
     }
 
     it('a bridge that takes them: one request, no health check', async () => {

@@ -46,6 +46,11 @@ type ValuesPost = { body: string; token: string; keys: number };
 /** How one POST /data went: taken (or taken before: 409 same), refused for good (409 other), or why not. */
 type PostAnswer = { taken: true } | { refused: string } | { error: string };
 
+/** The delivery an answered post ended: the values taken, or refused for good. */
+function deliveryOf(answer: Exclude<PostAnswer, { error: string }>, values: ValuesPost): Delivery {
+  return 'taken' in answer ? { phase: 'Injected', keys: values.keys } : { phase: 'Failed', lastError: answer.refused };
+}
+
 type Run = {
   sessionName: string;
   state: InjectionState;
@@ -339,15 +344,13 @@ export class DataInjector {
         else if (attempt > 1) error = await this.health(address, target.port);
         else {
           const answer = await this.post(address, target, values, session);
-          if ('taken' in answer) delivered = { phase: 'Injected', keys: values.keys };
-          else if ('refused' in answer) delivered = { phase: 'Failed', lastError: answer.refused };
-          else error = answer.error;
-          if (delivered) this.update(session, run, { postAttempts: 1 });
+          if ('error' in answer) error = answer.error;
+          else delivered = deliveryOf(answer, values);
         }
       } catch (e) {
         error = describe(e);
       }
-      this.update(session, run, { attempts: attempt, lastError: error });
+      this.update(session, run, { attempts: attempt, lastError: error, ...(delivered ? { postAttempts: 1 } : {}) });
       if (!error && address) return { address, delivered };
       if (attempt >= this.config.bridgeHealthAttempts) return { error: error ?? 'no ready pod' };
       run.markTried();
@@ -415,9 +418,11 @@ export class DataInjector {
     for (let post = 1; ; post++) {
       if (run.cancelled) return { phase: 'Failed', lastError: 'cancelled' };
       const answer = await this.post(answering.address, target, values, session);
-      this.update(session, run, { postAttempts: post, ...('error' in answer ? { lastError: answer.error } : {}) });
-      if ('taken' in answer) return { phase: 'Injected', keys: values.keys };
-      if ('refused' in answer) return { phase: 'Failed', lastError: answer.refused };
+      if (!('error' in answer)) {
+        this.update(session, run, { postAttempts: post });
+        return deliveryOf(answer, values);
+      }
+      this.update(session, run, { postAttempts: post, lastError: answer.error });
       if (post >= this.config.bridgePostAttempts) return { phase: 'Failed', lastError: answer.error };
       run.markTried();
       await sleep(this.config.bridgeHealthIntervalMs * 2 ** (post - 1));
