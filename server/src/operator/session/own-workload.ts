@@ -22,10 +22,14 @@ export interface OwnWorkloadCaches {
  * (a deleted namesake's pods can linger; its sidecars' pods carry no `session` label).
  */
 export function lazySessionPods(pods: OwnWorkloadCaches['pods'], session: Pick<Session, 'metadata'>): k8s.V1Pod[] {
+  const labelled = pods.byIndex(INDEX.label, labelKey(LABELS.session, session.metadata.name));
+  // The app label is a hash of the name and uid: worked out only for a session that has pods (a warm
+  // launch asks with none, on every first pass).
+  if (labelled.length === 0) return [];
   const app = sessionPodApp(session);
-  return pods
-    .byIndex(INDEX.label, labelKey(LABELS.session, session.metadata.name))
-    .filter((pod) => pod.metadata?.labels?.[LABELS.component] === COMPONENT.session && pod.metadata.labels.app === app);
+  return labelled.filter(
+    (pod) => pod.metadata?.labels?.[LABELS.component] === COMPONENT.session && pod.metadata.labels.app === app,
+  );
 }
 
 /** A pod that runs or will: not being deleted, and not ended (an evicted pod, or one whose node went, stays Failed). */
