@@ -1,7 +1,6 @@
-// A warm launch's bridge health check goes beside its claim, not after the claim's answer: the
-// reservation tells of each candidate once its write is on its way, the injection of the session that
-// wins takes that answer as its first check, and nothing else of the launch (no route, no value)
-// goes before the claim is won.
+// A warm launch claims its instance first, and nothing else of the launch (no route, no request to the
+// bridge) goes before the claim is won; then the values are posted to the ready pod's bridge at once,
+// that post its first health check: GET /health only when the bridge does not answer it.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
