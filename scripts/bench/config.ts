@@ -59,6 +59,13 @@ export function sizes(scale: number) {
   const s = {
     eagerSequential: n(200),
     eagerConcurrent: n(100),
+    /**
+     * The warm launches run in rounds, each right after the floor's round of the same mode, so that
+     * the machine's slow phases fall on both: one at a time, `eagerSequential` and `floorSequential`
+     * shared out over `eagerSequentialRounds`; at once, `eagerConcurrent` in each of `eagerConcurrentRounds`.
+     */
+    eagerSequentialRounds: 4,
+    eagerConcurrentRounds: 3,
     lazySequential: n(50),
     lazyConcurrent: n(100),
     costLaunches: n(20),

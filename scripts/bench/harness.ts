@@ -121,6 +121,15 @@ export function commandLine(pid: number): string {
 }
 
 /** Per session: when this process's watch first saw each step (Date.now() ms). */
+/** A launch answered: its client-side latency (ms), its URL and session, when it was sent and answered (Date.now()). */
+export interface Launched {
+  ms: number;
+  url: string;
+  sentAt: number;
+  answeredAt: number;
+  session: string;
+}
+
 export interface SessionTimes {
   added?: number;
   firstStatus?: number;
@@ -544,7 +553,7 @@ export class Bench {
     user: string,
     appDefinition: string,
     extra: { ephemeral?: boolean; workspaceName?: string; timeout?: number } = { ephemeral: true },
-  ): Promise<{ ms: number; url: string; sentAt: number; answeredAt: number; session: string }> {
+  ): Promise<Launched> {
     const sentAt = Date.now();
     const t0 = performance.now();
     const body = JSON.stringify({ appId: this.appId, user, appDefinition, ...extra });

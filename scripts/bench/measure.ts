@@ -34,12 +34,11 @@ export async function endAndRefill(bench: Bench, progress: Progress, poolSize: n
   return Date.now() - t0;
 }
 
-/** Start strategies the sessions of users starting with `userPrefix` ended up with: `strategy_<name>` → count. */
-export function strategies(bench: Bench, userPrefix: string): Record<string, number> {
+/** Start strategies the sessions of `launches` ended up with: `strategy_<name>` → count. */
+export function strategies(bench: Bench, launches: readonly { session: string }[]): Record<string, number> {
   const counts: Record<string, number> = {};
-  for (const s of bench.sessionSource.list()) {
-    if (!s.spec.user.startsWith(userPrefix)) continue;
-    const key = `strategy_${s.status?.startStrategy ?? 'none'}`;
+  for (const { session } of launches) {
+    const key = `strategy_${bench.sessions.get(session)?.strategy ?? 'none'}`;
     counts[key] = (counts[key] ?? 0) + 1;
   }
   return counts;
@@ -49,12 +48,11 @@ export function strategies(bench: Bench, userPrefix: string): Record<string, num
  * Where a launch's time goes, from the harness's session watch: created → first status write by the
  * operator, created → Running with URL; the rest of the client latency is the service's own work.
  */
-export function breakdown(bench: Bench, userPrefix: string): Record<string, number> {
+export function breakdown(bench: Bench, launches: readonly { session: string }[]): Record<string, number> {
   const first: number[] = [];
   const running: number[] = [];
-  for (const s of bench.sessionSource.list()) {
-    if (!s.spec.user.startsWith(userPrefix)) continue;
-    const t = bench.sessions.get(s.metadata.name);
+  for (const { session } of launches) {
+    const t = bench.sessions.get(session);
     if (t?.added && t.firstStatus) first.push(t.firstStatus - t.added);
     if (t?.added && t.running) running.push(t.running - t.added);
   }

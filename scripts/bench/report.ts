@@ -166,6 +166,32 @@ function timelineTable(r: Results): string | undefined {
   );
 }
 
+/**
+ * The warm launches' rounds, each right after the floor's: the p50 of each, and their ratio. The
+ * targets read the rounds together (`vsFloor`); the spread shows how far one round alone could move them.
+ */
+function roundsTable(r: Results): string | undefined {
+  const rounds = (f: Figures | undefined): number[] =>
+    Array.isArray(f?.roundP50sMs) ? (f.roundP50sMs as number[]) : [];
+  const row = (what: string, launches: keyof Results, floor: keyof Results): string[] | undefined => {
+    const ide = rounds(r[launches] as Figures | undefined);
+    const base = rounds(r[floor] as Figures | undefined);
+    if (!ide.length || ide.length !== base.length) return undefined;
+    return [
+      `${what} ${key(`${launches}.roundP50sMs`)}, ${key(`${floor}.roundP50sMs`)}`,
+      base.map((x) => fmt(x)).join(', '),
+      ide.map((x) => fmt(x)).join(', '),
+      ide.map((x, i) => (base[i] ? `${(x / base[i]!).toFixed(2)}×` : 'n/a')).join(', '),
+    ];
+  };
+  const rows = [
+    row('one at a time', 'eagerSequential', 'floorSequential'),
+    row(`${fmt(num(r.sizes, 'eagerConcurrent'))} at once`, 'eagerConcurrent', 'floorParallel'),
+  ].filter((x): x is string[] => x !== undefined);
+  if (!rows.length) return undefined;
+  return mdTable(['rounds, the floor then the warm launches', 'floor p50 ms', 'IDE Cloud p50 ms', 'ratio'], rows);
+}
+
 function floorModes(r: Results): string {
   const row = (name: string, k: string, f: Figures | undefined) => [
     `${name} ${key(k)}`,
@@ -461,6 +487,7 @@ export function results(r: Results): string {
     '',
     r.floorSequential ? floorModes(r) : 'The floor was not measured in this run.',
     '',
+    ...(roundsTable(r) ? [roundsTable(r)!, ''] : []),
     ...(requestCostTable(r) ? [requestCostTable(r)!, ''] : []),
     ...(timelineTable(r) ? ['### One warm launch, step by step', '', timelineTable(r)!, ''] : []),
     ...(cpuTable(r) ? [cpuTable(r)!, ''] : []),

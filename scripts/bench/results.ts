@@ -45,6 +45,8 @@ export interface FloorFigures extends Figures, Summary {
   createToWatchP50Ms: number;
   /** Claim writes answered 409 (none expected: every sequence claims its own stand-in). */
   conflicts: number;
+  /** Each round's p50 (the warm launches' modes run in rounds, the floor's then IDE Cloud's). */
+  roundP50sMs: number[];
   /** CPU ms per sequence of each process (measure.ts cpuMsPerLaunch); the sustained run only. */
   cpuMsPerSequence?: Record<string, number>;
 }

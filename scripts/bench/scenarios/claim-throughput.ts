@@ -79,7 +79,7 @@ async function claimBurst(
     ...prefix('latency', summarize(launches.map((r) => r.ms))),
     operatorCpuSecondsPerLaunch: round((cpu.operator ?? 0) / 1000, 4),
     cpuMsPerLaunch: cpu,
-    ...strategies(bench, 'burst-'),
+    ...strategies(bench, launches),
     timeline: timeline(bench, launches),
   };
   progress.step(`ending all ${sizes.pool} sessions of the pool, pool refill`);

@@ -1,15 +1,17 @@
 // Warm launches (start strategy eager): POST /service timed by the client from the request to the URL
-// in the answer, first one at a time, then (the pool refilled) `eagerConcurrent` sent at once, each
-// mode right after the same mode of the floor (floor.ts). Also the delay from the reservation to
-// EnvInjected of the sequential ones (their pods ran already).
+// in the answer, first one at a time, then (the pool refilled) `eagerConcurrent` sent at once. Each
+// mode runs in rounds, each round right after the floor's round of the same mode (floor.ts), so that
+// a slow phase of the shared machine falls on both sides: the figures are those of all rounds
+// together, `roundP50sMs` each round's p50. Also the delay from the reservation to EnvInjected of the
+// sequential ones (their pods ran already).
 import { APPS } from '../config.js';
 import { profiledWindow } from '../cpu-profile.js';
-import type { Bench } from '../harness.js';
-import { timeline, type LaunchRecord } from '../launches.js';
+import type { Bench, Launched } from '../harness.js';
+import { timeline } from '../launches.js';
 import { breakdown, endAndRefill, strategies } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { prefix, summarize } from '../util.js';
-import { Floor } from './floor.js';
+import { Floor, floorFigures, type FloorRound } from './floor.js';
 
 export const eagerLaunch: Scenario = {
   name: 'eager-launch',
@@ -28,45 +30,57 @@ export const eagerLaunch: Scenario = {
 };
 
 async function launches({ bench, api, sizes, progress }: Context, floor: Floor) {
-  const floorSequential = await floor.sequential();
-  progress.step(`${sizes.eagerSequential} warm launches, one at a time`);
-  const seq: LaunchRecord[] = [];
-  for (let i = 0; i < sizes.eagerSequential; i++) {
-    seq.push(await bench.launch(`eager-seq-${i}`, APPS.eager));
-    progress.at(((i + 1) / sizes.eagerSequential) * 0.4, `${i + 1}/${sizes.eagerSequential}`);
+  const seqRounds = sizes.eagerSequentialRounds;
+  const floorSeq: FloorRound[] = [];
+  const seq: Launched[][] = [];
+  let launched = 0;
+  for (let r = 0; r < seqRounds; r++) {
+    floorSeq.push(await floor.sequentialRound(r, share(sizes.floorSequential, seqRounds, r)));
+    const count = share(sizes.eagerSequential, seqRounds, r);
+    progress.step(`${count} warm launches, one at a time (round ${r + 1} of ${seqRounds})`);
+    const round: Launched[] = [];
+    for (let i = 0; i < count; i++) {
+      round.push(await bench.launch(`eager-seq-${launched++}`, APPS.eager));
+      progress.at(((r + (i + 1) / count) / seqRounds) * 0.4, `${i + 1}/${count}`);
+    }
+    seq.push(round);
   }
   await api.snapshot(); // the audit log up to here, for the timeline
-  const eagerSequential = {
-    ...summarize(seq.map(ms)),
-    ...strategies(bench, 'eager-seq-'),
-    ...breakdown(bench, 'eager-seq-'),
-    timeline: timeline(bench, seq),
-  };
+  const eagerSequential = launchFigures(bench, seq);
   const injectionEphemeral = injectionFromReservation(bench, 'eager-seq-');
 
   progress.step(`ending the ${sizes.eagerSequential} sessions, pool refill`);
   const refillAfterSequentialMs = await endAndRefill(bench, progress, sizes.pool);
-  progress.at(0.8, '');
+  progress.at(0.6, '');
 
-  const floorParallel = await floor.parallel();
-  progress.step(`${sizes.eagerConcurrent} warm launches at once`);
-  const t0 = performance.now();
-  const profiled = profiledWindow('eagerConcurrent');
-  const conc = await Promise.all(
-    Array.from({ length: sizes.eagerConcurrent }, (_, i) => bench.launch(`eager-conc-${i}`, APPS.eager)),
-  );
-  profiled();
+  const concRounds = sizes.eagerConcurrentRounds;
+  const floorConc: FloorRound[] = [];
+  const conc: Launched[][] = [];
+  for (let r = 0; r < concRounds; r++) {
+    if (r > 0) {
+      progress.step(`ending round ${r}'s sessions, pool refill`);
+      await endAndRefill(bench, progress, sizes.pool);
+    }
+    floorConc.push(await floor.parallelRound(r));
+    progress.step(`${sizes.eagerConcurrent} warm launches at once (round ${r + 1} of ${concRounds})`);
+    const profiled = r === 0 ? profiledWindow('eagerConcurrent') : () => undefined;
+    conc.push(
+      await Promise.all(
+        Array.from({ length: sizes.eagerConcurrent }, () => bench.launch(`eager-conc-${launched++}`, APPS.eager)),
+      ),
+    );
+    profiled();
+    progress.at(0.6 + ((r + 1) / concRounds) * 0.4, '');
+  }
   await api.snapshot(); // the audit log up to here, for the timeline
-  const eagerConcurrent = {
-    ...summarize(conc.map(ms)),
-    wallMs: Math.round(performance.now() - t0),
-    ...strategies(bench, 'eager-conc-'),
-    ...breakdown(bench, 'eager-conc-'),
-    timeline: timeline(bench, conc),
-  };
+  const eagerConcurrent = launchFigures(bench, conc);
+  const [floorSequential, specFloorSequential] = sides(floorSeq, 1);
+  const [floorParallel, specFloorParallel] = sides(floorConc, sizes.eagerConcurrent);
   return {
-    ...floorSequential,
-    ...floorParallel,
+    floorSequential,
+    specFloorSequential,
+    floorParallel,
+    specFloorParallel,
     eagerSequential,
     injectionEphemeral,
     eagerConcurrent,
@@ -74,7 +88,34 @@ async function launches({ bench, api, sizes, progress }: Context, floor: Floor) 
   };
 }
 
-const ms = (l: LaunchRecord) => l.answeredAt - l.sentAt;
+/** Round `r`'s part of `total` shared out over `rounds` (the parts add up to `total`). */
+const share = (total: number, rounds: number, r: number) =>
+  Math.floor(((r + 1) * total) / rounds) - Math.floor((r * total) / rounds);
+
+/** The figures of a mode's rounds of launches, taken together; `roundP50sMs`: each round's own p50. */
+function launchFigures(bench: Bench, rounds: readonly Launched[][]) {
+  const all = rounds.flat();
+  return {
+    ...summarize(all.map((l) => l.ms)),
+    roundP50sMs: rounds.map((round) => summarize(round.map((l) => l.ms)).p50Ms),
+    ...strategies(bench, all),
+    ...breakdown(bench, all),
+    timeline: timeline(bench, all),
+  };
+}
+
+/** The floor's and the spec floor's figures of a mode's rounds. */
+const sides = (rounds: readonly FloorRound[], concurrency: number) =>
+  [
+    floorFigures(
+      rounds.map((r) => r.floor),
+      concurrency,
+    ),
+    floorFigures(
+      rounds.map((r) => r.spec),
+      concurrency,
+    ),
+  ] as const;
 
 /** Eager sessions whose pod was already running: reservation seen → EnvInjected=True seen. */
 export function injectionFromReservation(bench: Bench, userPrefix: string): Record<string, number> {

@@ -12,7 +12,8 @@
 //   4. wait until its watch (an Informer, as the service's cache) sees the Session with the URL.
 // A sequence is timed from 1 to 4. Three modes: sequentially (the latency floor), `eagerConcurrent`
 // sequences all at once (the floor of the concurrent launches), and `burstConcurrency` in flight for
-// `floorSustainedMs` (the throughput ceiling, in sequences per second).
+// `floorSustainedMs` (the throughput ceiling, in sequences per second). The first two run in rounds,
+// each right before IDE Cloud's round of the same mode (eager-launch.ts).
 //
 // The spec's floor runs the same three modes with what the spec names for a warm launch, by the same
 // bare client: the service's create; the operator's hop (it acts on its watch); the claim; the route
@@ -89,40 +90,46 @@ export class Floor {
     return new Floor(context, client);
   }
 
-  /** One at a time: `floorSequential`, `specFloorSequential`. */
-  async sequential(): Promise<{ floorSequential: FloorFigures; specFloorSequential: FloorFigures }> {
-    const [floor, spec] = await this.each(async (writes, what) => {
-      const { client } = this;
-      const { sizes, progress } = this.context;
-      progress.step(`${what}: ${sizes.floorSequential} sequences, one at a time`);
-      for (let i = 0; i < WARM_UP; i++) await client.sequence(0, writes);
-      await client.resetRoutes();
+  /**
+   * A round of one at a time: `count` sequences of the floor, then of the spec's floor (the first
+   * round after 10 unmeasured). The spec floor's Ingress keeps the paths of every round, as IDE Cloud's
+   * keeps those of its launches between its rounds.
+   */
+  async sequentialRound(round: number, count: number): Promise<FloorRound> {
+    const { client } = this;
+    const one = async (writes: Writes, what: string): Promise<FloorRun> => {
+      this.context.progress.step(`${what}: ${count} sequences, one at a time (round ${round + 1})`);
+      if (round === 0) {
+        for (let i = 0; i < WARM_UP; i++) await client.sequence(0, writes);
+        await client.resetRoutes();
+      }
       const sequences: Sequence[] = [];
       const t0 = performance.now();
-      for (let i = 0; i < sizes.floorSequential; i++) sequences.push(await client.sequence(0, writes));
-      return figures(sequences, 1, performance.now() - t0);
-    });
-    return { floorSequential: floor, specFloorSequential: spec };
+      for (let i = 0; i < count; i++) sequences.push(await client.sequence(0, writes));
+      return { sequences, wallMs: performance.now() - t0 };
+    };
+    return { floor: await one('floor', 'the floor'), spec: await one('spec', "the spec's floor") };
   }
 
-  /** `eagerConcurrent` at once: `floorParallel`, `specFloorParallel`. */
-  async parallel(): Promise<{ floorParallel: FloorFigures; specFloorParallel: FloorFigures }> {
+  /** A round of `eagerConcurrent` at once, of the floor, then of the spec's floor. */
+  async parallelRound(round: number): Promise<FloorRound> {
     const [floor, spec] = await this.each(async (writes, what) => {
       const { sizes, progress } = this.context;
-      progress.step(`${what}: ${sizes.eagerConcurrent} sequences at once`);
+      progress.step(`${what}: ${sizes.eagerConcurrent} sequences at once (round ${round + 1})`);
       const t0 = performance.now();
       const sequences = await Promise.all(
         Array.from({ length: sizes.eagerConcurrent }, (_, k) => this.client.sequence(k, writes)),
       );
-      return figures(sequences, sizes.eagerConcurrent, performance.now() - t0);
+      return { sequences, wallMs: performance.now() - t0 };
     });
-    return { floorParallel: floor, specFloorParallel: spec };
+    return { floor, spec };
   }
 
   /** `burstConcurrency` in flight for `floorSustainedMs`: `floorSustained`, `specFloorSustained`. */
   async sustained(): Promise<{ floorSustained: FloorFigures; specFloorSustained: FloorFigures }> {
+    const { sizes } = this.context;
     const [floor, spec] = await this.each(async (writes, what) => {
-      const { bench, sizes, progress } = this.context;
+      const { bench, progress } = this.context;
       progress.step(`${what}: ${sizes.burstConcurrency} sequences in flight for ${sizes.floorSustainedMs / 1000} s`);
       const sequences: Sequence[] = [];
       const cpu0 = bench.cpuSeconds();
@@ -139,11 +146,16 @@ export class Floor {
         }),
       );
       return {
-        ...figures(sequences, sizes.burstConcurrency, performance.now() - t0),
+        sequences,
+        wallMs: performance.now() - t0,
         cpuMsPerSequence: cpuMsPerLaunch(cpu0, bench.cpuSeconds(), sequences.length),
       };
     });
-    return { floorSustained: floor, specFloorSustained: spec };
+    const figuresOf = (run: FloorRun) => ({
+      ...floorFigures([run], sizes.burstConcurrency),
+      cpuMsPerSequence: run.cpuMsPerSequence,
+    });
+    return { floorSustained: figuresOf(floor), specFloorSustained: figuresOf(spec) };
   }
 
   /** Deletes what the floor created and stops its watches. */
@@ -158,8 +170,8 @@ export class Floor {
 
   /** A mode of the floor, then of the spec's floor, each on an Ingress without session paths. */
   private async each(
-    mode: (writes: Writes, what: string) => Promise<FloorFigures>,
-  ): Promise<[floor: FloorFigures, spec: FloorFigures]> {
+    mode: (writes: Writes, what: string) => Promise<FloorRun>,
+  ): Promise<[floor: FloorRun, spec: FloorRun]> {
     const floor = await mode('floor', 'the floor');
     await this.client.resetRoutes();
     const spec = await mode('spec', "the spec's floor");
@@ -168,7 +180,23 @@ export class Floor {
   }
 }
 
-function figures(sequences: Sequence[], concurrency: number, wallMs: number): FloorFigures {
+/** The sequences of a mode's round and the time they took (the sustained mode: its CPU too). */
+interface FloorRun {
+  sequences: Sequence[];
+  wallMs: number;
+  cpuMsPerSequence?: Record<string, number>;
+}
+
+/** One round of a mode: the floor's run, then the spec floor's. */
+export interface FloorRound {
+  floor: FloorRun;
+  spec: FloorRun;
+}
+
+/** The figures of a mode's rounds, taken together; `roundP50sMs`: each round's own p50. */
+export function floorFigures(runs: readonly FloorRun[], concurrency: number): FloorFigures {
+  const sequences = runs.flatMap((r) => r.sequences);
+  const wallMs = runs.reduce((a, r) => a + r.wallMs, 0);
   const toWatch = sequences.map((s) => s.createToWatchMs).filter((x): x is number => x !== undefined);
   return {
     ...summarize(sequences.map((s) => s.ms)),
@@ -177,6 +205,7 @@ function figures(sequences: Sequence[], concurrency: number, wallMs: number): Fl
     sequencesPerSec: round(sequences.length / (wallMs / 1000), 1),
     createToWatchP50Ms: summarize(toWatch).p50Ms,
     conflicts: sequences.reduce((a, s) => a + s.conflicts, 0),
+    roundP50sMs: runs.map((r) => summarize(r.sequences.map((s) => s.ms)).p50Ms),
   };
 }
 

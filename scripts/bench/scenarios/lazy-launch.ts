@@ -2,6 +2,7 @@
 // pod and Service, and the launch answers once kwok reports its pod Ready. One at a time, then
 // `lazyConcurrent` at once.
 import { APPS } from '../config.js';
+import type { Launched } from '../harness.js';
 import { breakdown, cpuMsPerLaunch, strategies } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { summarize } from '../util.js';
@@ -14,29 +15,27 @@ export const lazyLaunch: Scenario = {
   after: ['warm-pool'],
   async run({ bench, sizes, progress }: Context) {
     progress.step(`${sizes.lazySequential} lazy launches, one at a time`);
-    const seq: number[] = [];
+    const seq: Launched[] = [];
     for (let i = 0; i < sizes.lazySequential; i++) {
-      seq.push((await bench.launch(`lazy-seq-${i}`, APPS.lazy)).ms);
+      seq.push(await bench.launch(`lazy-seq-${i}`, APPS.lazy));
       progress.at(((i + 1) / sizes.lazySequential) * 0.7, `${i + 1}/${sizes.lazySequential}`);
     }
     const lazySequential = {
-      ...summarize(seq),
-      ...strategies(bench, 'lazy-seq-'),
-      ...breakdown(bench, 'lazy-seq-'),
+      ...summarize(seq.map((l) => l.ms)),
+      ...strategies(bench, seq),
+      ...breakdown(bench, seq),
     };
     progress.step(`${sizes.lazyConcurrent} lazy launches at once`);
     const cpu0 = bench.cpuSeconds();
     const t0 = performance.now();
     const conc = await Promise.all(
-      Array.from({ length: sizes.lazyConcurrent }, (_, i) =>
-        bench.launch(`lazy-conc-${i}`, APPS.lazy).then((r) => r.ms),
-      ),
+      Array.from({ length: sizes.lazyConcurrent }, (_, i) => bench.launch(`lazy-conc-${i}`, APPS.lazy)),
     );
     const lazyConcurrent = {
-      ...summarize(conc),
+      ...summarize(conc.map((l) => l.ms)),
       wallMs: Math.round(performance.now() - t0),
-      ...strategies(bench, 'lazy-conc-'),
-      ...breakdown(bench, 'lazy-conc-'),
+      ...strategies(bench, conc),
+      ...breakdown(bench, conc),
       cpuMsPerLaunch: cpuMsPerLaunch(cpu0, bench.cpuSeconds(), sizes.lazyConcurrent),
     };
     return { lazySequential, lazyConcurrent };
