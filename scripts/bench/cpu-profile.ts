@@ -1,7 +1,7 @@
 // Where a measured window's CPU goes inside the operator and the service. With BENCH_CPU_PROFILE_DIR
 // set, both run under V8's profiler (harness.ts) and the scenarios mark their windows (`profiledWindow`:
-// the claim burst, the warm launches at once) in <dir>/windows.json, on the monotonic clock the
-// profiler stamps its samples with. Then
+// the claim burst, the first round of the warm launches at once) in <dir>/windows.json, on the
+// monotonic clock the profiler stamps its samples with. Then
 //   npx tsx scripts/bench/cpu-profile.ts <dir> [window]
 // reads each process's .cpuprofile, keeps the samples inside the window, maps the bundle's frames to
 // the sources through its source map, and prints the self time by file and by function, and the

@@ -31,6 +31,7 @@ import {
   type ControlPlaneState,
 } from '../cluster/control-plane.js';
 import { AuditLog } from './auditlog.js';
+import type { Launched } from './launches.js';
 import {
   chartMemoryLimit,
   inCgroup,
@@ -121,15 +122,6 @@ export function commandLine(pid: number): string {
 }
 
 /** Per session: when this process's watch first saw each step (Date.now() ms). */
-/** A launch answered: its client-side latency (ms), its URL and session, when it was sent and answered (Date.now()). */
-export interface Launched {
-  ms: number;
-  url: string;
-  sentAt: number;
-  answeredAt: number;
-  session: string;
-}
-
 export interface SessionTimes {
   added?: number;
   firstStatus?: number;

@@ -20,6 +20,12 @@ export interface LaunchRecord {
   answeredAt: number;
 }
 
+/** A launch answered (`Bench.launch`): its client-side latency (ms) and its URL. */
+export interface Launched extends LaunchRecord {
+  ms: number;
+  url: string;
+}
+
 /** A session's writes, attributed (see the top of the file). */
 interface Attributed {
   create?: AuditWrite;

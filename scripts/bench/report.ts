@@ -181,7 +181,7 @@ function roundsTable(r: Results): string | undefined {
       `${what} ${key(`${launches}.roundP50sMs`)}, ${key(`${floor}.roundP50sMs`)}`,
       base.map((x) => fmt(x)).join(', '),
       ide.map((x) => fmt(x)).join(', '),
-      ide.map((x, i) => (base[i] ? `${(x / base[i]!).toFixed(2)}×` : 'n/a')).join(', '),
+      ide.map((x, i) => (x != null && base[i] ? `${(x / base[i]!).toFixed(2)}×` : 'n/a')).join(', '),
     ];
   };
   const rows = [

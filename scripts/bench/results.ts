@@ -37,7 +37,7 @@ export interface Runtime {
 export interface FloorFigures extends Figures, Summary {
   /** Sequences in flight at once. */
   concurrency: number;
-  /** First sequence started → last one seen on the watch. */
+  /** First sequence started → last one seen on the watch; of a mode run in rounds, the rounds' sum. */
   wallMs: number;
   /** Sequences completed per second of `wallMs`. */
   sequencesPerSec: number;
@@ -45,8 +45,8 @@ export interface FloorFigures extends Figures, Summary {
   createToWatchP50Ms: number;
   /** Claim writes answered 409 (none expected: every sequence claims its own stand-in). */
   conflicts: number;
-  /** Each round's p50 (the warm launches' modes run in rounds, the floor's then IDE Cloud's). */
-  roundP50sMs: number[];
+  /** Each round's p50, of the modes run in rounds (the floor's, then the warm launches'). */
+  roundP50sMs?: number[];
   /** CPU ms per sequence of each process (measure.ts cpuMsPerLaunch); the sustained run only. */
   cpuMsPerSequence?: Record<string, number>;
 }

@@ -6,9 +6,9 @@
 // sequential ones (their pods ran already).
 import { APPS } from '../config.js';
 import { profiledWindow } from '../cpu-profile.js';
-import type { Bench, Launched } from '../harness.js';
-import { timeline } from '../launches.js';
-import { breakdown, endAndRefill, strategies } from '../measure.js';
+import type { Bench } from '../harness.js';
+import { timeline, type Launched } from '../launches.js';
+import { breakdown, endAndRefill, strategies, waitQuiet } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { prefix, summarize } from '../util.js';
 import { Floor, floorFigures, type FloorRound } from './floor.js';
@@ -38,6 +38,8 @@ async function launches({ bench, api, sizes, progress }: Context, floor: Floor) 
     floorSeq.push(await floor.sequentialRound(r, share(sizes.floorSequential, seqRounds, r)));
     const count = share(sizes.eagerSequential, seqRounds, r);
     progress.step(`${count} warm launches, one at a time (round ${r + 1} of ${seqRounds})`);
+    // As the floor's rounds after the first: the first call after the other side's round is not measured.
+    if (r > 0) await bench.launch(`eager-unmeasured-${r}`, APPS.eager);
     const round: Launched[] = [];
     for (let i = 0; i < count; i++) {
       round.push(await bench.launch(`eager-seq-${launched++}`, APPS.eager));
@@ -56,13 +58,18 @@ async function launches({ bench, api, sizes, progress }: Context, floor: Floor) 
   const concRounds = sizes.eagerConcurrentRounds;
   const floorConc: FloorRound[] = [];
   const conc: Launched[][] = [];
+  const quietBeforeRoundsReached: boolean[] = [];
   for (let r = 0; r < concRounds; r++) {
     if (r > 0) {
       progress.step(`ending round ${r}'s sessions, pool refill`);
       await endAndRefill(bench, progress, sizes.pool);
     }
+    // The refill's trailing work (status writes, Events) done before the floor's round, not inside it.
+    const quiet = await waitQuiet(bench, { quietMs: sizes.quietMs, timeoutMs: 60_000, cpu: true });
+    quietBeforeRoundsReached.push(quiet.reached);
     floorConc.push(await floor.parallelRound(r));
     progress.step(`${sizes.eagerConcurrent} warm launches at once (round ${r + 1} of ${concRounds})`);
+    // windows.json holds one window per name: the first round's.
     const profiled = r === 0 ? profiledWindow('eagerConcurrent') : () => undefined;
     conc.push(
       await Promise.all(
@@ -73,9 +80,9 @@ async function launches({ bench, api, sizes, progress }: Context, floor: Floor) 
     progress.at(0.6 + ((r + 1) / concRounds) * 0.4, '');
   }
   await api.snapshot(); // the audit log up to here, for the timeline
-  const eagerConcurrent = launchFigures(bench, conc);
-  const [floorSequential, specFloorSequential] = sides(floorSeq, 1);
-  const [floorParallel, specFloorParallel] = sides(floorConc, sizes.eagerConcurrent);
+  const eagerConcurrent = { ...launchFigures(bench, conc), quietBeforeRoundsReached };
+  const [floorSequential, specFloorSequential] = floorAndSpecFigures(floorSeq, 1);
+  const [floorParallel, specFloorParallel] = floorAndSpecFigures(floorConc, sizes.eagerConcurrent);
   return {
     floorSequential,
     specFloorSequential,
@@ -105,7 +112,7 @@ function launchFigures(bench: Bench, rounds: readonly Launched[][]) {
 }
 
 /** The floor's and the spec floor's figures of a mode's rounds. */
-const sides = (rounds: readonly FloorRound[], concurrency: number) =>
+const floorAndSpecFigures = (rounds: readonly FloorRound[], concurrency: number) =>
   [
     floorFigures(
       rounds.map((r) => r.floor),

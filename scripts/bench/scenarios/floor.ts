@@ -20,9 +20,10 @@
 // (a path in the shared Ingress, written by the operator's own batching writer, routes/routes.ts);
 // the status with the URL; the service's hop (it answers on its watch); and the mark that the session
 // was handled, with the decision's annotations. Timed from the create to the mark's answer. Its
-// Ingress keeps the paths of a mode's sessions, as IDE Cloud's does, except in the sustained mode,
-// where each slot's last path goes out as its new one comes in (the Ingress stays as small as the
-// slots: a floor); that removal is not waited for, and rides in a batch of other routes.
+// Ingress keeps the paths of a mode's sessions, as IDE Cloud's does (one at a time, those of every
+// round; at once, a round's: IDE Cloud's sessions end between those rounds), except in the sustained
+// mode, where each slot's last path goes out as its new one comes in (the Ingress stays as small as
+// the slots: a floor); that removal is not waited for, and rides in a batch of other routes.
 //
 // Each sequence in flight claims its own stand-in (one per slot), with the resourceVersion of its watch
 // cache (updated by each claim's answer), as the operator claims from its cache without a read. No
@@ -91,24 +92,22 @@ export class Floor {
   }
 
   /**
-   * A round of one at a time: `count` sequences of the floor, then of the spec's floor (the first
-   * round after 10 unmeasured). The spec floor's Ingress keeps the paths of every round, as IDE Cloud's
-   * keeps those of its launches between its rounds.
+   * A round of one at a time: `count` sequences of the floor, then of the spec's floor, each after
+   * unmeasured ones (10 in the first round, then 1). The spec floor's Ingress keeps the paths of every
+   * round, as IDE Cloud's keeps those of its launches between its rounds.
    */
   async sequentialRound(round: number, count: number): Promise<FloorRound> {
     const { client } = this;
-    const one = async (writes: Writes, what: string): Promise<FloorRun> => {
+    const run = async (writes: Writes, what: string): Promise<FloorRun> => {
       this.context.progress.step(`${what}: ${count} sequences, one at a time (round ${round + 1})`);
-      if (round === 0) {
-        for (let i = 0; i < WARM_UP; i++) await client.sequence(0, writes);
-        await client.resetRoutes();
-      }
+      for (let i = 0; i < (round === 0 ? WARM_UP : 1); i++) await client.sequence(0, writes);
+      if (round === 0) await client.resetRoutes();
       const sequences: Sequence[] = [];
       const t0 = performance.now();
       for (let i = 0; i < count; i++) sequences.push(await client.sequence(0, writes));
       return { sequences, wallMs: performance.now() - t0 };
     };
-    return { floor: await one('floor', 'the floor'), spec: await one('spec', "the spec's floor") };
+    return { floor: await run('floor', 'the floor'), spec: await run('spec', "the spec's floor") };
   }
 
   /** A round of `eagerConcurrent` at once, of the floor, then of the spec's floor. */
@@ -193,7 +192,7 @@ export interface FloorRound {
   spec: FloorRun;
 }
 
-/** The figures of a mode's rounds, taken together; `roundP50sMs`: each round's own p50. */
+/** The figures of a mode's rounds, taken together; `roundP50sMs`: each round's own p50, if more than one. */
 export function floorFigures(runs: readonly FloorRun[], concurrency: number): FloorFigures {
   const sequences = runs.flatMap((r) => r.sequences);
   const wallMs = runs.reduce((a, r) => a + r.wallMs, 0);
@@ -205,7 +204,7 @@ export function floorFigures(runs: readonly FloorRun[], concurrency: number): Fl
     sequencesPerSec: round(sequences.length / (wallMs / 1000), 1),
     createToWatchP50Ms: summarize(toWatch).p50Ms,
     conflicts: sequences.reduce((a, s) => a + s.conflicts, 0),
-    roundP50sMs: runs.map((r) => summarize(r.sequences.map((s) => s.ms)).p50Ms),
+    ...(runs.length > 1 ? { roundP50sMs: runs.map((r) => summarize(r.sequences.map((s) => s.ms)).p50Ms) } : {}),
   };
 }
 

@@ -2,7 +2,7 @@
 // pod and Service, and the launch answers once kwok reports its pod Ready. One at a time, then
 // `lazyConcurrent` at once.
 import { APPS } from '../config.js';
-import type { Launched } from '../harness.js';
+import type { Launched } from '../launches.js';
 import { breakdown, cpuMsPerLaunch, strategies } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
 import { summarize } from '../util.js';
