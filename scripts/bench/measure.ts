@@ -35,7 +35,7 @@ export async function endAndRefill(bench: Bench, progress: Progress, poolSize: n
 }
 
 /** Start strategies the sessions of `launches` ended up with: `strategy_<name>` → count. */
-export function strategies(bench: Bench, launches: readonly { session: string }[]): Record<string, number> {
+export function strategies(bench: Bench, launches: readonly Pick<LaunchRecord, 'session'>[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const { session } of launches) {
     const key = `strategy_${bench.sessions.get(session)?.strategy ?? 'none'}`;
@@ -48,7 +48,7 @@ export function strategies(bench: Bench, launches: readonly { session: string }[
  * Where a launch's time goes, from the harness's session watch: created → first status write by the
  * operator, created → Running with URL; the rest of the client latency is the service's own work.
  */
-export function breakdown(bench: Bench, launches: readonly { session: string }[]): Record<string, number> {
+export function breakdown(bench: Bench, launches: readonly Pick<LaunchRecord, 'session'>[]): Record<string, number> {
   const first: number[] = [];
   const running: number[] = [];
   for (const { session } of launches) {

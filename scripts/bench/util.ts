@@ -30,6 +30,9 @@ export function summarize(values: readonly number[]): Summary {
   };
 }
 
+/** Each round's p50 (ms), of a mode measured in rounds. */
+export const roundP50s = (rounds: readonly (readonly number[])[]): number[] => rounds.map((r) => summarize(r).p50Ms);
+
 export function round(x: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;

@@ -10,7 +10,7 @@ import type { Bench } from '../harness.js';
 import { timeline, type Launched } from '../launches.js';
 import { breakdown, endAndRefill, strategies, waitQuiet } from '../measure.js';
 import type { Context, Scenario } from '../scenario.js';
-import { prefix, summarize } from '../util.js';
+import { prefix, roundP50s, summarize } from '../util.js';
 import { Floor, floorFigures, type FloorRound } from './floor.js';
 
 export const eagerLaunch: Scenario = {
@@ -104,7 +104,7 @@ function launchFigures(bench: Bench, rounds: readonly Launched[][]) {
   const all = rounds.flat();
   return {
     ...summarize(all.map((l) => l.ms)),
-    roundP50sMs: rounds.map((round) => summarize(round.map((l) => l.ms)).p50Ms),
+    roundP50sMs: roundP50s(rounds.map((round) => round.map((l) => l.ms))),
     ...strategies(bench, all),
     ...breakdown(bench, all),
     timeline: timeline(bench, all),
@@ -112,17 +112,11 @@ function launchFigures(bench: Bench, rounds: readonly Launched[][]) {
 }
 
 /** The floor's and the spec floor's figures of a mode's rounds. */
-const floorAndSpecFigures = (rounds: readonly FloorRound[], concurrency: number) =>
-  [
-    floorFigures(
-      rounds.map((r) => r.floor),
-      concurrency,
-    ),
-    floorFigures(
-      rounds.map((r) => r.spec),
-      concurrency,
-    ),
-  ] as const;
+function floorAndSpecFigures(rounds: readonly FloorRound[], concurrency: number) {
+  const floor = rounds.map((r) => r.floor);
+  const spec = rounds.map((r) => r.spec);
+  return [floorFigures(floor, concurrency), floorFigures(spec, concurrency)] as const;
+}
 
 /** Eager sessions whose pod was already running: reservation seen → EnvInjected=True seen. */
 export function injectionFromReservation(bench: Bench, userPrefix: string): Record<string, number> {

@@ -42,7 +42,7 @@ import { FLOOR_NAMESPACE } from '../harness.js';
 import { cpuMsPerLaunch } from '../measure.js';
 import type { FloorFigures } from '../results.js';
 import type { Context } from '../scenario.js';
-import { pool, round, summarize, untilRemoved } from '../util.js';
+import { pool, round, roundP50s, summarize, untilRemoved } from '../util.js';
 
 /** Label of everything the floor creates (deleted by it afterwards). */
 const FLOOR_LABEL = 'bench.ide-cloud.io/floor';
@@ -204,7 +204,7 @@ export function floorFigures(runs: readonly FloorRun[], concurrency: number): Fl
     sequencesPerSec: round(sequences.length / (wallMs / 1000), 1),
     createToWatchP50Ms: summarize(toWatch).p50Ms,
     conflicts: sequences.reduce((a, s) => a + s.conflicts, 0),
-    ...(runs.length > 1 ? { roundP50sMs: runs.map((r) => summarize(r.sequences.map((s) => s.ms)).p50Ms) } : {}),
+    ...(runs.length > 1 ? { roundP50sMs: roundP50s(runs.map((r) => r.sequences.map((s) => s.ms))) } : {}),
   };
 }
 
